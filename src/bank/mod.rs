@@ -1,0 +1,1 @@
+//! Records, storage backends, layered look-ups and bank paths. Only this module touches storage.

@@ -1,0 +1,2 @@
+//! The `bank-inspect` command line.
+fn main() {}

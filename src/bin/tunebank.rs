@@ -1,0 +1,2 @@
+//! The `tunebank` command line.
+fn main() {}
