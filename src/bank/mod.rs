@@ -1,1 +1,4 @@
 //! Records, storage backends, layered look-ups and bank paths. Only this module touches storage.
+
+pub mod record;
+pub mod store;

@@ -145,3 +145,18 @@ pub struct OpDescriptor {
     /// Target.
     pub soc: SocSpec,
 }
+
+/// A subgraph descriptor: canonical structure plus the graph-level options that must match
+/// between tuning and conversion. Filled in by the key module.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GraphDescriptor {
+    /// Target.
+    pub soc: SocSpec,
+}
+
+/// A gradient-split descriptor. Filled in by the key module.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GradientDescriptor {
+    /// Target.
+    pub soc: SocSpec,
+}

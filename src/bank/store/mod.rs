@@ -1,0 +1,121 @@
+//! The narrow storage seam: a transactional map from [`BankKey`] to encoded record bytes, plus a
+//! secondary index by (SoC, kind, op type). Nothing here knows about tuning.
+
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+use crate::key::{BankKey, RecordKind};
+
+/// Secondary-index entry of a record: what near-miss search filters by.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IndexKey {
+    /// SoC version, e.g. `Ascend910B2`.
+    pub soc: String,
+    /// Record kind.
+    pub kind: RecordKind,
+    /// Op type, case-folded (for graphs and gradients: a kind-specific label).
+    pub op_type: String,
+}
+
+/// A prefix of [`IndexKey`] for index scans; `None` fields and everything after them match all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IndexPrefix<'a> {
+    /// SoC to match, or all.
+    pub soc: Option<&'a str>,
+    /// Kind to match (only when `soc` is set), or all.
+    pub kind: Option<RecordKind>,
+    /// Op type to match (only when `kind` is set), or all.
+    pub op_type: Option<&'a str>,
+}
+
+/// One write of a batch.
+#[derive(Clone, Debug)]
+pub struct StoreEntry<'a> {
+    /// The record's key.
+    pub key: BankKey,
+    /// The encoded record (see `bank::record`).
+    pub value: &'a [u8],
+    /// Its index entry.
+    pub index: IndexKey,
+}
+
+/// Errors of a storage backend. Each names the bank path.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The bank is held exclusively by another process (sled backend).
+    #[error("bank {path} is in use by another process; this backend serves one process at a time (use the default redb backend to share a bank)")]
+    Busy {
+        /// Bank path.
+        path: PathBuf,
+    },
+    /// An I/O error from the operating system.
+    #[error("bank {path}: {source}")]
+    Io {
+        /// Bank path.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The backend's own structures are damaged.
+    #[error("bank {path} is damaged: {detail}")]
+    Corrupted {
+        /// Bank path.
+        path: PathBuf,
+        /// What the backend reported.
+        detail: String,
+    },
+    /// Any other backend error.
+    #[error("bank {path}: {detail}")]
+    Backend {
+        /// Bank path.
+        path: PathBuf,
+        /// What the backend reported.
+        detail: String,
+    },
+    /// A write was attempted on a read-only handle.
+    #[error("bank {path} is opened read-only")]
+    ReadOnly {
+        /// Bank path.
+        path: PathBuf,
+    },
+}
+
+/// A transactional key-value store holding encoded records.
+///
+/// Contract, checked by the conformance suite in `tests/store_conformance.rs` for every backend:
+/// - `put_batch` is all-or-nothing and durable when it returns `Ok`: after a crash, either every
+///   entry of the batch is readable or none is, and a concurrent reader sees one or the other.
+/// - A `put` of an existing key replaces its value and its index entry.
+/// - `get` returns exactly the bytes last put; backends do not verify record checksums.
+/// - Scans visit keys in ascending byte order and stop when the visitor returns `Break`.
+pub trait Store: Send + Sync {
+    /// The path this store was opened from (for messages).
+    fn path(&self) -> &std::path::Path;
+
+    /// Calls `f` with the value stored under `key`, if any, and returns its result.
+    /// The slice is only valid during the call, which lets backends avoid a copy.
+    fn get_with(&self, key: &BankKey, f: &mut dyn FnMut(&[u8])) -> Result<bool, StoreError>;
+
+    /// Writes all entries atomically and durably.
+    fn put_batch(&self, entries: &[StoreEntry<'_>]) -> Result<(), StoreError>;
+
+    /// Visits every (key, value) in ascending key order.
+    fn scan(&self, f: &mut dyn FnMut(&BankKey, &[u8]) -> ControlFlow<()>)
+        -> Result<(), StoreError>;
+
+    /// Visits the index entries matching `prefix`, in index order.
+    fn scan_index(
+        &self,
+        prefix: &IndexPrefix<'_>,
+        f: &mut dyn FnMut(&IndexKey, &BankKey) -> ControlFlow<()>,
+    ) -> Result<(), StoreError>;
+
+    /// Number of records.
+    fn len(&self) -> Result<u64, StoreError>;
+
+    /// Whether the store holds no record.
+    fn is_empty(&self) -> Result<bool, StoreError> {
+        Ok(self.len()? == 0)
+    }
+}
