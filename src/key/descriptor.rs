@@ -160,3 +160,18 @@ pub struct GradientDescriptor {
     /// Target.
     pub soc: SocSpec,
 }
+
+impl std::fmt::Display for BankKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for BankKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BankKey({self})")
+    }
+}
