@@ -1,0 +1,132 @@
+//! Bank look-up benchmarks on a bank of 1,000,000 op records (DESIGN.md §5, issue "Bank core").
+//!
+//! Baselines measured in the same run: a raw redb get of the same key (for the hit look-up), and
+//! the key derivation alone. Run with `cargo bench --bench bank`; the bank is built once under
+//! `target/bench-banks/` (about a minute) and reused. Set `TUNEBANK_BENCH_RECORDS` to use another
+//! size.
+
+mod common;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use rand::{Rng, SeedableRng};
+use redb::{ConcurrencyMode, ReadableDatabase, TableDefinition};
+use tunebank::bank::Bank;
+use tunebank::key::RecordKind;
+
+const RECORDS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("records");
+
+fn records() -> u64 {
+    std::env::var("TUNEBANK_BENCH_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000)
+}
+
+fn open_bank(path: &std::path::Path) -> Bank {
+    Bank::builder(RecordKind::Op, common::SOC)
+        .custom_path(path)
+        .no_default_builtin()
+        .read_only(true)
+        .open()
+        .expect("open bench bank")
+}
+
+fn lookups(c: &mut Criterion) {
+    let n = records();
+    let path = common::ensure_bank(n);
+    let bank = open_bank(&path);
+    let raw = redb::Builder::new()
+        .set_concurrency_mode(ConcurrencyMode::MultiWriter)
+        .set_cache_size(tunebank::bank::store::redb::DEFAULT_CACHE_BYTES)
+        .open_read_only(&path)
+        .expect("raw redb open");
+
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let picks: Vec<u64> = (0..4096).map(|_| rng.gen_range(0..n)).collect();
+    let ops: Vec<_> = picks.iter().map(|&i| common::op(i)).collect();
+    let keys: Vec<_> = ops.iter().map(|o| o.key().unwrap()).collect();
+    let absent: Vec<_> = (0..4096).map(|i| common::op(n + i)).collect();
+
+    let mut g = c.benchmark_group(format!("bank_{n}"));
+    let mut i = 0usize;
+    g.bench_function("key_derivation", |b| {
+        b.iter(|| {
+            i = (i + 1) % ops.len();
+            black_box(ops[i].key().unwrap())
+        })
+    });
+    g.bench_function("raw_redb_get", |b| {
+        b.iter(|| {
+            i = (i + 1) % keys.len();
+            let txn = raw.begin_read().unwrap();
+            let table = txn.open_table(RECORDS).unwrap();
+            let v = table.get(&keys[i].0).unwrap().unwrap();
+            black_box(v.value().len())
+        })
+    });
+    g.bench_function("hit_lookup_derive_get_verify_decode", |b| {
+        b.iter(|| {
+            i = (i + 1) % ops.len();
+            let key = ops[i].key().unwrap();
+            let hit = bank.lookup(&key).unwrap();
+            black_box(hit.hit().expect("hit").record.strategy.len())
+        })
+    });
+    g.bench_function("miss_lookup_derive_get", |b| {
+        b.iter(|| {
+            i = (i + 1) % absent.len();
+            let key = absent[i].key().unwrap();
+            black_box(bank.lookup(&key).unwrap().hit().is_none())
+        })
+    });
+    g.bench_function("open_and_first_lookup", |b| {
+        b.iter_batched(
+            || (),
+            |()| {
+                i = (i + 1) % ops.len();
+                let bank = open_bank(&path);
+                let key = ops[i].key().unwrap();
+                black_box(bank.lookup(&key).unwrap().hit().is_some())
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+    report_probe(&path, &ops[0]);
+}
+
+/// Opens the bank in a fresh process (the `open_probe` example) and prints its open time, first
+/// look-up time and resident memory: the figures a converter process sees.
+fn report_probe(path: &std::path::Path, op: &tunebank::key::OpDescriptor) {
+    let exe = std::env::current_exe().expect("bench exe");
+    let probe = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .map(|d| d.join("examples/open_probe"));
+    let Some(probe) = probe.filter(|p| p.exists()) else {
+        eprintln!("open_probe example not built; run `cargo build --release --examples` first");
+        return;
+    };
+    let key = op.key().unwrap().to_string();
+    let t = Instant::now();
+    let out = std::process::Command::new(&probe)
+        .arg(path)
+        .arg(&key)
+        .output()
+        .expect("run open_probe");
+    let _: Duration = t.elapsed();
+    println!(
+        "open_probe (fresh process): {}",
+        String::from_utf8_lossy(&out.stdout).trim()
+    );
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(4)).warm_up_time(Duration::from_secs(1));
+    targets = lookups
+}
+criterion_main!(benches);

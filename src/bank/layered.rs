@@ -1,0 +1,456 @@
+//! The layered bank: a writable custom layer consulted before read-only built-in layers, with
+//! look-up answers that say which layer answered and what it shadowed.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::bank::paths::{self, BankEnv, BankLocation, PathError};
+use crate::bank::record::{self, Descriptor, Record, RecordError};
+use crate::bank::store::{IndexKey, Store, StoreEntry, StoreError};
+use crate::bank::store::redb::RedbStore;
+use crate::bank::verify::{verify_store, VerifyReport};
+use crate::key::{BankKey, KeyError, RecordKind};
+
+/// Which layer of a [`Bank`] a record came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LayerId {
+    /// The user's writable bank.
+    Custom,
+    /// The n-th read-only built-in bank (0 is consulted first).
+    BuiltIn(usize),
+}
+
+impl fmt::Display for LayerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LayerId::Custom => f.write_str("custom"),
+            LayerId::BuiltIn(0) => f.write_str("built-in"),
+            LayerId::BuiltIn(n) => write!(f, "built-in#{n}"),
+        }
+    }
+}
+
+/// One opened layer.
+struct Layer {
+    id: LayerId,
+    store: Box<dyn Store>,
+    writable: bool,
+}
+
+/// A successful look-up.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    /// The layer that answered.
+    pub layer: LayerId,
+    /// The record it holds.
+    pub record: Record,
+    /// Lower layers that also hold this key and were shadowed by `layer`.
+    pub shadowed: Vec<LayerId>,
+    /// Higher layers whose entry for this key was rejected by the caller's validity check.
+    pub rejected_above: Vec<LayerId>,
+}
+
+/// The answer to a look-up.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Lookup {
+    /// A layer holds a (valid) record for the key.
+    Hit(Box<Hit>),
+    /// No layer holds a usable record. `rejected` lists layers whose entry the validity check
+    /// refused (a "rejected hit": the stored strategy is no longer valid on the target).
+    Miss {
+        /// Layers with a rejected entry.
+        rejected: Vec<LayerId>,
+    },
+}
+
+impl Lookup {
+    /// The hit, if any.
+    pub fn hit(&self) -> Option<&Hit> {
+        match self {
+            Lookup::Hit(h) => Some(h),
+            Lookup::Miss { .. } => None,
+        }
+    }
+}
+
+/// Running totals of a bank handle's look-ups.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Look-ups answered by some layer.
+    pub hits: u64,
+    /// Look-ups no layer answered.
+    pub misses: u64,
+    /// Entries found but refused by the caller's validity check.
+    pub rejected: u64,
+}
+
+/// Errors of the layered bank. Every message names the bank file or key involved.
+#[derive(Debug, thiserror::Error)]
+pub enum BankError {
+    /// Path resolution failed (bad `TUNE_BANK_PATH`, no location …).
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// A storage backend failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored record is damaged or undecodable.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// A descriptor could not be keyed.
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    /// Error-on-miss mode and no layer answered.
+    #[error("bank miss for key {key} (error-on-miss is set)")]
+    Miss {
+        /// The key looked up.
+        key: BankKey,
+    },
+    /// A write was attempted but the bank has no writable layer.
+    #[error("the bank has no writable custom layer (opened read-only or without one)")]
+    NotWritable,
+    /// A record of another kind was written to a bank of this kind.
+    #[error("record of kind {found:?} written to a {expected:?} bank")]
+    WrongKind {
+        /// The bank's kind.
+        expected: RecordKind,
+        /// The record's kind.
+        found: RecordKind,
+    },
+    /// The directory for a new bank file could not be created.
+    #[error("cannot create bank directory {path}: {source}")]
+    CreateDir {
+        /// Directory.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Derives the key of a record's descriptor.
+pub fn descriptor_key(d: &Descriptor) -> Result<BankKey, KeyError> {
+    match d {
+        Descriptor::Op(op) => op.key(),
+        Descriptor::Graph(g) => g.key(),
+        Descriptor::Gradient(g) => g.key(),
+    }
+}
+
+/// The secondary-index entry of a record: (SoC, kind, case-folded op type).
+pub fn index_key(r: &Record) -> IndexKey {
+    let (soc, op_type) = match &r.descriptor {
+        Descriptor::Op(op) => (&op.soc.version, op.op_type.to_lowercase()),
+        Descriptor::Graph(g) => (&g.soc.version, "graph".to_owned()),
+        Descriptor::Gradient(g) => (&g.soc.version, "gradient".to_owned()),
+    };
+    IndexKey {
+        soc: soc.clone(),
+        kind: r.kind,
+        op_type,
+    }
+}
+
+/// How to open a [`Bank`]; see [`Bank::builder`].
+#[derive(Clone, Debug)]
+pub struct BankBuilder {
+    kind: RecordKind,
+    soc: String,
+    env: BankEnv,
+    custom: Option<Option<PathBuf>>,
+    builtin: Vec<PathBuf>,
+    default_builtin: bool,
+    read_only: bool,
+    error_on_miss: bool,
+}
+
+impl BankBuilder {
+    /// Uses these environment values instead of the process environment.
+    pub fn env(mut self, env: BankEnv) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// Uses this bank file as the custom layer, overriding the environment (`--bank`).
+    pub fn custom_path(mut self, file: impl Into<PathBuf>) -> Self {
+        self.custom = Some(Some(file.into()));
+        self
+    }
+
+    /// Opens no custom layer (only built-in layers answer).
+    pub fn no_custom(mut self) -> Self {
+        self.custom = None;
+        self
+    }
+
+    /// Adds a read-only built-in layer from this bank file, consulted after the custom layer and
+    /// after built-in layers added before it. A missing file is an absent layer.
+    pub fn builtin_path(mut self, file: impl Into<PathBuf>) -> Self {
+        self.builtin.push(file.into());
+        self
+    }
+
+    /// Does not add the default built-in bank (`TUNEBANK_BUILTIN_PATH` or the `$HOME` default).
+    pub fn no_default_builtin(mut self) -> Self {
+        self.default_builtin = false;
+        self
+    }
+
+    /// Opens the custom layer read-only: nothing is created and writes fail. This is what a
+    /// converter wants.
+    pub fn read_only(mut self, yes: bool) -> Self {
+        self.read_only = yes;
+        self
+    }
+
+    /// Makes a look-up that no layer answers an error ([`BankError::Miss`]).
+    pub fn error_on_miss(mut self, yes: bool) -> Self {
+        self.error_on_miss = yes;
+        self
+    }
+
+    /// The custom bank file this builder would open, and the rule that chose it.
+    pub fn custom_location(&self) -> Result<Option<BankLocation>, PathError> {
+        match &self.custom {
+            None => Ok(None),
+            Some(explicit) => {
+                paths::resolve_custom(self.kind, &self.soc, explicit.as_deref(), &self.env)
+                    .map(Some)
+            }
+        }
+    }
+
+    /// Opens the layers. Path errors are reported before anything is created. A read-write open
+    /// creates the custom bank's directory and file if needed; a read-only open of a bank that
+    /// does not exist yet gives an empty layer.
+    pub fn open(self) -> Result<Bank, BankError> {
+        let location = self.custom_location()?;
+        let mut layers = Vec::new();
+        if let Some(loc) = &location {
+            if self.read_only {
+                if loc.file.exists() {
+                    layers.push(Layer {
+                        id: LayerId::Custom,
+                        store: Box::new(RedbStore::open_read_only(&loc.file)?),
+                        writable: false,
+                    });
+                }
+            } else {
+                if let Some(dir) = loc.file.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|source| BankError::CreateDir {
+                        path: dir.to_owned(),
+                        source,
+                    })?;
+                }
+                layers.push(Layer {
+                    id: LayerId::Custom,
+                    store: Box::new(RedbStore::open(&loc.file)?),
+                    writable: true,
+                });
+            }
+        }
+        let mut builtin = self.builtin.clone();
+        if self.default_builtin {
+            if let Some(p) = paths::resolve_builtin(self.kind, &self.soc, &self.env) {
+                builtin.push(p);
+            }
+        }
+        for (n, file) in builtin.iter().enumerate() {
+            if file.exists() {
+                layers.push(Layer {
+                    id: LayerId::BuiltIn(n),
+                    store: Box::new(RedbStore::open_read_only(file)?),
+                    writable: false,
+                });
+            }
+        }
+        Ok(Bank {
+            kind: self.kind,
+            custom_file: location.map(|l| l.file),
+            layers,
+            error_on_miss: self.error_on_miss,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+        })
+    }
+}
+
+/// A layered bank handle for one kind and SoC. Shareable between threads (`Sync`); several
+/// processes may open the same bank files at once.
+pub struct Bank {
+    kind: RecordKind,
+    custom_file: Option<PathBuf>,
+    layers: Vec<Layer>,
+    error_on_miss: bool,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    rejected: AtomicU64,
+}
+
+impl fmt::Debug for Bank {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Bank")
+            .field("kind", &self.kind)
+            .field("layers", &self.layer_paths())
+            .finish()
+    }
+}
+
+impl Bank {
+    /// Starts opening a bank of `kind` for `soc` (e.g. `Ascend910B2`), with the custom layer
+    /// resolved from the process environment and the default built-in layer.
+    pub fn builder(kind: RecordKind, soc: &str) -> BankBuilder {
+        BankBuilder {
+            kind,
+            soc: soc.to_owned(),
+            env: BankEnv::from_process(),
+            custom: Some(None),
+            builtin: Vec::new(),
+            default_builtin: true,
+            read_only: false,
+            error_on_miss: false,
+        }
+    }
+
+    /// The kind of record this bank holds.
+    pub fn kind(&self) -> RecordKind {
+        self.kind
+    }
+
+    /// The custom bank file (whether or not it exists yet).
+    pub fn custom_file(&self) -> Option<&Path> {
+        self.custom_file.as_deref()
+    }
+
+    /// The opened layers, in look-up order, with their files.
+    pub fn layer_paths(&self) -> Vec<(LayerId, PathBuf)> {
+        self.layers
+            .iter()
+            .map(|l| (l.id, l.store.path().to_owned()))
+            .collect()
+    }
+
+    /// The store of one layer, for tools that inspect a bank (export, verify, near-miss search).
+    pub fn layer_store(&self, id: LayerId) -> Option<&dyn Store> {
+        self.layers
+            .iter()
+            .find(|l| l.id == id)
+            .map(|l| l.store.as_ref())
+    }
+
+    /// Looks `key` up in every layer, custom first; see [`Bank::lookup_checked`].
+    pub fn lookup(&self, key: &BankKey) -> Result<Lookup, BankError> {
+        self.lookup_checked(key, |_| true)
+    }
+
+    /// Looks `key` up, custom layer first. The first layer whose record passes `valid` answers;
+    /// an entry that fails it is a rejected hit and the next layer is tried. Lower layers that
+    /// also hold the key are reported as shadowed. Every stored value read is checksum-verified:
+    /// a damaged record is an error naming the key, never a wrong strategy.
+    pub fn lookup_checked(
+        &self,
+        key: &BankKey,
+        valid: impl Fn(&Record) -> bool,
+    ) -> Result<Lookup, BankError> {
+        let mut rejected = Vec::new();
+        for (i, layer) in self.layers.iter().enumerate() {
+            let Some(record) = get_record(layer.store.as_ref(), key)? else {
+                continue;
+            };
+            if !valid(&record) {
+                self.rejected.fetch_add(1, Ordering::Relaxed);
+                rejected.push(layer.id);
+                continue;
+            }
+            let mut shadowed = Vec::new();
+            for lower in &self.layers[i + 1..] {
+                if lower.store.get_with(key, &mut |_| {})? {
+                    shadowed.push(lower.id);
+                }
+            }
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Lookup::Hit(Box::new(Hit {
+                layer: layer.id,
+                record,
+                shadowed,
+                rejected_above: rejected,
+            })));
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        if self.error_on_miss {
+            return Err(BankError::Miss { key: *key });
+        }
+        Ok(Lookup::Miss { rejected })
+    }
+
+    /// Derives the key of `descriptor` and looks it up.
+    pub fn lookup_descriptor(&self, descriptor: &Descriptor) -> Result<Lookup, BankError> {
+        let key = descriptor_key(descriptor)?;
+        self.lookup(&key)
+    }
+
+    /// Looks up several keys; answers are in input order. In error-on-miss mode the first miss
+    /// ends the batch with [`BankError::Miss`].
+    pub fn lookup_batch(&self, keys: &[BankKey]) -> Result<Vec<Lookup>, BankError> {
+        keys.iter().map(|k| self.lookup(k)).collect()
+    }
+
+    /// Writes `records` to the custom layer in one atomic, durable transaction, each under the
+    /// key derived from its own descriptor (so a record can never sit under a wrong key), and
+    /// returns those keys. Either every record is written or none.
+    pub fn write_batch(&self, records: &[Record]) -> Result<Vec<BankKey>, BankError> {
+        let layer = self
+            .layers
+            .iter()
+            .find(|l| l.writable)
+            .ok_or(BankError::NotWritable)?;
+        let mut keys = Vec::with_capacity(records.len());
+        let mut values = Vec::with_capacity(records.len());
+        for r in records {
+            if r.kind != self.kind {
+                return Err(BankError::WrongKind {
+                    expected: self.kind,
+                    found: r.kind,
+                });
+            }
+            let key = descriptor_key(&r.descriptor)?;
+            values.push((key, record::encode(&key, r), index_key(r)));
+            keys.push(key);
+        }
+        let entries: Vec<StoreEntry<'_>> = values
+            .iter()
+            .map(|(key, value, index)| StoreEntry {
+                key: *key,
+                value,
+                index: index.clone(),
+            })
+            .collect();
+        layer.store.put_batch(&entries)?;
+        Ok(keys)
+    }
+
+    /// Checks every layer: record checksums and decoding, and index consistency.
+    pub fn verify(&self) -> Result<Vec<(LayerId, VerifyReport)>, BankError> {
+        self.layers
+            .iter()
+            .map(|l| Ok((l.id, verify_store(l.store.as_ref())?)))
+            .collect()
+    }
+
+    /// The counters since this handle was opened.
+    pub fn counters(&self) -> Counters {
+        Counters {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Reads and fully decodes the record under `key`, verifying its checksum.
+fn get_record(store: &dyn Store, key: &BankKey) -> Result<Option<Record>, BankError> {
+    let mut out = None;
+    store.get_with(key, &mut |bytes| out = Some(record::decode(key, bytes)))?;
+    Ok(out.transpose()?)
+}
