@@ -164,7 +164,9 @@ pub struct BackendCheck {
 ///   entry of the batch is readable or none is, and a concurrent reader sees one or the other.
 /// - A `put` of an existing key replaces its value and its index entry.
 /// - `get` returns exactly the bytes last put; backends do not verify record checksums.
-/// - Scans visit keys in ascending byte order and stop when the visitor returns `Break`.
+/// - Scans visit keys in ascending byte order and stop when the visitor returns `Break`. Each
+///   scan sees one consistent state; a visitor must not write to the store it is scanning.
+/// - An empty batch writes nothing and succeeds (except on a read-only handle).
 pub trait Store: Send + Sync {
     /// The path this store was opened from (for messages).
     fn path(&self) -> &std::path::Path;

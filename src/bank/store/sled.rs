@@ -31,6 +31,10 @@ pub struct SledStore {
     index: ::sled::Tree,
     index_of: ::sled::Tree,
     read_only: bool,
+    /// sled applies a multi-tree transaction key by key, and reads outside a transaction can see
+    /// it half applied. Writers hold this exclusively and readers shared, so that a reader sees a
+    /// batch whole or not at all (sled's lock already confines the bank to this process).
+    batch_lock: std::sync::RwLock<()>,
 }
 
 /// Appends `s` so that byte-wise order of the encodings is the order of the strings and the
@@ -118,11 +122,17 @@ impl SledStore {
             index_of: db.open_tree(INDEX_OF_TREE).map_err(err)?,
             db,
             read_only,
+            batch_lock: std::sync::RwLock::new(()),
         })
     }
 
     fn err(&self, e: ::sled::Error) -> StoreError {
         map_err(&self.path, e)
+    }
+
+    fn read_guard(&self) -> std::sync::RwLockReadGuard<'_, ()> {
+        // The lock guards no data, so a writer's panic cannot leave anything inconsistent.
+        self.batch_lock.read().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -163,6 +173,7 @@ impl Store for SledStore {
     }
 
     fn get_with(&self, key: &BankKey, f: &mut dyn FnMut(&[u8])) -> Result<bool, StoreError> {
+        let _batch = self.read_guard();
         match self.records.get(key.0).map_err(|e| self.err(e))? {
             Some(v) => {
                 f(&v);
@@ -181,6 +192,7 @@ impl Store for SledStore {
         if entries.is_empty() {
             return Ok(());
         }
+        let _batch = self.batch_lock.write().unwrap_or_else(|e| e.into_inner());
         let prefixes: Vec<Vec<u8>> = entries.iter().map(|e| index_prefix(&e.index)).collect();
         (&self.records, &self.index, &self.index_of)
             .transaction(|(records, index, index_of)| {
@@ -212,6 +224,7 @@ impl Store for SledStore {
         &self,
         f: &mut dyn FnMut(&BankKey, &[u8]) -> ControlFlow<()>,
     ) -> Result<(), StoreError> {
+        let _batch = self.read_guard();
         for e in self.records.iter() {
             let (k, v) = e.map_err(|e| self.err(e))?;
             let key: [u8; 32] = k.as_ref().try_into().map_err(|_| StoreError::Corrupted {
@@ -240,6 +253,7 @@ impl Store for SledStore {
                 }
             }
         }
+        let _batch = self.read_guard();
         for e in self.index.scan_prefix(&p) {
             let (k, _) = e.map_err(|e| self.err(e))?;
             let (ik, key) = parse_index_key(&k).ok_or_else(|| StoreError::Corrupted {
@@ -264,6 +278,7 @@ impl Store for SledStore {
 
     fn len(&self) -> Result<u64, StoreError> {
         // sled counts by traversal; this backend is for small, single-process banks.
+        let _batch = self.read_guard();
         Ok(self.records.len() as u64)
     }
 }
