@@ -490,3 +490,184 @@ pub fn decode_answer(key: &BankKey, value: &[u8]) -> Result<Answer, RecordError>
 pub fn check(key: &BankKey, value: &[u8]) -> Result<(), RecordError> {
     decode(key, value).map(|_| ())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{DType, Format, ImplMode, SocSpec, TensorDesc};
+
+    fn sample() -> (BankKey, Record) {
+        let t = TensorDesc {
+            shape: vec![16, 64],
+            ori_shape: vec![16, 64],
+            dtype: DType::Float16,
+            format: Format::ND,
+            ori_format: Format::ND,
+        };
+        let descriptor = Descriptor::Op(OpDescriptor {
+            op_type: "MatMul".into(),
+            fused_ops: vec![],
+            inputs: vec![t.clone(), t.clone()],
+            outputs: vec![t],
+            attrs: BTreeMap::new(),
+            impl_mode: ImplMode::HighPerformance,
+            soc: SocSpec {
+                version: "Ascend910B2".into(),
+                core_count: 24,
+                core_type: "AiCore".into(),
+            },
+        });
+        let mut strategy = Strategy::new();
+        strategy.insert("baseM".into(), serde_json::json!(128));
+        strategy.insert("dbL0C".into(), serde_json::json!(2));
+        strategy.insert("order".into(), serde_json::json!("m_first"));
+        let record = Record {
+            key_schema_version: 1,
+            kind: RecordKind::Op,
+            descriptor,
+            options: BTreeMap::from([("precision_mode".into(), "force_fp16".into())]),
+            strategy,
+            performance: Performance {
+                baseline_us: 58.781,
+                tuned_us: 26.876,
+                samples_us: vec![26.8, 26.9],
+                runner: "sim".into(),
+            },
+            provenance: Provenance {
+                tool_version: "0.1.0".into(),
+                algorithm: "annealing".into(),
+                trials: 200,
+                seed: 7,
+                unix_time: 1_700_000_000,
+                origin: Origin::Tuned,
+            },
+        };
+        (BankKey([0xab; 32]), record)
+    }
+
+    fn damage(e: RecordError) -> Damage {
+        match e {
+            RecordError::Damaged { reason, .. } => reason,
+            other => panic!("expected damage, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn round_trip_and_answer() {
+        let (key, record) = sample();
+        let bytes = encode(&key, &record);
+        assert_eq!(&bytes[..4], b"TBRC");
+        assert_eq!(decode(&key, &bytes).unwrap(), record);
+        let answer = decode_answer(&key, &bytes).unwrap();
+        assert_eq!(answer.strategy, record.strategy);
+        assert_eq!(answer.performance, record.performance);
+        assert_eq!(answer.kind, RecordKind::Op);
+        assert_eq!(answer.key_schema_version, 1);
+    }
+
+    #[test]
+    fn answer_does_not_parse_details() {
+        let (key, record) = sample();
+        let mut bytes = encode(&key, &record);
+        // Replace the details section with garbage of the same length and re-seal: the answer
+        // still decodes, the full record does not.
+        let answer_len = u32::from_le_bytes(bytes[48..52].try_into().unwrap()) as usize;
+        let details = HEADER_LEN + 4 + answer_len + 4;
+        for b in &mut bytes[details..] {
+            *b = 0xc1; // never valid msgpack
+        }
+        let sum = checksum(&key, &bytes[..16], &bytes[HEADER_LEN..]);
+        bytes[16..48].copy_from_slice(&sum);
+        assert!(decode_answer(&key, &bytes).is_ok());
+        assert!(matches!(
+            damage(decode(&key, &bytes).unwrap_err()),
+            Damage::Malformed(_)
+        ));
+    }
+
+    #[test]
+    fn every_flipped_byte_is_detected() {
+        let (key, record) = sample();
+        let bytes = encode(&key, &record);
+        for i in 0..bytes.len() {
+            for bit in [0x01u8, 0x80] {
+                let mut bad = bytes.clone();
+                bad[i] ^= bit;
+                assert!(
+                    decode(&key, &bad).is_err(),
+                    "flip at byte {i} went unnoticed"
+                );
+                assert!(
+                    decode_answer(&key, &bad).is_err(),
+                    "flip at byte {i} (answer)"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_truncation_is_detected() {
+        let (key, record) = sample();
+        let bytes = encode(&key, &record);
+        for len in 0..bytes.len() {
+            assert!(decode(&key, &bytes[..len]).is_err(), "truncated to {len}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(matches!(
+            damage(decode(&key, &longer).unwrap_err()),
+            Damage::BadLength { .. }
+        ));
+    }
+
+    #[test]
+    fn value_under_another_key_is_damage_naming_that_key() {
+        let (key, record) = sample();
+        let bytes = encode(&key, &record);
+        let other = BankKey([0x01; 32]);
+        let err = decode(&other, &bytes).unwrap_err();
+        assert_eq!(err.key(), &other);
+        assert!(err.to_string().contains(&"01".repeat(32)), "{err}");
+        assert_eq!(damage(err), Damage::ChecksumMismatch);
+    }
+
+    #[test]
+    fn future_version_is_its_own_error() {
+        let (key, record) = sample();
+        let mut bytes = encode(&key, &record);
+        bytes[4..6].copy_from_slice(&(RECORD_FORMAT_VERSION + 1).to_le_bytes());
+        let err = decode_answer(&key, &bytes).unwrap_err();
+        assert_eq!(
+            err,
+            RecordError::UnsupportedVersion {
+                key,
+                found: RECORD_FORMAT_VERSION + 1,
+                supported: RECORD_FORMAT_VERSION
+            }
+        );
+        assert!(err.to_string().contains(&"ab".repeat(32)));
+        assert!(err.to_string().contains("upgrade"));
+    }
+
+    #[test]
+    fn kind_must_match_descriptor() {
+        let (key, mut record) = sample();
+        record.kind = RecordKind::Graph;
+        let bytes = encode(&key, &record);
+        assert_eq!(
+            damage(decode(&key, &bytes).unwrap_err()),
+            Damage::KindMismatch
+        );
+    }
+
+    #[test]
+    fn garbage_is_damage() {
+        let key = BankKey([0; 32]);
+        for bytes in [&b""[..], b"TB", b"TBRC", b"XXXXXXXX", &[0u8; 100]] {
+            assert!(matches!(
+                decode(&key, bytes),
+                Err(RecordError::Damaged { .. })
+            ));
+        }
+    }
+}
