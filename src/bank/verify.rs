@@ -74,7 +74,10 @@ impl VerifyReport {
         self.damaged.is_empty()
             && self.index.is_empty()
             && self.errors.is_empty()
-            && self.structure != Some(StructureCheck::Repaired)
+            && !matches!(
+                self.structure,
+                Some(StructureCheck::Repaired | StructureCheck::Damaged(_))
+            )
     }
 
     /// Keys of the damaged records, in scan order.

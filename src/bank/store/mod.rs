@@ -90,7 +90,7 @@ pub enum StoreError {
 }
 
 /// Outcome of a backend's structure check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StructureCheck {
     /// Every page of every committed tree passed its checksum.
     Clean,
@@ -100,6 +100,9 @@ pub enum StructureCheck {
     /// Every table was traversed without error, which proves the trees are walkable but not that
     /// every page is intact (the only check a read-only handle can run).
     Traversed,
+    /// The backend's structures are damaged beyond its own repair; the detail is its report.
+    /// Records that still read may be verified and exported.
+    Damaged(String),
     /// The backend has no structure check.
     Unsupported,
 }

@@ -166,21 +166,26 @@ impl RedbStore {
 
     /// Checks redb's own structures: the checksum of every page of every committed tree.
     ///
-    /// On a read-write handle this runs redb's integrity check (and its repair, if needed) on a
-    /// second handle of the same file; it holds the bank's writer lock meanwhile, so writers in
-    /// other processes wait. On a read-only handle it can only traverse every table.
+    /// On a read-write handle this runs redb's `check_integrity` on a second handle of the same
+    /// file. It holds the bank's writer lock meanwhile, so writers in other processes wait. When
+    /// the check fails, redb repairs what it can, which may roll the bank back to its previous
+    /// commit if the latest commit's pages are damaged ([`StructureCheck::Repaired`]); damage it
+    /// cannot repair is reported as [`StructureCheck::Damaged`] and changes nothing. On a
+    /// read-only handle it can only traverse every table ([`StructureCheck::Traversed`]).
     pub fn verify_structure(&self) -> Result<StructureCheck, StoreError> {
         match &self.db {
             Handle::ReadWrite(_) => {
                 let mut db = builder(DEFAULT_CACHE_BYTES)
                     .open(&self.path)
                     .map_err(|e| self.err(e))?;
-                let clean = db.check_integrity().map_err(|e| self.err(e))?;
-                Ok(if clean {
-                    StructureCheck::Clean
-                } else {
-                    StructureCheck::Repaired
-                })
+                match db.check_integrity() {
+                    Ok(true) => Ok(StructureCheck::Clean),
+                    Ok(false) => Ok(StructureCheck::Repaired),
+                    Err(e) => match self.err(e) {
+                        StoreError::Corrupted { detail, .. } => Ok(StructureCheck::Damaged(detail)),
+                        other => Err(other),
+                    },
+                }
             }
             Handle::ReadOnly(_) => {
                 let txn = self.begin_read()?;
