@@ -72,8 +72,17 @@ fn child_entry() {
     };
     let bank = std::env::var(BANK).unwrap();
     let id: u64 = std::env::var(ID).unwrap().parse().unwrap();
-    let store = RedbStore::open(&bank).unwrap();
     let mut out = std::io::stdout().lock();
+    #[cfg(feature = "sled")]
+    if role == "sled-holder" {
+        let _store = tunebank::bank::store::SledStore::open(&bank).unwrap();
+        writeln!(out, "HELD").unwrap();
+        out.flush().unwrap();
+        // Hold the bank until the parent closes our stdin.
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        return;
+    }
+    let store = RedbStore::open(&bank).unwrap();
     match role.as_str() {
         "writer" => {
             for b in 0..WRITER_BATCHES {
@@ -99,7 +108,11 @@ fn spawn(role: &str, bank: &Path, id: u64) -> Child {
         .env(ROLE, role)
         .env(BANK, bank)
         .env(ID, id.to_string())
-        .stdin(Stdio::null())
+        .stdin(if role == "sled-holder" {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         // A killed child's stderr is not read; a finishing child's is, for its failure message.
         .stderr(if role == "killable" {
@@ -280,4 +293,40 @@ fn killed_writers_lose_nothing_acknowledged() {
         total_acks > 0,
         "no writer got far enough to acknowledge a batch"
     );
+}
+
+/// sled serves one process at a time: a second process gets a clear `Busy` error naming the bank,
+/// and can open it once the first has let go.
+#[cfg(feature = "sled")]
+#[test]
+fn sled_bank_held_by_another_process_is_busy() {
+    use std::io::BufRead;
+    use tunebank::bank::store::{SledStore, StoreError};
+
+    let dir = tempfile::tempdir().unwrap();
+    let bank = dir.path().join("bank.sled");
+    let mut child = spawn("sled-holder", &bank, 0);
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(
+        lines.any(|l| l.unwrap().ends_with("HELD")),
+        "holder did not open the bank"
+    );
+
+    let err = SledStore::open(&bank).unwrap_err();
+    match &err {
+        StoreError::Busy { path } => assert_eq!(path, &bank),
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    let message = err.to_string();
+    assert!(message.contains(&bank.display().to_string()), "{message}");
+    assert!(message.contains("in use by another process"), "{message}");
+    assert!(matches!(
+        SledStore::open_read_only(&bank),
+        Err(StoreError::Busy { .. })
+    ));
+
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    let store = SledStore::open(&bank).unwrap();
+    assert!(store.is_empty().unwrap());
 }
