@@ -1,10 +1,13 @@
 //! The bank record (DESIGN.md §5) and its checksummed binary encoding.
+//!
+//! The byte layout is specified in `FORMAT.md` beside this module; [`encode`] and [`decode`] are
+//! its only implementation. A damaged value is always an error naming its key, never a record.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::key::{OpDescriptor, RecordKind};
+use crate::key::{BankKey, OpDescriptor, RecordKind};
 
 /// Version of the record encoding (the header layout and body schema).
 pub const RECORD_FORMAT_VERSION: u16 = 1;
@@ -83,4 +86,588 @@ pub struct Record {
     pub performance: Performance,
     /// Provenance.
     pub provenance: Provenance,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding
+// ---------------------------------------------------------------------------------------------
+
+/// The first four bytes of every encoded record.
+pub const RECORD_MAGIC: [u8; 4] = *b"TBRC";
+
+/// Length of the fixed header that precedes the body (see `FORMAT.md`).
+pub const HEADER_LEN: usize = 48;
+
+/// Largest body length a record may declare (64 MiB): bigger values are treated as damage.
+pub const MAX_BODY_LEN: u32 = 64 << 20;
+
+/// The part of a record a bank hit needs: the strategy and its measured performance, plus the
+/// header facts that decide whether the record is still valid under the current key schema.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    /// Key schema version the key was derived under (from the header).
+    pub key_schema_version: u32,
+    /// Kind (from the header).
+    pub kind: RecordKind,
+    /// The strategy.
+    pub strategy: Strategy,
+    /// Performance.
+    pub performance: Performance,
+}
+
+/// Why a stored value is not a valid record. Each variant is damage, never a reason to guess.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Damage {
+    /// Shorter than its header or than the lengths it declares.
+    Truncated {
+        /// Bytes present.
+        len: usize,
+        /// Bytes the header or a section length requires.
+        needed: usize,
+    },
+    /// Does not start with [`RECORD_MAGIC`].
+    BadMagic,
+    /// Format version 0, which no writer ever produced.
+    BadVersion,
+    /// The kind byte is not a known [`RecordKind`].
+    BadKind(u8),
+    /// The declared body length disagrees with the value's length, or exceeds [`MAX_BODY_LEN`].
+    BadLength {
+        /// Body length in the header.
+        declared: u64,
+        /// Body bytes actually present.
+        actual: u64,
+    },
+    /// The blake3 checksum over key, header and body does not match: the bytes were altered,
+    /// or the value was stored under another key.
+    ChecksumMismatch,
+    /// The checksum matched but a section is not the msgpack the format prescribes.
+    Malformed(String),
+    /// The descriptor's variant disagrees with the header's kind.
+    KindMismatch,
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Damage::Truncated { len, needed } => {
+                write!(f, "truncated: {len} bytes, at least {needed} needed")
+            }
+            Damage::BadMagic => write!(f, "not a tunebank record (bad magic bytes)"),
+            Damage::BadVersion => write!(f, "invalid record format version 0"),
+            Damage::BadKind(k) => write!(f, "unknown record kind byte {k}"),
+            Damage::BadLength { declared, actual } => write!(
+                f,
+                "body length {declared} in the header, {actual} bytes present"
+            ),
+            Damage::ChecksumMismatch => write!(
+                f,
+                "checksum mismatch (bytes altered, or value stored under another key)"
+            ),
+            Damage::Malformed(detail) => write!(f, "malformed body: {detail}"),
+            Damage::KindMismatch => write!(f, "descriptor does not match the header's kind"),
+        }
+    }
+}
+
+/// Errors of decoding a stored record. Every variant names the key it was stored under.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// The value is damaged; no part of it may be used.
+    #[error("bank record {key} is damaged: {reason}")]
+    Damaged {
+        /// The key the value was read under.
+        key: BankKey,
+        /// What is wrong.
+        reason: Damage,
+    },
+    /// The value was written by a newer tunebank whose record format this one cannot read.
+    #[error(
+        "bank record {key} has format version {found}, newer than the supported {supported}; \
+         upgrade tunebank to read it"
+    )]
+    UnsupportedVersion {
+        /// The key the value was read under.
+        key: BankKey,
+        /// Version in the header.
+        found: u16,
+        /// Highest version this build reads ([`RECORD_FORMAT_VERSION`]).
+        supported: u16,
+    },
+}
+
+impl RecordError {
+    /// The key the failing value was stored under.
+    pub fn key(&self) -> &BankKey {
+        match self {
+            RecordError::Damaged { key, .. } | RecordError::UnsupportedVersion { key, .. } => key,
+        }
+    }
+}
+
+/// Header byte of a kind.
+pub fn kind_byte(kind: RecordKind) -> u8 {
+    match kind {
+        RecordKind::Op => 0,
+        RecordKind::Graph => 1,
+        RecordKind::Gradient => 2,
+    }
+}
+
+/// The kind of a header byte, if known.
+pub fn kind_from_byte(byte: u8) -> Option<RecordKind> {
+    match byte {
+        0 => Some(RecordKind::Op),
+        1 => Some(RecordKind::Graph),
+        2 => Some(RecordKind::Gradient),
+        _ => None,
+    }
+}
+
+/// Section 1 of the body, as encoded (borrowing).
+#[derive(Serialize)]
+struct AnswerOut<'a> {
+    strategy: &'a Strategy,
+    performance: &'a Performance,
+}
+
+/// Section 1 of the body, as decoded.
+#[derive(Deserialize)]
+struct AnswerIn {
+    strategy: Strategy,
+    performance: Performance,
+}
+
+/// Section 2 of the body, as encoded (borrowing).
+#[derive(Serialize)]
+struct DetailsOut<'a> {
+    descriptor: &'a Descriptor,
+    options: &'a BTreeMap<String, String>,
+    provenance: &'a Provenance,
+}
+
+/// Section 2 of the body, as decoded.
+#[derive(Deserialize)]
+struct DetailsIn {
+    descriptor: Descriptor,
+    options: BTreeMap<String, String>,
+    provenance: Provenance,
+}
+
+/// blake3 over key, header bytes 0..16 and body: the checksum stored in header bytes 16..48.
+fn checksum(key: &BankKey, header_prefix: &[u8], body: &[u8]) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&key.0);
+    hasher.update(header_prefix);
+    hasher.update(body);
+    *hasher.finalize().as_bytes()
+}
+
+fn push_section(out: &mut Vec<u8>, section: &impl Serialize) {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    // Serialising these plain data types into a Vec cannot fail: every map has a known length
+    // and every key is a string.
+    rmp_serde::encode::write_named(out, section).expect("record sections always serialise");
+    let len = u32::try_from(out.len() - start - 4).expect("record section under 4 GiB");
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// Encodes `record`, stored under `key`, in the current format ([`RECORD_FORMAT_VERSION`]).
+///
+/// The checksum covers `key`, so the value only decodes under the key it was encoded for.
+pub fn encode(key: &BankKey, record: &Record) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(&RECORD_MAGIC);
+    out.extend_from_slice(&RECORD_FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&record.key_schema_version.to_le_bytes());
+    out.push(kind_byte(record.kind));
+    out.push(0); // reserved flags
+    out.extend_from_slice(&[0; 4]); // body length, patched below
+    out.extend_from_slice(&[0; 32]); // checksum, patched below
+    debug_assert_eq!(out.len(), HEADER_LEN);
+    push_section(
+        &mut out,
+        &AnswerOut {
+            strategy: &record.strategy,
+            performance: &record.performance,
+        },
+    );
+    push_section(
+        &mut out,
+        &DetailsOut {
+            descriptor: &record.descriptor,
+            options: &record.options,
+            provenance: &record.provenance,
+        },
+    );
+    let body_len = u32::try_from(out.len() - HEADER_LEN).expect("record body under 4 GiB");
+    out[12..16].copy_from_slice(&body_len.to_le_bytes());
+    let sum = checksum(key, &out[..16], &out[HEADER_LEN..]);
+    out[16..48].copy_from_slice(&sum);
+    out
+}
+
+/// A value whose header and checksum have been verified.
+struct Verified<'a> {
+    key_schema_version: u32,
+    kind: RecordKind,
+    answer: &'a [u8],
+    details: &'a [u8],
+}
+
+fn damaged(key: &BankKey, reason: Damage) -> RecordError {
+    RecordError::Damaged { key: *key, reason }
+}
+
+fn split_section<'a>(
+    key: &BankKey,
+    bytes: &'a [u8],
+    offset: usize,
+    total: usize,
+) -> Result<(&'a [u8], &'a [u8]), RecordError> {
+    if bytes.len() < 4 {
+        return Err(damaged(
+            key,
+            Damage::Truncated {
+                len: total,
+                needed: offset + 4,
+            },
+        ));
+    }
+    let len = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as usize;
+    let rest = &bytes[4..];
+    if rest.len() < len {
+        return Err(damaged(
+            key,
+            Damage::Truncated {
+                len: total,
+                needed: offset + 4 + len,
+            },
+        ));
+    }
+    Ok(rest.split_at(len))
+}
+
+/// Checks magic, version, length and checksum, and splits the body into its sections.
+fn verify<'a>(key: &BankKey, value: &'a [u8]) -> Result<Verified<'a>, RecordError> {
+    if value.len() < 6 {
+        return Err(damaged(
+            key,
+            if value.len() >= 4 && value[..4] != RECORD_MAGIC {
+                Damage::BadMagic
+            } else {
+                Damage::Truncated {
+                    len: value.len(),
+                    needed: HEADER_LEN,
+                }
+            },
+        ));
+    }
+    if value[..4] != RECORD_MAGIC {
+        return Err(damaged(key, Damage::BadMagic));
+    }
+    let version = u16::from_le_bytes([value[4], value[5]]);
+    if version == 0 {
+        return Err(damaged(key, Damage::BadVersion));
+    }
+    if version > RECORD_FORMAT_VERSION {
+        return Err(RecordError::UnsupportedVersion {
+            key: *key,
+            found: version,
+            supported: RECORD_FORMAT_VERSION,
+        });
+    }
+    if value.len() < HEADER_LEN {
+        return Err(damaged(
+            key,
+            Damage::Truncated {
+                len: value.len(),
+                needed: HEADER_LEN,
+            },
+        ));
+    }
+    let key_schema_version = u32::from_le_bytes(value[6..10].try_into().expect("4 bytes"));
+    let body_len = u32::from_le_bytes(value[12..16].try_into().expect("4 bytes"));
+    let body = &value[HEADER_LEN..];
+    if body_len > MAX_BODY_LEN || body_len as usize != body.len() {
+        return Err(damaged(
+            key,
+            Damage::BadLength {
+                declared: u64::from(body_len),
+                actual: body.len() as u64,
+            },
+        ));
+    }
+    if checksum(key, &value[..16], body) != value[16..48] {
+        return Err(damaged(key, Damage::ChecksumMismatch));
+    }
+    // The checksum matched, so the remaining fields are as the writer wrote them; they are still
+    // checked, since the writer may be a different (buggy or hostile) program.
+    let kind = kind_from_byte(value[10]).ok_or_else(|| damaged(key, Damage::BadKind(value[10])))?;
+    let (answer, rest) = split_section(key, body, HEADER_LEN, value.len())?;
+    let (details, tail) = split_section(key, rest, HEADER_LEN + 4 + answer.len(), value.len())?;
+    if !tail.is_empty() {
+        return Err(damaged(
+            key,
+            Damage::Malformed(format!("{} bytes after the last section", tail.len())),
+        ));
+    }
+    Ok(Verified {
+        key_schema_version,
+        kind,
+        answer,
+        details,
+    })
+}
+
+/// Nesting limit for msgpack sections: deep enough for any strategy, shallow enough that hostile
+/// input cannot exhaust the stack.
+const MAX_DEPTH: usize = 64;
+
+fn from_section<T: serde::de::DeserializeOwned>(
+    key: &BankKey,
+    name: &str,
+    bytes: &[u8],
+) -> Result<T, RecordError> {
+    let mut de = rmp_serde::Deserializer::new(std::io::Cursor::new(bytes));
+    de.set_max_depth(MAX_DEPTH);
+    let value = T::deserialize(&mut de)
+        .map_err(|e| damaged(key, Damage::Malformed(format!("{name} section: {e}"))))?;
+    if de.position() as usize != bytes.len() {
+        return Err(damaged(
+            key,
+            Damage::Malformed(format!("{name} section has trailing bytes")),
+        ));
+    }
+    Ok(value)
+}
+
+/// Decodes the whole record stored under `key`, verifying its checksum first.
+///
+/// Errors name `key`: [`RecordError::Damaged`] for any altered, truncated or misplaced value,
+/// [`RecordError::UnsupportedVersion`] for a value written in a newer format.
+pub fn decode(key: &BankKey, value: &[u8]) -> Result<Record, RecordError> {
+    let v = verify(key, value)?;
+    let answer: AnswerIn = from_section(key, "answer", v.answer)?;
+    let details: DetailsIn = from_section(key, "details", v.details)?;
+    let descriptor_kind = match details.descriptor {
+        Descriptor::Op(_) => RecordKind::Op,
+        Descriptor::Graph(_) => RecordKind::Graph,
+        Descriptor::Gradient(_) => RecordKind::Gradient,
+    };
+    if descriptor_kind != v.kind {
+        return Err(damaged(key, Damage::KindMismatch));
+    }
+    Ok(Record {
+        key_schema_version: v.key_schema_version,
+        kind: v.kind,
+        descriptor: details.descriptor,
+        options: details.options,
+        strategy: answer.strategy,
+        performance: answer.performance,
+        provenance: details.provenance,
+    })
+}
+
+/// Decodes only the strategy and performance of the record stored under `key`, after verifying
+/// the checksum over the whole value; the descriptor, options and provenance are not parsed.
+///
+/// Errors are those of [`decode`].
+pub fn decode_answer(key: &BankKey, value: &[u8]) -> Result<Answer, RecordError> {
+    let v = verify(key, value)?;
+    let answer: AnswerIn = from_section(key, "answer", v.answer)?;
+    Ok(Answer {
+        key_schema_version: v.key_schema_version,
+        kind: v.kind,
+        strategy: answer.strategy,
+        performance: answer.performance,
+    })
+}
+
+/// Verifies the checksum and structure of the value stored under `key` and decodes it fully,
+/// discarding the result: what a bank verify does for each record.
+pub fn check(key: &BankKey, value: &[u8]) -> Result<(), RecordError> {
+    decode(key, value).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{DType, Format, ImplMode, SocSpec, TensorDesc};
+
+    fn sample() -> (BankKey, Record) {
+        let t = TensorDesc {
+            shape: vec![16, 64],
+            ori_shape: vec![16, 64],
+            dtype: DType::Float16,
+            format: Format::ND,
+            ori_format: Format::ND,
+        };
+        let descriptor = Descriptor::Op(OpDescriptor {
+            op_type: "MatMul".into(),
+            fused_ops: vec![],
+            inputs: vec![t.clone(), t.clone()],
+            outputs: vec![t],
+            attrs: BTreeMap::new(),
+            impl_mode: ImplMode::HighPerformance,
+            soc: SocSpec {
+                version: "Ascend910B2".into(),
+                core_count: 24,
+                core_type: "AiCore".into(),
+            },
+        });
+        let mut strategy = Strategy::new();
+        strategy.insert("baseM".into(), serde_json::json!(128));
+        strategy.insert("dbL0C".into(), serde_json::json!(2));
+        strategy.insert("order".into(), serde_json::json!("m_first"));
+        let record = Record {
+            key_schema_version: 1,
+            kind: RecordKind::Op,
+            descriptor,
+            options: BTreeMap::from([("precision_mode".into(), "force_fp16".into())]),
+            strategy,
+            performance: Performance {
+                baseline_us: 58.781,
+                tuned_us: 26.876,
+                samples_us: vec![26.8, 26.9],
+                runner: "sim".into(),
+            },
+            provenance: Provenance {
+                tool_version: "0.1.0".into(),
+                algorithm: "annealing".into(),
+                trials: 200,
+                seed: 7,
+                unix_time: 1_700_000_000,
+                origin: Origin::Tuned,
+            },
+        };
+        (BankKey([0xab; 32]), record)
+    }
+
+    fn damage(e: RecordError) -> Damage {
+        match e {
+            RecordError::Damaged { reason, .. } => reason,
+            other => panic!("expected damage, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn round_trip_and_answer() {
+        let (key, record) = sample();
+        let bytes = encode(&key, &record);
+        assert_eq!(&bytes[..4], b"TBRC");
+        assert_eq!(decode(&key, &bytes).unwrap(), record);
+        let answer = decode_answer(&key, &bytes).unwrap();
+        assert_eq!(answer.strategy, record.strategy);
+        assert_eq!(answer.performance, record.performance);
+        assert_eq!(answer.kind, RecordKind::Op);
+        assert_eq!(answer.key_schema_version, 1);
+    }
+
+    #[test]
+    fn answer_does_not_parse_details() {
+        let (key, record) = sample();
+        let mut bytes = encode(&key, &record);
+        // Replace the details section with garbage of the same length and re-seal: the answer
+        // still decodes, the full record does not.
+        let answer_len = u32::from_le_bytes(bytes[48..52].try_into().unwrap()) as usize;
+        let details = HEADER_LEN + 4 + answer_len + 4;
+        for b in &mut bytes[details..] {
+            *b = 0xc1; // never valid msgpack
+        }
+        let sum = checksum(&key, &bytes[..16], &bytes[HEADER_LEN..]);
+        bytes[16..48].copy_from_slice(&sum);
+        assert!(decode_answer(&key, &bytes).is_ok());
+        assert!(matches!(
+            damage(decode(&key, &bytes).unwrap_err()),
+            Damage::Malformed(_)
+        ));
+    }
+
+    #[test]
+    fn every_flipped_byte_is_detected() {
+        let (key, record) = sample();
+        let bytes = encode(&key, &record);
+        for i in 0..bytes.len() {
+            for bit in [0x01u8, 0x80] {
+                let mut bad = bytes.clone();
+                bad[i] ^= bit;
+                assert!(
+                    decode(&key, &bad).is_err(),
+                    "flip at byte {i} went unnoticed"
+                );
+                assert!(
+                    decode_answer(&key, &bad).is_err(),
+                    "flip at byte {i} (answer)"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_truncation_is_detected() {
+        let (key, record) = sample();
+        let bytes = encode(&key, &record);
+        for len in 0..bytes.len() {
+            assert!(decode(&key, &bytes[..len]).is_err(), "truncated to {len}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(matches!(
+            damage(decode(&key, &longer).unwrap_err()),
+            Damage::BadLength { .. }
+        ));
+    }
+
+    #[test]
+    fn value_under_another_key_is_damage_naming_that_key() {
+        let (key, record) = sample();
+        let bytes = encode(&key, &record);
+        let other = BankKey([0x01; 32]);
+        let err = decode(&other, &bytes).unwrap_err();
+        assert_eq!(err.key(), &other);
+        assert!(err.to_string().contains(&"01".repeat(32)), "{err}");
+        assert_eq!(damage(err), Damage::ChecksumMismatch);
+    }
+
+    #[test]
+    fn future_version_is_its_own_error() {
+        let (key, record) = sample();
+        let mut bytes = encode(&key, &record);
+        bytes[4..6].copy_from_slice(&(RECORD_FORMAT_VERSION + 1).to_le_bytes());
+        let err = decode_answer(&key, &bytes).unwrap_err();
+        assert_eq!(
+            err,
+            RecordError::UnsupportedVersion {
+                key,
+                found: RECORD_FORMAT_VERSION + 1,
+                supported: RECORD_FORMAT_VERSION
+            }
+        );
+        assert!(err.to_string().contains(&"ab".repeat(32)));
+        assert!(err.to_string().contains("upgrade"));
+    }
+
+    #[test]
+    fn kind_must_match_descriptor() {
+        let (key, mut record) = sample();
+        record.kind = RecordKind::Graph;
+        let bytes = encode(&key, &record);
+        assert_eq!(
+            damage(decode(&key, &bytes).unwrap_err()),
+            Damage::KindMismatch
+        );
+    }
+
+    #[test]
+    fn garbage_is_damage() {
+        let key = BankKey([0; 32]);
+        for bytes in [&b""[..], b"TB", b"TBRC", b"XXXXXXXX", &[0u8; 100]] {
+            assert!(matches!(
+                decode(&key, bytes),
+                Err(RecordError::Damaged { .. })
+            ));
+        }
+    }
 }

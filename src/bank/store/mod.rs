@@ -6,6 +6,14 @@ use std::path::PathBuf;
 
 use crate::key::{BankKey, RecordKind};
 
+pub mod redb;
+#[cfg(feature = "sled")]
+pub mod sled;
+
+pub use self::redb::RedbStore;
+#[cfg(feature = "sled")]
+pub use self::sled::SledStore;
+
 /// Secondary-index entry of a record: what near-miss search filters by.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct IndexKey {
@@ -81,6 +89,77 @@ pub enum StoreError {
     },
 }
 
+/// Outcome of a backend's structure check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StructureCheck {
+    /// Every page of every committed tree passed its checksum.
+    Clean,
+    /// The backend found damage in its own structures and repaired them; records may still be
+    /// lost or damaged, so verify them.
+    Repaired,
+    /// Every table was traversed without error, which proves the trees are walkable but not that
+    /// every page is intact (the only check a read-only handle can run).
+    Traversed,
+    /// The backend's structures are damaged beyond its own repair; the detail is its report.
+    /// Records that still read may be verified and exported.
+    Damaged(String),
+    /// The backend has no structure check.
+    Unsupported,
+}
+
+/// One disagreement between the records and a backend's index tables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IndexProblem {
+    /// A record has no entry in the reverse index.
+    RecordNotIndexed(BankKey),
+    /// The reverse index names an entry the index does not hold.
+    MissingIndexEntry(BankKey, IndexKey),
+    /// An index entry whose key has no record, or whose reverse entry disagrees.
+    StaleIndexEntry(BankKey, IndexKey),
+    /// A reverse-index entry whose key has no record.
+    OrphanReverseEntry(BankKey),
+    /// An index entry has a kind byte that names no kind.
+    BadKindByte(BankKey, u8),
+}
+
+impl std::fmt::Display for IndexProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IndexProblem::RecordNotIndexed(k) => write!(f, "record {k} has no index entry"),
+            IndexProblem::MissingIndexEntry(k, i) => {
+                write!(f, "record {k}: index entry {i} is missing")
+            }
+            IndexProblem::StaleIndexEntry(k, i) => {
+                write!(f, "index entry {i} → {k} does not match the records")
+            }
+            IndexProblem::OrphanReverseEntry(k) => {
+                write!(f, "reverse index names {k}, which has no record")
+            }
+            IndexProblem::BadKindByte(k, b) => write!(f, "index entry of {k} has kind byte {b}"),
+        }
+    }
+}
+
+impl std::fmt::Display for IndexKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.kind {
+            RecordKind::Op => "op",
+            RecordKind::Graph => "graph",
+            RecordKind::Gradient => "gradient",
+        };
+        write!(f, "({}, {kind}, {})", self.soc, self.op_type)
+    }
+}
+
+/// What [`Store::check_backend`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendCheck {
+    /// The structure check's outcome.
+    pub structure: StructureCheck,
+    /// Disagreements between the records and the backend's index tables.
+    pub index_problems: Vec<IndexProblem>,
+}
+
 /// A transactional key-value store holding encoded records.
 ///
 /// Contract, checked by the conformance suite in `tests/store_conformance.rs` for every backend:
@@ -88,7 +167,9 @@ pub enum StoreError {
 ///   entry of the batch is readable or none is, and a concurrent reader sees one or the other.
 /// - A `put` of an existing key replaces its value and its index entry.
 /// - `get` returns exactly the bytes last put; backends do not verify record checksums.
-/// - Scans visit keys in ascending byte order and stop when the visitor returns `Break`.
+/// - Scans visit keys in ascending byte order and stop when the visitor returns `Break`. Each
+///   scan sees one consistent state; a visitor must not write to the store it is scanning.
+/// - An empty batch writes nothing and succeeds (except on a read-only handle).
 pub trait Store: Send + Sync {
     /// The path this store was opened from (for messages).
     fn path(&self) -> &std::path::Path;
@@ -113,6 +194,11 @@ pub trait Store: Send + Sync {
 
     /// Number of records.
     fn len(&self) -> Result<u64, StoreError>;
+
+    /// Runs the backend's own consistency checks: its storage structures, and the agreement of
+    /// its internal index tables with the records. May be slow (proportional to the bank size)
+    /// and may briefly block writers; meant for `bank verify`, not for look-ups.
+    fn check_backend(&self) -> Result<BackendCheck, StoreError>;
 
     /// Whether the store holds no record.
     fn is_empty(&self) -> Result<bool, StoreError> {

@@ -1,0 +1,115 @@
+//! Writes the backward-compatibility fixture bank `fixtures/banks/v1.redb` (see the README in
+//! that folder). Its content is fixed; `tests/backward_compatibility.rs` states what it holds.
+//!
+//! Usage: `cargo run --example make_fixture_bank -- fixtures/banks/v1.redb`
+
+use std::collections::BTreeMap;
+
+use tunebank::bank::record::{
+    encode, Descriptor, Origin, Performance, Provenance, Record, Strategy, RECORD_FORMAT_VERSION,
+};
+use tunebank::bank::store::{IndexKey, RedbStore, Store, StoreEntry};
+use tunebank::key::{
+    BankKey, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,
+};
+
+/// Number of records in the fixture.
+const RECORDS: u64 = 6;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let path = std::env::args()
+        .nth(1)
+        .ok_or("usage: make_fixture_bank <output.redb>")?;
+    if std::path::Path::new(&path).exists() {
+        return Err(format!("{path} exists; remove it first").into());
+    }
+    let store = RedbStore::open(&path)?;
+    let mut owned = Vec::new();
+    for i in 0..RECORDS {
+        let soc = if i % 2 == 0 {
+            "Ascend910B2"
+        } else {
+            "Ascend310P3"
+        };
+        let op_type = if i < 4 { "MatMul" } else { "Add" };
+        let key =
+            BankKey(*blake3::hash(format!("tunebank fixture v1 record {i}").as_bytes()).as_bytes());
+        let record = record(i, soc, op_type);
+        owned.push((
+            key,
+            encode(&key, &record),
+            IndexKey {
+                soc: soc.to_owned(),
+                kind: RecordKind::Op,
+                op_type: op_type.to_lowercase(),
+            },
+        ));
+    }
+    let entries: Vec<StoreEntry<'_>> = owned
+        .iter()
+        .map(|(key, value, index)| StoreEntry {
+            key: *key,
+            value,
+            index: index.clone(),
+        })
+        .collect();
+    store.put_batch(&entries)?;
+    println!(
+        "wrote {} records (record format {RECORD_FORMAT_VERSION}) to {path}",
+        store.len()?
+    );
+    Ok(())
+}
+
+fn record(i: u64, soc: &str, op_type: &str) -> Record {
+    let tensor = |shape: Vec<i64>| TensorDesc {
+        shape: shape.clone(),
+        ori_shape: shape,
+        dtype: DType::Float16,
+        format: Format::ND,
+        ori_format: Format::ND,
+    };
+    let m = 16 * (i as i64 + 1);
+    let mut strategy = Strategy::new();
+    strategy.insert("baseM".into(), serde_json::json!(16 * (i + 1)));
+    strategy.insert("baseN".into(), serde_json::json!(256));
+    strategy.insert("impl".into(), serde_json::json!("mmad"));
+    strategy.insert("dbL0C".into(), serde_json::json!(i % 2 == 0));
+    Record {
+        key_schema_version: tunebank::key::KEY_SCHEMA_VERSION,
+        kind: RecordKind::Op,
+        descriptor: Descriptor::Op(OpDescriptor {
+            op_type: op_type.to_owned(),
+            fused_ops: Vec::new(),
+            inputs: vec![tensor(vec![m, 64]), tensor(vec![64, 256])],
+            outputs: vec![tensor(vec![m, 256])],
+            attrs: BTreeMap::new(),
+            impl_mode: ImplMode::HighPerformance,
+            soc: SocSpec {
+                version: soc.to_owned(),
+                core_count: if soc == "Ascend910B2" { 24 } else { 8 },
+                core_type: "AiCore".to_owned(),
+            },
+        }),
+        options: BTreeMap::from([("precision_mode".to_owned(), "force_fp16".to_owned())]),
+        strategy,
+        performance: Performance {
+            baseline_us: 100.0 + i as f64,
+            tuned_us: 50.0 + i as f64,
+            samples_us: vec![50.0 + i as f64, 50.5 + i as f64],
+            runner: "sim:fixture".to_owned(),
+        },
+        provenance: Provenance {
+            tool_version: "0.1.0".to_owned(),
+            algorithm: "exhaustive".to_owned(),
+            trials: 10 + i,
+            seed: i,
+            unix_time: 1_764_000_000,
+            origin: if i == 5 {
+                Origin::Imported
+            } else {
+                Origin::Tuned
+            },
+        },
+    }
+}

@@ -1,0 +1,146 @@
+//! Reads the bank written by record format 1 (`fixtures/banks/v1.redb`). Later format versions
+//! must keep reading it, or refuse it with a clear error; never misread it.
+
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+use tunebank::bank::record::{decode, decode_answer, Descriptor, Origin, RecordError};
+use tunebank::bank::store::{IndexPrefix, RedbStore, Store, StructureCheck};
+use tunebank::bank::verify::verify_store;
+use tunebank::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
+
+const RECORDS: u64 = 6;
+
+fn fixture_copy() -> (tempfile::TempDir, PathBuf) {
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/banks/v1.redb");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.redb");
+    std::fs::copy(&source, &path).unwrap();
+    (dir, path)
+}
+
+fn fixture_key(i: u64) -> BankKey {
+    BankKey(*blake3::hash(format!("tunebank fixture v1 record {i}").as_bytes()).as_bytes())
+}
+
+fn value(store: &dyn Store, key: &BankKey) -> Vec<u8> {
+    let mut out = None;
+    assert!(store
+        .get_with(key, &mut |v| out = Some(v.to_vec()))
+        .unwrap());
+    out.unwrap()
+}
+
+#[test]
+fn format_1_bank_reads() {
+    let (_dir, path) = fixture_copy();
+    let store = RedbStore::open_read_only(&path).unwrap();
+    assert_eq!(store.len().unwrap(), RECORDS);
+    for i in 0..RECORDS {
+        let key = fixture_key(i);
+        let bytes = value(&store, &key);
+        assert_eq!(&bytes[..4], b"TBRC");
+        assert_eq!(
+            u16::from_le_bytes([bytes[4], bytes[5]]),
+            1,
+            "written as format 1"
+        );
+
+        // The answer section holds only types of this module: it must always decode.
+        let answer = decode_answer(&key, &bytes).unwrap();
+        assert_eq!(answer.kind, RecordKind::Op);
+        assert_eq!(answer.key_schema_version, 1);
+        assert_eq!(answer.strategy["baseM"], serde_json::json!(16 * (i + 1)));
+        assert_eq!(answer.strategy["baseN"], serde_json::json!(256));
+        assert_eq!(answer.strategy["impl"], serde_json::json!("mmad"));
+        assert_eq!(answer.strategy["dbL0C"], serde_json::json!(i % 2 == 0));
+        assert_eq!(answer.performance.baseline_us, 100.0 + i as f64);
+        assert_eq!(answer.performance.tuned_us, 50.0 + i as f64);
+        assert_eq!(
+            answer.performance.samples_us,
+            vec![50.0 + i as f64, 50.5 + i as f64]
+        );
+        assert_eq!(answer.performance.runner, "sim:fixture");
+
+        // The details hold the descriptor, whose schema follows the key schema: under the key
+        // schema it was written with it must decode exactly; under a later one it is a stale
+        // record, which must still decode or fail as damage naming its key, never panic.
+        match decode(&key, &bytes) {
+            Ok(record) => {
+                let Descriptor::Op(d) = &record.descriptor else {
+                    panic!("fixture holds op records")
+                };
+                let soc = if i % 2 == 0 {
+                    "Ascend910B2"
+                } else {
+                    "Ascend310P3"
+                };
+                assert_eq!(d.soc.version, soc);
+                assert_eq!(d.op_type, if i < 4 { "MatMul" } else { "Add" });
+                assert_eq!(d.inputs[0].shape, vec![16 * (i as i64 + 1), 64]);
+                assert_eq!(record.options["precision_mode"], "force_fp16");
+                assert_eq!(record.provenance.seed, i);
+                assert_eq!(record.provenance.trials, 10 + i);
+                assert_eq!(record.provenance.unix_time, 1_764_000_000);
+                let origin = if i == 5 {
+                    Origin::Imported
+                } else {
+                    Origin::Tuned
+                };
+                assert_eq!(record.provenance.origin, origin);
+            }
+            Err(e) => {
+                assert_ne!(
+                    KEY_SCHEMA_VERSION, 1,
+                    "a format-1 record under key schema 1 failed to decode: {e}"
+                );
+                assert!(matches!(e, RecordError::Damaged { key: k, .. } if k == key));
+            }
+        }
+    }
+
+    let mut matmul = Vec::new();
+    store
+        .scan_index(
+            &IndexPrefix {
+                soc: Some("Ascend910B2"),
+                kind: Some(RecordKind::Op),
+                op_type: Some("matmul"),
+            },
+            &mut |_, k| {
+                matmul.push(*k);
+                ControlFlow::Continue(())
+            },
+        )
+        .unwrap();
+    matmul.sort();
+    let mut expected = vec![fixture_key(0), fixture_key(2)];
+    expected.sort();
+    assert_eq!(matmul, expected);
+}
+
+#[test]
+fn format_1_bank_verifies_and_takes_writes() {
+    let (_dir, path) = fixture_copy();
+    let store = RedbStore::open(&path).unwrap();
+    let report = verify_store(&store);
+    assert_eq!(report.records, RECORDS);
+    assert!(report.damaged.is_empty(), "{:?}", report.damaged);
+    assert!(report.index.is_empty(), "{:?}", report.index);
+    assert_eq!(report.structure, Some(StructureCheck::Clean));
+    // An old bank keeps accepting writes (the record is the fixture's own, re-put).
+    let key = fixture_key(0);
+    let bytes = value(&store, &key);
+    let entry = tunebank::bank::store::StoreEntry {
+        key,
+        value: &bytes,
+        index: tunebank::bank::store::IndexKey {
+            soc: "Ascend910B2".into(),
+            kind: RecordKind::Op,
+            op_type: "matmul".into(),
+        },
+    };
+    store.put_batch(&[entry]).unwrap();
+    assert_eq!(store.len().unwrap(), RECORDS);
+    assert!(verify_store(&store).is_clean());
+}
