@@ -1,2 +1,358 @@
-//! The `tunebank` command line.
-fn main() {}
+//! The `tunebank` command line: flag parsing, printing and exit codes over the library.
+//!
+//! Exit codes: 0 success; 1 a check failed (`bank verify` found damage, `lookup --error-on-miss`
+//! missed); 2 bad input (unknown option value, malformed JSON, bad bank path …), nothing written.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use tunebank::bank::record::{Descriptor, Origin, Performance, Provenance, Record};
+use tunebank::bank::{Bank, LayerId, Lookup};
+use tunebank::key::{derive_op_keys, FsReader, OpTemplate, RecordKind, ResolvedOptions, OPTIONS};
+
+/// tunebank: a content-addressed tuning-knowledge bank for Ascend-style operator tuning.
+///
+/// ATC options (`--precision_mode=...`, `--soc_version=...`, `--input_shape=...` …) may be given
+/// anywhere after the subcommand; they decide each op's effective dtypes, impl mode, shapes and
+/// formats, and so its key.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print the bank key of every op (one per dynamic profile).
+    Key(OpArgs),
+    /// Look every op up in the layered bank (custom, then built-in), as a converter does.
+    Lookup {
+        #[command(flatten)]
+        ops: OpArgs,
+        #[command(flatten)]
+        bank: BankArgs,
+        /// Exit with status 1 if any op misses.
+        #[arg(long)]
+        error_on_miss: bool,
+    },
+    /// Bank maintenance.
+    #[command(subcommand)]
+    Bank(BankCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum BankCommand {
+    /// Record counts per layer, and the layers' files.
+    Stats(BankArgs),
+    /// Check every record's checksum and decoding and the index; exit 1 on damage.
+    Verify(BankArgs),
+    /// Write one strategy for every op (all profiles) into the custom bank, atomically.
+    Add {
+        #[command(flatten)]
+        ops: OpArgs,
+        #[command(flatten)]
+        bank: BankArgs,
+        /// The strategy as a JSON object, e.g. '{"baseM":128,"baseN":256}'.
+        #[arg(long)]
+        strategy: String,
+        /// Measured time of the strategy, µs.
+        #[arg(long)]
+        time_us: f64,
+        /// Measured time of the baseline (default strategy), µs.
+        #[arg(long)]
+        baseline_us: f64,
+        /// Identity of what measured it.
+        #[arg(long, default_value = "manual")]
+        runner: String,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct OpArgs {
+    /// JSON file with one op template or a list of them (see ARCHITECTURE.md, "Op templates").
+    #[arg(long)]
+    op: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct BankArgs {
+    /// Custom bank file; overrides TUNE_BANK_PATH / ASCEND_CACHE_PATH / the $HOME default.
+    #[arg(long)]
+    bank: Option<PathBuf>,
+    /// Extra read-only built-in bank file (repeatable), consulted after the custom bank.
+    #[arg(long = "builtin-bank")]
+    builtin: Vec<PathBuf>,
+}
+
+/// Splits the arguments after the program name into tunebank's own and ATC options (any
+/// `--name[=value]` whose name is in the options table).
+fn split_atc(args: Vec<String>) -> (Vec<String>, Vec<String>) {
+    let is_atc = |a: &str| {
+        let Some(body) = a.strip_prefix("--") else {
+            return false;
+        };
+        let name = body.split('=').next().unwrap_or("").replace('-', "_");
+        OPTIONS.iter().any(|o| o.name == name)
+    };
+    let (mut own, mut atc) = (Vec::new(), Vec::new());
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        if is_atc(&a) {
+            let needs_value = !a.contains('=');
+            atc.push(a);
+            if needs_value {
+                atc.extend(it.next());
+            }
+        } else {
+            own.push(a);
+        }
+    }
+    (own, atc)
+}
+
+fn read_templates(path: &PathBuf) -> Result<Vec<OpTemplate>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read op file {}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "op file {}: not valid JSON; expected an op template object or a list of them",
+            path.display()
+        )
+    })?;
+    let list = match value {
+        serde_json::Value::Array(items) => items,
+        other => vec![other],
+    };
+    list.into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            serde_json::from_value(v).with_context(|| {
+                format!(
+                    "op file {} entry {i}: expected an op template \
+                     {{node_name, op_type, inputs: [{{shape, dtype, ...}}], outputs, attrs}}",
+                    path.display()
+                )
+            })
+        })
+        .collect()
+}
+
+struct Context_ {
+    options: ResolvedOptions,
+    soc: tunebank::key::SocSpec,
+}
+
+fn context(atc: &[String]) -> Result<Context_> {
+    let options = ResolvedOptions::from_args(atc, &FsReader)?;
+    let soc = options.soc()?;
+    Ok(Context_ { options, soc })
+}
+
+fn open_bank(args: &BankArgs, soc: &str, read_only: bool) -> Result<Bank> {
+    let mut b = Bank::builder(RecordKind::Op, soc).read_only(read_only);
+    if let Some(p) = &args.bank {
+        b = b.custom_path(p);
+    }
+    for p in &args.builtin {
+        b = b.builtin_path(p);
+    }
+    Ok(b.open()?)
+}
+
+fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    match cli.command {
+        Command::Key(ops) => {
+            let ctx = context(&atc)?;
+            let templates = read_templates(&ops.op)?;
+            let mut rows = Vec::new();
+            for t in &templates {
+                for r in derive_op_keys(t, &ctx.options, &ctx.soc)? {
+                    rows.push(serde_json::json!({
+                        "node": t.node_name, "op_type": t.op_type,
+                        "profile": r.profile, "key": r.key.to_string(),
+                    }));
+                    if !ops.json {
+                        writeln!(out, "{}\t{}\t{:?}\t{}", r.key, t.node_name, r.profile, t.op_type)?;
+                    }
+                }
+            }
+            if ops.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Lookup {
+            ops,
+            bank,
+            error_on_miss,
+        } => {
+            let ctx = context(&atc)?;
+            let templates = read_templates(&ops.op)?;
+            let bank = open_bank(&bank, &ctx.soc.version, true)?;
+            let mut rows = Vec::new();
+            let (mut hits, mut total) = (0u64, 0u64);
+            for t in &templates {
+                for r in derive_op_keys(t, &ctx.options, &ctx.soc)? {
+                    total += 1;
+                    let answer = bank.lookup(&r.key)?;
+                    let row = match &answer {
+                        Lookup::Hit(h) => {
+                            hits += 1;
+                            serde_json::json!({
+                                "node": t.node_name, "op_type": t.op_type, "profile": r.profile,
+                                "key": r.key.to_string(), "result": "hit",
+                                "layer": h.layer.to_string(),
+                                "shadowed": h.shadowed.iter().map(LayerId::to_string).collect::<Vec<_>>(),
+                                "strategy": h.record.strategy,
+                            })
+                        }
+                        Lookup::Miss { rejected } => serde_json::json!({
+                            "node": t.node_name, "op_type": t.op_type, "profile": r.profile,
+                            "key": r.key.to_string(), "result": "miss",
+                            "rejected": rejected.iter().map(LayerId::to_string).collect::<Vec<_>>(),
+                        }),
+                    };
+                    if !ops.json {
+                        let how = match &answer {
+                            Lookup::Hit(h) => format!("hit ({})", h.layer),
+                            Lookup::Miss { .. } => "miss".to_owned(),
+                        };
+                        writeln!(out, "{how:<16}{}\t{:?}\t{}", t.node_name, r.profile, r.key)?;
+                    }
+                    rows.push(row);
+                }
+            }
+            if ops.json {
+                let doc = serde_json::json!({"ops": rows, "hits": hits, "total": total});
+                writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+            } else {
+                writeln!(out, "{hits}/{total} hits")?;
+            }
+            Ok(if error_on_miss && hits < total {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Bank(BankCommand::Stats(args)) => {
+            let ctx = context(&atc)?;
+            let bank = open_bank(&args, &ctx.soc.version, true)?;
+            if bank.layer_paths().is_empty() {
+                writeln!(out, "no bank layer exists yet")?;
+            }
+            for (id, path) in bank.layer_paths() {
+                let n = bank.layer_store(id).map(|s| s.len()).transpose()?;
+                writeln!(out, "{id:<10}{:>10} records  {}", n.unwrap_or(0), path.display())?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bank(BankCommand::Verify(args)) => {
+            let ctx = context(&atc)?;
+            let bank = open_bank(&args, &ctx.soc.version, true)?;
+            let mut clean = true;
+            for (id, report) in bank.verify() {
+                writeln!(out, "{id}: {} records checked", report.records)?;
+                for d in &report.damaged {
+                    writeln!(out, "  damaged: {d}")?;
+                }
+                for m in &report.index {
+                    writeln!(out, "  index: {m}")?;
+                }
+                for e in &report.errors {
+                    writeln!(out, "  error: {e}")?;
+                }
+                clean &= report.is_clean();
+            }
+            writeln!(out, "{}", if clean { "clean" } else { "DAMAGED" })?;
+            Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Command::Bank(BankCommand::Add {
+            ops,
+            bank,
+            strategy,
+            time_us,
+            baseline_us,
+            runner,
+        }) => {
+            let ctx = context(&atc)?;
+            let templates = read_templates(&ops.op)?;
+            let strategy: tunebank::bank::Strategy = serde_json::from_str(&strategy)
+                .with_context(|| {
+                    format!("--strategy {strategy:?}: expected a JSON object of parameters")
+                })?;
+            if !(time_us.is_finite() && time_us > 0.0 && baseline_us.is_finite() && baseline_us > 0.0) {
+                bail!("--time_us / --baseline_us: expected positive finite times in µs");
+            }
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            let mut records = Vec::new();
+            for t in &templates {
+                for r in derive_op_keys(t, &ctx.options, &ctx.soc)? {
+                    records.push(Record {
+                        key_schema_version: tunebank::key::KEY_SCHEMA_VERSION,
+                        kind: RecordKind::Op,
+                        descriptor: Descriptor::Op(r.descriptor),
+                        options: ctx.options.given().clone(),
+                        strategy: strategy.clone(),
+                        performance: Performance {
+                            baseline_us,
+                            tuned_us: time_us,
+                            samples_us: vec![time_us],
+                            runner: runner.clone(),
+                        },
+                        provenance: Provenance {
+                            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+                            algorithm: "manual".to_owned(),
+                            trials: 0,
+                            seed: 0,
+                            unix_time: now,
+                            origin: Origin::Imported,
+                        },
+                    });
+                }
+            }
+            let bank = open_bank(&bank, &ctx.soc.version, false)?;
+            let keys = bank.write_batch(&records)?;
+            for k in &keys {
+                writeln!(out, "{k}")?;
+            }
+            writeln!(out, "wrote {} records to {}", keys.len(),
+                bank.custom_file().map(|p| p.display().to_string()).unwrap_or_default())?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let (own, atc) = split_atc(std::env::args().skip(1).collect());
+    let cli = match Cli::try_parse_from(std::iter::once("tunebank".to_owned()).chain(own)) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli, atc) {
+        Ok(code) => code,
+        Err(e) => {
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("tunebank: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,2 +1,0 @@
-//! The `bank-inspect` command line.
-fn main() {}
