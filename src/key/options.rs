@@ -493,7 +493,7 @@ fn known_options() -> String {
 fn shown(v: &str) -> String {
     if !v.is_empty()
         && v.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_-./+".contains(c))
+            .all(|c| c.is_ascii_alphanumeric() || "_-./+,".contains(c))
     {
         v.to_string()
     } else {
