@@ -1,0 +1,572 @@
+//! Resolution: an op as a model has it ([`OpTemplate`]) plus resolved options and a SoC give one
+//! static [`OpDescriptor`] per dynamic profile, with its key.
+//!
+//! Semantics (documented in `ENCODING.md`, "Resolution"): `input_shape` replaces the shapes of
+//! tensors fed by named graph inputs; the dynamic option fills -1 dims per profile; the
+//! precision options pick each float tensor's dtype; `op_select_implmode`,
+//! `optypelist_for_implmode` and `op_precision_mode` pick the impl mode; `input_format` and the
+//! template's formats pick formats.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::key::options::{Dynamic, ImplModeOption, OpPrecision, OptionError, PrecisionMode};
+use crate::key::precision::{is_cube, supports, MixClass, IMPL_MODE_LIST};
+use crate::key::soc::SocFacts;
+use crate::key::{
+    AttrValue, BankKey, CubeMath, DType, Format, ImplMode, KeyError, OpDescriptor, ResolvedOptions,
+    SocSpec, TensorDesc,
+};
+
+/// A tensor of an op as the model has it: shape possibly with -1, the model's dtype.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TemplateTensor {
+    /// Shape in the original format; -1 marks a dynamic dim.
+    pub shape: Vec<i64>,
+    /// The model's dtype (before precision resolution).
+    pub dtype: DType,
+    /// Original format; `None`: `input_format` for a graph-fed tensor of matching rank, else
+    /// `input_format` when the rank matches it, else ND.
+    #[serde(default)]
+    pub ori_format: Option<Format>,
+    /// Runtime format the converter chose; `None`: the original format.
+    #[serde(default)]
+    pub format: Option<Format>,
+    /// Name of the graph input this tensor is fed from, if any (inputs only).
+    #[serde(default)]
+    pub graph_input: Option<String>,
+    /// Effective dtype of the producer's output (inputs only), when the converter resolves ops
+    /// in topological order; gray-list ops follow it under mixed precision.
+    #[serde(default)]
+    pub producer_dtype: Option<DType>,
+}
+
+/// An op (possibly fused) as a model has it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpTemplate {
+    /// Node name (matched by `keep_dtype` and `op_precision_mode`; never part of a key).
+    pub node_name: String,
+    /// Op type (of the anchor op for a fused op).
+    pub op_type: String,
+    /// Types of the fused ops in topological order; empty for a single op.
+    #[serde(default)]
+    pub fused_ops: Vec<String>,
+    /// Inputs.
+    pub inputs: Vec<TemplateTensor>,
+    /// Outputs.
+    pub outputs: Vec<TemplateTensor>,
+    /// Attributes.
+    #[serde(default)]
+    pub attrs: BTreeMap<String, AttrValue>,
+}
+
+/// One dynamic profile (one gear of the dynamic option in force).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Profile {
+    /// No dynamic option: the one static shape.
+    Static,
+    /// A `dynamic_batch_size` value.
+    Batch(i64),
+    /// A `dynamic_image_size` pair.
+    ImageSize {
+        /// Height.
+        height: i64,
+        /// Width.
+        width: i64,
+    },
+    /// A `dynamic_dims` profile.
+    Dims(Vec<i64>),
+}
+
+/// One resolved profile of an op: what a converter looks up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResolvedOp {
+    /// The profile.
+    pub profile: Profile,
+    /// The static descriptor (the key's preimage).
+    pub descriptor: OpDescriptor,
+    /// Its key.
+    pub key: BankKey,
+}
+
+/// Why an op template could not be resolved. Every variant names the node.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    /// The options are unusable.
+    #[error(transparent)]
+    Options(#[from] OptionError),
+    /// The resolved descriptor has no key.
+    #[error("node {node:?}: {source}")]
+    Key {
+        /// Node name.
+        node: String,
+        /// Cause.
+        source: KeyError,
+    },
+    /// A -1 dim that neither `input_shape` nor the dynamic option fills.
+    #[error("node {node:?} {tensor} dim {dim} is -1: expected {expected}")]
+    UnresolvedDim {
+        /// Node name.
+        node: String,
+        /// `input 0`, `output 1` ….
+        tensor: String,
+        /// Dim index.
+        dim: usize,
+        /// What would have filled it.
+        expected: String,
+    },
+    /// `input_shape` gives a different rank than the model.
+    #[error(
+        "node {node:?} input {input}: --input_shape gives {given:?} for graph input {graph_input:?}, \
+         expected rank {rank} as the model has it ({model:?})"
+    )]
+    RankMismatch {
+        /// Node name.
+        node: String,
+        /// Input index.
+        input: usize,
+        /// Graph input name.
+        graph_input: String,
+        /// Shape from `input_shape`.
+        given: Vec<i64>,
+        /// The model's rank.
+        rank: usize,
+        /// The model's shape.
+        model: Vec<i64>,
+    },
+    /// A format conversion the resolver cannot compute the shape of.
+    #[error("node {node:?} {tensor}: cannot lay out shape {shape:?} from {from:?} as {to:?}: expected {expected}")]
+    Layout {
+        /// Node name.
+        node: String,
+        /// Which tensor.
+        tensor: String,
+        /// Original shape.
+        shape: Vec<i64>,
+        /// Original format.
+        from: Format,
+        /// Runtime format.
+        to: Format,
+        /// What would work.
+        expected: String,
+    },
+}
+
+/// Resolves one op template for every profile of the dynamic option in force and derives each
+/// profile's key. The result has one entry for static options, one per profile otherwise, in
+/// profile order.
+pub fn derive_op_keys(
+    template: &OpTemplate,
+    options: &ResolvedOptions,
+    soc: &SocSpec,
+) -> Result<Vec<ResolvedOp>, ResolveError> {
+    let profiles: Vec<Profile> = match options.dynamic() {
+        Dynamic::None => vec![Profile::Static],
+        Dynamic::Batch(b) => b.iter().map(|&b| Profile::Batch(b)).collect(),
+        Dynamic::ImageSize(p) => p
+            .iter()
+            .map(|&(height, width)| Profile::ImageSize { height, width })
+            .collect(),
+        Dynamic::Dims(p) => p.iter().cloned().map(Profile::Dims).collect(),
+    };
+    profiles
+        .into_iter()
+        .map(|profile| {
+            let descriptor = resolve_op(template, options, soc, &profile)?;
+            let key = descriptor.key().map_err(|source| ResolveError::Key {
+                node: template.node_name.clone(),
+                source,
+            })?;
+            Ok(ResolvedOp {
+                profile,
+                descriptor,
+                key,
+            })
+        })
+        .collect()
+}
+
+fn is_float(d: DType) -> bool {
+    matches!(d, DType::Float16 | DType::Bfloat16 | DType::Float32)
+}
+
+/// What the precision options ask of a float tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Want {
+    /// This dtype if supported, else the original, else fp16.
+    Prefer(DType),
+    /// The original if supported, else this dtype, else fp16.
+    OrigThen(DType),
+}
+
+fn choose(orig: DType, want: Want, t: &str, cube: bool, facts: Option<&SocFacts>) -> DType {
+    if !is_float(orig) {
+        return orig;
+    }
+    let ok = |d: DType| supports(t, cube, d, facts);
+    let (first, second) = match want {
+        Want::Prefer(d) => (d, orig),
+        Want::OrigThen(d) => (orig, d),
+    };
+    if ok(first) {
+        first
+    } else if ok(second) {
+        second
+    } else {
+        DType::Float16
+    }
+}
+
+fn rank_format(rank: usize, input_format: Format) -> Format {
+    match (input_format, rank) {
+        (Format::NCHW | Format::NHWC, 4) | (Format::NCDHW | Format::NDHWC, 5) => input_format,
+        _ => Format::ND,
+    }
+}
+
+/// Resolves one profile of an op template into a static descriptor (without deriving its key).
+pub fn resolve_op(
+    template: &OpTemplate,
+    options: &ResolvedOptions,
+    soc: &SocSpec,
+    profile: &Profile,
+) -> Result<OpDescriptor, ResolveError> {
+    let node = template.node_name.as_str();
+    let t = template.op_type.to_lowercase();
+    let cube = is_cube(&t);
+    let facts = soc.facts();
+
+    // Precision: what each float input and output asks for, and the cube math mode.
+    let reduced = |bf16: bool| {
+        if bf16 {
+            DType::Bfloat16
+        } else {
+            DType::Float16
+        }
+    };
+    let keep = Want::OrigThen(DType::Float16);
+    let (mut want_in, mut want_out) = match options.precision_mode {
+        PrecisionMode::ForceFp16 => (Want::Prefer(DType::Float16), Want::Prefer(DType::Float16)),
+        PrecisionMode::ForceFp32 => (Want::Prefer(DType::Float32), Want::Prefer(DType::Float32)),
+        PrecisionMode::CubeFp16InFp32Out if cube => {
+            (Want::Prefer(DType::Float16), Want::Prefer(DType::Float32))
+        }
+        PrecisionMode::CubeFp16InFp32Out => {
+            (Want::Prefer(DType::Float32), Want::Prefer(DType::Float32))
+        }
+        PrecisionMode::Fp32ToFp16 | PrecisionMode::Fp32ToBf16 => {
+            let r = reduced(options.precision_mode == PrecisionMode::Fp32ToBf16);
+            if cube {
+                (Want::Prefer(r), Want::Prefer(r))
+            } else {
+                (Want::OrigThen(r), Want::OrigThen(r))
+            }
+        }
+        PrecisionMode::KeepOrigin => (keep, keep),
+        PrecisionMode::MixFp16 | PrecisionMode::MixBf16 => {
+            let r = reduced(options.precision_mode == PrecisionMode::MixBf16);
+            let w = match options.mixlist.class(&t) {
+                MixClass::White => Want::Prefer(r),
+                MixClass::Black => keep,
+                MixClass::Gray => template
+                    .inputs
+                    .iter()
+                    .filter_map(|i| i.producer_dtype)
+                    .find(|d| is_float(*d))
+                    .map_or(keep, Want::Prefer),
+            };
+            (w, w)
+        }
+    };
+    let mut cube_math = CubeMath::Native;
+    let op_precision = options.op_precision.get(node, &t);
+    match op_precision {
+        Some(OpPrecision::KeepFp16) => {
+            want_in = Want::Prefer(DType::Float16);
+            want_out = want_in;
+        }
+        Some(OpPrecision::Fp32) | Some(OpPrecision::Hf32) => {
+            want_in = Want::Prefer(DType::Float32);
+            want_out = want_in;
+            if op_precision == Some(OpPrecision::Hf32)
+                && cube
+                && supports(&t, cube, DType::Float32, facts)
+            {
+                cube_math = CubeMath::Hf32;
+            }
+        }
+        _ => {}
+    }
+    if options.keep_dtype.keeps(node, &t) {
+        want_in = keep;
+        want_out = keep;
+        cube_math = CubeMath::Native;
+    }
+    // cube_fp16in_fp32out writes fp32 from the cube's fp32 accumulator on every SoC.
+    let out_cube = cube
+        && !(options.precision_mode == PrecisionMode::CubeFp16InFp32Out
+            && want_out == Want::Prefer(DType::Float32));
+
+    // Impl mode.
+    let impl_mode = match op_precision {
+        Some(OpPrecision::HighPrecision) => ImplMode::HighPrecision,
+        Some(OpPrecision::HighPerformance) => ImplMode::HighPerformance,
+        Some(OpPrecision::SuperPerformance) => ImplMode::SuperPerformance,
+        Some(OpPrecision::SupportOutOfBoundIndex) => ImplMode::SupportOutOfBoundIndex,
+        _ => {
+            let chosen = match options.impl_mode {
+                ImplModeOption::HighPrecision | ImplModeOption::HighPrecisionForAll => {
+                    ImplMode::HighPrecision
+                }
+                _ => ImplMode::HighPerformance,
+            };
+            if !options.impl_op_types.is_empty() {
+                if options.impl_op_types.contains(&t) {
+                    chosen
+                } else {
+                    ImplMode::HighPerformance
+                }
+            } else {
+                match options.impl_mode {
+                    ImplModeOption::HighPrecisionForAll => ImplMode::HighPrecision,
+                    ImplModeOption::HighPrecision if IMPL_MODE_LIST.contains(&t.as_str()) => {
+                        ImplMode::HighPrecision
+                    }
+                    _ => ImplMode::HighPerformance,
+                }
+            }
+        }
+    };
+
+    let mut inputs = Vec::with_capacity(template.inputs.len());
+    for (i, tt) in template.inputs.iter().enumerate() {
+        let what = format!("input {i}");
+        let mut shape = tt.shape.clone();
+        let mut dtype = tt.dtype;
+        let mut ori_format = tt.ori_format;
+        let mut offset = 0;
+        if let Some(g) = &tt.graph_input {
+            if let Some((pos, (_, dims))) = options
+                .input_shape()
+                .iter()
+                .enumerate()
+                .find(|(_, (n, _))| n == g)
+            {
+                if !shape.is_empty() && shape.len() != dims.len() {
+                    return Err(ResolveError::RankMismatch {
+                        node: node.to_string(),
+                        input: i,
+                        graph_input: g.clone(),
+                        given: dims.clone(),
+                        rank: shape.len(),
+                        model: shape,
+                    });
+                }
+                shape = dims.clone();
+                offset = options.input_shape()[..pos]
+                    .iter()
+                    .map(|(_, d)| d.iter().filter(|&&x| x == -1).count())
+                    .sum();
+            }
+            ori_format = Some(rank_format(shape.len(), options.input_format()));
+            if is_float(dtype) && options.input_fp16_nodes.contains(g) {
+                dtype = DType::Float16;
+            }
+        }
+        let dtype = choose(dtype, want_in, &t, cube, facts);
+        inputs.push(tensor(
+            node, &what, &shape, dtype, ori_format, tt.format, options, profile, offset,
+        )?);
+    }
+    let mut outputs = Vec::with_capacity(template.outputs.len());
+    for (i, tt) in template.outputs.iter().enumerate() {
+        let dtype = choose(tt.dtype, want_out, &t, out_cube, facts);
+        outputs.push(tensor(
+            node,
+            &format!("output {i}"),
+            &tt.shape,
+            dtype,
+            tt.ori_format,
+            tt.format,
+            options,
+            profile,
+            0,
+        )?);
+    }
+    if cube_math == CubeMath::Hf32
+        && !inputs
+            .iter()
+            .any(|i: &TensorDesc| i.dtype == DType::Float32)
+    {
+        cube_math = CubeMath::Native;
+    }
+
+    Ok(OpDescriptor {
+        op_type: template.op_type.clone(),
+        fused_ops: template.fused_ops.clone(),
+        inputs,
+        outputs,
+        attrs: template.attrs.clone(),
+        impl_mode,
+        cube_math,
+        soc: soc.clone(),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn tensor(
+    node: &str,
+    what: &str,
+    shape: &[i64],
+    dtype: DType,
+    ori_format: Option<Format>,
+    format: Option<Format>,
+    options: &ResolvedOptions,
+    profile: &Profile,
+    offset: usize,
+) -> Result<TensorDesc, ResolveError> {
+    let ori_format = ori_format.unwrap_or_else(|| rank_format(shape.len(), options.input_format()));
+    let ori_shape = fill_dims(node, what, shape, ori_format, profile, offset)?;
+    let format = format.unwrap_or(ori_format);
+    let shape = layout(node, what, &ori_shape, ori_format, format, dtype)?;
+    Ok(TensorDesc {
+        shape,
+        ori_shape,
+        dtype,
+        format,
+        ori_format,
+    })
+}
+
+fn fill_dims(
+    node: &str,
+    what: &str,
+    shape: &[i64],
+    format: Format,
+    profile: &Profile,
+    offset: usize,
+) -> Result<Vec<i64>, ResolveError> {
+    let rank = shape.len();
+    let mut out = shape.to_vec();
+    let mut nth = 0;
+    for (d, x) in out.iter_mut().enumerate() {
+        if *x >= 0 {
+            continue;
+        }
+        let unresolved = |expected: &str| ResolveError::UnresolvedDim {
+            node: node.to_string(),
+            tensor: what.to_string(),
+            dim: d,
+            expected: expected.to_string(),
+        };
+        *x = match profile {
+            Profile::Static => {
+                return Err(unresolved(
+                    "a static dim: set --input_shape, or a dynamic option \
+                     (dynamic_batch_size, dynamic_image_size, dynamic_dims)",
+                ))
+            }
+            Profile::Batch(b) if d == 0 => *b,
+            Profile::Batch(_) => {
+                return Err(unresolved(
+                    "-1 only on the batch dim (0) with --dynamic_batch_size",
+                ))
+            }
+            Profile::ImageSize { height, width } => {
+                let (h, w) = match format {
+                    Format::NHWC => (1, 2),
+                    Format::NCHW | Format::NC1HWC0 => (2, 3),
+                    _ if rank >= 2 => (rank - 2, rank - 1),
+                    _ => (usize::MAX, usize::MAX),
+                };
+                if d == h {
+                    *height
+                } else if d == w {
+                    *width
+                } else {
+                    return Err(unresolved(
+                        "-1 only on the H and W dims with --dynamic_image_size",
+                    ));
+                }
+            }
+            Profile::Dims(values) => {
+                let v = values.get(offset + nth).copied();
+                nth += 1;
+                match v {
+                    Some(v) => v,
+                    None => {
+                        return Err(unresolved(
+                            "no more -1 dims than --dynamic_dims gives values for",
+                        ))
+                    }
+                }
+            }
+        };
+    }
+    Ok(out)
+}
+
+fn ceil_div(a: i64, b: i64) -> i64 {
+    (a + b - 1) / b
+}
+
+/// The runtime shape of a tensor laid out in `to`, from its shape in `from`.
+fn layout(
+    node: &str,
+    what: &str,
+    ori: &[i64],
+    from: Format,
+    to: Format,
+    dtype: DType,
+) -> Result<Vec<i64>, ResolveError> {
+    if from == to {
+        return Ok(ori.to_vec());
+    }
+    let c0 = if matches!(dtype, DType::Int8 | DType::Uint8) {
+        32
+    } else {
+        16
+    };
+    let err = |expected: &str| ResolveError::Layout {
+        node: node.to_string(),
+        tensor: what.to_string(),
+        shape: ori.to_vec(),
+        from,
+        to,
+        expected: expected.to_string(),
+    };
+    if to == Format::FractalNz {
+        let r = ori.len();
+        let (batch, m, n) = match r {
+            0 => (&[][..], 1, 1),
+            1 => (&[][..], 1, ori[0]),
+            _ => (&ori[..r - 2], ori[r - 2], ori[r - 1]),
+        };
+        let mut s = batch.to_vec();
+        s.extend([ceil_div(n, c0), ceil_div(m, 16), 16, c0]);
+        return Ok(s);
+    }
+    let nchw = match (from, ori.len()) {
+        (Format::NCHW, 4) => [ori[0], ori[1], ori[2], ori[3]],
+        (Format::NHWC, 4) => [ori[0], ori[3], ori[1], ori[2]],
+        _ => {
+            return Err(err(
+                "an NCHW or NHWC 4-D original shape for this conversion",
+            ))
+        }
+    };
+    let [n, c, h, w] = nchw;
+    Ok(match to {
+        Format::NCHW => vec![n, c, h, w],
+        Format::NHWC => vec![n, h, w, c],
+        Format::NC1HWC0 => vec![n, ceil_div(c, c0), h, w, c0],
+        Format::FractalZ => vec![ceil_div(c, c0) * h * w, ceil_div(n, 16), 16, c0],
+        _ => {
+            return Err(err(
+                "a runtime format NCHW, NHWC, NC1HWC0, FRACTAL_Z or FRACTAL_NZ",
+            ))
+        }
+    })
+}
