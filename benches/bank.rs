@@ -67,12 +67,23 @@ fn lookups(c: &mut Criterion) {
             black_box(v.value().len())
         })
     });
+    let store = bank
+        .layer_store(tunebank::bank::LayerId::Custom)
+        .expect("custom layer");
+    g.bench_function("store_get_with", |b| {
+        b.iter(|| {
+            i = (i + 1) % keys.len();
+            let mut len = 0;
+            store.get_with(&keys[i], &mut |v| len = v.len()).unwrap();
+            black_box(len)
+        })
+    });
     g.bench_function("hit_lookup_derive_get_verify_decode", |b| {
         b.iter(|| {
             i = (i + 1) % ops.len();
             let key = ops[i].key().unwrap();
             let hit = bank.lookup(&key).unwrap();
-            black_box(hit.hit().expect("hit").record.strategy.len())
+            black_box(hit.hit().expect("hit").answer.strategy.len())
         })
     });
     g.bench_function("miss_lookup_derive_get", |b| {

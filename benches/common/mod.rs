@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use tunebank::bank::record::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::bank::Bank;
-use tunebank::key::{DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc};
+use tunebank::key::{CubeMath, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc};
 
 /// SoC of every bench record.
 pub const SOC: &str = "Ascend910B2";
@@ -69,6 +69,7 @@ pub fn op(i: u64) -> OpDescriptor {
         outputs,
         attrs,
         impl_mode: ImplMode::HighPerformance,
+        cube_math: CubeMath::Native,
         soc: SocSpec {
             version: SOC.to_owned(),
             core_count: 24,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::bank::paths::{self, BankEnv, BankLocation, PathError};
-use crate::bank::record::{self, Descriptor, Record, RecordError};
+use crate::bank::record::{self, Answer, Descriptor, Record, RecordError};
 use crate::bank::store::{IndexKey, Store, StoreEntry, StoreError};
 use crate::bank::store::redb::RedbStore;
 use crate::bank::verify::{verify_store, VerifyReport};
@@ -41,10 +41,14 @@ struct Layer {
 /// A successful look-up.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hit {
+    /// The key looked up.
+    pub key: BankKey,
     /// The layer that answered.
     pub layer: LayerId,
-    /// The record it holds.
-    pub record: Record,
+    /// What a converter needs: the strategy and its performance (checksum-verified).
+    pub answer: Answer,
+    /// The stored value, already verified; [`Hit::record`] decodes the rest on demand.
+    value: Vec<u8>,
     /// Lower layers that also hold this key and were shadowed by `layer`.
     pub shadowed: Vec<LayerId>,
     /// Higher layers whose entry for this key was rejected by the caller's validity check.
@@ -62,6 +66,14 @@ pub enum Lookup {
         /// Layers with a rejected entry.
         rejected: Vec<LayerId>,
     },
+}
+
+impl Hit {
+    /// Decodes the whole record (descriptor, options as given, provenance): what diagnosis and
+    /// export need, and a look-up does not pay for.
+    pub fn record(&self) -> Result<Record, RecordError> {
+        record::decode(&self.key, &self.value)
+    }
 }
 
 impl Lookup {
@@ -344,21 +356,37 @@ impl Bank {
         self.lookup_checked(key, |_| true)
     }
 
-    /// Looks `key` up, custom layer first. The first layer whose record passes `valid` answers;
+    /// The full record under `key` in one layer, checksum-verified; `None` if the layer is not
+    /// open or does not hold the key.
+    pub fn get_record(&self, layer: LayerId, key: &BankKey) -> Result<Option<Record>, BankError> {
+        let Some(store) = self.layer_store(layer) else {
+            return Ok(None);
+        };
+        let mut out = None;
+        store.get_with(key, &mut |bytes| out = Some(record::decode(key, bytes)))?;
+        Ok(out.transpose()?)
+    }
+
+    /// Looks `key` up, custom layer first. The first layer whose answer passes `valid` answers;
     /// an entry that fails it is a rejected hit and the next layer is tried. Lower layers that
     /// also hold the key are reported as shadowed. Every stored value read is checksum-verified:
     /// a damaged record is an error naming the key, never a wrong strategy.
     pub fn lookup_checked(
         &self,
         key: &BankKey,
-        valid: impl Fn(&Record) -> bool,
+        valid: impl Fn(&Answer) -> bool,
     ) -> Result<Lookup, BankError> {
         let mut rejected = Vec::new();
         for (i, layer) in self.layers.iter().enumerate() {
-            let Some(record) = get_record(layer.store.as_ref(), key)? else {
+            let mut found = None;
+            layer.store.get_with(key, &mut |bytes| {
+                found = Some(record::decode_answer(key, bytes).map(|a| (a, bytes.to_vec())));
+            })?;
+            let Some(found) = found else {
                 continue;
             };
-            if !valid(&record) {
+            let (answer, value) = found?;
+            if !valid(&answer) {
                 self.rejected.fetch_add(1, Ordering::Relaxed);
                 rejected.push(layer.id);
                 continue;
@@ -371,8 +399,10 @@ impl Bank {
             }
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(Lookup::Hit(Box::new(Hit {
+                key: *key,
                 layer: layer.id,
-                record,
+                answer,
+                value,
                 shadowed,
                 rejected_above: rejected,
             })));
@@ -446,11 +476,4 @@ impl Bank {
             rejected: self.rejected.load(Ordering::Relaxed),
         }
     }
-}
-
-/// Reads and fully decodes the record under `key`, verifying its checksum.
-fn get_record(store: &dyn Store, key: &BankKey) -> Result<Option<Record>, BankError> {
-    let mut out = None;
-    store.get_with(key, &mut |bytes| out = Some(record::decode(key, bytes)))?;
-    Ok(out.transpose()?)
 }

@@ -211,7 +211,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                                 "key": r.key.to_string(), "result": "hit",
                                 "layer": h.layer.to_string(),
                                 "shadowed": h.shadowed.iter().map(LayerId::to_string).collect::<Vec<_>>(),
-                                "strategy": h.record.strategy,
+                                "strategy": h.answer.strategy,
                             })
                         }
                         Lookup::Miss { rejected } => serde_json::json!({
