@@ -53,7 +53,10 @@ fn format_1_bank_reads() {
         assert_eq!(answer.strategy["baseM"], serde_json::json!(16 * (i + 1)));
         assert_eq!(answer.strategy["baseN"], serde_json::json!(256));
         assert_eq!(answer.strategy["impl"], serde_json::json!("mmad"));
-        assert_eq!(answer.strategy["dbL0C"], serde_json::json!(i % 2 == 0));
+        assert_eq!(
+            answer.strategy["dbL0C"],
+            serde_json::json!(i.is_multiple_of(2))
+        );
         assert_eq!(answer.performance.baseline_us, 100.0 + i as f64);
         assert_eq!(answer.performance.tuned_us, 50.0 + i as f64);
         assert_eq!(
@@ -70,7 +73,7 @@ fn format_1_bank_reads() {
                 let Descriptor::Op(d) = &record.descriptor else {
                     panic!("fixture holds op records")
                 };
-                let soc = if i % 2 == 0 {
+                let soc = if i.is_multiple_of(2) {
                     "Ascend910B2"
                 } else {
                     "Ascend310P3"
