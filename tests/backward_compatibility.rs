@@ -147,3 +147,29 @@ fn format_1_bank_verifies_and_takes_writes() {
     assert_eq!(store.len().unwrap(), RECORDS);
     assert!(verify_store(&store).is_clean());
 }
+
+/// A bank whose table layout is newer than this build's is refused with a message saying so.
+#[test]
+fn future_table_layout_is_refused() {
+    use ::redb::{ConcurrencyMode, Database};
+    use tunebank::bank::store::redb::{LAYOUT_KEY, LAYOUT_VERSION, META};
+
+    let (_dir, path) = fixture_copy();
+    {
+        let db = Database::builder()
+            .set_concurrency_mode(ConcurrencyMode::MultiWriter)
+            .open(&path)
+            .unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META)
+            .unwrap()
+            .insert(LAYOUT_KEY, LAYOUT_VERSION + 1)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    for result in [RedbStore::open(&path), RedbStore::open_read_only(&path)] {
+        let message = result.unwrap_err().to_string();
+        assert!(message.contains("layout version 2"), "{message}");
+        assert!(message.contains("upgrade tunebank"), "{message}");
+    }
+}

@@ -244,7 +244,14 @@ fn killed_writers_lose_nothing_acknowledged() {
     let start = Instant::now();
     let mut acknowledged: Vec<(u64, u64)> = Vec::new();
     let mut total_acks = 0;
+    // For the second half of the runs this process keeps its own read-write handle open beside
+    // the children and writes between kills, so a killed peer must not disturb a live one.
+    let mut shared: Option<RedbStore> = None;
+    let mut shared_batches = Vec::new();
     for run in 0..RUNS {
+        if run == RUNS / 2 {
+            shared = Some(RedbStore::open(&bank).unwrap());
+        }
         let mut child = spawn("killable", &bank, run);
         let mut stdout = child.stdout.take().unwrap();
         let collector = std::thread::spawn(move || {
@@ -257,11 +264,21 @@ fn killed_writers_lose_nothing_acknowledged() {
         child.kill().unwrap();
         let status = child.wait().unwrap();
         let output = collector.join().unwrap();
-        if status.success() {
-            panic!("killable writer exited on its own");
-        }
+        assert!(!status.success(), "killable writer exited on its own");
         let run_acks = acks(&output);
+        if std::env::var_os("TUNEBANK_TEST_VERBOSE").is_some() {
+            eprintln!("run {run}: {} acks", run_acks.len());
+        }
         total_acks += run_acks.len();
+
+        if let Some(shared) = &shared {
+            let batch = kill_batch(RUNS + run, 0);
+            shared.put_batch(&entries(&batch)).unwrap();
+            shared_batches.push(batch);
+            for &b in &run_acks {
+                assert_eq!(present(shared, &kill_batch(run, b)), KILL_BATCH as usize);
+            }
+        }
 
         let store = RedbStore::open(&bank).unwrap();
         for &b in &run_acks {
@@ -280,6 +297,9 @@ fn killed_writers_lose_nothing_acknowledged() {
         );
         for (r, b) in &acknowledged {
             assert_eq!(present(&store, &kill_batch(*r, *b)), KILL_BATCH as usize);
+        }
+        for batch in &shared_batches {
+            assert_eq!(present(&store, batch), KILL_BATCH as usize);
         }
         acknowledged.extend(run_acks.iter().map(|&b| (run, b)));
         let report = verify_store(&store);
