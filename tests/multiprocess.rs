@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use common::{entries, key, op_record, Owned};
 use rand::{Rng, SeedableRng};
 use tunebank::bank::record::decode;
-use tunebank::bank::store::{RedbStore, Store};
+use tunebank::bank::store::{RedbStore, Store, StructureCheck};
 use tunebank::bank::verify::verify_store;
 
 const ROLE: &str = "TUNEBANK_TEST_ROLE";
@@ -304,6 +304,7 @@ fn killed_writers_lose_nothing_acknowledged() {
         acknowledged.extend(run_acks.iter().map(|&b| (run, b)));
         let report = verify_store(&store);
         assert!(report.is_clean(), "run {run}: {report:?}");
+        assert_eq!(report.structure, Some(StructureCheck::Clean), "run {run}");
     }
     eprintln!(
         "{RUNS} kills, {total_acks} acknowledged batches, {:?}",

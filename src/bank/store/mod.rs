@@ -1,5 +1,9 @@
 //! The narrow storage seam: a transactional map from [`BankKey`] to encoded record bytes, plus a
 //! secondary index by (SoC, kind, op type). Nothing here knows about tuning.
+//!
+//! Backends: [`RedbStore`] (the default; one file shared by many processes) and, behind the
+//! `sled` cargo feature, `SledStore` (one process at a time). Their tables are specified in
+//! `bank/FORMAT.md`; `tests/store_conformance.rs` holds both to the [`Store`] contract.
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
