@@ -85,9 +85,20 @@ fn child_entry() {
     let store = RedbStore::open(&bank).unwrap();
     match role.as_str() {
         "writer" => {
+            // Start together with the other writers: wait for the parent's go file.
+            let go = Path::new(&bank).with_extension("go");
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !go.exists() {
+                assert!(Instant::now() < deadline, "no go signal");
+                std::thread::sleep(Duration::from_millis(1));
+            }
             for b in 0..WRITER_BATCHES {
                 store.put_batch(&entries(&writer_batch(id, b))).unwrap();
-                writeln!(out, "ACK {b}").unwrap();
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos();
+                writeln!(out, "ACK {b} {now}").unwrap();
                 out.flush().unwrap();
             }
         }
@@ -124,15 +135,24 @@ fn spawn(role: &str, bank: &Path, id: u64) -> Child {
         .unwrap()
 }
 
-/// Batch numbers acknowledged on complete `ACK <n>` lines (the harness may print its own text
-/// before the first one on the same line).
-fn acks(output: &str) -> BTreeSet<u64> {
+/// The complete `ACK <batch> [<unix nanos>]` lines of a child's output, as (batch, time) (the
+/// harness may print its own text before the first one on the same line).
+fn ack_lines(output: &str) -> Vec<(u64, Option<u128>)> {
     output
         .split_inclusive('\n')
         .filter(|l| l.ends_with('\n'))
         .filter_map(|l| l.find("ACK ").map(|at| &l[at + 4..]))
-        .map(|n| n.trim_end().parse().unwrap())
+        .map(|rest| {
+            let mut fields = rest.split_whitespace();
+            let batch = fields.next().unwrap().parse().unwrap();
+            (batch, fields.next().map(|t| t.parse().unwrap()))
+        })
         .collect()
+}
+
+/// Batch numbers acknowledged by a child.
+fn acks(output: &str) -> BTreeSet<u64> {
+    ack_lines(output).into_iter().map(|(b, _)| b).collect()
 }
 
 fn present(store: &dyn Store, batch: &[Owned]) -> usize {
@@ -195,6 +215,8 @@ fn four_writers_and_a_reader() {
 
     let start = Instant::now();
     let children: Vec<Child> = (0..4).map(|w| spawn("writer", &bank, w)).collect();
+    std::fs::write(bank.with_extension("go"), b"").unwrap();
+    let mut commits = Vec::new();
     for (w, child) in children.into_iter().enumerate() {
         let out = child.wait_with_output().unwrap();
         assert!(
@@ -202,11 +224,15 @@ fn four_writers_and_a_reader() {
             "writer {w} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert_eq!(
-            acks(&String::from_utf8_lossy(&out.stdout)).len() as u64,
-            WRITER_BATCHES
-        );
+        let lines = ack_lines(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(lines.len() as u64, WRITER_BATCHES);
+        commits.extend(lines.into_iter().map(|(_, t)| (t.unwrap(), w)));
     }
+    // The writers really ran at the same time: their commits interleave.
+    commits.sort();
+    let switches = commits.windows(2).filter(|p| p[0].1 != p[1].1).count();
+    eprintln!("commit order switched writer {switches} times");
+    assert!(switches > 3, "writers ran one after another");
     done.store(true, Ordering::SeqCst);
     let (scans, partial_views) = reader.join().unwrap();
     eprintln!(
