@@ -82,16 +82,13 @@ fn child_entry() {
         let _ = std::io::stdin().read_to_end(&mut Vec::new());
         return;
     }
+    if role == "opener" {
+        wait_for_go(Path::new(&bank));
+    }
     let store = RedbStore::open(&bank).unwrap();
     match role.as_str() {
         "writer" => {
-            // Start together with the other writers: wait for the parent's go file.
-            let go = Path::new(&bank).with_extension("go");
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while !go.exists() {
-                assert!(Instant::now() < deadline, "no go signal");
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            wait_for_go(Path::new(&bank));
             for b in 0..WRITER_BATCHES {
                 store.put_batch(&entries(&writer_batch(id, b))).unwrap();
                 let now = std::time::SystemTime::now()
@@ -102,6 +99,9 @@ fn child_entry() {
                 out.flush().unwrap();
             }
         }
+        "opener" => {
+            store.put_batch(&entries(&kill_batch(id, 0))).unwrap();
+        }
         "killable" => {
             for b in 0.. {
                 store.put_batch(&entries(&kill_batch(id, b))).unwrap();
@@ -110,6 +110,16 @@ fn child_entry() {
             }
         }
         other => panic!("unknown role {other}"),
+    }
+}
+
+/// Waits for the parent's go file beside `bank`, so that children start together.
+fn wait_for_go(bank: &Path) {
+    let go = bank.with_extension("go");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !go.exists() {
+        assert!(Instant::now() < deadline, "no go signal");
+        std::thread::sleep(Duration::from_micros(200));
     }
 }
 
@@ -376,4 +386,27 @@ fn sled_bank_held_by_another_process_is_busy() {
     assert!(child.wait().unwrap().success());
     let store = SledStore::open(&bank).unwrap();
     assert!(store.is_empty().unwrap());
+}
+
+/// Several processes opening a bank that does not exist yet all end up sharing one bank.
+#[test]
+fn racing_first_opens_share_one_bank() {
+    for round in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let bank = dir.path().join("bank.redb");
+        let children: Vec<Child> = (0..4).map(|w| spawn("opener", &bank, w)).collect();
+        std::thread::sleep(Duration::from_millis(30));
+        std::fs::write(bank.with_extension("go"), b"").unwrap();
+        for (w, child) in children.into_iter().enumerate() {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}, opener {w} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let store = RedbStore::open(&bank).unwrap();
+        assert_eq!(store.len().unwrap(), 4 * KILL_BATCH, "round {round}");
+        assert!(verify_store(&store).is_clean());
+    }
 }
