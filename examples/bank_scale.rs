@@ -162,9 +162,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 })?;
             }
             let thousand = t1.elapsed();
+            let t2 = Instant::now();
+            let k = key(n / 2);
+            for _ in 0..1000 {
+                store.get_with(&k, &mut |v| {
+                    if decode_answer(&k, v).is_ok() {
+                        hits += 1;
+                    }
+                })?;
+            }
+            let same = t2.elapsed();
             println!(
                 "open {opened:?}; open + first look-up {first:?} (baseM {}); 1000 random \
-                 look-ups {thousand:?} ({hits} hits); records {}; VmHWM {}; VmRSS {}",
+                 look-ups {thousand:?}; 1000 look-ups of one key {same:?} ({hits} hits); records {}; \
+                 VmHWM {}; VmRSS {}",
                 answer.strategy["baseM"],
                 store.len()?,
                 status("VmHWM:"),
