@@ -27,8 +27,13 @@ const ID: &str = "TUNEBANK_TEST_ID";
 /// Records per batch of a concurrent writer, and batches per writer (500 records each).
 const WRITER_BATCH: u64 = 25;
 const WRITER_BATCHES: u64 = 20;
-/// Records per batch of a killed writer.
-const KILL_BATCH: u64 = 10;
+/// Records per batch of a killed writer, by batch number modulo 3: small batches give many
+/// acknowledgements, large ones long commits (and file growth) for the kill to land in.
+const KILL_BATCH: [u64; 3] = [10, 1, 120];
+
+fn kill_batch_len(batch: u64) -> u64 {
+    KILL_BATCH[(batch % 3) as usize]
+}
 
 fn writer_batch(writer: u64, batch: u64) -> Vec<Owned> {
     (0..WRITER_BATCH)
@@ -48,17 +53,12 @@ fn writer_batch(writer: u64, batch: u64) -> Vec<Owned> {
 }
 
 fn kill_batch(run: u64, batch: u64) -> Vec<Owned> {
-    (0..KILL_BATCH)
+    let len = kill_batch_len(batch);
+    (0..len)
         .map(|i| {
             Owned::new(
                 key(&format!("r{run}/{batch}/{i}")),
-                &op_record(
-                    "Ascend310P3",
-                    "Conv2D",
-                    i,
-                    run * 1_000_000 + batch,
-                    KILL_BATCH,
-                ),
+                &op_record("Ascend310P3", "Conv2D", i, run * 1_000_000 + batch, len),
             )
         })
         .collect()
@@ -312,15 +312,17 @@ fn killed_writers_lose_nothing_acknowledged() {
             shared.put_batch(&entries(&batch)).unwrap();
             shared_batches.push(batch);
             for &b in &run_acks {
-                assert_eq!(present(shared, &kill_batch(run, b)), KILL_BATCH as usize);
+                let batch = kill_batch(run, b);
+                assert_eq!(present(shared, &batch), batch.len());
             }
         }
 
         let store = RedbStore::open(&bank).unwrap();
         for &b in &run_acks {
+            let batch = kill_batch(run, b);
             assert_eq!(
-                present(&store, &kill_batch(run, b)),
-                KILL_BATCH as usize,
+                present(&store, &batch),
+                batch.len(),
                 "run {run}: acknowledged batch {b} lost"
             );
         }
@@ -328,14 +330,15 @@ fn killed_writers_lose_nothing_acknowledged() {
         let next = run_acks.last().map_or(0, |b| b + 1);
         let in_flight = present(&store, &kill_batch(run, next));
         assert!(
-            in_flight == 0 || in_flight == KILL_BATCH as usize,
+            in_flight == 0 || in_flight as u64 == kill_batch_len(next),
             "run {run}: batch {next} is partial ({in_flight} records)"
         );
         for (r, b) in &acknowledged {
-            assert_eq!(present(&store, &kill_batch(*r, *b)), KILL_BATCH as usize);
+            let batch = kill_batch(*r, *b);
+            assert_eq!(present(&store, &batch), batch.len());
         }
         for batch in &shared_batches {
-            assert_eq!(present(&store, batch), KILL_BATCH as usize);
+            assert_eq!(present(&store, batch), batch.len());
         }
         acknowledged.extend(run_acks.iter().map(|&b| (run, b)));
         let report = verify_store(&store);
@@ -406,7 +409,7 @@ fn racing_first_opens_share_one_bank() {
             );
         }
         let store = RedbStore::open(&bank).unwrap();
-        assert_eq!(store.len().unwrap(), 4 * KILL_BATCH, "round {round}");
+        assert_eq!(store.len().unwrap(), 4 * kill_batch_len(0), "round {round}");
         assert!(verify_store(&store).is_clean());
     }
 }
