@@ -6,7 +6,7 @@
 mod common;
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -412,4 +412,24 @@ fn racing_first_opens_share_one_bank() {
         assert_eq!(store.len().unwrap(), 4 * kill_batch_len(0), "round {round}");
         assert!(verify_store(&store).is_clean());
     }
+}
+
+/// After a writer is killed and no writer is left, a read-only open still serves the bank.
+#[test]
+fn read_only_open_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = dir.path().join("bank.redb");
+    let mut child = spawn("killable", &bank, 0);
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let acked = loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(at) = line.find("ACK ") {
+            break line[at + 4..].trim().parse::<u64>().unwrap();
+        }
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let store = RedbStore::open_read_only(&bank).unwrap();
+    let batch = kill_batch(0, acked);
+    assert_eq!(present(&store, &batch), batch.len());
 }

@@ -85,6 +85,13 @@ pub enum StoreError {
         /// What the backend reported.
         detail: String,
     },
+    /// The bank's last writer crashed and the bank must be recovered before it can be read, but
+    /// this process cannot write it.
+    #[error("bank {path} was left by a writer that crashed and must be recovered before it can be read, but this process cannot write it; open it once with write access to recover it")]
+    NeedsRecovery {
+        /// Bank path.
+        path: PathBuf,
+    },
     /// A write was attempted on a read-only handle.
     #[error("bank {path} is opened read-only")]
     ReadOnly {
