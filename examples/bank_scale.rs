@@ -2,9 +2,9 @@
 //! the time of a first look-up (checksum verified, answer decoded), and the peak resident memory.
 //!
 //! ```sh
-//! cargo run --release --example bank_scale -- create /tmp/big.redb 1000000
-//! cargo run --release --example bank_scale -- probe /tmp/big.redb 1000000
-//! cargo run --release --example bank_scale -- probe-rw /tmp/big.redb 1000000
+//! cargo run --release --example bank_scale -- create big.redb 1000000
+//! cargo run --release --example bank_scale -- probe big.redb 1000000
+//! cargo run --release --example bank_scale -- probe-rw big.redb 1000000
 //! ```
 //!
 //! `probe` opens read-only, `probe-rw` read-write; each runs in a fresh process so that its
