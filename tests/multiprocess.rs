@@ -88,6 +88,8 @@ fn child_entry() {
     let store = RedbStore::open(&bank).unwrap();
     match role.as_str() {
         "writer" => {
+            writeln!(out, "READY").unwrap();
+            out.flush().unwrap();
             wait_for_go(Path::new(&bank));
             for b in 0..WRITER_BATCHES {
                 store.put_batch(&entries(&writer_batch(id, b))).unwrap();
@@ -224,17 +226,44 @@ fn four_writers_and_a_reader() {
     };
 
     let start = Instant::now();
-    let children: Vec<Child> = (0..4).map(|w| spawn("writer", &bank, w)).collect();
+    // Each writer opens the bank and reports READY; all start writing on the go file.
+    let mut children: Vec<(Child, std::io::BufReader<std::process::ChildStdout>)> = (0..4)
+        .map(|w| {
+            let mut child = spawn("writer", &bank, w);
+            let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+            (child, stdout)
+        })
+        .collect();
+    for (child, stdout) in &mut children {
+        let mut line = String::new();
+        while !line.contains("READY") {
+            line.clear();
+            if stdout.read_line(&mut line).unwrap() == 0 {
+                let mut err = String::new();
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .unwrap();
+                panic!("writer died before it was ready: {err}");
+            }
+        }
+    }
     std::fs::write(bank.with_extension("go"), b"").unwrap();
     let mut commits = Vec::new();
-    for (w, child) in children.into_iter().enumerate() {
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "writer {w} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lines = ack_lines(&String::from_utf8_lossy(&out.stdout));
+    for (w, (mut child, mut stdout)) in children.into_iter().enumerate() {
+        let mut acked = String::new();
+        stdout.read_to_string(&mut acked).unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert!(child.wait().unwrap().success(), "writer {w} failed: {err}");
+        let lines = ack_lines(&acked);
         assert_eq!(lines.len() as u64, WRITER_BATCHES);
         commits.extend(lines.into_iter().map(|(_, t)| (t.unwrap(), w)));
     }
