@@ -29,7 +29,7 @@ const WRITER_BATCH: u64 = 25;
 const WRITER_BATCHES: u64 = 20;
 /// Records per batch of a killed writer, by batch number modulo 3: small batches give many
 /// acknowledgements, large ones long commits (and file growth) for the kill to land in.
-const KILL_BATCH: [u64; 3] = [10, 1, 120];
+const KILL_BATCH: [u64; 3] = [10, 1, 60];
 
 fn kill_batch_len(batch: u64) -> u64 {
     KILL_BATCH[(batch % 3) as usize]
@@ -325,7 +325,7 @@ fn killed_writers_lose_nothing_acknowledged() {
             s
         });
         // From before the child opens the bank to well into its writes.
-        std::thread::sleep(Duration::from_millis(rng.gen_range(0..150)));
+        std::thread::sleep(Duration::from_millis(rng.gen_range(0..120)));
         child.kill().unwrap();
         let status = child.wait().unwrap();
         let output = collector.join().unwrap();
@@ -370,7 +370,11 @@ fn killed_writers_lose_nothing_acknowledged() {
             assert_eq!(present(&store, batch), batch.len());
         }
         acknowledged.extend(run_acks.iter().map(|&b| (run, b)));
+        let verify_start = Instant::now();
         let report = verify_store(&store);
+        if std::env::var_os("TUNEBANK_TEST_VERBOSE").is_some() {
+            eprintln!("run {run}: verify {:?}", verify_start.elapsed());
+        }
         assert!(report.is_clean(), "run {run}: {report:?}");
         assert_eq!(report.structure, Some(StructureCheck::Clean), "run {run}");
     }
