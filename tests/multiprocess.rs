@@ -219,7 +219,7 @@ fn four_writers_and_a_reader() {
                     partial_views += 1;
                 }
                 if finished {
-                    return (scans, partial_views);
+                    return (scans, partial_views, n);
                 }
             }
         })
@@ -273,7 +273,11 @@ fn four_writers_and_a_reader() {
     eprintln!("commit order switched writer {switches} times");
     assert!(switches > 3, "writers ran one after another");
     done.store(true, Ordering::SeqCst);
-    let (scans, partial_views) = reader.join().unwrap();
+    let (scans, partial_views, last_seen) = reader.join().unwrap();
+    assert_eq!(
+        last_seen, 2000,
+        "the read-only handle, opened before the writers, follows their commits"
+    );
     eprintln!(
         "4 writers: {:?}; reader made {scans} scans, {partial_views} of a partly written bank",
         start.elapsed()
