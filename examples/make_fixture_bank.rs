@@ -26,7 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = RedbStore::open(&path)?;
     let mut owned = Vec::new();
     for i in 0..RECORDS {
-        let soc = if i % 2 == 0 {
+        let soc = if i.is_multiple_of(2) {
             "Ascend910B2"
         } else {
             "Ascend310P3"
@@ -74,7 +74,7 @@ fn record(i: u64, soc: &str, op_type: &str) -> Record {
     strategy.insert("baseM".into(), serde_json::json!(16 * (i + 1)));
     strategy.insert("baseN".into(), serde_json::json!(256));
     strategy.insert("impl".into(), serde_json::json!("mmad"));
-    strategy.insert("dbL0C".into(), serde_json::json!(i % 2 == 0));
+    strategy.insert("dbL0C".into(), serde_json::json!(i.is_multiple_of(2)));
     Record {
         key_schema_version: tunebank::key::KEY_SCHEMA_VERSION,
         kind: RecordKind::Op,

@@ -53,7 +53,10 @@ fn format_1_bank_reads() {
         assert_eq!(answer.strategy["baseM"], serde_json::json!(16 * (i + 1)));
         assert_eq!(answer.strategy["baseN"], serde_json::json!(256));
         assert_eq!(answer.strategy["impl"], serde_json::json!("mmad"));
-        assert_eq!(answer.strategy["dbL0C"], serde_json::json!(i % 2 == 0));
+        assert_eq!(
+            answer.strategy["dbL0C"],
+            serde_json::json!(i.is_multiple_of(2))
+        );
         assert_eq!(answer.performance.baseline_us, 100.0 + i as f64);
         assert_eq!(answer.performance.tuned_us, 50.0 + i as f64);
         assert_eq!(
@@ -70,7 +73,7 @@ fn format_1_bank_reads() {
                 let Descriptor::Op(d) = &record.descriptor else {
                     panic!("fixture holds op records")
                 };
-                let soc = if i % 2 == 0 {
+                let soc = if i.is_multiple_of(2) {
                     "Ascend910B2"
                 } else {
                     "Ascend310P3"
@@ -143,4 +146,30 @@ fn format_1_bank_verifies_and_takes_writes() {
     store.put_batch(&[entry]).unwrap();
     assert_eq!(store.len().unwrap(), RECORDS);
     assert!(verify_store(&store).is_clean());
+}
+
+/// A bank whose table layout is newer than this build's is refused with a message saying so.
+#[test]
+fn future_table_layout_is_refused() {
+    use ::redb::{ConcurrencyMode, Database};
+    use tunebank::bank::store::redb::{LAYOUT_KEY, LAYOUT_VERSION, META};
+
+    let (_dir, path) = fixture_copy();
+    {
+        let db = Database::builder()
+            .set_concurrency_mode(ConcurrencyMode::MultiWriter)
+            .open(&path)
+            .unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META)
+            .unwrap()
+            .insert(LAYOUT_KEY, LAYOUT_VERSION + 1)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    for result in [RedbStore::open(&path), RedbStore::open_read_only(&path)] {
+        let message = result.unwrap_err().to_string();
+        assert!(message.contains("layout version 2"), "{message}");
+        assert!(message.contains("upgrade tunebank"), "{message}");
+    }
 }

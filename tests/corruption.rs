@@ -150,3 +150,88 @@ fn a_value_moved_under_another_key_is_damage() {
     let report = verify_store(&store);
     assert_eq!(report.damaged_keys(), vec![batch[1].key]);
 }
+
+/// Index tables edited behind the store's back: the index check names each disagreement.
+#[test]
+fn index_inconsistencies_are_reported() {
+    use ::redb::{ConcurrencyMode, Database, ReadableTableMetadata};
+    use tunebank::bank::store::redb::{INDEX, INDEX_OF};
+    use tunebank::bank::store::IndexProblem;
+    use tunebank::bank::verify::IndexMismatch;
+
+    let dir = tempfile::tempdir().unwrap();
+    let bank = dir.path().join("bank.redb");
+    let batch = records();
+    {
+        let store = RedbStore::open(&bank).unwrap();
+        store.put_batch(&entries(&batch)).unwrap();
+        assert!(store.check_index().unwrap().is_empty());
+    }
+    let unindexed = batch[4].key;
+    let no_reverse = batch[6].key;
+    let dangling = key("no such record");
+    {
+        let db = Database::builder()
+            .set_concurrency_mode(ConcurrencyMode::MultiWriter)
+            .open(&bank)
+            .unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut index = txn.open_table(INDEX).unwrap();
+            assert!(index
+                .remove(("Ascend910B2", 0u8, "matmul", &unindexed.0))
+                .unwrap()
+                .is_some());
+            index
+                .insert(("Ascend910B2", 0u8, "matmul", &dangling.0), ())
+                .unwrap();
+            let mut index_of = txn.open_table(INDEX_OF).unwrap();
+            assert!(index_of.remove(&no_reverse.0).unwrap().is_some());
+            assert_eq!(index_of.len().unwrap(), RECORDS as u64 - 1);
+        }
+        txn.commit().unwrap();
+    }
+
+    let store = RedbStore::open(&bank).unwrap();
+    let ik = common::op_index("Ascend910B2", "MatMul");
+    let mut problems = store.check_index().unwrap();
+    problems.sort_by_key(|p| format!("{p:?}"));
+    let mut expected = vec![
+        IndexProblem::MissingIndexEntry(unindexed, ik.clone()),
+        IndexProblem::StaleIndexEntry(dangling, ik.clone()),
+        IndexProblem::RecordNotIndexed(no_reverse),
+        // The entry of a record without a reverse entry cannot be told from a stale one.
+        IndexProblem::StaleIndexEntry(no_reverse, ik.clone()),
+    ];
+    expected.sort_by_key(|p| format!("{p:?}"));
+    assert_eq!(problems, expected);
+
+    let report = verify_store(&store);
+    assert!(report.damaged.is_empty());
+    assert!(!report.is_clean());
+    assert!(report.index.contains(&IndexMismatch::Unindexed(unindexed)));
+    assert!(report
+        .index
+        .contains(&IndexMismatch::Dangling(dangling, ik.clone())));
+    for m in &report.index {
+        assert!(!m.to_string().is_empty());
+    }
+}
+
+/// A file that is not a bank is refused with an error naming it, not a panic.
+#[test]
+fn a_file_that_is_not_a_bank_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("not-a-bank.redb");
+    std::fs::write(&path, vec![0x5a; 8192]).unwrap();
+    for result in [RedbStore::open(&path), RedbStore::open_read_only(&path)] {
+        let err = result.unwrap_err();
+        assert!(
+            err.to_string().contains(&path.display().to_string()),
+            "{err}"
+        );
+    }
+    let missing = dir.path().join("missing.redb");
+    let err = RedbStore::open_read_only(&missing).unwrap_err();
+    assert!(err.to_string().contains("missing.redb"), "{err}");
+}

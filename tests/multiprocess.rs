@@ -6,7 +6,7 @@
 mod common;
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use common::{entries, key, op_record, Owned};
 use rand::{Rng, SeedableRng};
 use tunebank::bank::record::decode;
-use tunebank::bank::store::{RedbStore, Store};
+use tunebank::bank::store::{RedbStore, Store, StructureCheck};
 use tunebank::bank::verify::verify_store;
 
 const ROLE: &str = "TUNEBANK_TEST_ROLE";
@@ -27,8 +27,13 @@ const ID: &str = "TUNEBANK_TEST_ID";
 /// Records per batch of a concurrent writer, and batches per writer (500 records each).
 const WRITER_BATCH: u64 = 25;
 const WRITER_BATCHES: u64 = 20;
-/// Records per batch of a killed writer.
-const KILL_BATCH: u64 = 10;
+/// Records per batch of a killed writer, by batch number modulo 3: small batches give many
+/// acknowledgements, large ones long commits (and file growth) for the kill to land in.
+const KILL_BATCH: [u64; 3] = [10, 1, 60];
+
+fn kill_batch_len(batch: u64) -> u64 {
+    KILL_BATCH[(batch % 3) as usize]
+}
 
 fn writer_batch(writer: u64, batch: u64) -> Vec<Owned> {
     (0..WRITER_BATCH)
@@ -48,17 +53,12 @@ fn writer_batch(writer: u64, batch: u64) -> Vec<Owned> {
 }
 
 fn kill_batch(run: u64, batch: u64) -> Vec<Owned> {
-    (0..KILL_BATCH)
+    let len = kill_batch_len(batch);
+    (0..len)
         .map(|i| {
             Owned::new(
                 key(&format!("r{run}/{batch}/{i}")),
-                &op_record(
-                    "Ascend310P3",
-                    "Conv2D",
-                    i,
-                    run * 1_000_000 + batch,
-                    KILL_BATCH,
-                ),
+                &op_record("Ascend310P3", "Conv2D", i, run * 1_000_000 + batch, len),
             )
         })
         .collect()
@@ -82,14 +82,27 @@ fn child_entry() {
         let _ = std::io::stdin().read_to_end(&mut Vec::new());
         return;
     }
+    if role == "opener" {
+        wait_for_go(Path::new(&bank));
+    }
     let store = RedbStore::open(&bank).unwrap();
     match role.as_str() {
         "writer" => {
+            writeln!(out, "READY").unwrap();
+            out.flush().unwrap();
+            wait_for_go(Path::new(&bank));
             for b in 0..WRITER_BATCHES {
                 store.put_batch(&entries(&writer_batch(id, b))).unwrap();
-                writeln!(out, "ACK {b}").unwrap();
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos();
+                writeln!(out, "ACK {b} {now}").unwrap();
                 out.flush().unwrap();
             }
+        }
+        "opener" => {
+            store.put_batch(&entries(&kill_batch(id, 0))).unwrap();
         }
         "killable" => {
             for b in 0.. {
@@ -99,6 +112,16 @@ fn child_entry() {
             }
         }
         other => panic!("unknown role {other}"),
+    }
+}
+
+/// Waits for the parent's go file beside `bank`, so that children start together.
+fn wait_for_go(bank: &Path) {
+    let go = bank.with_extension("go");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !go.exists() {
+        assert!(Instant::now() < deadline, "no go signal");
+        std::thread::sleep(Duration::from_micros(200));
     }
 }
 
@@ -124,15 +147,24 @@ fn spawn(role: &str, bank: &Path, id: u64) -> Child {
         .unwrap()
 }
 
-/// Batch numbers acknowledged on complete `ACK <n>` lines (the harness may print its own text
-/// before the first one on the same line).
-fn acks(output: &str) -> BTreeSet<u64> {
+/// The complete `ACK <batch> [<unix nanos>]` lines of a child's output, as (batch, time) (the
+/// harness may print its own text before the first one on the same line).
+fn ack_lines(output: &str) -> Vec<(u64, Option<u128>)> {
     output
         .split_inclusive('\n')
         .filter(|l| l.ends_with('\n'))
         .filter_map(|l| l.find("ACK ").map(|at| &l[at + 4..]))
-        .map(|n| n.trim_end().parse().unwrap())
+        .map(|rest| {
+            let mut fields = rest.split_whitespace();
+            let batch = fields.next().unwrap().parse().unwrap();
+            (batch, fields.next().map(|t| t.parse().unwrap()))
+        })
         .collect()
+}
+
+/// Batch numbers acknowledged by a child.
+fn acks(output: &str) -> BTreeSet<u64> {
+    ack_lines(output).into_iter().map(|(b, _)| b).collect()
 }
 
 fn present(store: &dyn Store, batch: &[Owned]) -> usize {
@@ -187,28 +219,65 @@ fn four_writers_and_a_reader() {
                     partial_views += 1;
                 }
                 if finished {
-                    return (scans, partial_views);
+                    return (scans, partial_views, n);
                 }
             }
         })
     };
 
     let start = Instant::now();
-    let children: Vec<Child> = (0..4).map(|w| spawn("writer", &bank, w)).collect();
-    for (w, child) in children.into_iter().enumerate() {
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "writer {w} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(
-            acks(&String::from_utf8_lossy(&out.stdout)).len() as u64,
-            WRITER_BATCHES
-        );
+    // Each writer opens the bank and reports READY; all start writing on the go file.
+    let mut children: Vec<(Child, std::io::BufReader<std::process::ChildStdout>)> = (0..4)
+        .map(|w| {
+            let mut child = spawn("writer", &bank, w);
+            let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+            (child, stdout)
+        })
+        .collect();
+    for (child, stdout) in &mut children {
+        let mut line = String::new();
+        while !line.contains("READY") {
+            line.clear();
+            if stdout.read_line(&mut line).unwrap() == 0 {
+                let mut err = String::new();
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .unwrap();
+                panic!("writer died before it was ready: {err}");
+            }
+        }
     }
+    std::fs::write(bank.with_extension("go"), b"").unwrap();
+    let mut commits = Vec::new();
+    for (w, (mut child, mut stdout)) in children.into_iter().enumerate() {
+        let mut acked = String::new();
+        stdout.read_to_string(&mut acked).unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert!(child.wait().unwrap().success(), "writer {w} failed: {err}");
+        let lines = ack_lines(&acked);
+        assert_eq!(lines.len() as u64, WRITER_BATCHES);
+        commits.extend(lines.into_iter().map(|(_, t)| (t.unwrap(), w)));
+    }
+    // The writers really ran at the same time: their commits interleave.
+    commits.sort();
+    let switches = commits.windows(2).filter(|p| p[0].1 != p[1].1).count();
+    eprintln!("commit order switched writer {switches} times");
+    assert!(switches > 3, "writers ran one after another");
     done.store(true, Ordering::SeqCst);
-    let (scans, partial_views) = reader.join().unwrap();
+    let (scans, partial_views, last_seen) = reader.join().unwrap();
+    assert_eq!(
+        last_seen, 2000,
+        "the read-only handle, opened before the writers, follows their commits"
+    );
     eprintln!(
         "4 writers: {:?}; reader made {scans} scans, {partial_views} of a partly written bank",
         start.elapsed()
@@ -244,7 +313,14 @@ fn killed_writers_lose_nothing_acknowledged() {
     let start = Instant::now();
     let mut acknowledged: Vec<(u64, u64)> = Vec::new();
     let mut total_acks = 0;
+    // For the second half of the runs this process keeps its own read-write handle open beside
+    // the children and writes between kills, so a killed peer must not disturb a live one.
+    let mut shared: Option<RedbStore> = None;
+    let mut shared_batches = Vec::new();
     for run in 0..RUNS {
+        if run == RUNS / 2 {
+            shared = Some(RedbStore::open(&bank).unwrap());
+        }
         let mut child = spawn("killable", &bank, run);
         let mut stdout = child.stdout.take().unwrap();
         let collector = std::thread::spawn(move || {
@@ -253,21 +329,33 @@ fn killed_writers_lose_nothing_acknowledged() {
             s
         });
         // From before the child opens the bank to well into its writes.
-        std::thread::sleep(Duration::from_millis(rng.gen_range(0..150)));
+        std::thread::sleep(Duration::from_millis(rng.gen_range(0..120)));
         child.kill().unwrap();
         let status = child.wait().unwrap();
         let output = collector.join().unwrap();
-        if status.success() {
-            panic!("killable writer exited on its own");
-        }
+        assert!(!status.success(), "killable writer exited on its own");
         let run_acks = acks(&output);
+        if std::env::var_os("TUNEBANK_TEST_VERBOSE").is_some() {
+            eprintln!("run {run}: {} acks", run_acks.len());
+        }
         total_acks += run_acks.len();
+
+        if let Some(shared) = &shared {
+            let batch = kill_batch(RUNS + run, 0);
+            shared.put_batch(&entries(&batch)).unwrap();
+            shared_batches.push(batch);
+            for &b in &run_acks {
+                let batch = kill_batch(run, b);
+                assert_eq!(present(shared, &batch), batch.len());
+            }
+        }
 
         let store = RedbStore::open(&bank).unwrap();
         for &b in &run_acks {
+            let batch = kill_batch(run, b);
             assert_eq!(
-                present(&store, &kill_batch(run, b)),
-                KILL_BATCH as usize,
+                present(&store, &batch),
+                batch.len(),
                 "run {run}: acknowledged batch {b} lost"
             );
         }
@@ -275,15 +363,24 @@ fn killed_writers_lose_nothing_acknowledged() {
         let next = run_acks.last().map_or(0, |b| b + 1);
         let in_flight = present(&store, &kill_batch(run, next));
         assert!(
-            in_flight == 0 || in_flight == KILL_BATCH as usize,
+            in_flight == 0 || in_flight as u64 == kill_batch_len(next),
             "run {run}: batch {next} is partial ({in_flight} records)"
         );
         for (r, b) in &acknowledged {
-            assert_eq!(present(&store, &kill_batch(*r, *b)), KILL_BATCH as usize);
+            let batch = kill_batch(*r, *b);
+            assert_eq!(present(&store, &batch), batch.len());
+        }
+        for batch in &shared_batches {
+            assert_eq!(present(&store, batch), batch.len());
         }
         acknowledged.extend(run_acks.iter().map(|&b| (run, b)));
+        let verify_start = Instant::now();
         let report = verify_store(&store);
+        if std::env::var_os("TUNEBANK_TEST_VERBOSE").is_some() {
+            eprintln!("run {run}: verify {:?}", verify_start.elapsed());
+        }
         assert!(report.is_clean(), "run {run}: {report:?}");
+        assert_eq!(report.structure, Some(StructureCheck::Clean), "run {run}");
     }
     eprintln!(
         "{RUNS} kills, {total_acks} acknowledged batches, {:?}",
@@ -329,4 +426,47 @@ fn sled_bank_held_by_another_process_is_busy() {
     assert!(child.wait().unwrap().success());
     let store = SledStore::open(&bank).unwrap();
     assert!(store.is_empty().unwrap());
+}
+
+/// Several processes opening a bank that does not exist yet all end up sharing one bank.
+#[test]
+fn racing_first_opens_share_one_bank() {
+    for round in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let bank = dir.path().join("bank.redb");
+        let children: Vec<Child> = (0..4).map(|w| spawn("opener", &bank, w)).collect();
+        std::thread::sleep(Duration::from_millis(30));
+        std::fs::write(bank.with_extension("go"), b"").unwrap();
+        for (w, child) in children.into_iter().enumerate() {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}, opener {w} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let store = RedbStore::open(&bank).unwrap();
+        assert_eq!(store.len().unwrap(), 4 * kill_batch_len(0), "round {round}");
+        assert!(verify_store(&store).is_clean());
+    }
+}
+
+/// After a writer is killed and no writer is left, a read-only open still serves the bank.
+#[test]
+fn read_only_open_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = dir.path().join("bank.redb");
+    let mut child = spawn("killable", &bank, 0);
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let acked = loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(at) = line.find("ACK ") {
+            break line[at + 4..].trim().parse::<u64>().unwrap();
+        }
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let store = RedbStore::open_read_only(&bank).unwrap();
+    let batch = kill_batch(0, acked);
+    assert_eq!(present(&store, &batch), batch.len());
 }

@@ -103,7 +103,7 @@ pub const MAX_BODY_LEN: u32 = 64 << 20;
 
 /// The part of a record a bank hit needs: the strategy and its measured performance, plus the
 /// header facts that decide whether the record is still valid under the current key schema.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Answer {
     /// Key schema version the key was derived under (from the header).
     pub key_schema_version: u32,
@@ -483,12 +483,6 @@ pub fn decode_answer(key: &BankKey, value: &[u8]) -> Result<Answer, RecordError>
         strategy: answer.strategy,
         performance: answer.performance,
     })
-}
-
-/// Verifies the checksum and structure of the value stored under `key` and decodes it fully,
-/// discarding the result: what a bank verify does for each record.
-pub fn check(key: &BankKey, value: &[u8]) -> Result<(), RecordError> {
-    decode(key, value).map(|_| ())
 }
 
 #[cfg(test)]

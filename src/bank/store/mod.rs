@@ -1,5 +1,9 @@
 //! The narrow storage seam: a transactional map from [`BankKey`] to encoded record bytes, plus a
 //! secondary index by (SoC, kind, op type). Nothing here knows about tuning.
+//!
+//! Backends: [`RedbStore`] (the default; one file shared by many processes) and, behind the
+//! `sled` cargo feature, `SledStore` (one process at a time). Their tables are specified in
+//! `bank/FORMAT.md`; `tests/store_conformance.rs` holds both to the [`Store`] contract.
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -80,6 +84,13 @@ pub enum StoreError {
         path: PathBuf,
         /// What the backend reported.
         detail: String,
+    },
+    /// The bank's last writer crashed and the bank must be recovered before it can be read, but
+    /// this process cannot write it.
+    #[error("bank {path} was left by a writer that crashed and must be recovered before it can be read, but this process cannot write it; open it once with write access to recover it")]
+    NeedsRecovery {
+        /// Bank path.
+        path: PathBuf,
     },
     /// A write was attempted on a read-only handle.
     #[error("bank {path} is opened read-only")]

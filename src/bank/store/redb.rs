@@ -113,11 +113,23 @@ impl RedbStore {
 
     /// Opens the existing bank at `path` for reading only. Writes through the handle fail with
     /// [`StoreError::ReadOnly`]; the handle follows commits made by other processes.
+    ///
+    /// If the bank's last writer crashed and no writer has opened it since, redb must recover it
+    /// before anyone can read it. This open then runs that recovery through a brief read-write
+    /// open, when the file is writable; otherwise it fails with [`StoreError::NeedsRecovery`].
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_owned();
-        let db = builder(DEFAULT_CACHE_BYTES)
-            .open_read_only(&path)
-            .map_err(|e| backend(&path, e))?;
+        let db = match builder(DEFAULT_CACHE_BYTES).open_read_only(&path) {
+            Err(::redb::DatabaseError::RepairAborted) => {
+                match builder(DEFAULT_CACHE_BYTES).open(&path) {
+                    Ok(writer) => drop(writer),
+                    Err(_) => return Err(StoreError::NeedsRecovery { path }),
+                }
+                builder(DEFAULT_CACHE_BYTES).open_read_only(&path)
+            }
+            other => other,
+        }
+        .map_err(|e| backend(&path, e))?;
         let store = RedbStore {
             path,
             db: Handle::ReadOnly(db),
