@@ -551,7 +551,7 @@ fn fill_dims(
 }
 
 fn ceil_div(a: i64, b: i64) -> i64 {
-    (a + b - 1) / b
+    a / b + i64::from(a % b != 0)
 }
 
 /// The runtime shape of a tensor laid out in `to`, from its shape in `from`.
@@ -604,7 +604,12 @@ fn layout(
         Format::NCHW => vec![n, c, h, w],
         Format::NHWC => vec![n, h, w, c],
         Format::NC1HWC0 => vec![n, ceil_div(c, c0), h, w, c0],
-        Format::FractalZ => vec![ceil_div(c, c0) * h * w, ceil_div(n, 16), 16, c0],
+        Format::FractalZ => vec![
+            ceil_div(c, c0).saturating_mul(h).saturating_mul(w),
+            ceil_div(n, 16),
+            16,
+            c0,
+        ],
         _ => {
             return Err(err(
                 "a runtime format NCHW, NHWC, NC1HWC0, FRACTAL_Z or FRACTAL_NZ",
