@@ -138,17 +138,12 @@ fn graph_key(o: &ResolvedOptions) -> BankKey {
 
 /// For each option: the options the comparison starts from, and the change (which includes
 /// the option under test, set to a valid non-default value).
-fn cases() -> BTreeMap<
-    &'static str,
-    (
-        Vec<(&'static str, &'static str)>,
-        Vec<(&'static str, &'static str)>,
-    ),
-> {
+/// Option settings, as (name, value) pairs.
+type Settings = Vec<(&'static str, &'static str)>;
+
+fn cases() -> BTreeMap<&'static str, (Settings, Settings)> {
     let mut c = BTreeMap::new();
-    let mut add = |n: &'static str,
-                   base: Vec<(&'static str, &'static str)>,
-                   change: Vec<(&'static str, &'static str)>| {
+    let mut add = |n: &'static str, base: Settings, change: Settings| {
         assert!(
             change.iter().any(|(k, _)| *k == n),
             "case for {n} must set it"

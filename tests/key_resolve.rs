@@ -190,7 +190,10 @@ fn input_shape_rank_must_match() {
     );
 }
 
-fn dtypes(d: &OpDescriptor) -> (Vec<DType>, Vec<DType>) {
+/// Input and output dtypes of a descriptor.
+type Dtypes = (Vec<DType>, Vec<DType>);
+
+fn dtypes(d: &OpDescriptor) -> Dtypes {
     (
         d.inputs.iter().map(|t| t.dtype).collect(),
         d.outputs.iter().map(|t| t.dtype).collect(),
@@ -203,7 +206,7 @@ use DType::{Bfloat16 as BF, Float16 as H, Float32 as F};
 #[test]
 fn precision_modes_pick_dtypes() {
     let gelu = op("gelu_7", "Gelu", vec![tt(&[4, 32], F)], &[4, 32]);
-    let cases: &[(&str, &str, &OpTemplate, (Vec<DType>, Vec<DType>))] = &[
+    let cases: &[(&str, &str, &OpTemplate, Dtypes)] = &[
         (
             "force_fp16",
             "Ascend910B2",
