@@ -481,3 +481,29 @@ fn soc_table() {
         "{e}"
     );
 }
+
+#[test]
+fn node_names_never_enter_op_keys() {
+    let o = opts(&[S, "--precision_mode=allow_mix_precision"]);
+    let mut a = matmul();
+    let k = derive_op_keys(&a, &o, &soc("Ascend910B2")).unwrap()[0].key;
+    a.node_name = "/encoder/layer.3/MatMul_17".into();
+    assert_eq!(
+        k,
+        derive_op_keys(&a, &o, &soc("Ascend910B2")).unwrap()[0].key
+    );
+}
+
+#[test]
+fn op_descriptor_json_minimal_form() {
+    let json = r#"{"op_type": "Relu",
+        "inputs": [{"shape": [2, 3], "ori_shape": [2, 3], "dtype": "float16", "format": "ND", "ori_format": "ND"}],
+        "outputs": [{"shape": [2, 3], "ori_shape": [2, 3], "dtype": "float16", "format": "FRACTAL_NZ", "ori_format": "ND"}],
+        "impl_mode": "high_performance",
+        "soc": {"version": "Ascend910B2", "core_count": 24, "core_type": "AiCore"}}"#;
+    let d: OpDescriptor = serde_json::from_str(json).unwrap();
+    assert!(d.fused_ops.is_empty() && d.attrs.is_empty());
+    assert_eq!(d.cube_math, CubeMath::Native);
+    assert_eq!(d.outputs[0].format, Format::FractalNz);
+    d.key().unwrap();
+}
