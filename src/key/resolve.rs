@@ -26,8 +26,8 @@ pub struct TemplateTensor {
     pub shape: Vec<i64>,
     /// The model's dtype (before precision resolution).
     pub dtype: DType,
-    /// Original format; `None`: `input_format` for a graph-fed tensor of matching rank, else
-    /// `input_format` when the rank matches it, else ND.
+    /// Original format. For a graph-fed tensor `input_format` decides (when the rank matches
+    /// it, else ND) and this is ignored; otherwise `None` defaults the same way.
     #[serde(default)]
     pub ori_format: Option<Format>,
     /// Runtime format the converter chose; `None`: the original format.
