@@ -415,3 +415,80 @@ fn descriptors_round_trip_msgpack() {
     let back: GraphDescriptor = rmp_serde::from_slice(&rmp_serde::to_vec(&g).unwrap()).unwrap();
     assert_eq!(g.key().unwrap(), back.key().unwrap());
 }
+
+/// The worked example of `src/key/ENCODING.md`, rebuilt byte by byte from the document.
+#[test]
+fn worked_example_matches_the_documented_bytes() {
+    let hex =
+        "0b74756e6562616e6b2f6f70 01 0472656c75 00 0102020300010303 0102020300010303 00 0200 \
+               0b417363656e643931304232 18 06416943 6f7265";
+    let hex: String = hex.split_whitespace().collect();
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    assert_eq!(bytes.len(), 58);
+    let relu = OpDescriptor {
+        op_type: "Relu".into(),
+        fused_ops: vec![],
+        inputs: vec![t(&[2, 3], DType::Float16)],
+        outputs: vec![t(&[2, 3], DType::Float16)],
+        attrs: BTreeMap::new(),
+        impl_mode: ImplMode::HighPerformance,
+        cube_math: CubeMath::Native,
+        soc: SocSpec::from_version("Ascend910B2").unwrap(),
+    };
+    assert_eq!(relu.key().unwrap().0, *blake3::hash(&bytes).as_bytes());
+}
+
+/// Attribute encodings from `ENCODING.md`: tags, zigzag LEB128 ints, f64 bits, sorted names.
+#[test]
+fn attribute_bytes_match_the_document() {
+    let mut relu = OpDescriptor {
+        op_type: "RELU".into(),
+        fused_ops: vec!["A".into()],
+        inputs: vec![],
+        outputs: vec![],
+        attrs: BTreeMap::new(),
+        impl_mode: ImplMode::HighPrecision,
+        cube_math: CubeMath::Hf32,
+        soc: SocSpec {
+            version: "X".into(),
+            core_count: 300,
+            core_type: "C".into(),
+        },
+    };
+    relu.attrs
+        .insert("b".into(), AttrValue::Ints(vec![-3, 300]));
+    relu.attrs.insert("a".into(), AttrValue::Float(-0.0));
+    relu.attrs
+        .insert("c".into(), AttrValue::Strs(vec!["x".into()]));
+    let mut b: Vec<u8> = vec![11];
+    b.extend(b"tunebank/op");
+    b.push(1);
+    b.extend([4, b'r', b'e', b'l', b'u', 1, 1, b'a', 0, 0, 3]);
+    b.extend([1, b'a', 2]);
+    b.extend(0.0f64.to_le_bytes());
+    b.extend([1, b'b', 4, 2, 5, 0xd8, 0x04]); // -3 → 5; 300 → zigzag 600 → d8 04
+    b.extend([1, b'c', 6, 1, 1, b'x']);
+    b.extend([1, 1, 1, b'X', 0xac, 0x02, 1, b'C']);
+    assert_eq!(relu.key().unwrap().0, *blake3::hash(&b).as_bytes());
+}
+
+/// The graph-level option order in `ENCODING.md` is the order the code hashes.
+#[test]
+fn graph_option_order_matches_the_document() {
+    let names: Vec<&str> = tunebank::key::options::graph_option_specs()
+        .iter()
+        .map(|s| s.name)
+        .collect();
+    let doc = include_str!("../src/key/ENCODING.md");
+    let start = doc.find("in this order:").unwrap() + "in this order:".len();
+    let end = start + doc[start..].find("```").unwrap();
+    let documented: Vec<&str> = doc[start..end]
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .collect();
+    assert_eq!(names, documented);
+    assert!(doc.contains(&format!("`uvar {}`", names.len())));
+}

@@ -138,17 +138,12 @@ fn graph_key(o: &ResolvedOptions) -> BankKey {
 
 /// For each option: the options the comparison starts from, and the change (which includes
 /// the option under test, set to a valid non-default value).
-fn cases() -> BTreeMap<
-    &'static str,
-    (
-        Vec<(&'static str, &'static str)>,
-        Vec<(&'static str, &'static str)>,
-    ),
-> {
+/// Option settings, as (name, value) pairs.
+type Settings = Vec<(&'static str, &'static str)>;
+
+fn cases() -> BTreeMap<&'static str, (Settings, Settings)> {
     let mut c = BTreeMap::new();
-    let mut add = |n: &'static str,
-                   base: Vec<(&'static str, &'static str)>,
-                   change: Vec<(&'static str, &'static str)>| {
+    let mut add = |n: &'static str, base: Settings, change: Settings| {
         assert!(
             change.iter().any(|(k, _)| *k == n),
             "case for {n} must set it"
@@ -637,4 +632,91 @@ fn soc_options() {
         &err(&["--soc_version=Ascend999"]),
         &["--soc_version=Ascend999", "Ascend910B2", "Ascend310P3"],
     );
+}
+
+/// The fuzz target's property on a deterministic sample: random option lists built from real
+/// names and awkward values never panic the parser, the resolver or key derivation.
+#[test]
+fn random_option_lists_never_panic() {
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+    let values = [
+        "",
+        "-1",
+        "0",
+        "1",
+        "2",
+        "1,2",
+        "1,2,4",
+        "16,16;32,32",
+        "4;8",
+        "4,5;6,7",
+        "data:-1,64",
+        "img:1,3,-1,-1",
+        "data:-1,64;img:1,3,-1,-1",
+        "a:-1,-1",
+        "data:9223372036854775807,64",
+        "NCHW",
+        "NHWC",
+        "ND",
+        "force_fp32",
+        "allow_mix_precision",
+        "allow_mix_precision_bf16",
+        "high_precision",
+        "high_precision_for_all",
+        "opp.ini",
+        "keep.cfg",
+        "mix.json",
+        "aipp.cfg",
+        "fusion.json",
+        "nope.cfg",
+        "Ascend910B2",
+        "Ascend310P3",
+        "VectorCore",
+        "x:y:z",
+        ";;",
+        ",",
+        "ü",
+        "1,2048",
+        "-1,-1",
+        "mm:0",
+        "FP16",
+        "true,false",
+    ];
+    let mut rng = StdRng::seed_from_u64(7);
+    let files = files();
+    for _ in 0..3000 {
+        let n = rng.gen_range(0..6);
+        let mut args = Vec::new();
+        for _ in 0..n {
+            let name = OPTIONS[rng.gen_range(0..OPTIONS.len())].name;
+            let value = values[rng.gen_range(0..values.len())];
+            if rng.gen_bool(0.5) {
+                args.push(format!("--{name}={value}"));
+            } else {
+                args.push(format!("--{name}"));
+                args.push(value.to_string());
+            }
+        }
+        let Ok(o) = ResolvedOptions::from_args(&args, &files) else {
+            continue;
+        };
+        let soc = o
+            .soc()
+            .unwrap_or_else(|_| SocSpec::from_version("Ascend910B2").unwrap());
+        for t in model() {
+            if let Ok(rs) = derive_op_keys(&t, &o, &soc) {
+                for r in rs {
+                    assert_eq!(r.descriptor.key().unwrap(), r.key);
+                }
+            }
+        }
+        let g = GraphDescriptor {
+            soc,
+            inputs: vec![],
+            nodes: vec![],
+            outputs: vec![],
+            options: o.graph_options(),
+        };
+        g.key().unwrap();
+    }
 }

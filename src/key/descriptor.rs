@@ -95,6 +95,8 @@ pub struct TensorDesc {
 }
 
 /// A typed attribute value. Floats are normalised (−0.0 → 0.0) and NaN is rejected when encoded.
+///
+/// JSON form: `{"int": 3}`, `{"floats": [0.5, 1.0]}`, `{"str": "NCHW"}` ….
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AttrValue {
@@ -158,13 +160,15 @@ pub struct SocSpec {
 pub struct OpDescriptor {
     /// Op type (case-folded when encoded). For a fused op, the type of the anchor op.
     pub op_type: String,
-    /// Types of the fused ops, in topological order; empty for a single op.
+    /// Types of the fused ops, in topological order; empty (or absent in JSON) for a single op.
+    #[serde(default)]
     pub fused_ops: Vec<String>,
     /// Inputs.
     pub inputs: Vec<TensorDesc>,
     /// Outputs.
     pub outputs: Vec<TensorDesc>,
-    /// Attributes (sorted by name by construction).
+    /// Attributes (sorted by name by construction); absent in JSON means none.
+    #[serde(default)]
     pub attrs: BTreeMap<String, AttrValue>,
     /// Implementation mode.
     pub impl_mode: ImplMode,

@@ -12,13 +12,13 @@ use crate::key::{
 };
 
 /// Domain string hashed first in an op key.
-pub const OP_DOMAIN: &str = "tunebank/key/op";
+pub const OP_DOMAIN: &str = "tunebank/op";
 /// Domain string hashed first in a subgraph key.
-pub const GRAPH_DOMAIN: &str = "tunebank/key/graph";
+pub const GRAPH_DOMAIN: &str = "tunebank/graph";
 /// Domain string of one node hash inside a subgraph key.
-pub const GRAPH_NODE_DOMAIN: &str = "tunebank/key/graph-node";
+pub const GRAPH_NODE_DOMAIN: &str = "tunebank/graph-node";
 /// Domain string hashed first in a gradient key.
-pub const GRADIENT_DOMAIN: &str = "tunebank/key/gradient";
+pub const GRADIENT_DOMAIN: &str = "tunebank/gradient";
 
 /// A descriptor that has no key.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -103,25 +103,39 @@ impl Sink {
         self.raw(&[v]);
     }
 
+    /// Unsigned LEB128: 7 bits per byte, least significant group first, high bit = more.
     #[inline]
-    pub(crate) fn u32(&mut self, v: u32) {
-        self.raw(&v.to_le_bytes());
+    pub(crate) fn uvar(&mut self, mut v: u64) {
+        let mut out = [0u8; 10];
+        let mut n = 0;
+        loop {
+            let byte = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out[n] = byte;
+                n += 1;
+                break;
+            }
+            out[n] = byte | 0x80;
+            n += 1;
+        }
+        self.raw(&out[..n]);
+    }
+
+    /// Signed integer: zigzag (`(v << 1) ^ (v >> 63)`), then unsigned LEB128.
+    #[inline]
+    pub(crate) fn ivar(&mut self, v: i64) {
+        self.uvar(((v << 1) ^ (v >> 63)) as u64);
     }
 
     #[inline]
     pub(crate) fn len(&mut self, n: usize) {
-        // Lengths beyond u32 cannot occur in a descriptor that fits in memory sensibly; saturate
-        // rather than wrap so two different lengths never encode alike below that bound.
-        self.u32(u32::try_from(n).unwrap_or(u32::MAX));
+        self.uvar(n as u64);
     }
 
+    /// A float as its 8 IEEE-754 bytes, little-endian.
     #[inline]
-    pub(crate) fn u64(&mut self, v: u64) {
-        self.raw(&v.to_le_bytes());
-    }
-
-    #[inline]
-    pub(crate) fn i64(&mut self, v: i64) {
+    pub(crate) fn f64_bits(&mut self, v: u64) {
         self.raw(&v.to_le_bytes());
     }
 
@@ -223,14 +237,19 @@ fn dims(sink: &mut Sink, d: &[i64], what: &dyn Fn() -> String) -> Result<(), Key
                 value: v,
             });
         }
-        sink.i64(v);
+        sink.uvar(v as u64);
     }
     Ok(())
 }
 
 fn tensor(sink: &mut Sink, t: &TensorDesc, what: &dyn Fn() -> String) -> Result<(), KeyError> {
     dims(sink, &t.shape, what)?;
-    dims(sink, &t.ori_shape, &|| format!("{} (ori_shape)", what()))?;
+    if t.ori_shape == t.shape {
+        sink.u8(0);
+    } else {
+        sink.u8(1);
+        dims(sink, &t.ori_shape, &|| format!("{} (ori_shape)", what()))?;
+    }
     sink.u8(dtype_code(t.dtype));
     sink.u8(format_code(t.format));
     sink.u8(format_code(t.ori_format));
@@ -256,11 +275,11 @@ fn attrs(sink: &mut Sink, a: &BTreeMap<String, AttrValue>) -> Result<(), KeyErro
             }
             AttrValue::Int(i) => {
                 sink.u8(1);
-                sink.i64(*i);
+                sink.ivar(*i);
             }
             AttrValue::Float(f) => {
                 sink.u8(2);
-                sink.u64(float_bits(*f, name)?);
+                sink.f64_bits(float_bits(*f, name)?);
             }
             AttrValue::Str(s) => {
                 sink.u8(3);
@@ -270,14 +289,14 @@ fn attrs(sink: &mut Sink, a: &BTreeMap<String, AttrValue>) -> Result<(), KeyErro
                 sink.u8(4);
                 sink.len(is.len());
                 for i in is {
-                    sink.i64(*i);
+                    sink.ivar(*i);
                 }
             }
             AttrValue::Floats(fs) => {
                 sink.u8(5);
                 sink.len(fs.len());
                 for f in fs {
-                    sink.u64(float_bits(*f, name)?);
+                    sink.f64_bits(float_bits(*f, name)?);
                 }
             }
             AttrValue::Strs(ss) => {
@@ -294,7 +313,7 @@ fn attrs(sink: &mut Sink, a: &BTreeMap<String, AttrValue>) -> Result<(), KeyErro
 
 fn soc(sink: &mut Sink, s: &SocSpec) {
     sink.str(&s.version);
-    sink.u32(s.core_count);
+    sink.uvar(u64::from(s.core_count));
     sink.str(&s.core_type);
 }
 
@@ -307,7 +326,7 @@ impl OpDescriptor {
     pub fn key(&self) -> Result<BankKey, KeyError> {
         let mut sink = Sink::new();
         sink.str(OP_DOMAIN);
-        sink.u32(KEY_SCHEMA_VERSION);
+        sink.uvar(u64::from(KEY_SCHEMA_VERSION));
         sink.folded(&self.op_type);
         sink.len(self.fused_ops.len());
         for f in &self.fused_ops {
@@ -327,12 +346,12 @@ fn source(sink: &mut Sink, s: &TensorSource, node_hashes: &[[u8; 32]]) {
     match *s {
         TensorSource::GraphInput { index } => {
             sink.u8(0);
-            sink.u32(index);
+            sink.uvar(u64::from(index));
         }
         TensorSource::Node { node, output } => {
             sink.u8(1);
             sink.raw(&node_hashes[node as usize]);
-            sink.u32(output);
+            sink.uvar(u64::from(output));
         }
     }
 }
@@ -435,7 +454,7 @@ impl GraphDescriptor {
 
         let mut sink = Sink::new();
         sink.str(GRAPH_DOMAIN);
-        sink.u32(KEY_SCHEMA_VERSION);
+        sink.uvar(u64::from(KEY_SCHEMA_VERSION));
         soc(&mut sink, &self.soc);
         tensors(&mut sink, &self.inputs, "graph input")?;
         sink.len(sorted.len());
@@ -466,14 +485,14 @@ impl GradientDescriptor {
     pub fn key(&self) -> Result<BankKey, KeyError> {
         let mut sink = Sink::new();
         sink.str(GRADIENT_DOMAIN);
-        sink.u32(KEY_SCHEMA_VERSION);
+        sink.uvar(u64::from(KEY_SCHEMA_VERSION));
         soc(&mut sink, &self.soc);
         sink.raw(&self.model_structure.0);
         sink.len(self.gradient_bytes.len());
         for &b in &self.gradient_bytes {
-            sink.u64(b);
+            sink.uvar(b);
         }
-        sink.u32(self.world_size);
+        sink.uvar(u64::from(self.world_size));
         Ok(sink.finish())
     }
 }

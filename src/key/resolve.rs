@@ -26,8 +26,8 @@ pub struct TemplateTensor {
     pub shape: Vec<i64>,
     /// The model's dtype (before precision resolution).
     pub dtype: DType,
-    /// Original format; `None`: `input_format` for a graph-fed tensor of matching rank, else
-    /// `input_format` when the rank matches it, else ND.
+    /// Original format. For a graph-fed tensor `input_format` decides (when the rank matches
+    /// it, else ND) and this is ignored; otherwise `None` defaults the same way.
     #[serde(default)]
     pub ori_format: Option<Format>,
     /// Runtime format the converter chose; `None`: the original format.
@@ -340,44 +340,86 @@ pub fn resolve_op(
         }
     };
 
-    let mut inputs = Vec::with_capacity(template.inputs.len());
+    // Graph-fed inputs take their shapes from `input_shape`; under a static profile the values
+    // that replaced the model's -1 dims there also fill the op's other -1 dims.
+    struct Prepared {
+        shape: Vec<i64>,
+        dtype: DType,
+        ori_format: Option<Format>,
+        offset: usize,
+        fed: bool,
+    }
+    let mut prepared = Vec::with_capacity(template.inputs.len());
+    let mut replaced: Vec<(usize, i64)> = Vec::new();
     for (i, tt) in template.inputs.iter().enumerate() {
-        let what = format!("input {i}");
-        let mut shape = tt.shape.clone();
-        let mut dtype = tt.dtype;
-        let mut ori_format = tt.ori_format;
-        let mut offset = 0;
+        let mut p = Prepared {
+            shape: tt.shape.clone(),
+            dtype: tt.dtype,
+            ori_format: tt.ori_format,
+            offset: 0,
+            fed: false,
+        };
         if let Some(g) = &tt.graph_input {
+            p.fed = true;
             if let Some((pos, (_, dims))) = options
                 .input_shape()
                 .iter()
                 .enumerate()
                 .find(|(_, (n, _))| n == g)
             {
-                if !shape.is_empty() && shape.len() != dims.len() {
+                if !tt.shape.is_empty() && tt.shape.len() != dims.len() {
                     return Err(ResolveError::RankMismatch {
                         node: node.to_string(),
                         input: i,
                         graph_input: g.clone(),
                         given: dims.clone(),
-                        rank: shape.len(),
-                        model: shape,
+                        rank: tt.shape.len(),
+                        model: tt.shape.clone(),
                     });
                 }
-                shape = dims.clone();
-                offset = options.input_shape()[..pos]
+                for (d, (&m, &v)) in tt.shape.iter().zip(dims).enumerate() {
+                    if m < 0 && v >= 0 {
+                        replaced.push((d, v));
+                    }
+                }
+                p.shape = dims.clone();
+                p.offset = options.input_shape()[..pos]
                     .iter()
                     .map(|(_, d)| d.iter().filter(|&&x| x == -1).count())
                     .sum();
             }
-            ori_format = Some(rank_format(shape.len(), options.input_format()));
-            if is_float(dtype) && options.input_fp16_nodes.contains(g) {
-                dtype = DType::Float16;
+            p.ori_format = Some(rank_format(p.shape.len(), options.input_format()));
+            if is_float(p.dtype) && options.input_fp16_nodes.contains(g) {
+                p.dtype = DType::Float16;
             }
         }
-        let dtype = choose(dtype, want_in, &t, cube, facts);
+        prepared.push(p);
+    }
+    let implied = match profile {
+        Profile::Static if !replaced.is_empty() => {
+            if replaced.iter().all(|&(d, v)| d == 0 && v == replaced[0].1) {
+                Profile::Batch(replaced[0].1)
+            } else {
+                Profile::Dims(replaced.iter().map(|&(_, v)| v).collect())
+            }
+        }
+        _ => profile.clone(),
+    };
+
+    let mut inputs = Vec::with_capacity(prepared.len());
+    for (i, (p, tt)) in prepared.into_iter().zip(&template.inputs).enumerate() {
+        let dtype = choose(p.dtype, want_in, &t, cube, facts);
+        let fill = if p.fed { profile } else { &implied };
         inputs.push(tensor(
-            node, &what, &shape, dtype, ori_format, tt.format, options, profile, offset,
+            node,
+            &format!("input {i}"),
+            &p.shape,
+            dtype,
+            p.ori_format,
+            tt.format,
+            options,
+            fill,
+            p.offset,
         )?);
     }
     let mut outputs = Vec::with_capacity(template.outputs.len());
@@ -391,7 +433,7 @@ pub fn resolve_op(
             tt.ori_format,
             tt.format,
             options,
-            profile,
+            &implied,
             0,
         )?);
     }
@@ -509,7 +551,7 @@ fn fill_dims(
 }
 
 fn ceil_div(a: i64, b: i64) -> i64 {
-    (a + b - 1) / b
+    a / b + i64::from(a % b != 0)
 }
 
 /// The runtime shape of a tensor laid out in `to`, from its shape in `from`.
@@ -562,7 +604,12 @@ fn layout(
         Format::NCHW => vec![n, c, h, w],
         Format::NHWC => vec![n, h, w, c],
         Format::NC1HWC0 => vec![n, ceil_div(c, c0), h, w, c0],
-        Format::FractalZ => vec![ceil_div(c, c0) * h * w, ceil_div(n, 16), 16, c0],
+        Format::FractalZ => vec![
+            ceil_div(c, c0).saturating_mul(h).saturating_mul(w),
+            ceil_div(n, 16),
+            16,
+            c0,
+        ],
         _ => {
             return Err(err(
                 "a runtime format NCHW, NHWC, NC1HWC0, FRACTAL_Z or FRACTAL_NZ",
