@@ -30,20 +30,48 @@ fn templates() -> Vec<OpTemplate> {
         attrs: BTreeMap::new(),
     };
     vec![
-        op("mm", "MatMul", vec![tensor(&[-1, 64], Some("data")), tensor(&[64, 32], None)], &[-1, 32]),
-        op("conv", "Conv2D", vec![tensor(&[1, 3, -1, -1], Some("img"))], &[1, 8, -1, -1]),
-        op("add", "Add", vec![tensor(&[-1, -1], Some("a")), tensor(&[-1, -1], None)], &[-1, -1]),
+        op(
+            "mm",
+            "MatMul",
+            vec![tensor(&[-1, 64], Some("data")), tensor(&[64, 32], None)],
+            &[-1, 32],
+        ),
+        op(
+            "conv",
+            "Conv2D",
+            vec![tensor(&[1, 3, -1, -1], Some("img"))],
+            &[1, 8, -1, -1],
+        ),
+        op(
+            "add",
+            "Add",
+            vec![tensor(&[-1, -1], Some("a")), tensor(&[-1, -1], None)],
+            &[-1, -1],
+        ),
         op("gelu", "Gelu", vec![tensor(&[4, 32], None)], &[4, 32]),
     ]
 }
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
+    if let Ok(key) = text.trim().parse::<tunebank::key::BankKey>() {
+        assert_eq!(key.to_string(), text.trim().to_ascii_lowercase());
+    }
     // The text is both the argument list and the content of every file an option may name.
-    let files = ["f", "opp.ini", "keep.cfg", "mix.json", "fusion.json", "aipp.cfg"]
-        .iter()
-        .fold(MemFiles::default(), |m, p| m.with(p, &text));
-    let args: Vec<&str> = text.split(|c: char| c.is_whitespace() || c == '\0').filter(|a| !a.is_empty()).collect();
+    let files = [
+        "f",
+        "opp.ini",
+        "keep.cfg",
+        "mix.json",
+        "fusion.json",
+        "aipp.cfg",
+    ]
+    .iter()
+    .fold(MemFiles::default(), |m, p| m.with(p, &text));
+    let args: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c == '\0')
+        .filter(|a| !a.is_empty())
+        .collect();
     let Ok(options) = ResolvedOptions::from_args(&args, &files) else {
         return;
     };
@@ -64,5 +92,7 @@ fuzz_target!(|data: &[u8]| {
         outputs: vec![],
         options: options.graph_options(),
     };
-    graph.key().expect("graph options from ResolvedOptions are always valid");
+    graph
+        .key()
+        .expect("graph options from ResolvedOptions are always valid");
 });

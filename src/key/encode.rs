@@ -322,7 +322,7 @@ impl OpDescriptor {
     ///
     /// Pure: the same descriptor gives the same key in every process, on every platform. Fails
     /// when a float attribute is NaN or a dim is negative (an unresolved dynamic dim). Does not
-    /// allocate unless the op type is non-ASCII or an error is returned.
+    /// allocate unless an op type (anchor or fused) is non-ASCII or an error is returned.
     pub fn key(&self) -> Result<BankKey, KeyError> {
         let mut sink = Sink::new();
         sink.str(OP_DOMAIN);
