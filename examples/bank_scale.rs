@@ -61,6 +61,7 @@ fn record(i: u64) -> (Record, IndexKey) {
             outputs: vec![t(vec![m, n])],
             attrs: BTreeMap::new(),
             impl_mode: ImplMode::HighPerformance,
+            cube_math: Default::default(),
             soc: SocSpec {
                 version: "Ascend910B2".into(),
                 core_count: 24,

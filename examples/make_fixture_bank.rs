@@ -85,6 +85,7 @@ fn record(i: u64, soc: &str, op_type: &str) -> Record {
             outputs: vec![tensor(vec![m, 256])],
             attrs: BTreeMap::new(),
             impl_mode: ImplMode::HighPerformance,
+            cube_math: Default::default(),
             soc: SocSpec {
                 version: soc.to_owned(),
                 core_count: if soc == "Ascend910B2" { 24 } else { 8 },

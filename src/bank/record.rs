@@ -505,6 +505,7 @@ mod tests {
             outputs: vec![t],
             attrs: BTreeMap::new(),
             impl_mode: ImplMode::HighPerformance,
+            cube_math: Default::default(),
             soc: SocSpec {
                 version: "Ascend910B2".into(),
                 core_count: 24,

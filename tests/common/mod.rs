@@ -33,6 +33,7 @@ pub fn op_descriptor(soc: &str, op_type: &str, m: i64) -> OpDescriptor {
         outputs: vec![t(vec![m, 128])],
         attrs: BTreeMap::new(),
         impl_mode: ImplMode::HighPerformance,
+        cube_math: Default::default(),
         soc: SocSpec {
             version: soc.to_owned(),
             core_count: 24,
