@@ -37,7 +37,9 @@ fn custom_layer_answers_first_and_reports_what_it_shadows() {
     let builtin = dir.path().join("builtin.redb");
     let custom = dir.path().join("custom.redb");
     let mut shared_builtin = record(1);
-    shared_builtin.strategy.insert("who".into(), "builtin".into());
+    shared_builtin
+        .strategy
+        .insert("who".into(), "builtin".into());
     let mut shared_custom = record(1);
     shared_custom.strategy.insert("who".into(), "custom".into());
     make_bank(&builtin, &[shared_builtin, record(2)]);
@@ -72,7 +74,9 @@ fn rejected_hit_falls_through_to_the_next_layer_and_is_counted() {
     let builtin = dir.path().join("builtin.redb");
     let custom = dir.path().join("custom.redb");
     let mut stale = record(1);
-    stale.strategy.insert("baseM".into(), serde_json::json!(4096));
+    stale
+        .strategy
+        .insert("baseM".into(), serde_json::json!(4096));
     make_bank(&custom, &[stale]);
     make_bank(&builtin, &[record(1)]);
     let bank = bank_at(&custom).builtin_path(&builtin).open().unwrap();
@@ -174,10 +178,7 @@ fn tune_bank_path_decides_the_op_bank_per_soc() {
         .open()
         .unwrap();
     bank.write_batch(&[record(1)]).unwrap();
-    assert!(dir
-        .path()
-        .join("Ascend910B2/tunebank_op.redb")
-        .is_file());
+    assert!(dir.path().join("Ascend910B2/tunebank_op.redb").is_file());
     drop(bank);
 
     let mut bad = env;

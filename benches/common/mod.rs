@@ -8,7 +8,9 @@ use std::path::PathBuf;
 
 use tunebank::bank::record::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::bank::Bank;
-use tunebank::key::{CubeMath, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc};
+use tunebank::key::{
+    CubeMath, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,
+};
 
 /// SoC of every bench record.
 pub const SOC: &str = "Ascend910B2";
@@ -40,7 +42,10 @@ pub fn op(i: u64) -> OpDescriptor {
     let (op_type, inputs, outputs) = match i % 3 {
         0 => (
             "MatMul",
-            vec![tensor(vec![m, k], DType::Float16), tensor(vec![k, n], DType::Float16)],
+            vec![
+                tensor(vec![m, k], DType::Float16),
+                tensor(vec![k, n], DType::Float16),
+            ],
             vec![tensor(vec![m, n], DType::Float16)],
         ),
         1 => (
@@ -53,14 +58,23 @@ pub fn op(i: u64) -> OpDescriptor {
         ),
         _ => (
             "Add",
-            vec![tensor(vec![m, n, k], DType::Float32), tensor(vec![m, n, k], DType::Float32)],
+            vec![
+                tensor(vec![m, n, k], DType::Float32),
+                tensor(vec![m, n, k], DType::Float32),
+            ],
             vec![tensor(vec![m, n, k], DType::Float32)],
         ),
     };
     let mut attrs = BTreeMap::new();
     if op_type != "Add" {
-        attrs.insert("transpose_x1".to_owned(), tunebank::key::AttrValue::Bool(false));
-        attrs.insert("transpose_x2".to_owned(), tunebank::key::AttrValue::Bool(false));
+        attrs.insert(
+            "transpose_x1".to_owned(),
+            tunebank::key::AttrValue::Bool(false),
+        );
+        attrs.insert(
+            "transpose_x2".to_owned(),
+            tunebank::key::AttrValue::Bool(false),
+        );
     }
     OpDescriptor {
         op_type: op_type.to_owned(),
@@ -133,7 +147,10 @@ pub fn ensure_bank(n: u64) -> PathBuf {
     }
     let tmp = dir.join(format!("op_{n}.redb.building"));
     let _ = std::fs::remove_file(&tmp);
-    eprintln!("building bench bank of {n} records at {} ...", path.display());
+    eprintln!(
+        "building bench bank of {n} records at {} ...",
+        path.display()
+    );
     let bank = Bank::builder(RecordKind::Op, SOC)
         .custom_path(&tmp)
         .no_default_builtin()

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::bank::paths::{self, BankEnv, BankLocation, PathError};
 use crate::bank::record::{self, Answer, Descriptor, Record, RecordError};
-use crate::bank::store::{IndexKey, Store, StoreEntry, StoreError};
 use crate::bank::store::redb::RedbStore;
+use crate::bank::store::{IndexKey, Store, StoreEntry, StoreError};
 use crate::bank::verify::{verify_store, VerifyReport};
 use crate::key::{BankKey, KeyError, RecordKind};
 

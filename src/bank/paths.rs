@@ -91,7 +91,9 @@ pub enum PathError {
     #[error("no bank location: TUNE_BANK_PATH, ASCEND_CACHE_PATH and HOME are all unset; pass an explicit bank path or set TUNE_BANK_PATH")]
     NoLocation,
     /// The SoC version cannot be used as a directory name.
-    #[error("soc_version {soc:?} cannot name a bank directory; expected letters, digits, '_' or '-'")]
+    #[error(
+        "soc_version {soc:?} cannot name a bank directory; expected letters, digits, '_' or '-'"
+    )]
     BadSoc {
         /// The value.
         soc: String,
@@ -201,7 +203,11 @@ pub fn resolve_custom(
 /// missing built-in bank is simply an absent layer.
 pub fn resolve_builtin(kind: RecordKind, soc: &str, env: &BankEnv) -> Option<PathBuf> {
     check_soc(soc).ok()?;
-    let sub = if kind == RecordKind::Op { "op" } else { "graph" };
+    let sub = if kind == RecordKind::Op {
+        "op"
+    } else {
+        "graph"
+    };
     let root = match (&env.builtin_path, &env.home) {
         (Some(b), _) => PathBuf::from(b),
         (None, Some(h)) => PathBuf::from(h).join("Ascend/latest/data/aoe/built-in"),
@@ -229,7 +235,10 @@ mod tests {
         let t = dir.path().to_str().unwrap();
         let op = |e: &BankEnv| resolve_custom(RecordKind::Op, "Ascend910B2", None, e).unwrap();
         let all = env(Some(t), Some("/c"), Some("/h"));
-        assert_eq!(op(&all).file, dir.path().join("Ascend910B2/tunebank_op.redb"));
+        assert_eq!(
+            op(&all).file,
+            dir.path().join("Ascend910B2/tunebank_op.redb")
+        );
         assert_eq!(op(&all).source, PathSource::TuneBankPath);
         let graph = resolve_custom(RecordKind::Graph, "Ascend910B2", None, &all).unwrap();
         assert_eq!(graph.file, dir.path().join("tunebank_graph.redb"));

@@ -180,7 +180,11 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                         "profile": r.profile, "key": r.key.to_string(),
                     }));
                     if !ops.json {
-                        writeln!(out, "{}\t{}\t{:?}\t{}", r.key, t.node_name, r.profile, t.op_type)?;
+                        writeln!(
+                            out,
+                            "{}\t{}\t{:?}\t{}",
+                            r.key, t.node_name, r.profile, t.op_type
+                        )?;
                     }
                 }
             }
@@ -250,7 +254,12 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
             }
             for (id, path) in bank.layer_paths() {
                 let n = bank.layer_store(id).map(|s| s.len()).transpose()?;
-                writeln!(out, "{id:<10}{:>10} records  {}", n.unwrap_or(0), path.display())?;
+                writeln!(
+                    out,
+                    "{id:<10}{:>10} records  {}",
+                    n.unwrap_or(0),
+                    path.display()
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -272,7 +281,11 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                 clean &= report.is_clean();
             }
             writeln!(out, "{}", if clean { "clean" } else { "DAMAGED" })?;
-            Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if clean {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Bank(BankCommand::Add {
             ops,
@@ -284,11 +297,15 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
         }) => {
             let ctx = context(&atc)?;
             let templates = read_templates(&ops.op)?;
-            let strategy: tunebank::bank::Strategy = serde_json::from_str(&strategy)
-                .with_context(|| {
+            let strategy: tunebank::bank::Strategy =
+                serde_json::from_str(&strategy).with_context(|| {
                     format!("--strategy {strategy:?}: expected a JSON object of parameters")
                 })?;
-            if !(time_us.is_finite() && time_us > 0.0 && baseline_us.is_finite() && baseline_us > 0.0) {
+            if !(time_us.is_finite()
+                && time_us > 0.0
+                && baseline_us.is_finite()
+                && baseline_us > 0.0)
+            {
                 bail!("--time_us / --baseline_us: expected positive finite times in µs");
             }
             let now = std::time::SystemTime::now()
@@ -326,8 +343,14 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
             for k in &keys {
                 writeln!(out, "{k}")?;
             }
-            writeln!(out, "wrote {} records to {}", keys.len(),
-                bank.custom_file().map(|p| p.display().to_string()).unwrap_or_default())?;
+            writeln!(
+                out,
+                "wrote {} records to {}",
+                keys.len(),
+                bank.custom_file()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            )?;
             Ok(ExitCode::SUCCESS)
         }
     }
