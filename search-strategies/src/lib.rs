@@ -95,6 +95,7 @@
 #![deny(missing_docs)]
 
 pub mod bayes;
+pub mod bench;
 pub mod ensemble;
 pub mod expr;
 pub mod gp;
