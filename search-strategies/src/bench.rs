@@ -37,10 +37,12 @@ impl Table {
     ) -> Self {
         let mut rows = Vec::new();
         for (space, base) in baselines {
-            let Some(by_strategy) = traces
-                .get(space)
-                .or_else(|| traces.iter().find(|(k, _)| space.ends_with(k.as_str())).map(|(_, v)| v))
-            else {
+            let Some(by_strategy) = traces.get(space).or_else(|| {
+                traces
+                    .iter()
+                    .find(|(k, _)| space.ends_with(k.as_str()))
+                    .map(|(_, v)| v)
+            }) else {
                 continue;
             };
             for (strategy, runs) in by_strategy {
@@ -155,7 +157,11 @@ pub fn svg(curves: &[(String, Vec<f64>)], title: &str) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(s, r#"<text x="{ml}" y="22" font-size="14">{}</text>"#, xml(title));
+    let _ = writeln!(
+        s,
+        r#"<text x="{ml}" y="22" font-size="14">{}</text>"#,
+        xml(title)
+    );
     let _ = writeln!(
         s,
         r#"<line x1="{ml}" y1="{}" x2="{}" y2="{}" stroke="black"/><line x1="{ml}" y1="{mt}" x2="{ml}" y2="{}" stroke="black"/>"#,
@@ -226,7 +232,9 @@ pub fn svg(curves: &[(String, Vec<f64>)], title: &str) -> String {
 }
 
 fn xml(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// Mean best-so-far curve per strategy over all spaces of `traces`, relative to each space's
@@ -239,10 +247,12 @@ pub fn curves(
 ) -> Vec<(String, Vec<f64>)> {
     let mut acc: Vec<(String, Vec<f64>, usize)> = Vec::new();
     for (space, base) in baselines {
-        let Some(by_strategy) = traces
-            .get(space)
-            .or_else(|| traces.iter().find(|(k, _)| space.ends_with(k.as_str())).map(|(_, v)| v))
-        else {
+        let Some(by_strategy) = traces.get(space).or_else(|| {
+            traces
+                .iter()
+                .find(|(k, _)| space.ends_with(k.as_str()))
+                .map(|(_, v)| v)
+        }) else {
             continue;
         };
         for (strategy, runs) in by_strategy {

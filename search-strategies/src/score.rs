@@ -13,16 +13,19 @@ pub type TraceFile = BTreeMap<String, BTreeMap<String, Vec<Trace>>>;
 /// Evaluation counts at which the fraction of the optimum is reported.
 pub const FRACTION_AT: [usize; 5] = [20, 25, 50, 100, 200];
 
-/// What a space's measurements say about a trace: the optimum, and the value a failure counts
-/// as (the worst successful objective), and the random-search baseline.
+/// What a space's measurements say about a trace: the optimum and the random-search baseline.
+///
+/// Conventions (those of Kernel Tuner's `score.py`, which this reproduces): the baseline is
+/// random sampling from the successfully measured configurations; in a trace a failure never
+/// improves the best so far, and budgets before the first success score 0 (as random search).
 #[derive(Debug, Clone)]
 pub struct Baseline {
     /// The best objective in the valid set.
     pub optimum: f64,
-    /// The worst successful objective: what a failure counts as.
+    /// The worst successful objective.
     pub worst: f64,
     /// `expected[k - 1]`: the exact expected best of `k` uniform draws without replacement from
-    /// the valid set, failures counted as `worst`.
+    /// the successfully measured configurations.
     pub expected: Vec<f64>,
 }
 
@@ -30,11 +33,14 @@ impl Baseline {
     /// The baseline of a valid set's measurements (`None` entries are failures), up to budget
     /// `max_k`. `None` when nothing succeeded.
     pub fn new(values: &[Option<f64>], max_k: usize) -> Option<Self> {
-        let worst = values.iter().flatten().copied().max_by(f64::total_cmp)?;
-        let mut v: Vec<f64> = values.iter().map(|x| x.unwrap_or(worst)).collect();
+        let mut v: Vec<f64> = values.iter().flatten().copied().collect();
+        if v.is_empty() {
+            return None;
+        }
         v.sort_by(f64::total_cmp);
         let n = v.len();
         let optimum = v[0];
+        let worst = v[n - 1];
         let mut expected = Vec::with_capacity(max_k);
         for k in 1..=max_k.min(n) {
             // P(min is the i-th smallest) = C(n-1-i, k-1) / C(n, k); p_0 = k/n and
@@ -60,16 +66,16 @@ impl Baseline {
         })
     }
 
-    /// Best-so-far after each of the first `k` evaluations (failures count as `worst`; a trace
-    /// shorter than `k` keeps its last best).
-    pub fn best_so_far(&self, trace: &[Option<f64>], k: usize) -> Vec<f64> {
+    /// Best successful objective after each of the first `k` evaluations, `None` before the
+    /// first success (a trace shorter than `k` keeps its last best).
+    pub fn best_so_far(&self, trace: &[Option<f64>], k: usize) -> Vec<Option<f64>> {
         let mut out = Vec::with_capacity(k);
-        let mut best = f64::INFINITY;
+        let mut best: Option<f64> = None;
         for i in 0..k {
-            if let Some(x) = trace.get(i) {
-                best = best.min(x.unwrap_or(self.worst));
+            if let Some(Some(x)) = trace.get(i) {
+                best = Some(best.map_or(*x, |b| b.min(*x)));
             }
-            out.push(if best.is_finite() { best } else { self.worst });
+            out.push(best);
         }
         out
     }
@@ -83,21 +89,21 @@ impl Baseline {
         for k in 1..=budget {
             let r = self.expected[k - 1];
             let denom = r - self.optimum;
-            total += if denom > 0.0 {
-                (r - b[k - 1]) / denom
-            } else if b[k - 1] <= self.optimum {
-                1.0
-            } else {
-                0.0
+            total += match b[k - 1] {
+                None => 0.0,
+                Some(best) if denom > 0.0 => (r - best) / denom,
+                Some(best) if best <= self.optimum => 1.0,
+                Some(_) => 0.0,
             };
         }
         total / budget as f64
     }
 
-    /// `optimum / best(k)`: the fraction of the optimum reached after `k` evaluations.
+    /// `optimum / best(k)`: the fraction of the optimum reached after `k` evaluations (0 when
+    /// nothing succeeded yet).
     pub fn fraction(&self, trace: &[Option<f64>], k: usize) -> f64 {
         let b = self.best_so_far(trace, k);
-        self.optimum / b[k - 1]
+        b[k - 1].map_or(0.0, |best| self.optimum / best)
     }
 }
 
@@ -135,7 +141,7 @@ pub fn mean_curve(base: &Baseline, traces: &[Trace], budget: usize) -> Vec<f64> 
     let mut out = vec![0.0; budget];
     for t in traces {
         for (o, b) in out.iter_mut().zip(base.best_so_far(t, budget)) {
-            *o += b / base.optimum / traces.len().max(1) as f64;
+            *o += b.unwrap_or(base.worst) / base.optimum / traces.len().max(1) as f64;
         }
     }
     out
@@ -147,10 +153,10 @@ mod tests {
 
     #[test]
     fn expected_best_matches_brute_force() {
-        let vals = [Some(3.0), Some(1.0), None, Some(2.0), Some(5.0)];
+        let vals = [Some(3.0), Some(1.0), None, Some(2.0), Some(5.0), Some(4.0)];
         let b = Baseline::new(&vals, 5).unwrap();
-        // Brute force over all subsets of size k.
-        let v = [3.0, 1.0, 5.0, 2.0, 5.0];
+        // Brute force over all subsets of size k of the successes.
+        let v = [3.0, 1.0, 2.0, 5.0, 4.0];
         for k in 1..=5usize {
             let mut sum = 0.0;
             let mut cnt = 0.0;
@@ -173,8 +179,11 @@ mod tests {
         let vals: Vec<Option<f64>> = (1..=100).map(|i| Some(i as f64)).collect();
         let b = Baseline::new(&vals, 10).unwrap();
         assert!((b.score(&[Some(1.0)], 10) - 1.0).abs() < 1e-12);
-        let bad: Vec<Option<f64>> = (0..10).map(|_| None).collect();
+        let bad: Vec<Option<f64>> = (0..10).map(|_| Some(100.0)).collect();
         assert!(b.score(&bad, 10) < 0.0);
+        let failed: Vec<Option<f64>> = (0..10).map(|_| None).collect();
+        assert_eq!(b.score(&failed, 10), 0.0);
+        assert_eq!(b.fraction(&failed, 10), 0.0);
         assert_eq!(b.fraction(&[Some(2.0), Some(1.0)], 1), 0.5);
     }
 }

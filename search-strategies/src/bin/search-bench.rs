@@ -120,7 +120,9 @@ fn run(args: Args) -> Result<(), String> {
             });
         }
     });
-    let results = results.into_inner().map_err(|_| "a worker panicked".to_string())?;
+    let results = results
+        .into_inner()
+        .map_err(|_| "a worker panicked".to_string())?;
     let mut file: TraceFile = BTreeMap::new();
     for (&(sp, st, _), t) in tasks.iter().zip(results) {
         file.entry(spaces[sp].0.clone())
