@@ -60,7 +60,7 @@ impl BayesOpt {
         Self {
             rng: seeded_rng(seed, 5),
             cfg,
-            hyper: Hyper::default(),
+            hyper: Hyper::isotropic(0, 0.5, 1e-3),
             fitted_at: 0,
         }
     }
@@ -205,11 +205,14 @@ impl Strategy for BayesOpt {
             let ys: Vec<f64> = y.iter().map(|v| (v - mean) / sd).collect();
             let x = gather(space, &all_ids);
             let len = ctx.history.len();
+            if self.hyper.lengthscales.len() != d {
+                self.hyper = Hyper::isotropic(d, 0.5, 1e-3);
+            }
             if self.fitted_at == 0 || len >= self.fitted_at + self.cfg.refit_every {
-                self.hyper = fit_hyper(&x, d, &ys, self.hyper, 40);
+                self.hyper = fit_hyper(&x, d, &ys, &self.hyper, 30);
                 self.fitted_at = len;
             }
-            let Some(gp) = Gp::fit(&x, d, &ys, self.hyper) else {
+            let Some(gp) = Gp::fit(&x, d, &ys, self.hyper.clone()) else {
                 match random_unmeasured(ctx, &mut self.rng, &out) {
                     Some(id) => out.push(id),
                     None => break,

@@ -1,37 +1,48 @@
-//! A small Gaussian process: Matérn 5/2 kernel, Cholesky solve, marginal-likelihood fit of the
-//! length scale and noise with argmin's Nelder–Mead, and expected improvement.
+//! A small Gaussian process: Matérn 5/2 kernel with one length scale per feature (ARD),
+//! Cholesky solve, marginal-likelihood fit of the length scales and noise with argmin's L-BFGS
+//! on the analytic gradient, and expected improvement.
 
-use argmin::core::{CostFunction, Error as ArgminError, Executor};
-use argmin::solver::neldermead::NelderMead;
+use argmin::core::{CostFunction, Error as ArgminError, Executor, Gradient};
+use argmin::solver::linesearch::MoreThuenteLineSearch;
+use argmin::solver::quasinewton::LBFGS;
 
 /// Kernel hyperparameters (the signal variance is 1: targets are standardised).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Hyper {
-    /// Length scale, in feature units (features live in `[0, 1]`).
-    pub lengthscale: f64,
+    /// Length scale per feature, in feature units (features live in `[0, 1]`).
+    pub lengthscales: Vec<f64>,
     /// Observation noise variance, relative to the signal variance.
     pub noise: f64,
 }
 
-impl Default for Hyper {
-    fn default() -> Self {
+impl Hyper {
+    /// Equal length scales `l` for `d` features, and noise `noise`.
+    pub fn isotropic(d: usize, l: f64, noise: f64) -> Self {
         Self {
-            lengthscale: 0.3,
-            noise: 1e-3,
+            lengthscales: vec![l; d],
+            noise,
         }
     }
 }
 
 const SQRT5: f64 = 2.236_067_977_499_79;
 
-/// Matérn 5/2 correlation at squared distance `d2` for length scale `l`.
-pub fn matern52(d2: f64, l: f64) -> f64 {
-    let r = d2.max(0.0).sqrt() / l;
+/// Matérn 5/2 correlation at scaled distance `r` (distance over length scale).
+pub fn matern52(r: f64) -> f64 {
     (1.0 + SQRT5 * r + 5.0 / 3.0 * r * r) * (-SQRT5 * r).exp()
 }
 
-fn sqdist(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+/// Scaled distance: `sqrt(sum_j ((a_j - b_j) * inv_l_j)^2)`.
+fn scaled_dist(a: &[f64], b: &[f64], inv_l: &[f64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .zip(inv_l)
+        .map(|((x, y), il)| {
+            let t = (x - y) * il;
+            t * t
+        })
+        .sum::<f64>()
+        .sqrt()
 }
 
 /// In-place Cholesky of an `n × n` row-major symmetric matrix (lower triangle). False if not
@@ -89,6 +100,7 @@ pub struct Gp {
     chol: Vec<f64>,
     alpha: Vec<f64>,
     hyper: Hyper,
+    inv_l: Vec<f64>,
     log_det: f64,
     fit_term: f64,
 }
@@ -98,14 +110,16 @@ impl Gp {
     /// standardised). `None` when the kernel matrix is not positive definite even with jitter.
     pub fn fit(x: &[f64], d: usize, y: &[f64], hyper: Hyper) -> Option<Self> {
         let n = y.len();
+        let inv_l: Vec<f64> = hyper.lengthscales.iter().map(|l| 1.0 / l).collect();
         for jitter in [0.0, 1e-6, 1e-4, 1e-2] {
             let mut k = vec![0.0; n * n];
             for i in 0..n {
                 for j in 0..=i {
-                    let v = matern52(
-                        sqdist(&x[i * d..(i + 1) * d], &x[j * d..(j + 1) * d]),
-                        hyper.lengthscale,
-                    );
+                    let v = matern52(scaled_dist(
+                        &x[i * d..(i + 1) * d],
+                        &x[j * d..(j + 1) * d],
+                        &inv_l,
+                    ));
                     k[i * n + j] = v;
                     k[j * n + i] = v;
                 }
@@ -124,6 +138,7 @@ impl Gp {
                     chol: k,
                     alpha,
                     hyper,
+                    inv_l,
                     log_det,
                     fit_term,
                 });
@@ -138,8 +153,8 @@ impl Gp {
     }
 
     /// The hyperparameters in use.
-    pub fn hyper(&self) -> Hyper {
-        self.hyper
+    pub fn hyper(&self) -> &Hyper {
+        &self.hyper
     }
 
     /// Posterior mean and variance at point `q` (length `d`). `scratch` must hold `n` values.
@@ -147,10 +162,11 @@ impl Gp {
         scratch.clear();
         let mut mean = 0.0;
         for i in 0..self.n {
-            let k = matern52(
-                sqdist(q, &self.x[i * self.d..(i + 1) * self.d]),
-                self.hyper.lengthscale,
-            );
+            let k = matern52(scaled_dist(
+                q,
+                &self.x[i * self.d..(i + 1) * self.d],
+                &self.inv_l,
+            ));
             mean += k * self.alpha[i];
             scratch.push(k);
         }
@@ -166,10 +182,90 @@ struct Likelihood<'a> {
     y: &'a [f64],
 }
 
+/// Bounds of the log length scales and log noise, and the weak prior that keeps the fit sane
+/// with few points: log length scales ~ N(ln 0.5, 1.5²).
+const LOG_L: (f64, f64) = (-4.0, 3.0);
+const LOG_NOISE: (f64, f64) = (-11.0, 0.0);
+const PRIOR_MEAN: f64 = -0.693;
+const PRIOR_VAR: f64 = 2.25;
+
 fn hyper_from(p: &[f64]) -> Hyper {
+    let d = p.len() - 1;
     Hyper {
-        lengthscale: p[0].clamp(-3.5, 1.5).exp(),
-        noise: p[1].clamp(-12.0, -0.5).exp(),
+        lengthscales: p[..d]
+            .iter()
+            .map(|v| v.clamp(LOG_L.0, LOG_L.1).exp())
+            .collect(),
+        noise: p[d].clamp(LOG_NOISE.0, LOG_NOISE.1).exp(),
+    }
+}
+
+impl Likelihood<'_> {
+    /// Penalised negative log marginal likelihood and its gradient in log-parameter space.
+    fn value_and_gradient(&self, p: &[f64]) -> (f64, Vec<f64>) {
+        let d = self.d;
+        let n = self.y.len();
+        let h = hyper_from(p);
+        let mut grad = vec![0.0; d + 1];
+        let mut penalty = 0.0;
+        for j in 0..d {
+            let t = p[j] - PRIOR_MEAN;
+            penalty += 0.5 * t * t / PRIOR_VAR;
+            grad[j] += t / PRIOR_VAR;
+        }
+        for (j, &(lo, hi)) in std::iter::repeat_n(&LOG_L, d)
+            .chain(std::iter::once(&LOG_NOISE))
+            .enumerate()
+        {
+            let c = p[j].clamp(lo, hi);
+            penalty += 10.0 * (p[j] - c) * (p[j] - c);
+            grad[j] += 20.0 * (p[j] - c);
+        }
+        let Some(gp) = Gp::fit(self.x, d, self.y, h.clone()) else {
+            return (1e12, grad);
+        };
+        // W = K^-1 - alpha alpha^T; dNLL/dθ = 0.5 tr(W dK/dθ).
+        let mut kinv = vec![0.0; n * n];
+        for c in 0..n {
+            let mut e = vec![0.0; n];
+            e[c] = 1.0;
+            forward(&gp.chol, n, &mut e);
+            backward(&gp.chol, n, &mut e);
+            for r in 0..n {
+                kinv[r * n + c] = e[r];
+            }
+        }
+        let inside = |j: usize, lo: f64, hi: f64| p[j] > lo && p[j] < hi;
+        let mut trace_noise = 0.0;
+        for i in 0..n {
+            trace_noise += kinv[i * n + i] - gp.alpha[i] * gp.alpha[i];
+        }
+        if inside(d, LOG_NOISE.0, LOG_NOISE.1) {
+            grad[d] += 0.5 * trace_noise * h.noise;
+        }
+        let inv_l = &gp.inv_l;
+        let mut gl = vec![0.0; d];
+        for i in 0..n {
+            let xi = &self.x[i * d..(i + 1) * d];
+            for k in 0..i {
+                let xk = &self.x[k * d..(k + 1) * d];
+                let r = scaled_dist(xi, xk, inv_l);
+                let g = 5.0 / 3.0 * (1.0 + SQRT5 * r) * (-SQRT5 * r).exp();
+                let w = kinv[i * n + k] - gp.alpha[i] * gp.alpha[k];
+                // Both (i, k) and (k, i): factor 2, times 0.5 from the formula.
+                let f = w * g;
+                for j in 0..d {
+                    let t = (xi[j] - xk[j]) * inv_l[j];
+                    gl[j] += f * t * t;
+                }
+            }
+        }
+        for j in 0..d {
+            if inside(j, LOG_L.0, LOG_L.1) {
+                grad[j] += gl[j];
+            }
+        }
+        (gp.nll() + penalty, grad)
     }
 }
 
@@ -178,36 +274,40 @@ impl CostFunction for Likelihood<'_> {
     type Output = f64;
 
     fn cost(&self, p: &Self::Param) -> Result<f64, ArgminError> {
-        let h = hyper_from(p);
-        // Penalise leaving the box so Nelder–Mead stays inside it.
-        let out = (p[0] - p[0].clamp(-3.5, 1.5)).abs() + (p[1] - p[1].clamp(-12.0, -0.5)).abs();
-        Ok(Gp::fit(self.x, self.d, self.y, h).map_or(1e12, |g| g.nll()) + 10.0 * out)
+        Ok(self.value_and_gradient(p).0)
     }
 }
 
-/// Fits the length scale and noise by maximising the marginal likelihood with Nelder–Mead,
-/// starting from `start`. Deterministic; at most `max_iters` iterations.
-pub fn fit_hyper(x: &[f64], d: usize, y: &[f64], start: Hyper, max_iters: u64) -> Hyper {
-    let p0 = vec![start.lengthscale.ln(), start.noise.ln()];
-    let simplex = vec![
-        p0.clone(),
-        vec![p0[0] + 0.7, p0[1]],
-        vec![p0[0], p0[1] + 2.0],
-    ];
-    let Ok(solver) = NelderMead::new(simplex).with_sd_tolerance(1e-3) else {
-        return start;
-    };
+impl Gradient for Likelihood<'_> {
+    type Param = Vec<f64>;
+    type Gradient = Vec<f64>;
+
+    fn gradient(&self, p: &Self::Param) -> Result<Vec<f64>, ArgminError> {
+        Ok(self.value_and_gradient(p).1)
+    }
+}
+
+/// Fits the length scales and noise by maximising the (weakly regularised) marginal likelihood
+/// with L-BFGS from `start`. Deterministic; at most `max_iters` iterations; returns `start`
+/// if the optimiser fails or does not improve on it.
+pub fn fit_hyper(x: &[f64], d: usize, y: &[f64], start: &Hyper, max_iters: u64) -> Hyper {
+    let mut p0: Vec<f64> = start.lengthscales.iter().map(|l| l.ln()).collect();
+    p0.push(start.noise.ln());
     let problem = Likelihood { x, d, y };
+    let f0 = problem.value_and_gradient(&p0).0;
+    let solver = LBFGS::new(MoreThuenteLineSearch::new(), 7);
     match Executor::new(problem, solver)
-        .configure(|s| s.max_iters(max_iters))
+        .configure(|s| s.param(p0).max_iters(max_iters))
         .run()
     {
-        Ok(res) => res
-            .state()
-            .best_param
-            .as_ref()
-            .map_or(start, |p| hyper_from(p)),
-        Err(_) => start,
+        Ok(res) => {
+            let st = res.state();
+            match &st.best_param {
+                Some(p) if st.best_cost < f0 && st.best_cost.is_finite() => hyper_from(p),
+                _ => start.clone(),
+            }
+        }
+        Err(_) => start.clone(),
     }
 }
 
@@ -260,16 +360,7 @@ mod tests {
     fn interpolates_training_points() {
         let x: Vec<f64> = (0..10).map(|i| i as f64 / 9.0).collect();
         let y: Vec<f64> = x.iter().map(|v| (6.0 * v).sin()).collect();
-        let g = Gp::fit(
-            &x,
-            1,
-            &y,
-            Hyper {
-                lengthscale: 0.3,
-                noise: 1e-6,
-            },
-        )
-        .unwrap();
+        let g = Gp::fit(&x, 1, &y, Hyper::isotropic(1, 0.3, 1e-6)).unwrap();
         let mut s = Vec::new();
         for i in 0..10 {
             let (m, v) = g.predict(&x[i..i + 1], &mut s);
@@ -282,16 +373,45 @@ mod tests {
 
     #[test]
     fn hyper_fit_improves_likelihood() {
-        let x: Vec<f64> = (0..30).map(|i| i as f64 / 29.0).collect();
-        let y: Vec<f64> = x.iter().map(|v| (3.0 * v).sin()).collect();
-        let start = Hyper {
-            lengthscale: 0.05,
-            noise: 0.1,
-        };
-        let before = Gp::fit(&x, 1, &y, start).unwrap().nll();
-        let h = fit_hyper(&x, 1, &y, start, 60);
-        let after = Gp::fit(&x, 1, &y, h).unwrap().nll();
+        // Two features; only the first matters: ARD should lengthen the second scale.
+        let mut x = Vec::new();
+        let mut y = Vec::new();
+        for i in 0..6 {
+            for j in 0..6 {
+                let (a, b) = (i as f64 / 5.0, j as f64 / 5.0);
+                x.extend([a, b]);
+                y.push((4.0 * a).sin());
+            }
+        }
+        let start = Hyper::isotropic(2, 0.2, 0.1);
+        let before = Gp::fit(&x, 2, &y, start.clone()).unwrap().nll();
+        let h = fit_hyper(&x, 2, &y, &start, 60);
+        let after = Gp::fit(&x, 2, &y, h.clone()).unwrap().nll();
         assert!(after < before, "{after} !< {before}");
+        assert!(h.lengthscales[1] > 2.0 * h.lengthscales[0], "{h:?}");
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        let x: Vec<f64> = (0..24)
+            .flat_map(|i| [(i % 5) as f64 / 4.0, (i / 5) as f64 / 4.0])
+            .collect();
+        let y: Vec<f64> = (0..24).map(|i| ((i * 7 % 11) as f64 - 5.0) / 3.0).collect();
+        let lik = Likelihood { x: &x, d: 2, y: &y };
+        let p = vec![-1.0, -0.5, -3.0];
+        let (_, g) = lik.value_and_gradient(&p);
+        for j in 0..3 {
+            let mut a = p.clone();
+            let mut b = p.clone();
+            a[j] += 1e-5;
+            b[j] -= 1e-5;
+            let fd = (lik.value_and_gradient(&a).0 - lik.value_and_gradient(&b).0) / 2e-5;
+            assert!(
+                (fd - g[j]).abs() < 1e-3 * (1.0 + fd.abs()),
+                "{j}: {fd} vs {}",
+                g[j]
+            );
+        }
     }
 
     #[test]
