@@ -20,7 +20,8 @@ pub struct BayesConfig {
     pub random_candidates: usize,
     /// The best observations whose unmeasured neighbours are also scored.
     pub local_parents: usize,
-    /// Refit hyperparameters after this many new observations.
+    /// Refit hyperparameters after this many new observations (or a sixth of those already
+    /// made, whichever is more).
     pub refit_every: usize,
     /// Expected-improvement margin, in standardised units.
     pub xi: f64,
@@ -30,7 +31,7 @@ impl Default for BayesConfig {
     fn default() -> Self {
         Self {
             initial: 10,
-            max_train: 100,
+            max_train: 80,
             random_candidates: 300,
             local_parents: 5,
             refit_every: 8,
@@ -208,7 +209,9 @@ impl Strategy for BayesOpt {
             if self.hyper.lengthscales.len() != d {
                 self.hyper = Hyper::isotropic(d, 0.5, 1e-3);
             }
-            if self.fitted_at == 0 || len >= self.fitted_at + self.cfg.refit_every {
+            // Refit often while data is scarce, then geometrically less often.
+            let due = self.fitted_at + self.cfg.refit_every.max(self.fitted_at / 6);
+            if self.fitted_at == 0 || len >= due {
                 self.hyper = fit_hyper(&x, d, &ys, &self.hyper, 30);
                 self.fitted_at = len;
             }

@@ -26,6 +26,7 @@ pub struct Ensemble {
     best: Option<f64>,
     window: usize,
     exploration: f64,
+    warmup: usize,
     rng: ChaCha8Rng,
 }
 
@@ -37,7 +38,8 @@ impl std::fmt::Debug for Ensemble {
 }
 
 impl Ensemble {
-    /// An ensemble of the given arms (at least one), listed in tie-break priority order.
+    /// An ensemble of the given arms (at least one), listed in tie-break priority order; the
+    /// first arm alone proposes the first 20 configurations.
     pub fn new(seed: u64, arms: Vec<Box<dyn Strategy>>) -> Self {
         assert!(!arms.is_empty(), "an ensemble needs at least one arm");
         Self {
@@ -52,7 +54,8 @@ impl Ensemble {
             owner: HashMap::new(),
             best: None,
             window: 30,
-            exploration: 0.1,
+            exploration: 0.03,
+            warmup: 20,
             rng: seeded_rng(seed, 6),
         }
     }
@@ -101,7 +104,12 @@ impl Strategy for Ensemble {
         let mut guard = 0;
         while out.len() < n && guard < 4 * n + 4 {
             guard += 1;
-            let mut order: Vec<usize> = (0..self.arms.len()).collect();
+            // The first arm alone spends the warm-up (its initial design serves all arms).
+            let mut order: Vec<usize> = if ctx.history.len() + out.len() < self.warmup {
+                vec![0]
+            } else {
+                (0..self.arms.len()).collect()
+            };
             order.sort_by(|&a, &b| {
                 self.credit(b, total)
                     .total_cmp(&self.credit(a, total))

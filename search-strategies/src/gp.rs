@@ -91,6 +91,36 @@ fn backward(l: &[f64], n: usize, b: &mut [f64]) {
     }
 }
 
+/// `K^-1` from the Cholesky factor `L` of `K`: `L^-1` by forward substitution, then
+/// `L^-T L^-1` (only the lower triangle is computed, then mirrored).
+fn inverse_from_cholesky(l: &[f64], n: usize) -> Vec<f64> {
+    // m = L^-1, lower triangular, row-major.
+    let mut m = vec![0.0; n * n];
+    for c in 0..n {
+        m[c * n + c] = 1.0 / l[c * n + c];
+        for i in c + 1..n {
+            let mut s = 0.0;
+            for k in c..i {
+                s -= l[i * n + k] * m[k * n + c];
+            }
+            m[i * n + c] = s / l[i * n + i];
+        }
+    }
+    // K^-1[i][j] = sum_{k >= max(i, j)} m[k][i] * m[k][j].
+    let mut out = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..=i {
+            let mut s = 0.0;
+            for k in i..n {
+                s += m[k * n + i] * m[k * n + j];
+            }
+            out[i * n + j] = s;
+            out[j * n + i] = s;
+        }
+    }
+    out
+}
+
 /// A Gaussian process conditioned on standardised observations.
 #[derive(Debug, Clone)]
 pub struct Gp {
@@ -201,6 +231,24 @@ fn hyper_from(p: &[f64]) -> Hyper {
 }
 
 impl Likelihood<'_> {
+    /// Penalised negative log marginal likelihood (no gradient: one Cholesky).
+    fn value(&self, p: &[f64]) -> f64 {
+        let d = self.d;
+        let mut penalty = 0.0;
+        for (j, &(lo, hi)) in std::iter::repeat_n(&LOG_L, d)
+            .chain(std::iter::once(&LOG_NOISE))
+            .enumerate()
+        {
+            if j < d {
+                let t = p[j] - PRIOR_MEAN;
+                penalty += 0.5 * t * t / PRIOR_VAR;
+            }
+            let c = p[j].clamp(lo, hi);
+            penalty += 10.0 * (p[j] - c) * (p[j] - c);
+        }
+        Gp::fit(self.x, d, self.y, hyper_from(p)).map_or(1e12, |g| g.nll()) + penalty
+    }
+
     /// Penalised negative log marginal likelihood and its gradient in log-parameter space.
     fn value_and_gradient(&self, p: &[f64]) -> (f64, Vec<f64>) {
         let d = self.d;
@@ -225,16 +273,7 @@ impl Likelihood<'_> {
             return (1e12, grad);
         };
         // W = K^-1 - alpha alpha^T; dNLL/dθ = 0.5 tr(W dK/dθ).
-        let mut kinv = vec![0.0; n * n];
-        for c in 0..n {
-            let mut e = vec![0.0; n];
-            e[c] = 1.0;
-            forward(&gp.chol, n, &mut e);
-            backward(&gp.chol, n, &mut e);
-            for r in 0..n {
-                kinv[r * n + c] = e[r];
-            }
-        }
+        let kinv = inverse_from_cholesky(&gp.chol, n);
         let inside = |j: usize, lo: f64, hi: f64| p[j] > lo && p[j] < hi;
         let mut trace_noise = 0.0;
         for i in 0..n {
@@ -274,7 +313,7 @@ impl CostFunction for Likelihood<'_> {
     type Output = f64;
 
     fn cost(&self, p: &Self::Param) -> Result<f64, ArgminError> {
-        Ok(self.value_and_gradient(p).0)
+        Ok(self.value(p))
     }
 }
 
