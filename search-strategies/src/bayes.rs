@@ -1,0 +1,248 @@
+//! Bayesian optimisation: a Gaussian process on log objectives, expected improvement over a
+//! candidate pool of random and near-best configurations.
+
+use rand_chacha::ChaCha8Rng;
+
+use crate::gp::{expected_improvement, fit_hyper, Gp, Hyper};
+use crate::space::{ConfigId, Neighbourhood, Space};
+use crate::strategies::{random_unmeasured, seeded_rng};
+use crate::strategy::{Observation, SearchContext, Strategy};
+
+/// Tuning knobs of [`BayesOpt`].
+#[derive(Debug, Clone)]
+pub struct BayesConfig {
+    /// Space-filling initial samples before the model is used.
+    pub initial: usize,
+    /// At most this many observations condition the GP (the best ones and the most recent),
+    /// which keeps `ask` cheap however long the search runs.
+    pub max_train: usize,
+    /// Random unmeasured configurations scored per ask.
+    pub random_candidates: usize,
+    /// The best observations whose unmeasured neighbours are also scored.
+    pub local_parents: usize,
+    /// Refit hyperparameters after this many new observations (or a sixth of those already
+    /// made, whichever is more).
+    pub refit_every: usize,
+    /// Expected-improvement margin, in standardised units.
+    pub xi: f64,
+}
+
+impl Default for BayesConfig {
+    fn default() -> Self {
+        Self {
+            initial: 10,
+            max_train: 80,
+            random_candidates: 300,
+            local_parents: 5,
+            refit_every: 8,
+            xi: 0.0,
+        }
+    }
+}
+
+/// GP-based Bayesian optimisation (Matérn 5/2, expected improvement). Failures are modelled
+/// as the worst objective seen, so the model learns to avoid failing regions.
+#[derive(Debug, Clone)]
+pub struct BayesOpt {
+    rng: ChaCha8Rng,
+    cfg: BayesConfig,
+    hyper: Hyper,
+    fitted_at: usize,
+}
+
+impl BayesOpt {
+    /// Bayesian optimisation with default settings.
+    pub fn new(seed: u64) -> Self {
+        Self::with_config(seed, BayesConfig::default())
+    }
+
+    /// Bayesian optimisation with explicit settings.
+    pub fn with_config(seed: u64, cfg: BayesConfig) -> Self {
+        Self {
+            rng: seeded_rng(seed, 5),
+            cfg,
+            hyper: Hyper::isotropic(0, 0.5, 1e-3),
+            fitted_at: 0,
+        }
+    }
+
+    /// Farthest-point sampling among a few random candidates: spreads initial samples.
+    fn space_filling(&mut self, ctx: &SearchContext<'_>, taken: &[ConfigId]) -> Option<ConfigId> {
+        let space = ctx.space;
+        let mut anchors: Vec<ConfigId> = ctx.history.observations().iter().map(|o| o.id).collect();
+        anchors.extend_from_slice(taken);
+        let mut best: Option<(ConfigId, f64)> = None;
+        for _ in 0..30 {
+            let Some(c) = random_unmeasured(ctx, &mut self.rng, taken) else {
+                break;
+            };
+            let f = space.features(c);
+            let dmin = anchors
+                .iter()
+                .map(|&a| {
+                    f.iter()
+                        .zip(space.features(a))
+                        .map(|(x, y)| (x - y) * (x - y))
+                        .sum::<f64>()
+                })
+                .fold(f64::INFINITY, f64::min);
+            if best.is_none_or(|(_, d)| dmin > d) {
+                best = Some((c, dmin));
+            }
+        }
+        best.map(|b| b.0)
+    }
+
+    /// The training set: ids and log objectives (failures as the worst log objective).
+    fn training(&self, ctx: &SearchContext<'_>) -> (Vec<ConfigId>, Vec<f64>) {
+        let obs = ctx.history.observations();
+        let worst = ctx.history.worst().map_or(0.0, |w| w.max(1e-300).ln());
+        let all: Vec<(usize, f64)> = obs
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (i, o.value.map_or(worst, |v| v.max(1e-300).ln())))
+            .collect();
+        let mut keep: Vec<usize> = if all.len() <= self.cfg.max_train {
+            (0..all.len()).collect()
+        } else {
+            let mut by_value = all.clone();
+            by_value.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            let n_best = self.cfg.max_train * 3 / 5;
+            let mut k: Vec<usize> = by_value[..n_best].iter().map(|p| p.0).collect();
+            let mut i = all.len();
+            while k.len() < self.cfg.max_train && i > 0 {
+                i -= 1;
+                if !k.contains(&i) {
+                    k.push(i);
+                }
+            }
+            k
+        };
+        keep.sort_unstable();
+        (
+            keep.iter().map(|&i| obs[i].id).collect(),
+            keep.iter().map(|&i| all[i].1).collect(),
+        )
+    }
+
+    fn candidates(&mut self, ctx: &SearchContext<'_>, taken: &[ConfigId]) -> Vec<ConfigId> {
+        let space = ctx.space;
+        let mut cands: Vec<ConfigId> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut ranked: Vec<Observation> = ctx
+            .history
+            .observations()
+            .iter()
+            .filter(|o| o.value.is_some())
+            .copied()
+            .collect();
+        ranked.sort_by(|a, b| {
+            a.value
+                .unwrap_or(f64::INFINITY)
+                .total_cmp(&b.value.unwrap_or(f64::INFINITY))
+                .then(a.id.cmp(&b.id))
+        });
+        for o in ranked.iter().take(self.cfg.local_parents) {
+            space.for_each_neighbour(o.id, Neighbourhood::Hamming, |n| {
+                if !ctx.history.is_measured(n) && !taken.contains(&n) && seen.insert(n) {
+                    cands.push(n);
+                }
+            });
+        }
+        for _ in 0..self.cfg.random_candidates {
+            match random_unmeasured(ctx, &mut self.rng, taken) {
+                Some(id) => {
+                    if seen.insert(id) {
+                        cands.push(id);
+                    }
+                }
+                None => break,
+            }
+        }
+        cands
+    }
+}
+
+fn gather(space: &Space, ids: &[ConfigId]) -> Vec<f64> {
+    ids.iter()
+        .flat_map(|&id| space.features(id).iter().copied())
+        .collect()
+}
+
+impl Strategy for BayesOpt {
+    fn name(&self) -> &str {
+        "bayes_opt"
+    }
+
+    fn ask(&mut self, ctx: &SearchContext<'_>, n: usize) -> Vec<ConfigId> {
+        let mut out: Vec<ConfigId> = Vec::with_capacity(n);
+        let space = ctx.space;
+        let d = space.feature_dims();
+        let n_ok = ctx
+            .history
+            .observations()
+            .iter()
+            .filter(|o| o.value.is_some())
+            .count();
+        while out.len() < n {
+            if n_ok < 2 || ctx.history.len() + out.len() < self.cfg.initial || d == 0 {
+                match self.space_filling(ctx, &out) {
+                    Some(id) => out.push(id),
+                    None => break,
+                }
+                continue;
+            }
+            let (ids, mut y) = self.training(ctx);
+            // Constant liar: pending proposals of this batch count as the best value so far.
+            let lie = y.iter().copied().fold(f64::INFINITY, f64::min);
+            let mut all_ids = ids;
+            for &p in &out {
+                all_ids.push(p);
+                y.push(lie);
+            }
+            let mean = y.iter().sum::<f64>() / y.len() as f64;
+            let var = y.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / y.len() as f64;
+            let sd = var.sqrt().max(1e-9);
+            let ys: Vec<f64> = y.iter().map(|v| (v - mean) / sd).collect();
+            let x = gather(space, &all_ids);
+            let len = ctx.history.len();
+            if self.hyper.lengthscales.len() != d {
+                self.hyper = Hyper::isotropic(d, 0.5, 1e-3);
+            }
+            // Refit often while data is scarce, then geometrically less often.
+            let due = self.fitted_at + self.cfg.refit_every.max(self.fitted_at / 6);
+            if self.fitted_at == 0 || len >= due {
+                self.hyper = fit_hyper(&x, d, &ys, &self.hyper, 30);
+                self.fitted_at = len;
+            }
+            let Some(gp) = Gp::fit(&x, d, &ys, self.hyper.clone()) else {
+                match random_unmeasured(ctx, &mut self.rng, &out) {
+                    Some(id) => out.push(id),
+                    None => break,
+                }
+                continue;
+            };
+            let best = ys.iter().copied().fold(f64::INFINITY, f64::min);
+            let cands = self.candidates(ctx, &out);
+            if cands.is_empty() {
+                break;
+            }
+            let mut scratch = Vec::new();
+            let mut pick: Option<(ConfigId, f64)> = None;
+            for &c in &cands {
+                let (mu, v) = gp.predict(space.features(c), &mut scratch);
+                let ei = expected_improvement(mu, v, best, self.cfg.xi);
+                if pick.is_none_or(|(_, e)| ei > e) {
+                    pick = Some((c, ei));
+                }
+            }
+            match pick {
+                Some((id, _)) => out.push(id),
+                None => break,
+            }
+        }
+        out
+    }
+
+    fn tell(&mut self, _: &SearchContext<'_>, _: &[Observation]) {}
+}

@@ -1,0 +1,169 @@
+//! `search-bench`: replays strategies on measured spaces, writes traces, prints score tables
+//! and draws the mean best-so-far curves.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use clap::Parser;
+use search_strategies::bench::{curves, run_one, svg, Table};
+use search_strategies::replay::{read_json, ReplaySpace};
+use search_strategies::score::{Baseline, Trace, TraceFile};
+use search_strategies::strategies::STRATEGY_NAMES;
+
+/// Replays search strategies on Kernel Tuner cache files and scores them.
+#[derive(Parser, Debug)]
+#[command(name = "search-bench", version)]
+struct Args {
+    /// Kernel Tuner cache files (.json or .json.gz). A sibling `<prefix>.restrictions.json`
+    /// is used as the restriction list; otherwise the cache's keys are the valid set.
+    #[arg(required = true)]
+    caches: Vec<PathBuf>,
+    /// Comma-separated strategies.
+    #[arg(long, default_value = "ensemble,bayes_opt,genetic,annealing,random")]
+    strategies: String,
+    /// Number of seeds per strategy and space.
+    #[arg(long, default_value_t = 30)]
+    seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 1000)]
+    seed_base: u64,
+    /// Unique configurations measured per run.
+    #[arg(long, default_value_t = 200)]
+    budget: usize,
+    /// Where to write the traces (JSON).
+    #[arg(long)]
+    traces: Option<PathBuf>,
+    /// Where to draw the mean best-so-far curves (SVG).
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// A trace file of another tuner (e.g. Kernel Tuner's) to score side by side; its strategy
+    /// names get the prefix `kt:`.
+    #[arg(long)]
+    compare: Option<PathBuf>,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("search-bench: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), String> {
+    let strategies: Vec<String> = args
+        .strategies
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    for s in &strategies {
+        if !STRATEGY_NAMES.contains(&s.as_str()) {
+            return Err(format!(
+                "unknown strategy `{s}`; expected one of {}",
+                STRATEGY_NAMES.join(", ")
+            ));
+        }
+    }
+    let mut spaces = Vec::new();
+    for path in &args.caches {
+        let r = ReplaySpace::load_auto(path).map_err(|e| e.to_string())?;
+        eprintln!(
+            "loaded {}: {} valid configurations ({} failed, {:?})",
+            path.display(),
+            r.space.len(),
+            r.table.iter().filter(|v| v.is_none()).count(),
+            r.source
+        );
+        spaces.push((path.display().to_string(), r));
+    }
+    let seeds: Vec<u64> = (args.seed_base..args.seed_base + args.seeds).collect();
+    let tasks: Vec<(usize, usize, u64)> = (0..spaces.len())
+        .flat_map(|sp| {
+            let seeds = &seeds;
+            (0..strategies.len()).flat_map(move |st| seeds.iter().map(move |&s| (sp, st, s)))
+        })
+        .collect();
+    let results: Mutex<Vec<Option<Trace>>> = Mutex::new(vec![None; tasks.len()]);
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let start = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..args.jobs.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(sp, st, seed)) = tasks.get(i) else {
+                    break;
+                };
+                let trace = run_one(&spaces[sp].1, &strategies[st], seed, args.budget);
+                if let Ok(mut r) = results.lock() {
+                    r[i] = trace;
+                }
+                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if d % 25 == 0 || d == tasks.len() {
+                    eprintln!(
+                        "[{d}/{}] {:.0}s  {} on {}",
+                        tasks.len(),
+                        start.elapsed().as_secs_f64(),
+                        strategies[st],
+                        spaces[sp].0
+                    );
+                }
+            });
+        }
+    });
+    let results = results
+        .into_inner()
+        .map_err(|_| "a worker panicked".to_string())?;
+    let mut file: TraceFile = BTreeMap::new();
+    for (&(sp, st, _), t) in tasks.iter().zip(results) {
+        file.entry(spaces[sp].0.clone())
+            .or_default()
+            .entry(strategies[st].clone())
+            .or_default()
+            .push(t.unwrap_or_default());
+    }
+    if let Some(p) = &args.traces {
+        let text = serde_json::to_string(&file).map_err(|e| e.to_string())?;
+        std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    let baselines: Vec<(String, Baseline)> = spaces
+        .iter()
+        .filter_map(|(name, r)| Baseline::new(&r.table, args.budget).map(|b| (name.clone(), b)))
+        .collect();
+    let mut table = Table::score(&file, &baselines, args.budget, "");
+    let mut lines = curves(&file, &baselines, args.budget, "");
+    if let Some(p) = &args.compare {
+        let json = read_json(p).map_err(|e| e.to_string())?;
+        let other: TraceFile = serde_json::from_value(json)
+            .map_err(|e| format!("{} is not a trace file: {e}", p.display()))?;
+        table
+            .rows
+            .extend(Table::score(&other, &baselines, args.budget, "kt:").rows);
+        let mut theirs = curves(&other, &baselines, args.budget, "kt:");
+        theirs.sort_by(|a, b| {
+            let s = |c: &Vec<f64>| c.iter().sum::<f64>();
+            s(&a.1).total_cmp(&s(&b.1))
+        });
+        lines.extend(theirs.into_iter().take(3));
+    }
+    print!("{}", table.render());
+    if let Some(p) = &args.svg {
+        let title = format!(
+            "mean best-so-far over {} spaces, {} seeds",
+            spaces.len(),
+            args.seeds
+        );
+        std::fs::write(p, svg(&lines, &title))
+            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    Ok(())
+}

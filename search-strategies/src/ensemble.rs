@@ -1,0 +1,160 @@
+//! A bandit ensemble that shares the budget among strategies as they prove themselves
+//! (OpenTuner's AUC bandit meta-technique).
+
+use std::collections::{HashMap, VecDeque};
+
+use rand_chacha::ChaCha8Rng;
+
+use crate::bayes::BayesOpt;
+use crate::space::ConfigId;
+use crate::strategies::{random_unmeasured, seeded_rng, Annealing, Genetic};
+use crate::strategy::{Observation, SearchContext, Strategy};
+
+struct Arm {
+    strategy: Box<dyn Strategy>,
+    /// Recent outcomes of this arm's proposals: true when one improved the best so far.
+    window: VecDeque<bool>,
+    uses: usize,
+}
+
+/// Shares the budget among arms with an area-under-the-curve bandit: each arm is credited with
+/// the recency-weighted rate at which its proposals improved the best result, plus an
+/// exploration bonus. Every arm is told every result, so each learns from the others.
+pub struct Ensemble {
+    arms: Vec<Arm>,
+    owner: HashMap<ConfigId, usize>,
+    best: Option<f64>,
+    window: usize,
+    exploration: f64,
+    warmup: usize,
+    rng: ChaCha8Rng,
+}
+
+impl std::fmt::Debug for Ensemble {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.arms.iter().map(|a| a.strategy.name()).collect();
+        f.debug_struct("Ensemble").field("arms", &names).finish()
+    }
+}
+
+impl Ensemble {
+    /// An ensemble of the given arms (at least one), listed in tie-break priority order; the
+    /// first arm alone proposes the first 20 configurations.
+    pub fn new(seed: u64, arms: Vec<Box<dyn Strategy>>) -> Self {
+        assert!(!arms.is_empty(), "an ensemble needs at least one arm");
+        Self {
+            arms: arms
+                .into_iter()
+                .map(|strategy| Arm {
+                    strategy,
+                    window: VecDeque::new(),
+                    uses: 0,
+                })
+                .collect(),
+            owner: HashMap::new(),
+            best: None,
+            window: 30,
+            exploration: 0.03,
+            warmup: 20,
+            rng: seeded_rng(seed, 6),
+        }
+    }
+
+    /// The default ensemble: Bayesian optimisation, a genetic algorithm and annealing.
+    pub fn default_arms(seed: u64) -> Self {
+        Self::new(
+            seed,
+            vec![
+                Box::new(BayesOpt::new(seed)),
+                Box::new(Genetic::new(seed)),
+                Box::new(Annealing::new(seed)),
+            ],
+        )
+    }
+
+    fn credit(&self, a: usize, total: usize) -> f64 {
+        let arm = &self.arms[a];
+        if arm.uses == 0 {
+            return f64::INFINITY;
+        }
+        let m = arm.window.len();
+        let auc = if m == 0 {
+            0.0
+        } else {
+            let num: f64 = arm
+                .window
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| if s { (i + 1) as f64 } else { 0.0 })
+                .sum();
+            num / (m * (m + 1) / 2) as f64
+        };
+        auc + self.exploration * (2.0 * (total.max(1) as f64).ln() / arm.uses as f64).sqrt()
+    }
+}
+
+impl Strategy for Ensemble {
+    fn name(&self) -> &str {
+        "ensemble"
+    }
+
+    fn ask(&mut self, ctx: &SearchContext<'_>, n: usize) -> Vec<ConfigId> {
+        let mut out: Vec<ConfigId> = Vec::with_capacity(n);
+        let total: usize = self.arms.iter().map(|a| a.uses).sum();
+        let mut guard = 0;
+        while out.len() < n && guard < 4 * n + 4 {
+            guard += 1;
+            // The first arm alone spends the warm-up (its initial design serves all arms).
+            let mut order: Vec<usize> = if ctx.history.len() + out.len() < self.warmup {
+                vec![0]
+            } else {
+                (0..self.arms.len()).collect()
+            };
+            order.sort_by(|&a, &b| {
+                self.credit(b, total)
+                    .total_cmp(&self.credit(a, total))
+                    .then(a.cmp(&b))
+            });
+            let mut got = None;
+            for &a in &order {
+                let props = self.arms[a].strategy.ask(ctx, n - out.len());
+                if let Some(&id) = props.iter().find(|id| !out.contains(id)) {
+                    got = Some((a, id));
+                    break;
+                }
+            }
+            let (a, id) = match got {
+                Some(g) => g,
+                None => match random_unmeasured(ctx, &mut self.rng, &out) {
+                    Some(id) => (usize::MAX, id),
+                    None => break,
+                },
+            };
+            if a != usize::MAX {
+                self.arms[a].uses += 1;
+                self.owner.insert(id, a);
+            }
+            out.push(id);
+        }
+        out
+    }
+
+    fn tell(&mut self, ctx: &SearchContext<'_>, results: &[Observation]) {
+        for r in results {
+            let improved = r.value.is_some_and(|v| self.best.is_none_or(|b| v < b));
+            if improved {
+                self.best = r.value;
+            }
+            if let Some(a) = self.owner.remove(&r.id) {
+                let w = &mut self.arms[a].window;
+                w.push_back(improved);
+                if w.len() > self.window {
+                    w.pop_front();
+                }
+            }
+        }
+        for arm in &mut self.arms {
+            arm.strategy.tell(ctx, results);
+        }
+    }
+}

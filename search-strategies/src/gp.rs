@@ -1,0 +1,463 @@
+//! A small Gaussian process: Matérn 5/2 kernel with one length scale per feature (ARD),
+//! Cholesky solve, marginal-likelihood fit of the length scales and noise with argmin's L-BFGS
+//! on the analytic gradient, and expected improvement.
+
+use argmin::core::{CostFunction, Error as ArgminError, Executor, Gradient};
+use argmin::solver::linesearch::MoreThuenteLineSearch;
+use argmin::solver::quasinewton::LBFGS;
+
+/// Kernel hyperparameters (the signal variance is 1: targets are standardised).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hyper {
+    /// Length scale per feature, in feature units (features live in `[0, 1]`).
+    pub lengthscales: Vec<f64>,
+    /// Observation noise variance, relative to the signal variance.
+    pub noise: f64,
+}
+
+impl Hyper {
+    /// Equal length scales `l` for `d` features, and noise `noise`.
+    pub fn isotropic(d: usize, l: f64, noise: f64) -> Self {
+        Self {
+            lengthscales: vec![l; d],
+            noise,
+        }
+    }
+}
+
+const SQRT5: f64 = 2.236_067_977_499_79;
+
+/// Matérn 5/2 correlation at scaled distance `r` (distance over length scale).
+pub fn matern52(r: f64) -> f64 {
+    (1.0 + SQRT5 * r + 5.0 / 3.0 * r * r) * (-SQRT5 * r).exp()
+}
+
+/// Scaled distance: `sqrt(sum_j ((a_j - b_j) * inv_l_j)^2)`.
+fn scaled_dist(a: &[f64], b: &[f64], inv_l: &[f64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .zip(inv_l)
+        .map(|((x, y), il)| {
+            let t = (x - y) * il;
+            t * t
+        })
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// In-place Cholesky of an `n × n` row-major symmetric matrix (lower triangle). False if not
+/// positive definite.
+fn cholesky(a: &mut [f64], n: usize) -> bool {
+    for j in 0..n {
+        let mut s = a[j * n + j];
+        for k in 0..j {
+            s -= a[j * n + k] * a[j * n + k];
+        }
+        if s <= 0.0 || !s.is_finite() {
+            return false;
+        }
+        let d = s.sqrt();
+        a[j * n + j] = d;
+        for i in j + 1..n {
+            let mut s = a[i * n + j];
+            for k in 0..j {
+                s -= a[i * n + k] * a[j * n + k];
+            }
+            a[i * n + j] = s / d;
+        }
+    }
+    true
+}
+
+/// Solves `L z = b` in place (forward substitution).
+fn forward(l: &[f64], n: usize, b: &mut [f64]) {
+    for i in 0..n {
+        let mut s = b[i];
+        for k in 0..i {
+            s -= l[i * n + k] * b[k];
+        }
+        b[i] = s / l[i * n + i];
+    }
+}
+
+/// Solves `Lᵀ z = b` in place (back substitution).
+fn backward(l: &[f64], n: usize, b: &mut [f64]) {
+    for i in (0..n).rev() {
+        let mut s = b[i];
+        for k in i + 1..n {
+            s -= l[k * n + i] * b[k];
+        }
+        b[i] = s / l[i * n + i];
+    }
+}
+
+/// `K^-1` from the Cholesky factor `L` of `K`: `L^-1` by forward substitution, then
+/// `L^-T L^-1` (only the lower triangle is computed, then mirrored).
+fn inverse_from_cholesky(l: &[f64], n: usize) -> Vec<f64> {
+    // m = L^-1, lower triangular, row-major.
+    let mut m = vec![0.0; n * n];
+    for c in 0..n {
+        m[c * n + c] = 1.0 / l[c * n + c];
+        for i in c + 1..n {
+            let mut s = 0.0;
+            for k in c..i {
+                s -= l[i * n + k] * m[k * n + c];
+            }
+            m[i * n + c] = s / l[i * n + i];
+        }
+    }
+    // K^-1[i][j] = sum_{k >= max(i, j)} m[k][i] * m[k][j].
+    let mut out = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..=i {
+            let mut s = 0.0;
+            for k in i..n {
+                s += m[k * n + i] * m[k * n + j];
+            }
+            out[i * n + j] = s;
+            out[j * n + i] = s;
+        }
+    }
+    out
+}
+
+/// A Gaussian process conditioned on standardised observations.
+#[derive(Debug, Clone)]
+pub struct Gp {
+    x: Vec<f64>,
+    d: usize,
+    n: usize,
+    chol: Vec<f64>,
+    alpha: Vec<f64>,
+    hyper: Hyper,
+    inv_l: Vec<f64>,
+    log_det: f64,
+    fit_term: f64,
+}
+
+impl Gp {
+    /// Conditions a GP on `n` points (`x` row-major, `d` columns) with targets `y` (already
+    /// standardised). `None` when the kernel matrix is not positive definite even with jitter.
+    pub fn fit(x: &[f64], d: usize, y: &[f64], hyper: Hyper) -> Option<Self> {
+        let n = y.len();
+        let inv_l: Vec<f64> = hyper.lengthscales.iter().map(|l| 1.0 / l).collect();
+        for jitter in [0.0, 1e-6, 1e-4, 1e-2] {
+            let mut k = vec![0.0; n * n];
+            for i in 0..n {
+                for j in 0..=i {
+                    let v = matern52(scaled_dist(
+                        &x[i * d..(i + 1) * d],
+                        &x[j * d..(j + 1) * d],
+                        &inv_l,
+                    ));
+                    k[i * n + j] = v;
+                    k[j * n + i] = v;
+                }
+                k[i * n + i] += hyper.noise + jitter;
+            }
+            if cholesky(&mut k, n) {
+                let mut alpha = y.to_vec();
+                forward(&k, n, &mut alpha);
+                let fit_term: f64 = alpha.iter().map(|a| a * a).sum();
+                backward(&k, n, &mut alpha);
+                let log_det = (0..n).map(|i| k[i * n + i].ln()).sum::<f64>() * 2.0;
+                return Some(Self {
+                    x: x.to_vec(),
+                    d,
+                    n,
+                    chol: k,
+                    alpha,
+                    hyper,
+                    inv_l,
+                    log_det,
+                    fit_term,
+                });
+            }
+        }
+        None
+    }
+
+    /// Negative log marginal likelihood of the training data (up to a constant).
+    pub fn nll(&self) -> f64 {
+        0.5 * (self.fit_term + self.log_det)
+    }
+
+    /// The hyperparameters in use.
+    pub fn hyper(&self) -> &Hyper {
+        &self.hyper
+    }
+
+    /// Posterior mean and variance at point `q` (length `d`). `scratch` must hold `n` values.
+    pub fn predict(&self, q: &[f64], scratch: &mut Vec<f64>) -> (f64, f64) {
+        scratch.clear();
+        let mut mean = 0.0;
+        for i in 0..self.n {
+            let k = matern52(scaled_dist(
+                q,
+                &self.x[i * self.d..(i + 1) * self.d],
+                &self.inv_l,
+            ));
+            mean += k * self.alpha[i];
+            scratch.push(k);
+        }
+        forward(&self.chol, self.n, scratch);
+        let explained: f64 = scratch.iter().map(|v| v * v).sum();
+        (mean, (1.0 - explained).max(1e-12))
+    }
+}
+
+struct Likelihood<'a> {
+    x: &'a [f64],
+    d: usize,
+    y: &'a [f64],
+}
+
+/// Bounds of the log length scales and log noise, and the weak prior that keeps the fit sane
+/// with few points: log length scales ~ N(ln 0.5, 1.5²).
+const LOG_L: (f64, f64) = (-4.0, 3.0);
+const LOG_NOISE: (f64, f64) = (-11.0, 0.0);
+const PRIOR_MEAN: f64 = -0.693;
+const PRIOR_VAR: f64 = 2.25;
+
+fn hyper_from(p: &[f64]) -> Hyper {
+    let d = p.len() - 1;
+    Hyper {
+        lengthscales: p[..d]
+            .iter()
+            .map(|v| v.clamp(LOG_L.0, LOG_L.1).exp())
+            .collect(),
+        noise: p[d].clamp(LOG_NOISE.0, LOG_NOISE.1).exp(),
+    }
+}
+
+impl Likelihood<'_> {
+    /// Penalised negative log marginal likelihood (no gradient: one Cholesky).
+    fn value(&self, p: &[f64]) -> f64 {
+        let d = self.d;
+        let mut penalty = 0.0;
+        for (j, &(lo, hi)) in std::iter::repeat_n(&LOG_L, d)
+            .chain(std::iter::once(&LOG_NOISE))
+            .enumerate()
+        {
+            if j < d {
+                let t = p[j] - PRIOR_MEAN;
+                penalty += 0.5 * t * t / PRIOR_VAR;
+            }
+            let c = p[j].clamp(lo, hi);
+            penalty += 10.0 * (p[j] - c) * (p[j] - c);
+        }
+        Gp::fit(self.x, d, self.y, hyper_from(p)).map_or(1e12, |g| g.nll()) + penalty
+    }
+
+    /// Penalised negative log marginal likelihood and its gradient in log-parameter space.
+    fn value_and_gradient(&self, p: &[f64]) -> (f64, Vec<f64>) {
+        let d = self.d;
+        let n = self.y.len();
+        let h = hyper_from(p);
+        let mut grad = vec![0.0; d + 1];
+        let mut penalty = 0.0;
+        for j in 0..d {
+            let t = p[j] - PRIOR_MEAN;
+            penalty += 0.5 * t * t / PRIOR_VAR;
+            grad[j] += t / PRIOR_VAR;
+        }
+        for (j, &(lo, hi)) in std::iter::repeat_n(&LOG_L, d)
+            .chain(std::iter::once(&LOG_NOISE))
+            .enumerate()
+        {
+            let c = p[j].clamp(lo, hi);
+            penalty += 10.0 * (p[j] - c) * (p[j] - c);
+            grad[j] += 20.0 * (p[j] - c);
+        }
+        let Some(gp) = Gp::fit(self.x, d, self.y, h.clone()) else {
+            return (1e12, grad);
+        };
+        // W = K^-1 - alpha alpha^T; dNLL/dθ = 0.5 tr(W dK/dθ).
+        let kinv = inverse_from_cholesky(&gp.chol, n);
+        let inside = |j: usize, lo: f64, hi: f64| p[j] > lo && p[j] < hi;
+        let mut trace_noise = 0.0;
+        for i in 0..n {
+            trace_noise += kinv[i * n + i] - gp.alpha[i] * gp.alpha[i];
+        }
+        if inside(d, LOG_NOISE.0, LOG_NOISE.1) {
+            grad[d] += 0.5 * trace_noise * h.noise;
+        }
+        let inv_l = &gp.inv_l;
+        let mut gl = vec![0.0; d];
+        for i in 0..n {
+            let xi = &self.x[i * d..(i + 1) * d];
+            for k in 0..i {
+                let xk = &self.x[k * d..(k + 1) * d];
+                let r = scaled_dist(xi, xk, inv_l);
+                let g = 5.0 / 3.0 * (1.0 + SQRT5 * r) * (-SQRT5 * r).exp();
+                let w = kinv[i * n + k] - gp.alpha[i] * gp.alpha[k];
+                // Both (i, k) and (k, i): factor 2, times 0.5 from the formula.
+                let f = w * g;
+                for j in 0..d {
+                    let t = (xi[j] - xk[j]) * inv_l[j];
+                    gl[j] += f * t * t;
+                }
+            }
+        }
+        for j in 0..d {
+            if inside(j, LOG_L.0, LOG_L.1) {
+                grad[j] += gl[j];
+            }
+        }
+        (gp.nll() + penalty, grad)
+    }
+}
+
+impl CostFunction for Likelihood<'_> {
+    type Param = Vec<f64>;
+    type Output = f64;
+
+    fn cost(&self, p: &Self::Param) -> Result<f64, ArgminError> {
+        Ok(self.value(p))
+    }
+}
+
+impl Gradient for Likelihood<'_> {
+    type Param = Vec<f64>;
+    type Gradient = Vec<f64>;
+
+    fn gradient(&self, p: &Self::Param) -> Result<Vec<f64>, ArgminError> {
+        Ok(self.value_and_gradient(p).1)
+    }
+}
+
+/// Fits the length scales and noise by maximising the (weakly regularised) marginal likelihood
+/// with L-BFGS from `start`. Deterministic; at most `max_iters` iterations; returns `start`
+/// if the optimiser fails or does not improve on it.
+pub fn fit_hyper(x: &[f64], d: usize, y: &[f64], start: &Hyper, max_iters: u64) -> Hyper {
+    let mut p0: Vec<f64> = start.lengthscales.iter().map(|l| l.ln()).collect();
+    p0.push(start.noise.ln());
+    let problem = Likelihood { x, d, y };
+    let f0 = problem.value_and_gradient(&p0).0;
+    let solver = LBFGS::new(MoreThuenteLineSearch::new(), 7);
+    match Executor::new(problem, solver)
+        .configure(|s| s.param(p0).max_iters(max_iters))
+        .run()
+    {
+        Ok(res) => {
+            let st = res.state();
+            match &st.best_param {
+                Some(p) if st.best_cost < f0 && st.best_cost.is_finite() => hyper_from(p),
+                _ => start.clone(),
+            }
+        }
+        Err(_) => start.clone(),
+    }
+}
+
+/// Expected improvement below `best` of a normal with mean `mu` and variance `var`, less a
+/// margin `xi` (minimisation).
+pub fn expected_improvement(mu: f64, var: f64, best: f64, xi: f64) -> f64 {
+    let s = var.sqrt();
+    if s < 1e-12 {
+        return (best - xi - mu).max(0.0);
+    }
+    let z = (best - xi - mu) / s;
+    (best - xi - mu) * norm_cdf(z) + s * norm_pdf(z)
+}
+
+fn norm_pdf(z: f64) -> f64 {
+    (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt()
+}
+
+/// Standard normal CDF via a rational erfc approximation (relative error below 1.2e-7).
+pub fn norm_cdf(z: f64) -> f64 {
+    0.5 * erfc(-z / std::f64::consts::SQRT_2)
+}
+
+fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let r = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interpolates_training_points() {
+        let x: Vec<f64> = (0..10).map(|i| i as f64 / 9.0).collect();
+        let y: Vec<f64> = x.iter().map(|v| (6.0 * v).sin()).collect();
+        let g = Gp::fit(&x, 1, &y, Hyper::isotropic(1, 0.3, 1e-6)).unwrap();
+        let mut s = Vec::new();
+        for i in 0..10 {
+            let (m, v) = g.predict(&x[i..i + 1], &mut s);
+            assert!((m - y[i]).abs() < 1e-3, "{m} vs {}", y[i]);
+            assert!(v < 1e-3);
+        }
+        let (_, v) = g.predict(&[3.0], &mut s);
+        assert!(v > 0.9, "far away the prior variance returns");
+    }
+
+    #[test]
+    fn hyper_fit_improves_likelihood() {
+        // Two features; only the first matters: ARD should lengthen the second scale.
+        let mut x = Vec::new();
+        let mut y = Vec::new();
+        for i in 0..6 {
+            for j in 0..6 {
+                let (a, b) = (i as f64 / 5.0, j as f64 / 5.0);
+                x.extend([a, b]);
+                y.push((4.0 * a).sin());
+            }
+        }
+        let start = Hyper::isotropic(2, 0.2, 0.1);
+        let before = Gp::fit(&x, 2, &y, start.clone()).unwrap().nll();
+        let h = fit_hyper(&x, 2, &y, &start, 60);
+        let after = Gp::fit(&x, 2, &y, h.clone()).unwrap().nll();
+        assert!(after < before, "{after} !< {before}");
+        assert!(h.lengthscales[1] > 2.0 * h.lengthscales[0], "{h:?}");
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        let x: Vec<f64> = (0..24)
+            .flat_map(|i| [(i % 5) as f64 / 4.0, (i / 5) as f64 / 4.0])
+            .collect();
+        let y: Vec<f64> = (0..24).map(|i| ((i * 7 % 11) as f64 - 5.0) / 3.0).collect();
+        let lik = Likelihood { x: &x, d: 2, y: &y };
+        let p = vec![-1.0, -0.5, -3.0];
+        let (_, g) = lik.value_and_gradient(&p);
+        for j in 0..3 {
+            let mut a = p.clone();
+            let mut b = p.clone();
+            a[j] += 1e-5;
+            b[j] -= 1e-5;
+            let fd = (lik.value_and_gradient(&a).0 - lik.value_and_gradient(&b).0) / 2e-5;
+            assert!(
+                (fd - g[j]).abs() < 1e-3 * (1.0 + fd.abs()),
+                "{j}: {fd} vs {}",
+                g[j]
+            );
+        }
+    }
+
+    #[test]
+    fn ei_and_cdf_are_sane() {
+        assert!((norm_cdf(0.0) - 0.5).abs() < 1e-7);
+        assert!((norm_cdf(1.96) - 0.975).abs() < 1e-3);
+        assert!(expected_improvement(0.0, 1.0, 0.0, 0.0) > 0.39);
+        assert!(expected_improvement(5.0, 1e-20, 0.0, 0.0) == 0.0);
+    }
+}

@@ -1,0 +1,446 @@
+//! Search spaces: named parameters with value lists, restrictions, and the enumerated valid set.
+
+use std::collections::HashMap;
+
+use rand::Rng;
+use smallvec::SmallVec;
+use thiserror::Error;
+
+use crate::expr::{Restriction, RestrictionError, Value};
+
+/// A configuration: one value index per parameter, in parameter order.
+pub type Config = SmallVec<[u16; 16]>;
+
+/// Position of a configuration in its space's valid set (`0..space.len()`).
+pub type ConfigId = u32;
+
+/// A tuning parameter: a name and its finite list of values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parameter {
+    /// The name restrictions use.
+    pub name: String,
+    /// The values, in the order given; configurations index into this list.
+    pub values: Vec<Value>,
+}
+
+impl Parameter {
+    /// A parameter from a name and values.
+    pub fn new(name: impl Into<String>, values: Vec<Value>) -> Self {
+        Self {
+            name: name.into(),
+            values,
+        }
+    }
+
+    /// An integer-valued parameter.
+    pub fn ints(name: impl Into<String>, values: &[i64]) -> Self {
+        Self::new(name, values.iter().map(|&v| Value::Int(v)).collect())
+    }
+}
+
+/// Why a space could not be built.
+#[derive(Debug, Error)]
+pub enum SpaceError {
+    /// A restriction did not compile.
+    #[error(transparent)]
+    Restriction(#[from] RestrictionError),
+    /// A parameter has no values, or more than 65,535.
+    #[error("parameter `{0}` must have between 1 and 65535 values")]
+    BadParameter(String),
+    /// Two parameters share a name.
+    #[error("parameter `{0}` is defined twice")]
+    DuplicateParameter(String),
+    /// A configuration given explicitly does not fit the parameters.
+    #[error("configuration {0:?} does not match the parameter list")]
+    BadConfig(Vec<u16>),
+    /// The valid set is larger than a `ConfigId` can index.
+    #[error("the valid set has more than {max} configurations")]
+    TooLarge {
+        /// The limit.
+        max: usize,
+    },
+}
+
+/// Which configurations count as neighbours of one another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Neighbourhood {
+    /// Differ in exactly one parameter, by any amount.
+    Hamming,
+    /// Differ in exactly one parameter, by one step in its value list.
+    Adjacent,
+}
+
+/// A constrained search space with its valid set enumerated once.
+///
+/// Invariant: every [`ConfigId`] in `0..len()` names a configuration that satisfies every
+/// restriction (or was listed explicitly as valid); ids follow lexicographic index order.
+#[derive(Debug, Clone)]
+pub struct Space {
+    params: Vec<Parameter>,
+    restrictions: Vec<Restriction>,
+    dims: usize,
+    configs: Vec<u16>,
+    index: HashMap<Config, ConfigId>,
+    features: Vec<f64>,
+    feature_dims: usize,
+}
+
+impl Space {
+    /// Builds the space of `params` restricted by `restrictions` (Python-like expressions; names
+    /// resolve to parameters first, then to `constants`) and enumerates its valid set.
+    ///
+    /// Enumeration is depth-first in parameter order; a restriction is checked as soon as the
+    /// last parameter it reads is bound, so invalid subtrees are never expanded.
+    pub fn enumerate(
+        params: Vec<Parameter>,
+        restrictions: &[String],
+        constants: &HashMap<String, Value>,
+    ) -> Result<Self, SpaceError> {
+        check_params(&params)?;
+        let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+        let compiled = restrictions
+            .iter()
+            .map(|r| Restriction::compile(r, &names, constants))
+            .collect::<Result<Vec<_>, _>>()?;
+        let d = params.len();
+        // by_depth[k]: restrictions whose last parameter is k; constant ones go at depth 0.
+        let mut by_depth: Vec<Vec<usize>> = vec![Vec::new(); d.max(1)];
+        for (i, r) in compiled.iter().enumerate() {
+            let last = r.params().last().copied().unwrap_or(0);
+            by_depth[last].push(i);
+        }
+        let mut configs = Vec::new();
+        if d > 0 {
+            let mut cur: Vec<Value> = params.iter().map(|p| p.values[0].clone()).collect();
+            let mut idx = vec![0u16; d];
+            enumerate_rec(
+                &params,
+                &compiled,
+                &by_depth,
+                0,
+                &mut cur,
+                &mut idx,
+                &mut configs,
+            );
+        }
+        Self::finish(params, compiled, configs)
+    }
+
+    /// Builds a space whose valid set is exactly `valid` (duplicates are dropped), as for a
+    /// measured cache without restrictions, where the cache's keys are the valid set.
+    pub fn from_configs(params: Vec<Parameter>, valid: Vec<Config>) -> Result<Self, SpaceError> {
+        check_params(&params)?;
+        let d = params.len();
+        let mut valid = valid;
+        for c in &valid {
+            if c.len() != d
+                || c.iter()
+                    .zip(&params)
+                    .any(|(&i, p)| usize::from(i) >= p.values.len())
+            {
+                return Err(SpaceError::BadConfig(c.to_vec()));
+            }
+        }
+        valid.sort_unstable();
+        valid.dedup();
+        let configs = valid.iter().flat_map(|c| c.iter().copied()).collect();
+        Self::finish(params, Vec::new(), configs)
+    }
+
+    fn finish(
+        params: Vec<Parameter>,
+        restrictions: Vec<Restriction>,
+        configs: Vec<u16>,
+    ) -> Result<Self, SpaceError> {
+        let dims = params.len();
+        let n = if dims == 0 { 0 } else { configs.len() / dims };
+        if n > ConfigId::MAX as usize {
+            return Err(SpaceError::TooLarge {
+                max: ConfigId::MAX as usize,
+            });
+        }
+        let mut index = HashMap::with_capacity(n);
+        for i in 0..n {
+            index.insert(
+                Config::from_slice(&configs[i * dims..(i + 1) * dims]),
+                i as ConfigId,
+            );
+        }
+        // Features: each parameter with more than one value becomes one coordinate in [0, 1],
+        // its value's rank (numeric order when all values are numbers, list order otherwise).
+        let mut ranks: Vec<Option<Vec<f64>>> = Vec::with_capacity(dims);
+        for p in &params {
+            let k = p.values.len();
+            if k < 2 {
+                ranks.push(None);
+                continue;
+            }
+            let mut order: Vec<usize> = (0..k).collect();
+            let nums: Option<Vec<f64>> = p
+                .values
+                .iter()
+                .map(|v| match v {
+                    Value::Int(i) => Some(*i as f64),
+                    Value::Float(f) => Some(*f),
+                    Value::Bool(b) => Some(f64::from(u8::from(*b))),
+                    Value::Str(_) => None,
+                })
+                .collect();
+            if let Some(nums) = nums {
+                order.sort_by(|&a, &b| nums[a].total_cmp(&nums[b]));
+            }
+            let mut r = vec![0.0; k];
+            for (rank, &vi) in order.iter().enumerate() {
+                r[vi] = rank as f64 / (k - 1) as f64;
+            }
+            ranks.push(Some(r));
+        }
+        let feature_dims = ranks.iter().filter(|r| r.is_some()).count();
+        let mut features = Vec::with_capacity(n * feature_dims);
+        for i in 0..n {
+            for (j, r) in ranks.iter().enumerate() {
+                if let Some(r) = r {
+                    features.push(r[usize::from(configs[i * dims + j])]);
+                }
+            }
+        }
+        Ok(Self {
+            params,
+            restrictions,
+            dims,
+            configs,
+            index,
+            features,
+            feature_dims,
+        })
+    }
+
+    /// Number of valid configurations.
+    pub fn len(&self) -> usize {
+        if self.dims == 0 {
+            0
+        } else {
+            self.configs.len() / self.dims
+        }
+    }
+
+    /// True when no configuration is valid.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The parameters, in configuration order.
+    pub fn params(&self) -> &[Parameter] {
+        &self.params
+    }
+
+    /// The compiled restrictions (empty for a space given by its valid set).
+    pub fn restrictions(&self) -> &[Restriction] {
+        &self.restrictions
+    }
+
+    /// The value indices of configuration `id`. Panics if `id >= len()`.
+    pub fn config(&self, id: ConfigId) -> &[u16] {
+        let i = id as usize * self.dims;
+        &self.configs[i..i + self.dims]
+    }
+
+    /// The values of configuration `id`.
+    pub fn values(&self, id: ConfigId) -> Vec<Value> {
+        self.config(id)
+            .iter()
+            .zip(&self.params)
+            .map(|(&i, p)| p.values[usize::from(i)].clone())
+            .collect()
+    }
+
+    /// The id of a configuration, or `None` if it is not in the valid set.
+    pub fn id_of(&self, config: &[u16]) -> Option<ConfigId> {
+        self.index.get(config).copied()
+    }
+
+    /// True when every restriction holds for `config` (it need not be in the valid set; a
+    /// space given by its valid set has no restrictions and accepts any well-formed config).
+    pub fn satisfies(&self, config: &[u16]) -> bool {
+        if config.len() != self.dims {
+            return false;
+        }
+        let vals: Vec<Value> = config
+            .iter()
+            .zip(&self.params)
+            .map(|(&i, p)| p.values[usize::from(i)].clone())
+            .collect();
+        self.restrictions.iter().all(|r| r.holds(&vals))
+    }
+
+    /// A uniformly drawn valid configuration. Panics on an empty space.
+    pub fn sample<R: Rng>(&self, rng: &mut R) -> ConfigId {
+        rng.gen_range(0..self.len() as ConfigId)
+    }
+
+    /// The valid neighbours of `id`, in parameter then value order.
+    pub fn neighbours(&self, id: ConfigId, kind: Neighbourhood) -> Vec<ConfigId> {
+        let mut out = Vec::new();
+        self.for_each_neighbour(id, kind, |n| out.push(n));
+        out
+    }
+
+    /// Calls `f` on every valid neighbour of `id`.
+    pub fn for_each_neighbour(
+        &self,
+        id: ConfigId,
+        kind: Neighbourhood,
+        mut f: impl FnMut(ConfigId),
+    ) {
+        let mut c = Config::from_slice(self.config(id));
+        for j in 0..self.dims {
+            let orig = c[j];
+            let k = self.params[j].values.len() as u16;
+            let mut visit = |v: u16, c: &mut Config| {
+                c[j] = v;
+                if let Some(&n) = self.index.get(c) {
+                    f(n);
+                }
+            };
+            match kind {
+                Neighbourhood::Hamming => {
+                    for v in (0..k).filter(|&v| v != orig) {
+                        visit(v, &mut c);
+                    }
+                }
+                Neighbourhood::Adjacent => {
+                    if orig > 0 {
+                        visit(orig - 1, &mut c);
+                    }
+                    if orig + 1 < k {
+                        visit(orig + 1, &mut c);
+                    }
+                }
+            }
+            c[j] = orig;
+        }
+    }
+
+    /// Number of feature coordinates (parameters with more than one value).
+    pub fn feature_dims(&self) -> usize {
+        self.feature_dims
+    }
+
+    /// Configuration `id` as a point in `[0, 1]^feature_dims()`: each varying parameter's value
+    /// rank, scaled. Models (the Gaussian process) and distances work on these.
+    pub fn features(&self, id: ConfigId) -> &[f64] {
+        let i = id as usize * self.feature_dims;
+        &self.features[i..i + self.feature_dims]
+    }
+
+    /// Number of parameters on which two configurations differ.
+    pub fn hamming(&self, a: ConfigId, b: ConfigId) -> usize {
+        self.config(a)
+            .iter()
+            .zip(self.config(b))
+            .filter(|(x, y)| x != y)
+            .count()
+    }
+}
+
+fn check_params(params: &[Parameter]) -> Result<(), SpaceError> {
+    for (i, p) in params.iter().enumerate() {
+        if p.values.is_empty() || p.values.len() > usize::from(u16::MAX) {
+            return Err(SpaceError::BadParameter(p.name.clone()));
+        }
+        if params[..i].iter().any(|q| q.name == p.name) {
+            return Err(SpaceError::DuplicateParameter(p.name.clone()));
+        }
+    }
+    Ok(())
+}
+
+fn enumerate_rec(
+    params: &[Parameter],
+    rs: &[Restriction],
+    by_depth: &[Vec<usize>],
+    depth: usize,
+    cur: &mut Vec<Value>,
+    idx: &mut Vec<u16>,
+    out: &mut Vec<u16>,
+) {
+    let p = &params[depth];
+    for (vi, v) in p.values.iter().enumerate() {
+        cur[depth] = v.clone();
+        idx[depth] = vi as u16;
+        if !by_depth[depth].iter().all(|&r| rs[r].holds(cur)) {
+            continue;
+        }
+        if depth + 1 == params.len() {
+            out.extend_from_slice(idx);
+        } else {
+            enumerate_rec(params, rs, by_depth, depth + 1, cur, idx, out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn demo() -> Space {
+        Space::enumerate(
+            vec![
+                Parameter::ints("bx", &[16, 32, 64, 128]),
+                Parameter::ints("by", &[1, 2, 4, 8]),
+                Parameter::ints("pad", &[0, 1]),
+            ],
+            &[
+                "32 <= bx * by <= 256".to_string(),
+                "pad == 0 or bx % 32 != 0".to_string(),
+            ],
+            &HashMap::new(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn enumeration_matches_brute_force() {
+        let s = demo();
+        let mut count = 0;
+        for bx in [16, 32, 64, 128] {
+            for by in [1, 2, 4, 8] {
+                for pad in [0, 1] {
+                    if (32..=256).contains(&(bx * by)) && (pad == 0 || bx % 32 != 0) {
+                        count += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(s.len(), count);
+        for id in 0..s.len() as ConfigId {
+            assert!(s.satisfies(s.config(id)));
+            assert_eq!(s.id_of(s.config(id)), Some(id));
+        }
+    }
+
+    #[test]
+    fn neighbours_are_valid_and_differ_in_one_parameter() {
+        let s = demo();
+        for id in 0..s.len() as ConfigId {
+            for kind in [Neighbourhood::Hamming, Neighbourhood::Adjacent] {
+                for n in s.neighbours(id, kind) {
+                    assert!(s.satisfies(s.config(n)));
+                    assert_eq!(s.hamming(id, n), 1);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sampling_covers_the_valid_set() {
+        let s = demo();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let mut seen = vec![false; s.len()];
+        for _ in 0..2000 {
+            seen[s.sample(&mut rng) as usize] = true;
+        }
+        assert!(seen.iter().all(|&b| b));
+    }
+}

@@ -1,0 +1,257 @@
+//! The ask/tell [`Strategy`] trait, the shared [`History`], and the [`Driver`] that owns the loop.
+
+use std::time::{Duration, Instant};
+
+use crate::space::{ConfigId, Space};
+
+/// The outcome of measuring one configuration: its objective (lower is better), or `None` when
+/// it failed to compile or run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Observation {
+    /// Which configuration.
+    pub id: ConfigId,
+    /// Its objective, or `None` for a failure.
+    pub value: Option<f64>,
+}
+
+/// Everything measured so far in one search, in the order first measured.
+#[derive(Debug, Clone)]
+pub struct History {
+    measured: Vec<bool>,
+    observations: Vec<Observation>,
+    best: Option<Observation>,
+    worst: Option<f64>,
+}
+
+impl History {
+    /// An empty history for a space of `n` configurations.
+    pub fn new(n: usize) -> Self {
+        Self {
+            measured: vec![false; n],
+            observations: Vec::new(),
+            best: None,
+            worst: None,
+        }
+    }
+
+    /// True when `id` has been measured (successfully or not).
+    pub fn is_measured(&self, id: ConfigId) -> bool {
+        self.measured[id as usize]
+    }
+
+    /// Observations in the order measured.
+    pub fn observations(&self) -> &[Observation] {
+        &self.observations
+    }
+
+    /// Number of unique configurations measured, failures included.
+    pub fn len(&self) -> usize {
+        self.observations.len()
+    }
+
+    /// True when nothing has been measured.
+    pub fn is_empty(&self) -> bool {
+        self.observations.is_empty()
+    }
+
+    /// Number of configurations not yet measured.
+    pub fn remaining(&self) -> usize {
+        self.measured.len() - self.observations.len()
+    }
+
+    /// The best successful observation so far.
+    pub fn best(&self) -> Option<Observation> {
+        self.best
+    }
+
+    /// The worst successful objective so far.
+    pub fn worst(&self) -> Option<f64> {
+        self.worst
+    }
+
+    /// Records an observation. Returns false (and records nothing) if `id` was already measured.
+    pub fn record(&mut self, obs: Observation) -> bool {
+        let slot = &mut self.measured[obs.id as usize];
+        if *slot {
+            return false;
+        }
+        *slot = true;
+        self.observations.push(obs);
+        if let Some(v) = obs.value {
+            if self.best.and_then(|b| b.value).is_none_or(|b| v < b) {
+                self.best = Some(obs);
+            }
+            if self.worst.is_none_or(|w| v > w) {
+                self.worst = Some(v);
+            }
+        }
+        true
+    }
+}
+
+/// What a strategy sees when asked: the space and everything measured so far.
+#[derive(Debug, Clone, Copy)]
+pub struct SearchContext<'a> {
+    /// The space searched.
+    pub space: &'a Space,
+    /// All measurements so far, whoever proposed them.
+    pub history: &'a History,
+}
+
+/// A search strategy in ask/tell form.
+///
+/// Contract:
+/// - [`Strategy::ask`] returns at most `n` distinct ids of the space that are not yet measured
+///   (`!ctx.history.is_measured(id)`); fewer, or none, only when it has nothing left to propose.
+///   The driver discards anything else, but such proposals are bugs.
+/// - [`Strategy::tell`] receives the results of the previous ask — in any order, possibly only
+///   some of them, failures as `value: None` — after they were recorded in the history. It
+///   may also receive results it did not propose (an ensemble shares them).
+/// - Given the same seed at construction and the same sequence of calls, a strategy makes the
+///   same proposals: no clocks, no thread-dependent state, no unseeded randomness.
+pub trait Strategy {
+    /// A short stable name, used in traces and reports.
+    fn name(&self) -> &str;
+
+    /// Proposes up to `n` unmeasured configurations to measure next (a batch, for parallel
+    /// measurement).
+    fn ask(&mut self, ctx: &SearchContext<'_>, n: usize) -> Vec<ConfigId>;
+
+    /// Learns from measured results.
+    fn tell(&mut self, ctx: &SearchContext<'_>, results: &[Observation]);
+}
+
+/// Something that measures configurations: a replay table, a simulator or real hardware.
+pub trait Objective {
+    /// Measures each id of `batch`, returning one result per id in the same order (`None` for
+    /// a failure).
+    fn measure(&mut self, space: &Space, batch: &[ConfigId]) -> Vec<Option<f64>>;
+}
+
+impl<F: FnMut(&Space, ConfigId) -> Option<f64>> Objective for F {
+    fn measure(&mut self, space: &Space, batch: &[ConfigId]) -> Vec<Option<f64>> {
+        batch.iter().map(|&id| self(space, id)).collect()
+    }
+}
+
+/// Why a search stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The budget of unique measured configurations was used up.
+    BudgetExhausted,
+    /// Every valid configuration has been measured.
+    SpaceExhausted,
+    /// The time limit passed.
+    TimeLimit,
+    /// The strategy proposed nothing new.
+    StrategyExhausted,
+}
+
+/// The result of a search.
+#[derive(Debug, Clone)]
+pub struct SearchOutcome {
+    /// Everything measured, in order.
+    pub history: History,
+    /// Why the loop ended.
+    pub stop: StopReason,
+    /// Proposals the driver discarded (invalid ids, repeats); zero for a correct strategy.
+    pub discarded: usize,
+}
+
+/// Owns the search loop: the budget, batch size, time limit and the stop reason.
+#[derive(Debug, Clone)]
+pub struct Driver {
+    /// Maximum number of unique configurations measured, failures included (Kernel Tuner's
+    /// `max_fevals`).
+    pub budget: usize,
+    /// Configurations asked for per round.
+    pub batch: usize,
+    /// Wall-clock limit for the whole search, if any (makes runs non-reproducible when hit).
+    pub time_limit: Option<Duration>,
+}
+
+impl Driver {
+    /// A driver with the given budget, batch size 1 and no time limit.
+    pub fn new(budget: usize) -> Self {
+        Self {
+            budget,
+            batch: 1,
+            time_limit: None,
+        }
+    }
+
+    /// Runs `strategy` on `space`, measuring with `objective`, until a stop reason applies.
+    /// Never measures more than `budget` configurations, nor any configuration twice.
+    pub fn run(
+        &self,
+        space: &Space,
+        strategy: &mut dyn Strategy,
+        objective: &mut dyn Objective,
+    ) -> SearchOutcome {
+        let start = Instant::now();
+        let mut history = History::new(space.len());
+        let mut discarded = 0;
+        let stop = loop {
+            if history.len() >= self.budget {
+                break StopReason::BudgetExhausted;
+            }
+            if history.remaining() == 0 {
+                break StopReason::SpaceExhausted;
+            }
+            if self.time_limit.is_some_and(|t| start.elapsed() >= t) {
+                break StopReason::TimeLimit;
+            }
+            let want = self
+                .batch
+                .max(1)
+                .min(self.budget - history.len())
+                .min(history.remaining());
+            let proposed = strategy.ask(
+                &SearchContext {
+                    space,
+                    history: &history,
+                },
+                want,
+            );
+            let mut batch: Vec<ConfigId> = Vec::with_capacity(want);
+            for id in proposed {
+                if batch.len() < want
+                    && (id as usize) < space.len()
+                    && !history.is_measured(id)
+                    && !batch.contains(&id)
+                {
+                    batch.push(id);
+                } else {
+                    discarded += 1;
+                }
+            }
+            if batch.is_empty() {
+                break StopReason::StrategyExhausted;
+            }
+            let values = objective.measure(space, &batch);
+            let results: Vec<Observation> = batch
+                .iter()
+                .zip(values)
+                .map(|(&id, value)| Observation {
+                    id,
+                    value: value.filter(|v| v.is_finite()),
+                })
+                .collect();
+            for &r in &results {
+                history.record(r);
+            }
+            strategy.tell(
+                &SearchContext {
+                    space,
+                    history: &history,
+                },
+                &results,
+            );
+        };
+        SearchOutcome {
+            history,
+            stop,
+            discarded,
+        }
+    }
+}
