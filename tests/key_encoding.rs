@@ -416,7 +416,7 @@ fn descriptors_round_trip_msgpack() {
     assert_eq!(g.key().unwrap(), back.key().unwrap());
 }
 
-/// The worked example of `src/key/ENCODING.md`, rebuilt byte by byte from the document.
+/// The worked example of ARCHITECTURE.md ("Key encoding"), rebuilt byte by byte from the document.
 #[test]
 fn worked_example_matches_the_documented_bytes() {
     let hex =
@@ -441,7 +441,7 @@ fn worked_example_matches_the_documented_bytes() {
     assert_eq!(relu.key().unwrap().0, *blake3::hash(&bytes).as_bytes());
 }
 
-/// Attribute encodings from `ENCODING.md`: tags, zigzag LEB128 ints, f64 bits, sorted names.
+/// Attribute encodings from ARCHITECTURE.md ("Key encoding"): tags, zigzag LEB128 ints, f64 bits, sorted names.
 #[test]
 fn attribute_bytes_match_the_document() {
     let mut relu = OpDescriptor {
@@ -475,14 +475,14 @@ fn attribute_bytes_match_the_document() {
     assert_eq!(relu.key().unwrap().0, *blake3::hash(&b).as_bytes());
 }
 
-/// The graph-level option order in `ENCODING.md` is the order the code hashes.
+/// The graph-level option order in ARCHITECTURE.md ("Key encoding") is the order the code hashes.
 #[test]
 fn graph_option_order_matches_the_document() {
     let names: Vec<&str> = tunebank::key::options::graph_option_specs()
         .iter()
         .map(|s| s.name)
         .collect();
-    let doc = include_str!("../src/key/ENCODING.md");
+    let doc = include_str!("../ARCHITECTURE.md");
     let start = doc.find("in this order:").unwrap() + "in this order:".len();
     let end = start + doc[start..].find("```").unwrap();
     let documented: Vec<&str> = doc[start..end]

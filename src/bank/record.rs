@@ -1,6 +1,6 @@
 //! The bank record (DESIGN.md §5) and its checksummed binary encoding.
 //!
-//! The byte layout is specified in `FORMAT.md` beside this module; [`encode`] and [`decode`] are
+//! The byte layout is specified in ARCHITECTURE.md ("Bank storage format"); [`encode`] and [`decode`] are
 //! its only implementation. A damaged value is always an error naming its key, never a record.
 
 use std::collections::BTreeMap;
@@ -95,7 +95,7 @@ pub struct Record {
 /// The first four bytes of every encoded record.
 pub const RECORD_MAGIC: [u8; 4] = *b"TBRC";
 
-/// Length of the fixed header that precedes the body (see `FORMAT.md`).
+/// Length of the fixed header that precedes the body (see ARCHITECTURE.md ("Bank storage format")).
 pub const HEADER_LEN: usize = 48;
 
 /// Largest body length a record may declare (64 MiB): bigger values are treated as damage.

@@ -219,7 +219,7 @@ pub struct GraphNode {
 /// between tuning and conversion (DESIGN.md §4).
 ///
 /// The key is independent of node order and node names: nodes are hashed by their content and
-/// their producers, and the node hashes are sorted (see `ENCODING.md`). Graph input and graph
+/// their producers, and the node hashes are sorted (see ARCHITECTURE.md ("Key encoding")). Graph input and graph
 /// output order do matter.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GraphDescriptor {

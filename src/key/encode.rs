@@ -1,4 +1,4 @@
-//! The canonical, versioned key encoding (byte layout in `ENCODING.md`) streamed into blake3.
+//! The canonical, versioned key encoding (byte layout in ARCHITECTURE.md ("Key encoding")) streamed into blake3.
 //!
 //! Op keys are on the converter's hot path: encoding writes into a fixed stack buffer that is
 //! flushed into the hasher, with no heap allocation for ASCII op types.
@@ -68,7 +68,7 @@ pub enum KeyError {
     },
 }
 
-/// Fixed-size buffer in front of a blake3 hasher; the canonical primitives of `ENCODING.md`.
+/// Fixed-size buffer in front of a blake3 hasher; the canonical primitives of ARCHITECTURE.md ("Key encoding").
 pub(crate) struct Sink {
     hasher: blake3::Hasher,
     buf: [u8; 512],
@@ -179,7 +179,7 @@ fn float_bits(v: f64, attr: &str) -> Result<u64, KeyError> {
     Ok(if v == 0.0 { 0 } else { v.to_bits() })
 }
 
-/// Stable one-byte code of a dtype (`ENCODING.md`).
+/// Stable one-byte code of a dtype (ARCHITECTURE.md ("Key encoding")).
 pub fn dtype_code(d: DType) -> u8 {
     match d {
         DType::Float16 => 1,
@@ -195,7 +195,7 @@ pub fn dtype_code(d: DType) -> u8 {
     }
 }
 
-/// Stable one-byte code of a format (`ENCODING.md`).
+/// Stable one-byte code of a format (ARCHITECTURE.md ("Key encoding")).
 pub fn format_code(f: Format) -> u8 {
     match f {
         Format::NCHW => 1,
@@ -209,7 +209,7 @@ pub fn format_code(f: Format) -> u8 {
     }
 }
 
-/// Stable one-byte code of an impl mode (`ENCODING.md`).
+/// Stable one-byte code of an impl mode (ARCHITECTURE.md ("Key encoding")).
 pub fn impl_mode_code(m: ImplMode) -> u8 {
     match m {
         ImplMode::HighPrecision => 1,
@@ -219,7 +219,7 @@ pub fn impl_mode_code(m: ImplMode) -> u8 {
     }
 }
 
-/// Stable one-byte code of a cube math mode (`ENCODING.md`).
+/// Stable one-byte code of a cube math mode (ARCHITECTURE.md ("Key encoding")).
 pub fn cube_math_code(m: CubeMath) -> u8 {
     match m {
         CubeMath::Native => 0,
@@ -318,7 +318,7 @@ fn soc(sink: &mut Sink, s: &SocSpec) {
 }
 
 impl OpDescriptor {
-    /// The op's bank key: blake3 over the canonical encoding (`ENCODING.md`).
+    /// The op's bank key: blake3 over the canonical encoding (ARCHITECTURE.md ("Key encoding")).
     ///
     /// Pure: the same descriptor gives the same key in every process, on every platform. Fails
     /// when a float attribute is NaN or a dim is negative (an unresolved dynamic dim). Does not
@@ -417,7 +417,7 @@ impl GraphDescriptor {
         Ok(order)
     }
 
-    /// The subgraph's bank key (`ENCODING.md`): the SoC, the graph inputs, the sorted multiset
+    /// The subgraph's bank key (ARCHITECTURE.md ("Key encoding")): the SoC, the graph inputs, the sorted multiset
     /// of node hashes (each node's op type, attrs, outputs and the hashes of its producers, so
     /// neither node order nor node names matter), the graph outputs, and every graph-level
     /// option with absent ones normalised to their defaults.
@@ -480,7 +480,7 @@ impl GraphDescriptor {
 }
 
 impl GradientDescriptor {
-    /// The gradient-split key (`ENCODING.md`): SoC, model structure, gradient sizes in order,
+    /// The gradient-split key (ARCHITECTURE.md ("Key encoding")): SoC, model structure, gradient sizes in order,
     /// world size.
     pub fn key(&self) -> Result<BankKey, KeyError> {
         let mut sink = Sink::new();

@@ -4,7 +4,7 @@
 //! Flow: [`ResolvedOptions::from_args`] validates the options a user gave; a converter turns
 //! each op of a model into an [`OpTemplate`] and calls [`derive_op_keys`], which yields one
 //! static [`OpDescriptor`] and its [`BankKey`] per dynamic profile. The byte layout of keys is
-//! in `ENCODING.md` beside this module.
+//! in ARCHITECTURE.md ("Key encoding").
 //!
 //! ```
 //! use tunebank::key::{derive_op_keys, DType, FsReader, OpTemplate, Profile, ResolvedOptions, TemplateTensor};

@@ -1,7 +1,7 @@
 //! Resolution: an op as a model has it ([`OpTemplate`]) plus resolved options and a SoC give one
 //! static [`OpDescriptor`] per dynamic profile, with its key.
 //!
-//! Semantics (documented in `ENCODING.md`, "Resolution"): `input_shape` replaces the shapes of
+//! Semantics (documented in ARCHITECTURE.md, "Resolution"): `input_shape` replaces the shapes of
 //! tensors fed by named graph inputs; the dynamic option fills -1 dims per profile; the
 //! precision options pick each float tensor's dtype; `op_select_implmode`,
 //! `optypelist_for_implmode` and `op_precision_mode` pick the impl mode; `input_format` and the

@@ -3,7 +3,7 @@
 //!
 //! Backends: [`RedbStore`] (the default; one file shared by many processes) and, behind the
 //! `sled` cargo feature, `SledStore` (one process at a time). Their tables are specified in
-//! `bank/FORMAT.md`; `tests/store_conformance.rs` holds both to the [`Store`] contract.
+//! ARCHITECTURE.md ("Bank storage format"); `tests/store_conformance.rs` holds both to the [`Store`] contract.
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;

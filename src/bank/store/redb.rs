@@ -3,7 +3,7 @@
 //! The file is opened in redb's `ConcurrencyMode::MultiWriter`: every process may read and write,
 //! write transactions are serialised across processes by a file lock, and every commit is made
 //! durable with a two-phase commit before it becomes visible. Tables and their types are listed in
-//! `FORMAT.md`.
+//! ARCHITECTURE.md ("Bank storage format").
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The optional sled backend (cargo feature `sled`): one directory per bank, one process at a time.
 //!
 //! sled locks its directory exclusively, so a second process opening the same bank gets
-//! [`StoreError::Busy`]. Trees and their key encodings are listed in `FORMAT.md`.
+//! [`StoreError::Busy`]. Trees and their key encodings are listed in ARCHITECTURE.md ("Bank storage format").
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
