@@ -136,7 +136,7 @@ pub fn record(i: u64) -> Record {
     }
 }
 
-/// Path of a cached bench bank holding records `0..n`; built (in batches of 10,000, into a
+/// Path of a cached bench bank holding records `0..n`; built (in batches of 100,000, into a
 /// temporary file renamed into place) the first time it is asked for.
 pub fn ensure_bank(n: u64) -> PathBuf {
     let dir = bench_dir();
@@ -156,7 +156,7 @@ pub fn ensure_bank(n: u64) -> PathBuf {
         .no_default_builtin()
         .open()
         .expect("open bench bank");
-    let batch = 10_000;
+    let batch = 100_000;
     let mut start = 0;
     while start < n {
         let end = (start + batch).min(n);
