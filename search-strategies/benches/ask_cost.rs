@@ -1,1 +1,108 @@
-fn main() {}
+//! Cost of one `ask` with 500 observations in the history.
+//!
+//! Run: `cargo bench -p search-strategies --bench ask_cost`.
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use search_strategies::bayes::BayesOpt;
+use search_strategies::ensemble::Ensemble;
+use search_strategies::gp::{fit_hyper, Hyper};
+use search_strategies::{
+    ConfigId, History, Observation, Parameter, SearchContext, Space, Strategy,
+};
+
+/// A 10-parameter space of about 30,000 valid configurations (GEMM-like).
+fn space() -> Space {
+    Space::enumerate(
+        vec![
+            Parameter::ints("mwg", &[16, 32, 64, 128]),
+            Parameter::ints("nwg", &[16, 32, 64, 128]),
+            Parameter::ints("mdimc", &[8, 16, 32]),
+            Parameter::ints("ndimc", &[8, 16, 32]),
+            Parameter::ints("mdima", &[8, 16, 32]),
+            Parameter::ints("ndimb", &[8, 16, 32]),
+            Parameter::ints("vwm", &[1, 2, 4, 8]),
+            Parameter::ints("vwn", &[1, 2, 4, 8]),
+            Parameter::ints("sa", &[0, 1]),
+            Parameter::ints("sb", &[0, 1]),
+        ],
+        &[
+            "mwg % (mdimc * vwm) == 0".to_string(),
+            "nwg % (ndimc * vwn) == 0".to_string(),
+        ],
+        &Default::default(),
+    )
+    .expect("valid space")
+}
+
+fn history(space: &Space, n: usize) -> History {
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut h = History::new(space.len());
+    while h.len() < n {
+        let id: ConfigId = space.sample(&mut rng);
+        let f = space.features(id);
+        let v = 1.0
+            + f.iter()
+                .enumerate()
+                .map(|(i, x)| (x - 0.1 * i as f64).powi(2))
+                .sum::<f64>();
+        let value = (rng.gen::<f64>() > 0.05).then_some(v);
+        h.record(Observation { id, value });
+    }
+    h
+}
+
+fn bench(c: &mut Criterion) {
+    let space = space();
+    let hist = history(&space, 500);
+    let ctx = SearchContext {
+        space: &space,
+        history: &hist,
+    };
+    eprintln!(
+        "space: {} valid configurations, history: {}",
+        space.len(),
+        hist.len()
+    );
+
+    // Steady state: hyperparameters already fitted (they are refitted every ~n/6 observations).
+    let mut warm = BayesOpt::new(1);
+    let _ = warm.ask(&ctx, 1);
+    c.bench_function("bayes_opt ask @500 observations", |b| {
+        b.iter_batched(
+            || warm.clone(),
+            |mut s| s.ask(&ctx, 1),
+            BatchSize::SmallInput,
+        )
+    });
+
+    // The periodic hyperparameter refit (80 training points, 10 features), amortised over
+    // max(8, n/6) observations by BayesOpt.
+    let d = space.feature_dims();
+    let ids: Vec<ConfigId> = hist.observations().iter().take(80).map(|o| o.id).collect();
+    let x: Vec<f64> = ids
+        .iter()
+        .flat_map(|&i| space.features(i).to_vec())
+        .collect();
+    let y: Vec<f64> = (0..80)
+        .map(|i| ((i * 37 % 17) as f64 - 8.0) / 5.0)
+        .collect();
+    c.bench_function("gp hyperparameter refit (80 points)", |b| {
+        b.iter(|| fit_hyper(&x, d, &y, &Hyper::isotropic(d, 0.5, 1e-3), 30))
+    });
+
+    c.bench_function(
+        "ensemble cold ask @500 observations (includes the first GP fit)",
+        |b| {
+            b.iter_batched(
+                || Ensemble::default_arms(1),
+                |mut s| s.ask(&ctx, 1),
+                BatchSize::SmallInput,
+            )
+        },
+    );
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

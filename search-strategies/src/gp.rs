@@ -2,6 +2,8 @@
 //! Cholesky solve, marginal-likelihood fit of the length scales and noise with argmin's L-BFGS
 //! on the analytic gradient, and expected improvement.
 
+use std::cell::{Cell, RefCell};
+
 use argmin::core::{CostFunction, Error as ArgminError, Executor, Gradient};
 use argmin::solver::linesearch::MoreThuenteLineSearch;
 use argmin::solver::quasinewton::LBFGS;
@@ -210,101 +212,144 @@ struct Likelihood<'a> {
     x: &'a [f64],
     d: usize,
     y: &'a [f64],
+    /// Evaluations so far, and the best `(cost, params)` seen: the fit stops with an error
+    /// after [`MAX_EVALS`] evaluations and keeps the best point, so it always terminates.
+    evals: &'a Cell<usize>,
+    best: &'a RefCell<Option<(f64, Vec<f64>)>>,
 }
 
-/// Bounds of the log length scales and log noise, and the weak prior that keeps the fit sane
-/// with few points: log length scales ~ N(ln 0.5, 1.5²).
+type BestPoint = RefCell<Option<(f64, Vec<f64>)>>;
+
+/// Ranges of the log length scales and log noise. The optimiser works on unbounded `u` with
+/// `log θ = lo + (hi − lo)·sigmoid(u)`, so every point it tries is inside the box.
 const LOG_L: (f64, f64) = (-4.0, 3.0);
 const LOG_NOISE: (f64, f64) = (-11.0, 0.0);
+/// A weak prior that keeps the fit sane with few points: log length scales ~ N(ln 0.5, 1.5²).
 const PRIOR_MEAN: f64 = -0.693;
 const PRIOR_VAR: f64 = 2.25;
+const MAX_EVALS: usize = 150;
+
+fn sigmoid(u: f64) -> f64 {
+    1.0 / (1.0 + (-u).exp())
+}
+
+fn bounds(j: usize, d: usize) -> (f64, f64) {
+    if j < d {
+        LOG_L
+    } else {
+        LOG_NOISE
+    }
+}
+
+/// Unbounded optimiser coordinates → log hyperparameters.
+fn to_log(u: &[f64]) -> Vec<f64> {
+    let d = u.len() - 1;
+    u.iter()
+        .enumerate()
+        .map(|(j, &v)| {
+            let (lo, hi) = bounds(j, d);
+            lo + (hi - lo) * sigmoid(v)
+        })
+        .collect()
+}
+
+/// Log hyperparameters → unbounded optimiser coordinates.
+fn from_log(p: &[f64]) -> Vec<f64> {
+    let d = p.len() - 1;
+    p.iter()
+        .enumerate()
+        .map(|(j, &v)| {
+            let (lo, hi) = bounds(j, d);
+            let t = ((v - lo) / (hi - lo)).clamp(1e-6, 1.0 - 1e-6);
+            (t / (1.0 - t)).ln()
+        })
+        .collect()
+}
 
 fn hyper_from(p: &[f64]) -> Hyper {
     let d = p.len() - 1;
     Hyper {
-        lengthscales: p[..d]
-            .iter()
-            .map(|v| v.clamp(LOG_L.0, LOG_L.1).exp())
-            .collect(),
-        noise: p[d].clamp(LOG_NOISE.0, LOG_NOISE.1).exp(),
+        lengthscales: p[..d].iter().map(|v| v.exp()).collect(),
+        noise: p[d].exp(),
     }
 }
 
 impl Likelihood<'_> {
-    /// Penalised negative log marginal likelihood (no gradient: one Cholesky).
-    fn value(&self, p: &[f64]) -> f64 {
-        let d = self.d;
-        let mut penalty = 0.0;
-        for (j, &(lo, hi)) in std::iter::repeat_n(&LOG_L, d)
-            .chain(std::iter::once(&LOG_NOISE))
-            .enumerate()
-        {
-            if j < d {
-                let t = p[j] - PRIOR_MEAN;
-                penalty += 0.5 * t * t / PRIOR_VAR;
-            }
-            let c = p[j].clamp(lo, hi);
-            penalty += 10.0 * (p[j] - c) * (p[j] - c);
+    fn new<'a>(
+        x: &'a [f64],
+        d: usize,
+        y: &'a [f64],
+        evals: &'a Cell<usize>,
+        best: &'a BestPoint,
+    ) -> Likelihood<'a> {
+        Likelihood {
+            x,
+            d,
+            y,
+            evals,
+            best,
         }
-        Gp::fit(self.x, d, self.y, hyper_from(p)).map_or(1e12, |g| g.nll()) + penalty
     }
 
-    /// Penalised negative log marginal likelihood and its gradient in log-parameter space.
+    fn prior(&self, p: &[f64]) -> f64 {
+        p[..self.d]
+            .iter()
+            .map(|v| 0.5 * (v - PRIOR_MEAN) * (v - PRIOR_MEAN) / PRIOR_VAR)
+            .sum()
+    }
+
+    fn note(&self, cost: f64, u: &[f64]) -> Result<(), ArgminError> {
+        if cost.is_finite() && self.best.borrow().as_ref().is_none_or(|b| cost < b.0) {
+            *self.best.borrow_mut() = Some((cost, u.to_vec()));
+        }
+        let n = self.evals.get() + 1;
+        self.evals.set(n);
+        if n > MAX_EVALS || u.iter().any(|v| !v.is_finite()) {
+            return Err(ArgminError::msg("hyperparameter fit stopped"));
+        }
+        Ok(())
+    }
+
+    /// Penalised negative log marginal likelihood at log hyperparameters `p` (one Cholesky).
+    fn value(&self, p: &[f64]) -> f64 {
+        Gp::fit(self.x, self.d, self.y, hyper_from(p)).map_or(1e12, |g| g.nll()) + self.prior(p)
+    }
+
+    /// Penalised negative log marginal likelihood and its gradient, both in log-parameter space.
     fn value_and_gradient(&self, p: &[f64]) -> (f64, Vec<f64>) {
         let d = self.d;
         let n = self.y.len();
         let h = hyper_from(p);
         let mut grad = vec![0.0; d + 1];
-        let mut penalty = 0.0;
         for j in 0..d {
-            let t = p[j] - PRIOR_MEAN;
-            penalty += 0.5 * t * t / PRIOR_VAR;
-            grad[j] += t / PRIOR_VAR;
-        }
-        for (j, &(lo, hi)) in std::iter::repeat_n(&LOG_L, d)
-            .chain(std::iter::once(&LOG_NOISE))
-            .enumerate()
-        {
-            let c = p[j].clamp(lo, hi);
-            penalty += 10.0 * (p[j] - c) * (p[j] - c);
-            grad[j] += 20.0 * (p[j] - c);
+            grad[j] += (p[j] - PRIOR_MEAN) / PRIOR_VAR;
         }
         let Some(gp) = Gp::fit(self.x, d, self.y, h.clone()) else {
             return (1e12, grad);
         };
         // W = K^-1 - alpha alpha^T; dNLL/dθ = 0.5 tr(W dK/dθ).
         let kinv = inverse_from_cholesky(&gp.chol, n);
-        let inside = |j: usize, lo: f64, hi: f64| p[j] > lo && p[j] < hi;
         let mut trace_noise = 0.0;
         for i in 0..n {
             trace_noise += kinv[i * n + i] - gp.alpha[i] * gp.alpha[i];
         }
-        if inside(d, LOG_NOISE.0, LOG_NOISE.1) {
-            grad[d] += 0.5 * trace_noise * h.noise;
-        }
+        grad[d] += 0.5 * trace_noise * h.noise;
         let inv_l = &gp.inv_l;
-        let mut gl = vec![0.0; d];
         for i in 0..n {
             let xi = &self.x[i * d..(i + 1) * d];
             for k in 0..i {
                 let xk = &self.x[k * d..(k + 1) * d];
                 let r = scaled_dist(xi, xk, inv_l);
                 let g = 5.0 / 3.0 * (1.0 + SQRT5 * r) * (-SQRT5 * r).exp();
-                let w = kinv[i * n + k] - gp.alpha[i] * gp.alpha[k];
                 // Both (i, k) and (k, i): factor 2, times 0.5 from the formula.
-                let f = w * g;
+                let f = (kinv[i * n + k] - gp.alpha[i] * gp.alpha[k]) * g;
                 for j in 0..d {
                     let t = (xi[j] - xk[j]) * inv_l[j];
-                    gl[j] += f * t * t;
+                    grad[j] += f * t * t;
                 }
             }
         }
-        for j in 0..d {
-            if inside(j, LOG_L.0, LOG_L.1) {
-                grad[j] += gl[j];
-            }
-        }
-        (gp.nll() + penalty, grad)
+        (gp.nll() + self.prior(p), grad)
     }
 }
 
@@ -312,8 +357,14 @@ impl CostFunction for Likelihood<'_> {
     type Param = Vec<f64>;
     type Output = f64;
 
-    fn cost(&self, p: &Self::Param) -> Result<f64, ArgminError> {
-        Ok(self.value(p))
+    fn cost(&self, u: &Self::Param) -> Result<f64, ArgminError> {
+        let c = if u.iter().all(|v| v.is_finite()) {
+            self.value(&to_log(u))
+        } else {
+            f64::INFINITY
+        };
+        self.note(c, u)?;
+        Ok(c)
     }
 }
 
@@ -321,32 +372,46 @@ impl Gradient for Likelihood<'_> {
     type Param = Vec<f64>;
     type Gradient = Vec<f64>;
 
-    fn gradient(&self, p: &Self::Param) -> Result<Vec<f64>, ArgminError> {
-        Ok(self.value_and_gradient(p).1)
+    fn gradient(&self, u: &Self::Param) -> Result<Vec<f64>, ArgminError> {
+        if u.iter().any(|v| !v.is_finite()) {
+            return Err(ArgminError::msg("non-finite hyperparameters"));
+        }
+        let p = to_log(u);
+        let (c, g) = self.value_and_gradient(&p);
+        self.note(c, u)?;
+        let d = self.d;
+        // Chain rule through log θ = lo + (hi − lo)·sigmoid(u).
+        Ok(g.iter()
+            .zip(u)
+            .enumerate()
+            .map(|(j, (gj, &uj))| {
+                let (lo, hi) = bounds(j, d);
+                let s = sigmoid(uj);
+                gj * (hi - lo) * s * (1.0 - s)
+            })
+            .collect())
     }
 }
 
 /// Fits the length scales and noise by maximising the (weakly regularised) marginal likelihood
-/// with L-BFGS from `start`. Deterministic; at most `max_iters` iterations; returns `start`
-/// if the optimiser fails or does not improve on it.
+/// with L-BFGS from `start`. Deterministic; at most `max_iters` iterations and a bounded number
+/// of likelihood evaluations; returns the best point seen, or `start` if nothing improved on it.
 pub fn fit_hyper(x: &[f64], d: usize, y: &[f64], start: &Hyper, max_iters: u64) -> Hyper {
     let mut p0: Vec<f64> = start.lengthscales.iter().map(|l| l.ln()).collect();
     p0.push(start.noise.ln());
-    let problem = Likelihood { x, d, y };
-    let f0 = problem.value_and_gradient(&p0).0;
+    let u0 = from_log(&p0);
+    let evals = Cell::new(0);
+    let best: BestPoint = RefCell::new(None);
+    let problem = Likelihood::new(x, d, y, &evals, &best);
+    let f0 = problem.value(&to_log(&u0));
     let solver = LBFGS::new(MoreThuenteLineSearch::new(), 7);
-    match Executor::new(problem, solver)
-        .configure(|s| s.param(p0).max_iters(max_iters))
-        .run()
-    {
-        Ok(res) => {
-            let st = res.state();
-            match &st.best_param {
-                Some(p) if st.best_cost < f0 && st.best_cost.is_finite() => hyper_from(p),
-                _ => start.clone(),
-            }
-        }
-        Err(_) => start.clone(),
+    // Whether the solver finishes or is stopped, the best point seen is kept.
+    let _ = Executor::new(problem, solver)
+        .configure(|s| s.param(u0).max_iters(max_iters))
+        .run();
+    match best.into_inner() {
+        Some((c, u)) if c < f0 => hyper_from(&to_log(&u)),
+        _ => start.clone(),
     }
 }
 
@@ -436,7 +501,8 @@ mod tests {
             .flat_map(|i| [(i % 5) as f64 / 4.0, (i / 5) as f64 / 4.0])
             .collect();
         let y: Vec<f64> = (0..24).map(|i| ((i * 7 % 11) as f64 - 5.0) / 3.0).collect();
-        let lik = Likelihood { x: &x, d: 2, y: &y };
+        let (evals, best) = (Cell::new(0), RefCell::new(None));
+        let lik = Likelihood::new(&x, 2, &y, &evals, &best);
         let p = vec![-1.0, -0.5, -3.0];
         let (_, g) = lik.value_and_gradient(&p);
         for j in 0..3 {

@@ -153,7 +153,7 @@ impl Space {
         configs: Vec<u16>,
     ) -> Result<Self, SpaceError> {
         let dims = params.len();
-        let n = if dims == 0 { 0 } else { configs.len() / dims };
+        let n = configs.len().checked_div(dims).unwrap_or(0);
         if n > ConfigId::MAX as usize {
             return Err(SpaceError::TooLarge {
                 max: ConfigId::MAX as usize,
@@ -217,11 +217,7 @@ impl Space {
 
     /// Number of valid configurations.
     pub fn len(&self) -> usize {
-        if self.dims == 0 {
-            0
-        } else {
-            self.configs.len() / self.dims
-        }
+        self.configs.len().checked_div(self.dims).unwrap_or(0)
     }
 
     /// True when no configuration is valid.

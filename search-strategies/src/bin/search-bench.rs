@@ -108,7 +108,7 @@ fn run(args: Args) -> Result<(), String> {
                     r[i] = trace;
                 }
                 let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-                if d % 25 == 0 || d == tasks.len() {
+                if d.is_multiple_of(25) || d == tasks.len() {
                     eprintln!(
                         "[{d}/{}] {:.0}s  {} on {}",
                         tasks.len(),
