@@ -379,7 +379,6 @@ impl CubeTiling {
         let (ma, na, ka) = (p.ma(), p.na(), p.ka());
         let k0 = p.c0();
         let ws = p.working_set();
-        let rd = soc.core_read_bpc(ws);
         let wr = soc.core_write_bpc(ws);
         // Multi-core split; K is never split across cores.
         let sc_m = align(ma.div_ceil(t.block_dim_m), 16);
@@ -437,6 +436,47 @@ impl CubeTiling {
                 }
             }
         };
+        // Tiles of the busiest core: full tiles and tail tiles along M and N.
+        let m_tiles = sc_m.div_ceil(t.base_m);
+        let n_tiles = sc_n.div_ceil(t.base_n);
+        let m_sizes = [
+            (t.base_m, sc_m / t.base_m),
+            (sc_m % t.base_m, u64::from(sc_m % t.base_m > 0)),
+        ];
+        let n_sizes = [
+            (t.base_n, sc_n / t.base_n),
+            (sc_n % t.base_n, u64::from(sc_n % t.base_n > 0)),
+        ];
+        // Chip-wide bandwidth: every core's reads and writes share the L2 / memory.
+        let a_rows_reads = p.batch as f64
+            * na.div_ceil(sc_n) as f64
+            * (if t.iterate_order == 1 && a_full_k {
+                1.0
+            } else {
+                n_tiles as f64
+            })
+            * ma.div_ceil(sc_m) as f64
+            * m_sizes
+                .iter()
+                .map(|&(mt, c)| c as f64 * a_tile_bytes(mt))
+                .sum::<f64>();
+        let b_reads = p.batch as f64
+            * ma.div_ceil(sc_m) as f64
+            * (if t.iterate_order == 0 && b_full_k {
+                1.0
+            } else {
+                m_tiles as f64
+            })
+            * (na * ka) as f64
+            * s;
+        let reads = (a_rows_reads + b_reads).max(p.min_read_bytes() as f64);
+        let unique = p.min_read_bytes() as f64;
+        let rd = if soc.fits_l2(ws) {
+            soc.l2_read_bpc
+        } else {
+            let first = (unique / reads).clamp(0.0, 1.0);
+            1.0 / (first / soc.mem_read_bpc + (1.0 - first) / soc.l2_read_bpc)
+        };
         const DMA_BURST_OVERHEAD: f64 = 32.0;
         const DMA_ISSUE: f64 = 64.0;
         const K_STEP_OVERHEAD: f64 = 24.0;
@@ -487,17 +527,6 @@ impl CubeTiling {
             (kloop + TILE_OVERHEAD, fix)
         };
 
-        // Tiles of the busiest core: full tiles and tail tiles along M and N.
-        let m_tiles = sc_m.div_ceil(t.base_m);
-        let n_tiles = sc_n.div_ceil(t.base_n);
-        let m_sizes = [
-            (t.base_m, sc_m / t.base_m),
-            (sc_m % t.base_m, u64::from(sc_m % t.base_m > 0)),
-        ];
-        let n_sizes = [
-            (t.base_n, sc_n / t.base_n),
-            (sc_n % t.base_n, u64::from(sc_n % t.base_n > 0)),
-        ];
         let mut core = 0.0;
         let mut max_fix: f64 = 0.0;
         for &(mt, mc) in &m_sizes {
@@ -541,34 +570,17 @@ impl CubeTiling {
             }
         }
         let _ = (m_tiles, n_tiles);
-        const FILL: f64 = 300.0;
+        const FILL: f64 = 1200.0;
         let core_cycles = FILL + batches_per_core as f64 * core + max_fix;
         let core_us = core_cycles / (soc.clock_ghz * 1e3);
 
-        // Chip-wide bandwidth: every core's reads and writes share the L2 / memory.
-        let a_rows_reads = p.batch as f64
-            * na.div_ceil(sc_n) as f64
-            * (if t.iterate_order == 1 && a_full_k {
-                1.0
-            } else {
-                n_tiles as f64
-            })
-            * ma.div_ceil(sc_m) as f64
-            * m_sizes
-                .iter()
-                .map(|&(mt, c)| c as f64 * a_tile_bytes(mt))
-                .sum::<f64>();
-        let b_reads = p.batch as f64
-            * ma.div_ceil(sc_m) as f64
-            * (if t.iterate_order == 0 && b_full_k {
-                1.0
-            } else {
-                m_tiles as f64
-            })
-            * (na * ka) as f64
-            * s;
-        let reads = (a_rows_reads + b_reads).max(p.min_read_bytes() as f64);
-        let chip_read_us = reads / soc.chip_read_bw(ws) * 1e6;
+        // Re-reads hit the L2 even when the whole working set does not fit; first touches
+        // stream from main memory then.
+        let chip_read_us = if soc.fits_l2(ws) {
+            reads / soc.chip_read_bw(ws) * 1e6
+        } else {
+            (reads / soc.chip_read_bw(0)).max(unique / soc.chip_mem_bw) * 1e6
+        };
         let chip_write_us = p.c_bytes() as f64 / soc.chip_write_bw(ws) * 1e6;
         let _ = used_cores;
         core_us.max(chip_read_us).max(chip_write_us)

@@ -13,6 +13,7 @@
 //! overhead plus the roofline ([`SimRunner::roofline_us`]); more work with the same strategy is
 //! never faster; an invalid strategy is a `build_fail` naming the broken rule.
 
+pub mod calibration;
 pub mod conv;
 pub mod cube;
 pub mod ops;
@@ -95,7 +96,9 @@ impl SimRunner {
         (cube, vector)
     }
 
-    fn model(task: &TuningTask) -> Result<(OpModel, &'static SocModel, u32, u32), MeasureError> {
+    pub(crate) fn model(
+        task: &TuningTask,
+    ) -> Result<(OpModel, &'static SocModel, u32, u32), MeasureError> {
         let soc = Self::soc(task)?;
         let m = ops::model(task, soc, "sim")?;
         let (c, v) = Self::units(task, soc);
@@ -165,7 +168,7 @@ fn simulate_model(
 }
 
 /// SplitMix64: the noise generator's mixing step.
-fn splitmix(mut x: u64) -> u64 {
+pub(crate) fn splitmix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -54,7 +54,7 @@ pub struct VecTiling {
 
 const ISSUE: f64 = 64.0;
 const PASS_OVERHEAD: f64 = 12.0;
-const FILL: f64 = 300.0;
+const FILL: f64 = 1200.0;
 /// Per-core scheduling cost of a launch in µs: fewer cores start sooner.
 const PER_CORE_US: f64 = 0.01;
 
@@ -155,10 +155,10 @@ impl ElemProblem {
         let ws = (self.n as f64 * (self.in_bytes_per + self.out_bytes as f64)) as u64;
         let (rd, wr) = (soc.core_read_bpc(ws), soc.core_write_bpc(ws));
         let (block_len, tile_len) = self.lengths(t);
-        // The busiest core's element count: a full block, capped by what is left.
-        let mine = block_len.min(self.n);
-        let full = mine / tile_len;
-        let tail = mine % tile_len;
+        // Each core loops tileNum · bufferNum times over tiles of tileLength (the last ones
+        // padded), as Ascend C kernels do.
+        let _ = block_len;
+        let iters = t.tile * t.buffer_num;
         let tile_cycles = |len: u64| -> (f64, f64, f64) {
             let mte2 = ISSUE + len as f64 * self.in_bytes_per / rd;
             let vec = self.passes as f64
@@ -169,11 +169,7 @@ impl ElemProblem {
             let mte3 = ISSUE + (len * self.out_bytes) as f64 / wr;
             (mte2, vec, mte3)
         };
-        let cycles = stream(
-            &[(tile_len, full), (tail, u64::from(tail > 0))],
-            t,
-            tile_cycles,
-        );
+        let cycles = stream(&[(tile_len, iters)], t, tile_cycles);
         let core_us = (FILL + cycles) / (soc.vector_clock_ghz * 1e3);
         let chip_read = self.n as f64 * self.in_bytes_per / soc.chip_read_bw(ws) * 1e6;
         let chip_write = (self.n * self.out_bytes) as f64 / soc.chip_write_bw(ws) * 1e6;
