@@ -1,0 +1,66 @@
+//! Compares the simulated Ascend910B2's best MatMul time per shape with the 3,200 real times of
+//! CANN's MatMul tiling repository (`../shared/data/ascend/`, relative to the repository root).
+//!
+//! `cargo run --release --example sim_calibrate -- [SAMPLES] [EVERY]`: best of the default
+//! and SAMPLES random valid tilings per record (default 300), every EVERY-th record (default 1).
+
+use std::io::{BufRead, BufReader};
+
+use tunebank::measure::sim::calibration::{report, sim_default_and_best, CalibrationRecord};
+use tunebank::measure::sim::soc::ASCEND910B2;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let samples: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(300);
+    let every: usize = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(1);
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/ascend/repository_Ascend910B2_matmul.dev.jsonl.gz"
+    );
+    let file = std::fs::File::open(path)?;
+    let reader = BufReader::new(flate2::read::GzDecoder::new(file));
+    let mut triples = Vec::new();
+    let (mut lines, mut skipped) = (0, 0);
+    for (i, line) in reader.lines().enumerate() {
+        let line = line?;
+        lines += 1;
+        if i % every != 0 {
+            continue;
+        }
+        let Some(rec) = CalibrationRecord::from_json_line(&line) else {
+            skipped += 1;
+            continue;
+        };
+        let Some((d, best)) = sim_default_and_best(&rec.task(), samples, i as u64) else {
+            skipped += 1;
+            continue;
+        };
+        if std::env::var_os("CALIB_DUMP").is_some() {
+            eprintln!(
+                "{} {} {} {} {:.2} {:.2} {:.2}",
+                rec.batch, rec.m, rec.k, rec.n, best, d, rec.real_us
+            );
+        }
+        triples.push((best, d, rec.real_us));
+    }
+    let r = report(&triples, ASCEND910B2.launch_us);
+    println!(
+        "records read: {lines}, compared: {}, skipped: {skipped}",
+        r.records
+    );
+    println!("Spearman (sim best vs real): {:.3}", r.spearman);
+    println!("Spearman (sim default vs real): {:.3}", r.spearman_default);
+    let q = |x: [f64; 5]| {
+        format!(
+            "p10 {:.2}, p25 {:.2}, median {:.2}, p75 {:.2}, p90 {:.2}",
+            x[0], x[1], x[2], x[3], x[4]
+        )
+    };
+    println!("sim best / real: {}", q(r.ratio_quantiles));
+    println!(
+        "(sim best - launch {} µs) / real: {}",
+        ASCEND910B2.launch_us,
+        q(r.kernel_ratio_quantiles)
+    );
+    Ok(())
+}

@@ -1,0 +1,683 @@
+//! The CPU runner (`cpu`): real kernels on the host whose tiling comes from the strategy.
+//!
+//! Ops: MatMul/BatchMatMul/Gemm (packed GEMM: cache blocks `mc`/`kc`/`nc`, micro-tile, loop
+//! order, threads), Conv2D (`im2col` + that GEMM, or `direct`), Softmax and LayerNorm over the
+//! last axis (row block, vector lanes, threads), and elementwise Add/Sub/Mul/Relu/Sigmoid/Tanh/
+//! Gelu (tile length, threads). Everything computes in f32 whatever the task's dtypes; inputs
+//! are seeded uniform values in [−1, 1].
+//!
+//! Each candidate's output is checked against a plain f64 reference before its time counts
+//! (`precision_fail` otherwise). Then warm-up runs, timed repeats, samples in µs. Only one
+//! measurement runs at a time in a process (a global lock), so candidates do not compete.
+
+pub mod gemm;
+pub mod kernels;
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use search_strategies::{Parameter, Value};
+
+use self::gemm::{GemmTiling, LoopOrder, MicroTile};
+use self::kernels::{Conv, ElemOp, RowOp};
+use super::{
+    get_int, get_str, FailureKind, Measure, MeasureError, Outcome, StrategyMap, TaskSpace,
+    TimingSettings, TuningTask,
+};
+
+/// Serialises measurements within the process.
+static MEASURE_LOCK: Mutex<()> = Mutex::new(());
+
+/// The CPU runner. It keeps the inputs and reference output of the last task it saw.
+#[derive(Debug)]
+pub struct CpuRunner {
+    timing: TimingSettings,
+    max_threads: usize,
+    prepared: Option<(TuningTask, Prepared)>,
+}
+
+impl Default for CpuRunner {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A task's kernel inputs and reference output.
+#[derive(Debug)]
+enum Prepared {
+    Gemm {
+        batch: usize,
+        m: usize,
+        k: usize,
+        n: usize,
+        a: Vec<f32>,
+        b: Vec<f32>,
+        b_shared: bool,
+        reference: Vec<f32>,
+    },
+    Conv {
+        conv: Conv,
+        x: Vec<f32>,
+        w: Vec<f32>,
+        reference: Vec<f32>,
+    },
+    Row {
+        op: RowOp,
+        len: usize,
+        x: Vec<f32>,
+        reference: Vec<f32>,
+    },
+    Elem {
+        op: ElemOp,
+        a: Vec<f32>,
+        b: Vec<f32>,
+        reference: Vec<f32>,
+    },
+}
+
+/// Deterministic inputs in [−1, 1].
+fn inputs(len: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn to_usize(v: Vec<u64>) -> Vec<usize> {
+    v.into_iter().map(|d| d as usize).collect()
+}
+
+impl CpuRunner {
+    /// A runner with the default timing (2 warm-ups, 10 repeats, 10 s per candidate) and up to
+    /// as many threads as the host offers.
+    pub fn new() -> Self {
+        CpuRunner {
+            timing: TimingSettings::default(),
+            max_threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            prepared: None,
+        }
+    }
+
+    /// Sets the timing settings.
+    pub fn with_timing(mut self, timing: TimingSettings) -> Self {
+        self.timing = timing;
+        self
+    }
+
+    /// Caps the thread counts the space offers.
+    pub fn with_max_threads(mut self, n: usize) -> Self {
+        self.max_threads = n.max(1);
+        self
+    }
+
+    fn thread_values(&self) -> Vec<i64> {
+        let mut v: Vec<i64> = [1, 2, 4, 8, 16]
+            .into_iter()
+            .filter(|&t| t as usize <= self.max_threads)
+            .collect();
+        v.push(self.max_threads as i64);
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    fn kind(task: &TuningTask) -> Result<OpKind, MeasureError> {
+        let op = task.op_type();
+        Ok(match op.as_str() {
+            "matmul" | "matmulv2" | "gemm" | "batchmatmul" | "batchmatmulv2" => OpKind::Gemm,
+            "conv2d" => OpKind::Conv,
+            "softmax" | "softmaxv2" => OpKind::Row(RowOp::Softmax),
+            "layernorm" => OpKind::Row(RowOp::LayerNorm),
+            _ => match ElemOp::from_op_type(&op) {
+                Some(e) => OpKind::Elem(e),
+                None => {
+                    return Err(MeasureError::Unsupported {
+                        runner: "cpu".into(),
+                        what: format!("op type {}", task.op.op_type),
+                    })
+                }
+            },
+        })
+    }
+
+    fn prepare(task: &TuningTask) -> Result<Prepared, MeasureError> {
+        Ok(match Self::kind(task)? {
+            OpKind::Gemm => {
+                let (batch, m, k, n, b_shared) = gemm_dims(task)?;
+                let a = inputs(batch * m * k, 1);
+                let b = inputs(if b_shared { k * n } else { batch * k * n }, 2);
+                let mut reference = Vec::with_capacity(batch * m * n);
+                for i in 0..batch {
+                    let bb = if b_shared {
+                        &b[..]
+                    } else {
+                        &b[i * k * n..(i + 1) * k * n]
+                    };
+                    reference.extend(gemm::reference(m, k, n, &a[i * m * k..(i + 1) * m * k], bb));
+                }
+                Prepared::Gemm {
+                    batch,
+                    m,
+                    k,
+                    n,
+                    a,
+                    b,
+                    b_shared,
+                    reference,
+                }
+            }
+            OpKind::Conv => {
+                let g = crate::measure::sim::conv::ConvGeometry::from_task(task)?;
+                let conv = Conv {
+                    n: g.n as usize,
+                    cin: g.cin as usize,
+                    h: g.h as usize,
+                    w: g.w as usize,
+                    cout: g.cout as usize,
+                    kh: g.kh as usize,
+                    kw: g.kw as usize,
+                    stride: (g.stride.0 as usize, g.stride.1 as usize),
+                    pad: (g.pads.0 as usize, g.pads.2 as usize),
+                    ho: g.ho() as usize,
+                    wo: g.wo() as usize,
+                };
+                if g.dilation != (1, 1) {
+                    return Err(MeasureError::Unsupported {
+                        runner: "cpu".into(),
+                        what: "dilated Conv2D".into(),
+                    });
+                }
+                let x = inputs(conv.n * conv.cin * conv.h * conv.w, 3);
+                let w = inputs(conv.cout * conv.cin * conv.kh * conv.kw, 4);
+                let reference = conv.reference(&x, &w);
+                Prepared::Conv {
+                    conv,
+                    x,
+                    w,
+                    reference,
+                }
+            }
+            OpKind::Row(op) => {
+                let shape = to_usize(task.input_shape(0)?);
+                let len = *shape.last().unwrap_or(&1);
+                let x: Vec<f32> = inputs(shape.iter().product(), 5)
+                    .into_iter()
+                    .map(|v| v * 4.0)
+                    .collect();
+                let reference = kernels::row_reference(op, &x, len);
+                Prepared::Row {
+                    op,
+                    len,
+                    x,
+                    reference,
+                }
+            }
+            OpKind::Elem(op) => {
+                let n: usize = to_usize(task.output_shape(0)?).iter().product();
+                let a = inputs(n, 6);
+                let b = if op.arity() == 2 {
+                    // Broadcast inputs are materialised at the output's size.
+                    inputs(n, 7)
+                } else {
+                    Vec::new()
+                };
+                let reference = op.reference(&a, &b);
+                Prepared::Elem {
+                    op,
+                    a,
+                    b,
+                    reference,
+                }
+            }
+        })
+    }
+
+    fn default_gemm() -> GemmTiling {
+        GemmTiling {
+            mc: 64,
+            kc: 128,
+            nc: 512,
+            micro: MicroTile::M4x8,
+            order: LoopOrder::Nkm,
+            threads: 1,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum OpKind {
+    Gemm,
+    Conv,
+    Row(RowOp),
+    Elem(ElemOp),
+}
+
+/// (batch, M, K, N, B shared) of a MatMul-like task.
+fn gemm_dims(task: &TuningTask) -> Result<(usize, usize, usize, usize, bool), MeasureError> {
+    let a = to_usize(task.input_shape(0)?);
+    let b = to_usize(task.input_shape(1)?);
+    if a.len() < 2 || b.len() < 2 {
+        return Err(MeasureError::InvalidTask(format!(
+            "{}: inputs must have rank ≥ 2",
+            task.op.op_type
+        )));
+    }
+    let ta =
+        task.attr_bool("transpose_x1") || task.attr_bool("transpose_a") || task.attr_bool("adj_x1");
+    let tb =
+        task.attr_bool("transpose_x2") || task.attr_bool("transpose_b") || task.attr_bool("adj_x2");
+    if ta || tb || task.attr_int("transA") == Some(1) || task.attr_int("transB") == Some(1) {
+        return Err(MeasureError::Unsupported {
+            runner: "cpu".into(),
+            what: "transposed MatMul operands".into(),
+        });
+    }
+    let (m, k) = (a[a.len() - 2], a[a.len() - 1]);
+    let (k2, n) = (b[b.len() - 2], b[b.len() - 1]);
+    if k != k2 {
+        return Err(MeasureError::InvalidTask(format!(
+            "{}: reduction lengths differ ({k} vs {k2})",
+            task.op.op_type
+        )));
+    }
+    let batch: usize = a[..a.len() - 2].iter().product();
+    let b_batch: usize = b[..b.len() - 2].iter().product();
+    Ok((batch.max(1), m, k, n, b_batch <= 1))
+}
+
+fn gemm_params(strategy: &StrategyMap) -> Result<GemmTiling, String> {
+    let pos = |n: &str| -> Result<usize, String> {
+        let v = get_int(strategy, n)?;
+        usize::try_from(v)
+            .ok()
+            .filter(|&v| v > 0)
+            .ok_or_else(|| format!("parameter {n} = {v} must be positive"))
+    };
+    let micro = get_str(strategy, "micro")?;
+    let order = get_str(strategy, "loop_order")?;
+    Ok(GemmTiling {
+        mc: pos("mc")?,
+        kc: pos("kc")?,
+        nc: pos("nc")?,
+        micro: MicroTile::parse(micro).ok_or_else(|| format!("unknown micro tile {micro:?}"))?,
+        order: LoopOrder::parse(order).ok_or_else(|| format!("unknown loop order {order:?}"))?,
+        threads: pos("threads")?,
+    })
+}
+
+fn gemm_strategy(t: &GemmTiling) -> StrategyMap {
+    let mut s = StrategyMap::new();
+    s.insert("mc".into(), t.mc.into());
+    s.insert("kc".into(), t.kc.into());
+    s.insert("nc".into(), t.nc.into());
+    s.insert("micro".into(), t.micro.name().into());
+    s.insert("loop_order".into(), t.order.name().into());
+    s.insert("threads".into(), t.threads.into());
+    s
+}
+
+fn ints(name: &str, v: &[i64]) -> Parameter {
+    Parameter::ints(name, v)
+}
+
+fn strs(name: &str, v: &[&str]) -> Parameter {
+    Parameter::new(name, v.iter().map(|s| Value::Str(s.to_string())).collect())
+}
+
+/// Values of `cands` below `extent` plus the smallest at or above it.
+fn fit(cands: &[i64], extent: usize) -> Vec<i64> {
+    let extent = extent as i64;
+    let mut out: Vec<i64> = cands.iter().copied().filter(|&v| v < extent).collect();
+    if let Some(&v) = cands.iter().find(|&&v| v >= extent) {
+        out.push(v);
+    }
+    out
+}
+
+fn with(mut v: Vec<i64>, x: i64) -> Vec<i64> {
+    v.push(x);
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn gemm_space_params(m: usize, k: usize, n: usize, threads: Vec<i64>) -> Vec<Parameter> {
+    let d = CpuRunner::default_gemm();
+    vec![
+        ints("mc", &with(fit(&[48, 96, 144, 192, 384], m), d.mc as i64)),
+        ints("kc", &with(fit(&[128, 256, 384, 512], k), d.kc as i64)),
+        ints("nc", &with(fit(&[512, 1024, 2048, 4096], n), d.nc as i64)),
+        Parameter::new(
+            "micro",
+            MicroTile::available()
+                .into_iter()
+                .map(|m| Value::Str(m.name().to_string()))
+                .collect(),
+        ),
+        strs("loop_order", &["nkm", "mkn"]),
+        ints("threads", &threads),
+    ]
+}
+
+/// Tolerance check: every output within `atol + rtol·|reference|`; the reason names the worst.
+fn check(out: &[f32], reference: &[f32], atol: f32, rtol: f32) -> Result<(), String> {
+    if out.len() != reference.len() {
+        return Err(format!(
+            "output has {} values, reference {}",
+            out.len(),
+            reference.len()
+        ));
+    }
+    let mut worst: Option<(usize, f32)> = None;
+    for (i, (&o, &r)) in out.iter().zip(reference).enumerate() {
+        let err = (o - r).abs();
+        if !(err <= atol + rtol * r.abs()) && worst.is_none_or(|(_, e)| err > e || e.is_nan()) {
+            worst = Some((i, err));
+        }
+    }
+    match worst {
+        None => Ok(()),
+        Some((i, e)) => Err(format!(
+            "output[{i}] = {} differs from the reference {} by {e}",
+            out[i], reference[i]
+        )),
+    }
+}
+
+/// Validates `strategy` for `kind` and returns the closure running one kernel invocation into
+/// `out`, plus the check of that output.
+impl CpuRunner {
+    fn run_candidate(&self, p: &Prepared, s: &StrategyMap) -> Outcome {
+        let mut out: Vec<f32>;
+        let mut col = Vec::new();
+        // Build (validate) the kernel.
+        let runner: Box<dyn FnMut(&mut Vec<f32>) + '_> = match p {
+            Prepared::Gemm {
+                batch,
+                m,
+                k,
+                n,
+                a,
+                b,
+                b_shared,
+                ..
+            } => {
+                let t = match gemm_params(s) {
+                    Ok(t) => t,
+                    Err(r) => return Outcome::fail(FailureKind::BuildFail, r),
+                };
+                let (batch, m, k, n, b_shared) = (*batch, *m, *k, *n, *b_shared);
+                out = vec![0f32; batch * m * n];
+                Box::new(move |o: &mut Vec<f32>| {
+                    for i in 0..batch {
+                        let bb = if b_shared {
+                            &b[..]
+                        } else {
+                            &b[i * k * n..(i + 1) * k * n]
+                        };
+                        gemm::sgemm(
+                            &t,
+                            m,
+                            k,
+                            n,
+                            &a[i * m * k..(i + 1) * m * k],
+                            k,
+                            bb,
+                            n,
+                            &mut o[i * m * n..(i + 1) * m * n],
+                            n,
+                        );
+                    }
+                })
+            }
+            Prepared::Conv { conv, x, w, .. } => {
+                let algo = match get_str(s, "algo") {
+                    Ok(a) => a.to_string(),
+                    Err(r) => return Outcome::fail(FailureKind::BuildFail, r),
+                };
+                out = vec![0f32; conv.n * conv.cout * conv.ho * conv.wo];
+                match algo.as_str() {
+                    "im2col" => {
+                        let t = match gemm_params(s) {
+                            Ok(t) => t,
+                            Err(r) => return Outcome::fail(FailureKind::BuildFail, r),
+                        };
+                        Box::new(move |o: &mut Vec<f32>| conv.im2col(&t, x, w, o, &mut col))
+                    }
+                    "direct" => {
+                        let (ob, th) = match (get_int(s, "oc_block"), get_int(s, "threads")) {
+                            (Ok(a), Ok(b)) if a > 0 && b > 0 => (a as usize, b as usize),
+                            _ => {
+                                return Outcome::fail(
+                                    FailureKind::BuildFail,
+                                    "oc_block and threads must be positive integers",
+                                )
+                            }
+                        };
+                        Box::new(move |o: &mut Vec<f32>| conv.direct(ob, th, x, w, o))
+                    }
+                    other => {
+                        return Outcome::fail(
+                            FailureKind::BuildFail,
+                            format!("unknown algo {other:?} (im2col or direct)"),
+                        )
+                    }
+                }
+            }
+            Prepared::Row { op, len, x, .. } => {
+                let (rb, lanes, th) = match (
+                    get_int(s, "row_block"),
+                    get_int(s, "lanes"),
+                    get_int(s, "threads"),
+                ) {
+                    (Ok(a), Ok(l), Ok(t)) if a > 0 && t > 0 && [1, 4, 8, 16].contains(&l) => {
+                        (a as usize, l as usize, t as usize)
+                    }
+                    _ => {
+                        return Outcome::fail(
+                            FailureKind::BuildFail,
+                            "row_block and threads must be positive, lanes 1, 4, 8 or 16",
+                        )
+                    }
+                };
+                let (op, len) = (*op, *len);
+                out = vec![0f32; x.len()];
+                Box::new(move |o: &mut Vec<f32>| kernels::row_op(op, x, o, len, rb, lanes, th))
+            }
+            Prepared::Elem { op, a, b, .. } => {
+                let (tile, th) = match (get_int(s, "tile"), get_int(s, "threads")) {
+                    (Ok(t), Ok(h)) if t > 0 && h > 0 => (t as usize, h as usize),
+                    _ => {
+                        return Outcome::fail(
+                            FailureKind::BuildFail,
+                            "tile and threads must be positive integers",
+                        )
+                    }
+                };
+                let op = *op;
+                out = vec![0f32; a.len()];
+                Box::new(move |o: &mut Vec<f32>| op.run(a, b, o, tile, th))
+            }
+        };
+        let mut runner = runner;
+        let (reference, atol, rtol) = match p {
+            Prepared::Gemm { reference, k, .. } => (reference, 1e-5 * *k as f32, 1e-4),
+            Prepared::Conv {
+                reference, conv, ..
+            } => (
+                reference,
+                1e-5 * (conv.cin * conv.kh * conv.kw) as f32,
+                1e-4,
+            ),
+            Prepared::Row { reference, .. } => (reference, 1e-5, 1e-4),
+            Prepared::Elem { reference, .. } => (reference, 1e-5, 1e-4),
+        };
+        let timeout = std::time::Duration::from_millis(self.timing.timeout_ms.max(1));
+        let result = catch_unwind(AssertUnwindSafe(|| -> Result<Vec<f64>, Outcome> {
+            let t0 = Instant::now();
+            runner(&mut out);
+            let first = t0.elapsed();
+            if let Err(r) = check(&out, reference, atol, rtol) {
+                return Err(Outcome::fail(FailureKind::PrecisionFail, r));
+            }
+            if first > timeout {
+                return Err(Outcome::fail(
+                    FailureKind::RunTimeout,
+                    format!("one run took {first:?}, over the {timeout:?} limit"),
+                ));
+            }
+            for _ in 1..self.timing.warmup {
+                runner(&mut out);
+            }
+            let mut samples = Vec::with_capacity(self.timing.repeats as usize);
+            for _ in 0..self.timing.repeats.max(1) {
+                let t0 = Instant::now();
+                runner(&mut out);
+                samples.push((t0.elapsed().as_secs_f64() * 1e6).max(1e-3));
+            }
+            Ok(samples)
+        }));
+        match result {
+            Ok(Ok(samples_us)) => Outcome::Measurement { samples_us },
+            Ok(Err(o)) => o,
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "kernel panicked".into());
+                Outcome::fail(FailureKind::RunCrash, why)
+            }
+        }
+    }
+}
+
+impl Measure for CpuRunner {
+    fn identity(&self) -> String {
+        format!("cpu:{}:{}t", std::env::consts::ARCH, self.max_threads)
+    }
+
+    fn space(&mut self, task: &TuningTask) -> Result<TaskSpace, MeasureError> {
+        let threads = self.thread_values();
+        let mut constants = HashMap::new();
+        let (params, restrictions) = match Self::kind(task)? {
+            OpKind::Gemm => {
+                let (_, m, k, n, _) = gemm_dims(task)?;
+                (
+                    gemm_space_params(m, k, n, threads),
+                    vec![
+                        "mc * kc * 4 <= 1048576".to_string(),
+                        "kc * nc * 4 <= 8388608".to_string(),
+                    ],
+                )
+            }
+            OpKind::Conv => {
+                let g = crate::measure::sim::conv::ConvGeometry::from_task(task)?;
+                let (m, k, n) = (
+                    g.cout as usize,
+                    (g.cin * g.kh * g.kw) as usize,
+                    (g.ho() * g.wo()) as usize,
+                );
+                let mut p = vec![strs("algo", &["im2col", "direct"])];
+                p.extend(gemm_space_params(m, k, n, threads));
+                p.push(ints("oc_block", &[1, 4, 8, 16]));
+                let d = Self::default_gemm();
+                constants.insert("MC0".to_string(), Value::Int(d.mc as i64));
+                constants.insert("KC0".to_string(), Value::Int(d.kc as i64));
+                constants.insert("NC0".to_string(), Value::Int(d.nc as i64));
+                (
+                    p,
+                    vec![
+                        "mc * kc * 4 <= 1048576".to_string(),
+                        "kc * nc * 4 <= 8388608".to_string(),
+                        // Parameters one algorithm ignores are pinned for the other.
+                        "algo == 'direct' or oc_block == 1".to_string(),
+                        "algo == 'im2col' or (mc == MC0 and kc == KC0 and nc == NC0 and micro == '4x8' and loop_order == 'nkm')".to_string(),
+                    ],
+                )
+            }
+            OpKind::Row(_) => {
+                let shape = task.input_shape(0)?;
+                let rows =
+                    (shape.iter().product::<u64>() / shape.last().copied().unwrap_or(1)) as usize;
+                (
+                    vec![
+                        ints("row_block", &fit(&[1, 4, 16, 64, 256], rows)),
+                        ints("lanes", &[1, 4, 8, 16]),
+                        ints("threads", &threads),
+                    ],
+                    vec![],
+                )
+            }
+            OpKind::Elem(_) => {
+                let n = task.output_shape(0)?.iter().product::<u64>() as usize;
+                (
+                    vec![
+                        ints("tile", &fit(&[1024, 4096, 16384, 65536, 262144], n)),
+                        ints("threads", &threads),
+                    ],
+                    vec![],
+                )
+            }
+        };
+        Ok(TaskSpace::enumerate(params, &restrictions, &constants)?)
+    }
+
+    fn default_strategy(&mut self, task: &TuningTask) -> Result<StrategyMap, MeasureError> {
+        let d = Self::default_gemm();
+        let mut s = StrategyMap::new();
+        match Self::kind(task)? {
+            OpKind::Gemm => return Ok(gemm_strategy(&d)),
+            OpKind::Conv => {
+                s = gemm_strategy(&d);
+                s.insert("algo".into(), "im2col".into());
+                s.insert("oc_block".into(), 1.into());
+            }
+            OpKind::Row(_) => {
+                let shape = task.input_shape(0)?;
+                let rows =
+                    (shape.iter().product::<u64>() / shape.last().copied().unwrap_or(1)) as usize;
+                s.insert(
+                    "row_block".into(),
+                    fit(&[1, 4, 16, 64, 256], rows)[0].into(),
+                );
+                s.insert("lanes".into(), 1.into());
+                s.insert("threads".into(), 1.into());
+            }
+            OpKind::Elem(_) => {
+                let n = task.output_shape(0)?.iter().product::<u64>() as usize;
+                s.insert(
+                    "tile".into(),
+                    fit(&[1024, 4096, 16384, 65536, 262144], n)[0].into(),
+                );
+                s.insert("threads".into(), 1.into());
+            }
+        }
+        Ok(s)
+    }
+
+    fn measure(
+        &mut self,
+        task: &TuningTask,
+        candidates: &[StrategyMap],
+    ) -> Result<Vec<Outcome>, MeasureError> {
+        if self.prepared.as_ref().is_none_or(|(t, _)| t != task) {
+            self.prepared = Some((task.clone(), Self::prepare(task)?));
+        }
+        let (_, p) = self.prepared.as_ref().expect("prepared above");
+        let _guard = MEASURE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(candidates
+            .iter()
+            .map(|s| self.run_candidate(p, s))
+            .collect())
+    }
+}

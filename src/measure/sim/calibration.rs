@@ -1,0 +1,233 @@
+//! Calibration of the simulated Ascend910B2 against real MatMul times: records of CANN's
+//! MatMul tiling repository (shape, measured µs), the simulator's best time per shape, and how
+//! well the two track each other (rank correlation, ratio spread).
+
+use std::collections::BTreeMap;
+
+use super::cube::{CubeTiling, PARAMS};
+use super::SimRunner;
+use crate::key::{CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc};
+use crate::measure::{value_to_json, Measure, StrategyMap, TuningTask};
+
+/// One real measurement: a (batched) fp16 MatMul on an Ascend910B2.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CalibrationRecord {
+    /// Independent products.
+    pub batch: u64,
+    /// Rows.
+    pub m: u64,
+    /// Reduction length.
+    pub k: u64,
+    /// Columns.
+    pub n: u64,
+    /// The output is float32 (else float16).
+    pub out_fp32: bool,
+    /// A bias is added.
+    pub bias: bool,
+    /// Measured kernel time in µs.
+    pub real_us: f64,
+}
+
+impl CalibrationRecord {
+    /// Parses one line of the repository dump (`shape.A_shape` FRACTAL_NZ
+    /// `[batch, K1, M1, 16, 16]`, `shape.B_shape` `[K, N1, 1, 1, 16]`, `cost_time` µs).
+    /// `None` for a line that is not such a record, or whose time is a failure marker
+    /// (≥ 10⁶ µs).
+    pub fn from_json_line(line: &str) -> Option<CalibrationRecord> {
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        let s = v.get("shape")?;
+        let a: Vec<u64> = serde_json::from_value(s.get("A_shape")?.clone()).ok()?;
+        let b: Vec<u64> = serde_json::from_value(s.get("B_shape")?.clone()).ok()?;
+        let real_us = v.get("cost_time")?.as_f64()?;
+        if a.len() != 5 || b.len() != 5 || !(real_us > 0.0 && real_us < 1e6) {
+            return None;
+        }
+        let rec = CalibrationRecord {
+            batch: a[0].max(1),
+            m: a[2] * a[3],
+            k: a[1] * a[4],
+            n: b[1] * b[4],
+            out_fp32: s.get("C_dtype")?.as_str()? == "float32",
+            bias: s
+                .get("bias_flag")
+                .and_then(|b| b.as_bool())
+                .unwrap_or(false),
+            real_us,
+        };
+        (rec.m > 0 && rec.k > 0 && rec.n > 0).then_some(rec)
+    }
+
+    /// The tuning task of this record on an Ascend910B2 (NZ operands, as the repository's
+    /// kernels see them).
+    pub fn task(&self) -> TuningTask {
+        let t = |shape: Vec<i64>, dtype: DType| TensorDesc {
+            shape: shape.clone(),
+            ori_shape: shape,
+            dtype,
+            format: Format::FractalNz,
+            ori_format: Format::ND,
+        };
+        let (b, m, k, n) = (
+            self.batch as i64,
+            self.m as i64,
+            self.k as i64,
+            self.n as i64,
+        );
+        let batched = |s: Vec<i64>| {
+            if b > 1 {
+                [vec![b], s].concat()
+            } else {
+                s
+            }
+        };
+        let mut inputs = vec![
+            t(batched(vec![m, k]), DType::Float16),
+            t(vec![k, n], DType::Float16),
+        ];
+        if self.bias {
+            inputs.push(t(vec![n], DType::Float32));
+        }
+        let out = if self.out_fp32 {
+            DType::Float32
+        } else {
+            DType::Float16
+        };
+        TuningTask::new(OpDescriptor {
+            op_type: if b > 1 { "BatchMatMul" } else { "MatMul" }.into(),
+            fused_ops: vec![],
+            inputs,
+            outputs: vec![t(batched(vec![m, n]), out)],
+            attrs: BTreeMap::new(),
+            impl_mode: ImplMode::HighPerformance,
+            cube_math: CubeMath::Native,
+            soc: SocSpec::from_version("Ascend910B2").expect("known SoC"),
+        })
+    }
+}
+
+/// The simulator's default and best-found times for one task: the default tiling and
+/// `samples` random valid strategies drawn (seeded) from the task's parameter lists.
+pub fn sim_default_and_best(task: &TuningTask, samples: usize, seed: u64) -> Option<(f64, f64)> {
+    let mut sim = SimRunner::new();
+    let default = sim.default_strategy(task).ok()?;
+    let d = SimRunner::simulate(task, &default).ok()?.ok()?;
+    let (m, soc, c, _) = SimRunner::model(task).ok()?;
+    let super::ops::OpModel::Cube { problem, .. } = m else {
+        return None;
+    };
+    let (params, _, _) = super::cube::space(&problem, soc, c);
+    let mut best = d;
+    let mut x = seed ^ 0x2545_F491_4F6C_DD1D;
+    let mut next = |n: usize| {
+        x = super::splitmix(x);
+        (x % n as u64) as usize
+    };
+    let mut tries = 0;
+    let mut found = 0;
+    while found < samples && tries < samples * 50 {
+        tries += 1;
+        let s: StrategyMap = params
+            .iter()
+            .map(|p| {
+                let v = &p.values[next(p.values.len())];
+                (p.name.clone(), value_to_json(v))
+            })
+            .collect();
+        debug_assert_eq!(s.len(), PARAMS.len());
+        if CubeTiling::from_strategy(&s)
+            .ok()
+            .and_then(|t| t.validate(&problem, soc, c).ok())
+            .is_none()
+        {
+            continue;
+        }
+        found += 1;
+        if let Ok(Ok(us)) = SimRunner::simulate(task, &s) {
+            best = best.min(us);
+        }
+    }
+    Some((d, best))
+}
+
+/// How well simulated times track real ones.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CalibrationReport {
+    /// Records compared.
+    pub records: usize,
+    /// Spearman rank correlation of simulated best vs real time.
+    pub spearman: f64,
+    /// Quantiles (10 %, 25 %, 50 %, 75 %, 90 %) of simulated best / real.
+    pub ratio_quantiles: [f64; 5],
+    /// Same quantiles with the simulator's launch overhead removed from its time.
+    pub kernel_ratio_quantiles: [f64; 5],
+    /// Spearman rank correlation of the simulated default vs real time.
+    pub spearman_default: f64,
+}
+
+/// Compares `(simulated best µs, simulated default µs, real µs)` triples; `launch_us` is the
+/// simulator's launch overhead, removed for the kernel-only ratios.
+pub fn report(triples: &[(f64, f64, f64)], launch_us: f64) -> CalibrationReport {
+    let best: Vec<f64> = triples.iter().map(|t| t.0).collect();
+    let default: Vec<f64> = triples.iter().map(|t| t.1).collect();
+    let real: Vec<f64> = triples.iter().map(|t| t.2).collect();
+    let ratios: Vec<f64> = triples.iter().map(|t| t.0 / t.2).collect();
+    let kratios: Vec<f64> = triples
+        .iter()
+        .map(|t| (t.0 - launch_us).max(1e-3) / t.2)
+        .collect();
+    CalibrationReport {
+        records: triples.len(),
+        spearman: spearman(&best, &real),
+        ratio_quantiles: quantiles(&ratios),
+        kernel_ratio_quantiles: quantiles(&kratios),
+        spearman_default: spearman(&default, &real),
+    }
+}
+
+fn quantiles(xs: &[f64]) -> [f64; 5] {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let q = |p: f64| {
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            v[((v.len() - 1) as f64 * p).round() as usize]
+        }
+    };
+    [q(0.1), q(0.25), q(0.5), q(0.75), q(0.9)]
+}
+
+/// Spearman's rank correlation (average ranks for ties).
+pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
+    let ra = ranks(a);
+    let rb = ranks(b);
+    let n = ra.len() as f64;
+    let ma = ra.iter().sum::<f64>() / n;
+    let mb = rb.iter().sum::<f64>() / n;
+    let (mut num, mut da, mut db) = (0.0, 0.0, 0.0);
+    for (x, y) in ra.iter().zip(&rb) {
+        num += (x - ma) * (y - mb);
+        da += (x - ma).powi(2);
+        db += (y - mb).powi(2);
+    }
+    num / (da * db).sqrt()
+}
+
+fn ranks(xs: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..xs.len()).collect();
+    idx.sort_by(|&i, &j| xs[i].total_cmp(&xs[j]));
+    let mut r = vec![0.0; xs.len()];
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && xs[idx[j + 1]] == xs[idx[i]] {
+            j += 1;
+        }
+        let avg = (i + j) as f64 / 2.0;
+        for &k in &idx[i..=j] {
+            r[k] = avg;
+        }
+        i = j + 1;
+    }
+    r
+}

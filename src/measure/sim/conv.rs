@@ -1,0 +1,191 @@
+//! Conv2D as an implicit GEMM on the cube: the feature map in NC1HWC0 (channels padded to C0),
+//! weights in FRACTAL_Z (output channels padded to 16), M = Ho·Wo per image, K = C1·C0·kh·kw,
+//! N = Cout; load3d expands the im2col rows from the feature map rows held in L1.
+
+use super::cube::{align, ASource, GemmProblem};
+use super::ops::OpModel;
+use super::soc::SocModel;
+use crate::key::{DType, Format};
+use crate::measure::{MeasureError, TuningTask};
+
+/// Geometry of a 2-D convolution in NCHW terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConvGeometry {
+    /// Batch.
+    pub n: u64,
+    /// Input channels.
+    pub cin: u64,
+    /// Input height.
+    pub h: u64,
+    /// Input width.
+    pub w: u64,
+    /// Output channels.
+    pub cout: u64,
+    /// Kernel height.
+    pub kh: u64,
+    /// Kernel width.
+    pub kw: u64,
+    /// Strides (H, W).
+    pub stride: (u64, u64),
+    /// Padding (top, bottom, left, right).
+    pub pads: (u64, u64, u64, u64),
+    /// Dilations (H, W).
+    pub dilation: (u64, u64),
+}
+
+impl ConvGeometry {
+    /// Output height.
+    pub fn ho(&self) -> u64 {
+        (self.h + self.pads.0 + self.pads.1 - (self.kh - 1) * self.dilation.0 - 1) / self.stride.0
+            + 1
+    }
+
+    /// Output width.
+    pub fn wo(&self) -> u64 {
+        (self.w + self.pads.2 + self.pads.3 - (self.kw - 1) * self.dilation.1 - 1) / self.stride.1
+            + 1
+    }
+
+    /// Reads the geometry of a Conv2D task: input x and weight in NCHW/OIHW (or NHWC/OHWI by
+    /// their original format), attrs `strides`, `pads` (4 values: top, bottom, left, right),
+    /// `dilations`, `groups`.
+    pub fn from_task(task: &TuningTask) -> Result<ConvGeometry, MeasureError> {
+        let bad = |m: String| MeasureError::InvalidTask(format!("Conv2D: {m}"));
+        let x = task
+            .op
+            .inputs
+            .first()
+            .ok_or_else(|| bad("no input".into()))?;
+        let wt = task
+            .op
+            .inputs
+            .get(1)
+            .ok_or_else(|| bad("no weight".into()))?;
+        let pos = |s: &[i64]| -> Result<Vec<u64>, MeasureError> {
+            s.iter()
+                .map(|&d| u64::try_from(d).ok().filter(|&d| d > 0))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| bad(format!("shape {s:?} is not static and positive")))
+        };
+        let xs = pos(if x.ori_shape.is_empty() {
+            &x.shape
+        } else {
+            &x.ori_shape
+        })?;
+        let ws = pos(if wt.ori_shape.is_empty() {
+            &wt.shape
+        } else {
+            &wt.ori_shape
+        })?;
+        if xs.len() != 4 || ws.len() != 4 {
+            return Err(bad(format!(
+                "expected 4-D input and weight, got {xs:?} and {ws:?}"
+            )));
+        }
+        let (n, cin, h, w) = if x.ori_format == Format::NHWC {
+            (xs[0], xs[3], xs[1], xs[2])
+        } else {
+            (xs[0], xs[1], xs[2], xs[3])
+        };
+        let (cout, kh, kw) = if wt.ori_format == Format::NHWC {
+            (ws[0], ws[1], ws[2])
+        } else {
+            (ws[0], ws[2], ws[3])
+        };
+        let nhwc = x.ori_format == Format::NHWC;
+        let hw = |name: &str, default: u64| -> (u64, u64) {
+            match task.attr_ints(name) {
+                Some(v) if v.len() == 4 && nhwc => (v[1].max(1) as u64, v[2].max(1) as u64),
+                Some(v) if v.len() == 4 => (v[2].max(1) as u64, v[3].max(1) as u64),
+                Some(v) if v.len() == 2 => (v[0].max(1) as u64, v[1].max(1) as u64),
+                _ => (default, default),
+            }
+        };
+        let pads = match task.attr_ints("pads") {
+            Some(p) if p.len() == 4 => (
+                p[0].max(0) as u64,
+                p[1].max(0) as u64,
+                p[2].max(0) as u64,
+                p[3].max(0) as u64,
+            ),
+            _ => (0, 0, 0, 0),
+        };
+        let groups = task.attr_int("groups").unwrap_or(1);
+        if groups != 1 {
+            return Err(MeasureError::Unsupported {
+                runner: "sim".into(),
+                what: format!("grouped Conv2D (groups = {groups})"),
+            });
+        }
+        let g = ConvGeometry {
+            n,
+            cin,
+            h,
+            w,
+            cout,
+            kh,
+            kw,
+            stride: hw("strides", 1),
+            pads,
+            dilation: hw("dilations", 1),
+        };
+        if g.h + g.pads.0 + g.pads.1 < (g.kh - 1) * g.dilation.0 + 1
+            || g.w + g.pads.2 + g.pads.3 < (g.kw - 1) * g.dilation.1 + 1
+        {
+            return Err(bad("kernel larger than the padded input".into()));
+        }
+        Ok(g)
+    }
+}
+
+/// The cube model of a Conv2D task.
+pub fn model(task: &TuningTask, soc: &SocModel, runner: &str) -> Result<OpModel, MeasureError> {
+    let g = ConvGeometry::from_task(task)?;
+    let in_bytes = match task.input_dtype(0) {
+        DType::Float16 => 2,
+        DType::Bfloat16 if soc.bf16 => 2,
+        DType::Float32 if soc.cube_fp32 => 4,
+        DType::Int8 => 1,
+        d => {
+            return Err(MeasureError::Unsupported {
+                runner: runner.to_string(),
+                what: format!("Conv2D in {d:?} on {}", soc.version),
+            })
+        }
+    };
+    let out_bytes = match task.output_dtype() {
+        DType::Float32 | DType::Int32 => 4,
+        DType::Int8 => 1,
+        _ => 2,
+    };
+    let c0 = 32 / in_bytes;
+    let cin_pad = align(g.cin, c0);
+    let (ho, wo) = (g.ho(), g.wo());
+    let problem = GemmProblem {
+        batch: g.n,
+        m: ho * wo,
+        k: cin_pad * g.kh * g.kw,
+        n: g.cout,
+        in_bytes,
+        out_bytes,
+        bias: task.op.inputs.len() >= 3,
+        a: ASource::Fmap {
+            h: g.h + g.pads.0 + g.pads.1,
+            w: g.w + g.pads.2 + g.pads.3,
+            wo,
+            ho,
+            kh_eff: (g.kh - 1) * g.dilation.0 + 1,
+            stride_h: g.stride.0,
+            cin_pad,
+        },
+        b_transposed: false,
+        b_nz: true,
+        b_shared: true,
+    };
+    let useful_flops = 2.0 * (g.n * ho * wo * g.cout * g.cin * g.kh * g.kw) as f64;
+    Ok(OpModel::Cube {
+        problem,
+        trans: Vec::new(),
+        useful_flops,
+    })
+}

@@ -1,0 +1,715 @@
+//! The cube pipeline model shared by MatMul/BatchMatMul/Gemm and Conv2D (implicit GEMM):
+//! TCubeTiling-style parameters, their constraints, Ascend C's default tiling, and the time of
+//! one tiling as an MTE2 → MTE1 → cube → FixPipe pipeline per core.
+
+use std::collections::HashMap;
+
+use search_strategies::{Parameter, Value};
+
+use super::soc::SocModel;
+use crate::measure::{get_int, StrategyMap};
+
+/// Where the A operand of the cube comes from in global memory.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ASource {
+    /// A plain matrix (MatMul): each A tile streams `rows × K` elements.
+    Matrix {
+        /// A is stored transposed (K × M): bursts run along M.
+        transposed: bool,
+        /// A is stored in FRACTAL_NZ (512-byte fractals) rather than ND.
+        nz: bool,
+    },
+    /// A feature map in NC1HWC0 read by load3d (implicit im2col for Conv2D).
+    Fmap {
+        /// Input height.
+        h: u64,
+        /// Input width.
+        w: u64,
+        /// Output width.
+        wo: u64,
+        /// Output height.
+        ho: u64,
+        /// Effective kernel height ((kh − 1)·dilation + 1).
+        kh_eff: u64,
+        /// Stride along H.
+        stride_h: u64,
+        /// Channels padded to C1·C0.
+        cin_pad: u64,
+    },
+}
+
+/// One cube problem: `batch` independent `M×K · K×N` products.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmProblem {
+    /// Independent products.
+    pub batch: u64,
+    /// Rows of A and C.
+    pub m: u64,
+    /// Reduction length.
+    pub k: u64,
+    /// Columns of B and C.
+    pub n: u64,
+    /// Input element bytes (2 fp16/bf16, 4 fp32, 1 int8).
+    pub in_bytes: u64,
+    /// Output element bytes.
+    pub out_bytes: u64,
+    /// A bias row is added (loaded once per N tile).
+    pub bias: bool,
+    /// A's layout in global memory.
+    pub a: ASource,
+    /// B is stored transposed (N × K).
+    pub b_transposed: bool,
+    /// B is stored in an NZ/FRACTAL_Z layout.
+    pub b_nz: bool,
+    /// B is shared by every batch (MatMul weights broadcast over a batch).
+    pub b_shared: bool,
+}
+
+impl GemmProblem {
+    /// K alignment (C0): 32 bytes of input elements.
+    pub fn c0(&self) -> u64 {
+        32 / self.in_bytes
+    }
+
+    /// M aligned to 16.
+    pub fn ma(&self) -> u64 {
+        align(self.m, 16)
+    }
+
+    /// N aligned to 16.
+    pub fn na(&self) -> u64 {
+        align(self.n, 16)
+    }
+
+    /// K aligned to C0.
+    pub fn ka(&self) -> u64 {
+        align(self.k, self.c0())
+    }
+
+    /// Bytes of A as stored in global memory (the whole batch).
+    pub fn a_bytes(&self) -> u64 {
+        match self.a {
+            ASource::Matrix { .. } => self.batch * self.m * self.k * self.in_bytes,
+            ASource::Fmap { h, w, cin_pad, .. } => self.batch * h * w * cin_pad * self.in_bytes,
+        }
+    }
+
+    /// Bytes of B in global memory.
+    pub fn b_bytes(&self) -> u64 {
+        let b = if self.b_shared { 1 } else { self.batch };
+        b * self.k * self.n * self.in_bytes
+    }
+
+    /// Bytes of C in global memory.
+    pub fn c_bytes(&self) -> u64 {
+        self.batch * self.m * self.n * self.out_bytes
+    }
+
+    /// Bytes of input the op must read at least once: B, and the part of A that some output
+    /// depends on (a strided feature map skips rows).
+    pub fn min_read_bytes(&self) -> u64 {
+        let a = match self.a {
+            ASource::Matrix { .. } => self.a_bytes(),
+            ASource::Fmap {
+                h,
+                w,
+                ho,
+                kh_eff,
+                stride_h,
+                cin_pad,
+                ..
+            } => {
+                let rows = h.min((ho - 1) * stride_h + kh_eff);
+                self.batch * rows * w * cin_pad * self.in_bytes
+            }
+        };
+        a + self.b_bytes()
+    }
+
+    /// The working set of one run (inputs and output).
+    pub fn working_set(&self) -> u64 {
+        self.a_bytes() + self.b_bytes() + self.c_bytes()
+    }
+
+    /// Useful floating-point operations: 2·batch·M·N·K.
+    pub fn flops(&self) -> f64 {
+        2.0 * (self.batch * self.m) as f64 * self.n as f64 * self.k as f64
+    }
+}
+
+/// A TCubeTiling-style strategy for one cube op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CubeTiling {
+    /// Cores along M.
+    pub block_dim_m: u64,
+    /// Cores along N.
+    pub block_dim_n: u64,
+    /// L0 tile rows.
+    pub base_m: u64,
+    /// L0 tile columns.
+    pub base_n: u64,
+    /// L0 tile reduction length.
+    pub base_k: u64,
+    /// A tiles resident in L1.
+    pub depth_a1: u64,
+    /// B tiles resident in L1.
+    pub depth_b1: u64,
+    /// K tiles of A per L1 load.
+    pub step_ka: u64,
+    /// K tiles of B per L1 load.
+    pub step_kb: u64,
+    /// 0: M moves first (B is reused), 1: N moves first (A is reused).
+    pub iterate_order: u64,
+    /// L0A double buffering (1 or 2).
+    pub db_l0a: u64,
+    /// L0B double buffering.
+    pub db_l0b: u64,
+    /// L0C double buffering.
+    pub db_l0c: u64,
+}
+
+/// Strategy parameter names, in space order.
+pub const PARAMS: [&str; 13] = [
+    "blockDimM",
+    "blockDimN",
+    "baseM",
+    "baseN",
+    "dbL0C",
+    "baseK",
+    "dbL0A",
+    "dbL0B",
+    "stepKa",
+    "depthA1",
+    "stepKb",
+    "depthB1",
+    "iterateOrder",
+];
+
+impl CubeTiling {
+    /// Reads a tiling from a strategy map; the reason names a missing or non-integer parameter.
+    pub fn from_strategy(s: &StrategyMap) -> Result<CubeTiling, String> {
+        let g = |n: &str| -> Result<u64, String> {
+            let v = get_int(s, n)?;
+            u64::try_from(v).map_err(|_| format!("parameter {n} = {v} is negative"))
+        };
+        Ok(CubeTiling {
+            block_dim_m: g("blockDimM")?,
+            block_dim_n: g("blockDimN")?,
+            base_m: g("baseM")?,
+            base_n: g("baseN")?,
+            base_k: g("baseK")?,
+            depth_a1: g("depthA1")?,
+            depth_b1: g("depthB1")?,
+            step_ka: g("stepKa")?,
+            step_kb: g("stepKb")?,
+            iterate_order: g("iterateOrder")?,
+            db_l0a: g("dbL0A")?,
+            db_l0b: g("dbL0B")?,
+            db_l0c: g("dbL0C")?,
+        })
+    }
+
+    /// The strategy map of this tiling.
+    pub fn to_strategy(&self) -> StrategyMap {
+        let v = [
+            self.block_dim_m,
+            self.block_dim_n,
+            self.base_m,
+            self.base_n,
+            self.db_l0c,
+            self.base_k,
+            self.db_l0a,
+            self.db_l0b,
+            self.step_ka,
+            self.depth_a1,
+            self.step_kb,
+            self.depth_b1,
+            self.iterate_order,
+        ];
+        PARAMS
+            .iter()
+            .zip(v)
+            .map(|(n, v)| (n.to_string(), serde_json::Value::from(v)))
+            .collect()
+    }
+
+    /// Checks the tiling against the SoC's buffers and alignment rules; the error is a
+    /// `build_fail` reason naming the broken rule and the numbers.
+    pub fn validate(&self, p: &GemmProblem, soc: &SocModel, cores: u32) -> Result<(), String> {
+        let t = self;
+        let s = p.in_bytes;
+        let c0 = p.c0();
+        for (n, v) in [
+            ("blockDimM", t.block_dim_m),
+            ("blockDimN", t.block_dim_n),
+            ("baseM", t.base_m),
+            ("baseN", t.base_n),
+            ("baseK", t.base_k),
+            ("depthA1", t.depth_a1),
+            ("depthB1", t.depth_b1),
+            ("stepKa", t.step_ka),
+            ("stepKb", t.step_kb),
+        ] {
+            if v == 0 {
+                return Err(format!("{n} must be positive"));
+            }
+        }
+        if t.block_dim_m * t.block_dim_n > u64::from(cores) {
+            return Err(format!(
+                "blockDimM·blockDimN = {} exceeds the {cores} cores",
+                t.block_dim_m * t.block_dim_n
+            ));
+        }
+        if t.base_m % 16 != 0 || t.base_n % 16 != 0 {
+            return Err(format!(
+                "misaligned: baseM {} and baseN {} must be multiples of the 16-row fractal",
+                t.base_m, t.base_n
+            ));
+        }
+        if t.base_k % c0 != 0 {
+            return Err(format!(
+                "misaligned: baseK {} must be a multiple of C0 = {c0} for {s}-byte inputs",
+                t.base_k
+            ));
+        }
+        for (n, v) in [
+            ("dbL0A", t.db_l0a),
+            ("dbL0B", t.db_l0b),
+            ("dbL0C", t.db_l0c),
+        ] {
+            if v != 1 && v != 2 {
+                return Err(format!("{n} = {v} must be 1 or 2"));
+            }
+        }
+        if t.iterate_order > 1 {
+            return Err(format!("iterateOrder = {} must be 0 or 1", t.iterate_order));
+        }
+        let l0c = t.base_m * t.base_n * 4 * t.db_l0c;
+        if l0c > soc.l0c {
+            return Err(format!(
+                "L0C overflow: baseM·baseN·4·dbL0C = {l0c} B > {} B",
+                soc.l0c
+            ));
+        }
+        let l0a = t.base_m * t.base_k * s * t.db_l0a;
+        if l0a > soc.l0a {
+            return Err(format!(
+                "L0A overflow: baseM·baseK·{s}·dbL0A = {l0a} B > {} B",
+                soc.l0a
+            ));
+        }
+        let l0b = t.base_k * t.base_n * s * t.db_l0b;
+        if l0b > soc.l0b {
+            return Err(format!(
+                "L0B overflow: baseK·baseN·{s}·dbL0B = {l0b} B > {} B",
+                soc.l0b
+            ));
+        }
+        for (n, d, st) in [("A", t.depth_a1, t.step_ka), ("B", t.depth_b1, t.step_kb)] {
+            if d % st != 0 || d / st > 2 {
+                return Err(format!(
+                    "depth{n}1 = {d} must be stepK{} = {st} or twice it",
+                    n.to_ascii_lowercase()
+                ));
+            }
+        }
+        let bias = if p.bias { t.base_n * 4 } else { 0 };
+        let l1 = t.depth_a1 * t.base_m * t.base_k * s + t.depth_b1 * t.base_n * t.base_k * s + bias;
+        if l1 > soc.l1 - 256 {
+            return Err(format!(
+                "L1 overflow: depthA1·baseM·baseK·s + depthB1·baseN·baseK·s{} = {l1} B > {} B",
+                if p.bias { " + bias" } else { "" },
+                soc.l1 - 256
+            ));
+        }
+        Ok(())
+    }
+
+    /// Ascend C's GetTiling default (the baseline): base block 128×256×64 for fp16 (baseM 256
+    /// when L0C holds 256 KiB; baseK scaled to keep 128 bytes of K), clamped to the shape;
+    /// cores split over M and N to balance the number of base blocks per core; L1 holds two
+    /// K-tiles of each operand (depth 2, step 1); dbL0A = dbL0B = 2; dbL0C = 2 only if the
+    /// block fits half of L0C; M moves first.
+    pub fn default_for(p: &GemmProblem, soc: &SocModel, cores: u32) -> CubeTiling {
+        let pref_m = if soc.l0c >= 256 * 1024 { 256 } else { 128 };
+        let pref_k = 128 / p.in_bytes;
+        let base_m = pref_m.min(p.ma());
+        let base_n = 256.min(p.na());
+        let base_k = pref_k.min(p.ka());
+        let m_blocks = p.ma().div_ceil(base_m);
+        let n_blocks = p.na().div_ceil(base_n);
+        let cores = u64::from(cores);
+        // Cores along M and N: the factorisation with the fewest blocks on the busiest core,
+        // preferring more cores along M on ties.
+        let mut best = (u64::MAX, 1, 1);
+        for bm in 1..=cores.min(m_blocks) {
+            for bn in 1..=(cores / bm).min(n_blocks) {
+                let per = m_blocks.div_ceil(bm) * n_blocks.div_ceil(bn);
+                if per < best.0 {
+                    best = (per, bm, bn);
+                }
+            }
+        }
+        let db_l0c = if base_m * base_n * 4 * 2 <= soc.l0c {
+            2
+        } else {
+            1
+        };
+        CubeTiling {
+            block_dim_m: best.1,
+            block_dim_n: best.2,
+            base_m,
+            base_n,
+            base_k,
+            depth_a1: 2,
+            depth_b1: 2,
+            step_ka: 1,
+            step_kb: 1,
+            iterate_order: 0,
+            db_l0a: 2,
+            db_l0b: 2,
+            db_l0c,
+        }
+    }
+
+    /// Simulated kernel time in µs (without launch overhead) of a valid tiling.
+    pub fn time_us(&self, p: &GemmProblem, soc: &SocModel, cores: u32) -> f64 {
+        let t = self;
+        let s = p.in_bytes as f64;
+        let (ma, na, ka) = (p.ma(), p.na(), p.ka());
+        let k0 = p.c0();
+        let ws = p.working_set();
+        let wr = soc.core_write_bpc(ws);
+        // Multi-core split; K is never split across cores.
+        let sc_m = align(ma.div_ceil(t.block_dim_m), 16);
+        let sc_n = align(na.div_ceil(t.block_dim_n), 16);
+        let used_mn = ma.div_ceil(sc_m) * na.div_ceil(sc_n);
+        let block_b = p
+            .batch
+            .min((u64::from(cores) / (t.block_dim_m * t.block_dim_n)).max(1));
+        let batches_per_core = p.batch.div_ceil(block_b);
+        let used_cores = (used_mn * block_b).min(u64::from(cores)).max(1);
+
+        // K loop of one output tile of mt × nt.
+        let k_steps = ka.div_ceil(t.base_k);
+        let k_tail = ka - (k_steps - 1) * t.base_k;
+        let a_full_k = t.step_ka * t.base_k >= ka;
+        let b_full_k = t.step_kb * t.base_k >= ka;
+        let n_a_loads = k_steps.div_ceil(t.step_ka);
+        let n_b_loads = k_steps.div_ceil(t.step_kb);
+        let a_burst = |mt: u64| -> f64 {
+            match p.a {
+                ASource::Matrix { nz: true, .. } => 512.0,
+                ASource::Matrix {
+                    transposed: true, ..
+                } => mt as f64 * s,
+                ASource::Matrix { .. } => ((t.step_ka * t.base_k).min(ka)) as f64 * s,
+                ASource::Fmap { w, cin_pad, .. } => (w * cin_pad.min(k0)) as f64 * s,
+            }
+        };
+        let b_burst = |nt: u64| -> f64 {
+            if p.b_nz {
+                512.0
+            } else if p.b_transposed {
+                ((t.step_kb * t.base_k).min(ka)) as f64 * s
+            } else {
+                nt as f64 * s
+            }
+        };
+        // GM bytes of A for one tile of mt rows (all of K).
+        let a_tile_bytes = |mt: u64| -> f64 {
+            let im2col = (mt * ka) as f64 * s;
+            match p.a {
+                ASource::Matrix { .. } => im2col,
+                ASource::Fmap {
+                    h,
+                    w,
+                    wo,
+                    kh_eff,
+                    stride_h,
+                    cin_pad,
+                    ..
+                } => {
+                    let rows_out = mt.div_ceil(wo) + 1;
+                    let rows_in = h.min((rows_out - 1) * stride_h + kh_eff);
+                    ((rows_in * w * cin_pad) as f64 * s).min(im2col)
+                }
+            }
+        };
+        // Tiles of the busiest core: full tiles and tail tiles along M and N.
+        let m_tiles = sc_m.div_ceil(t.base_m);
+        let n_tiles = sc_n.div_ceil(t.base_n);
+        let m_sizes = [
+            (t.base_m, sc_m / t.base_m),
+            (sc_m % t.base_m, u64::from(sc_m % t.base_m > 0)),
+        ];
+        let n_sizes = [
+            (t.base_n, sc_n / t.base_n),
+            (sc_n % t.base_n, u64::from(sc_n % t.base_n > 0)),
+        ];
+        // Chip-wide bandwidth: every core's reads and writes share the L2 / memory.
+        let a_rows_reads = p.batch as f64
+            * na.div_ceil(sc_n) as f64
+            * (if t.iterate_order == 1 && a_full_k {
+                1.0
+            } else {
+                n_tiles as f64
+            })
+            * ma.div_ceil(sc_m) as f64
+            * m_sizes
+                .iter()
+                .map(|&(mt, c)| c as f64 * a_tile_bytes(mt))
+                .sum::<f64>();
+        let b_reads = p.batch as f64
+            * ma.div_ceil(sc_m) as f64
+            * (if t.iterate_order == 0 && b_full_k {
+                1.0
+            } else {
+                m_tiles as f64
+            })
+            * (na * ka) as f64
+            * s;
+        let reads = (a_rows_reads + b_reads).max(p.min_read_bytes() as f64);
+        let unique = p.min_read_bytes() as f64;
+        let rd = if soc.fits_l2(ws) {
+            soc.l2_read_bpc
+        } else {
+            let first = (unique / reads).clamp(0.0, 1.0);
+            1.0 / (first / soc.mem_read_bpc + (1.0 - first) / soc.l2_read_bpc)
+        };
+        const DMA_BURST_OVERHEAD: f64 = 32.0;
+        const DMA_ISSUE: f64 = 64.0;
+        const K_STEP_OVERHEAD: f64 = 24.0;
+        const TILE_OVERHEAD: f64 = 48.0;
+        let eff = |bytes: f64, burst: f64| bytes * (1.0 + DMA_BURST_OVERHEAD / burst.max(1.0));
+
+        // (k-loop cycles, first-chunk exposed load, fixpipe cycles) for a tile, given whether
+        // its A and B must be (re)loaded.
+        let tile = |mt: u64, nt: u64, load_a: bool, load_b: bool| -> (f64, f64) {
+            let step = |kt: u64| -> f64 {
+                let m1a = (mt * kt) as f64 * s / soc.l1_l0a_bpc;
+                let m1b = (kt * nt) as f64 * s / soc.l1_l0b_bpc;
+                let cube = (mt.div_ceil(16) * nt.div_ceil(16) * kt.div_ceil(k0)) as f64;
+                let body = match (t.db_l0a == 2, t.db_l0b == 2) {
+                    (true, true) => (m1a + m1b).max(cube),
+                    (true, false) => m1a.max(cube) + m1b,
+                    (false, true) => m1b.max(cube) + m1a,
+                    (false, false) => m1a + m1b + cube,
+                };
+                body + K_STEP_OVERHEAD
+            };
+            let compute = (k_steps - 1) as f64 * step(t.base_k) + step(k_tail);
+            let mte2_a = if load_a {
+                n_a_loads as f64 * DMA_ISSUE + eff(a_tile_bytes(mt), a_burst(mt)) / rd
+            } else {
+                0.0
+            };
+            let bias = if p.bias && load_b {
+                nt as f64 * 4.0 / rd
+            } else {
+                0.0
+            };
+            let mte2_b = if load_b {
+                n_b_loads as f64 * DMA_ISSUE + eff((nt * ka) as f64 * s, b_burst(nt)) / rd + bias
+            } else {
+                0.0
+            };
+            let first_a = mte2_a / n_a_loads as f64;
+            let first_b = mte2_b / n_b_loads as f64;
+            let (dba, dbb) = (t.depth_a1 / t.step_ka == 2, t.depth_b1 / t.step_kb == 2);
+            let kloop = match (dba, dbb) {
+                (true, true) => compute.max(mte2_a + mte2_b) + first_a + first_b,
+                (true, false) => compute.max(mte2_a) + first_a + mte2_b,
+                (false, true) => compute.max(mte2_b) + first_b + mte2_a,
+                (false, false) => compute + mte2_a + mte2_b,
+            };
+            let fix = (mt * nt * p.out_bytes) as f64 / wr + TILE_OVERHEAD;
+            (kloop + TILE_OVERHEAD, fix)
+        };
+
+        let mut core = 0.0;
+        let mut max_fix: f64 = 0.0;
+        for &(mt, mc) in &m_sizes {
+            for &(nt, nc) in &n_sizes {
+                let count = mc * nc;
+                if count == 0 {
+                    continue;
+                }
+                // Along the inner loop the outer operand stays resident when its whole K fits.
+                // Tiles that reload: with M inner (order 0), B reloads once per N column
+                // unless fully resident; A reloads every tile unless resident and N inner.
+                let (a_loads, b_loads) = if t.iterate_order == 0 {
+                    let b = if b_full_k { nc.min(count) } else { count };
+                    (count, b)
+                } else {
+                    let a = if a_full_k { mc.min(count) } else { count };
+                    (a, count)
+                };
+                let both = a_loads.min(b_loads);
+                let only_a = a_loads - both;
+                let only_b = b_loads - both;
+                let none = count - both - only_a - only_b;
+                for (n, la, lb) in [
+                    (both, true, true),
+                    (only_a, true, false),
+                    (only_b, false, true),
+                    (none, false, false),
+                ] {
+                    if n == 0 {
+                        continue;
+                    }
+                    let (kloop, fix) = tile(mt, nt, la, lb);
+                    let per = if t.db_l0c == 2 {
+                        kloop.max(fix)
+                    } else {
+                        kloop + fix
+                    };
+                    core += n as f64 * per;
+                    max_fix = max_fix.max(fix);
+                }
+            }
+        }
+        let _ = (m_tiles, n_tiles);
+        const FILL: f64 = 1200.0;
+        let core_cycles = FILL + batches_per_core as f64 * core + max_fix;
+        let core_us = core_cycles / (soc.clock_ghz * 1e3);
+
+        // Re-reads hit the L2 even when the whole working set does not fit; first touches
+        // stream from main memory then.
+        let chip_read_us = if soc.fits_l2(ws) {
+            reads / soc.chip_read_bw(ws) * 1e6
+        } else {
+            (reads / soc.chip_read_bw(0)).max(unique / soc.chip_mem_bw) * 1e6
+        };
+        let chip_write_us = p.c_bytes() as f64 / soc.chip_write_bw(ws) * 1e6;
+        let _ = used_cores;
+        core_us.max(chip_read_us).max(chip_write_us)
+    }
+}
+
+/// The roofline of a cube problem in µs on `cores` cores: peak cube compute, the least bytes
+/// read at the chip's read bandwidth and the output at its write bandwidth (L2's when the
+/// working set fits, main memory's otherwise), whichever is largest.
+pub fn roofline_us(p: &GemmProblem, soc: &SocModel, cores: u32) -> f64 {
+    let ws = p.working_set();
+    let compute = p.flops() / soc.cube_peak_flops(p.in_bytes, cores);
+    let read = p.min_read_bytes() as f64 / soc.chip_read_bw(ws);
+    let write = p.c_bytes() as f64 / soc.chip_write_bw(ws);
+    compute.max(read).max(write) * 1e6
+}
+
+/// The strategy space of a cube problem: value lists fitted to the shape (always holding the
+/// default's values) and restrictions mirroring [`CubeTiling::validate`].
+pub fn space(
+    p: &GemmProblem,
+    soc: &SocModel,
+    cores: u32,
+) -> (Vec<Parameter>, Vec<String>, HashMap<String, Value>) {
+    let d = CubeTiling::default_for(p, soc, cores);
+    let c0 = p.c0();
+    let splits: Vec<u64> = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32]
+        .into_iter()
+        .filter(|&v| v <= u64::from(cores))
+        .collect();
+    let bdm = with(
+        splits
+            .iter()
+            .copied()
+            .filter(|&v| v == 1 || (v - 1) * 16 < p.ma())
+            .collect(),
+        d.block_dim_m,
+    );
+    let bdn = with(
+        splits
+            .iter()
+            .copied()
+            .filter(|&v| v == 1 || (v - 1) * 16 < p.na())
+            .collect(),
+        d.block_dim_n,
+    );
+    let bm = with(fit(&[16, 32, 64, 128, 256], p.ma()), d.base_m);
+    let bn = with(fit(&[16, 32, 64, 128, 256], p.na()), d.base_n);
+    let bk = with(
+        fit(&[c0, 2 * c0, 4 * c0, 8 * c0, 16 * c0], p.ka()),
+        d.base_k,
+    );
+    let ints = |name: &str, v: &[u64]| {
+        Parameter::new(name, v.iter().map(|&x| Value::Int(x as i64)).collect())
+    };
+    let params = vec![
+        ints("blockDimM", &bdm),
+        ints("blockDimN", &bdn),
+        ints("baseM", &bm),
+        ints("baseN", &bn),
+        ints("dbL0C", &[1, 2]),
+        ints("baseK", &bk),
+        ints("dbL0A", &[1, 2]),
+        ints("dbL0B", &[1, 2]),
+        ints("stepKa", &[1, 2, 4]),
+        ints("depthA1", &[1, 2, 4, 8]),
+        ints("stepKb", &[1, 2, 4]),
+        ints("depthB1", &[1, 2, 4, 8]),
+        ints("iterateOrder", &[0, 1]),
+    ];
+    let restrictions = [
+        "blockDimM * blockDimN <= CORES",
+        // Pruning: keep splits that occupy more than half of the cores the shape can use
+        // (batches fill the cores a split leaves free), and always the default's split.
+        "blockDimM * blockDimN * min(BATCH, CORES // (blockDimM * blockDimN)) * 2 > min(CORES, BATCH * MB * NB) or (blockDimM == DBM and blockDimN == DBN)",
+        "baseM * baseN * 4 * dbL0C <= L0C",
+        "baseM * baseK * S * dbL0A <= L0A",
+        "baseK * baseN * S * dbL0B <= L0B",
+        // L1 chunks never hold K-tiles entirely past the end of K.
+        "(stepKa - 1) * baseK < KA",
+        "depthA1 % stepKa == 0 and depthA1 // stepKa <= 2",
+        "(stepKb - 1) * baseK < KA",
+        "depthB1 % stepKb == 0 and depthB1 // stepKb <= 2",
+        "depthA1 * baseM * baseK * S + depthB1 * baseN * baseK * S + BIAS * baseN * 4 <= L1 - 256",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut constants = HashMap::new();
+    for (n, v) in [
+        ("CORES", u64::from(cores)),
+        ("L0A", soc.l0a),
+        ("L0B", soc.l0b),
+        ("L0C", soc.l0c),
+        ("L1", soc.l1),
+        ("S", p.in_bytes),
+        ("KA", p.ka()),
+        ("BIAS", u64::from(p.bias)),
+        ("BATCH", p.batch),
+        ("MB", p.ma() / 16),
+        ("NB", p.na() / 16),
+        ("DBM", d.block_dim_m),
+        ("DBN", d.block_dim_n),
+    ] {
+        constants.insert(n.to_string(), Value::Int(v as i64));
+    }
+    (params, restrictions, constants)
+}
+
+/// The values of `cands` below `extent`, plus the smallest one at or above it.
+pub(crate) fn fit(cands: &[u64], extent: u64) -> Vec<u64> {
+    let mut out: Vec<u64> = cands.iter().copied().filter(|&v| v < extent).collect();
+    if let Some(&v) = cands.iter().find(|&&v| v >= extent) {
+        out.push(v);
+    }
+    if out.is_empty() {
+        out.push(cands[0]);
+    }
+    out
+}
+
+/// `v` with `x` added (sorted, deduplicated).
+pub(crate) fn with(mut v: Vec<u64>, x: u64) -> Vec<u64> {
+    v.push(x);
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// `x` rounded up to a multiple of `a`.
+pub(crate) fn align(x: u64, a: u64) -> u64 {
+    x.div_ceil(a) * a
+}

@@ -1,0 +1,251 @@
+//! The simulated Ascend runner (`sim`): an analytic pipeline model of the DaVinci AI core.
+//!
+//! Cube ops (MatMul, BatchMatMul, Gemm, Conv2D as implicit GEMM) run through
+//! [`cube::CubeTiling::time_us`]: per core, MTE2 loads GM→L1 (bursts, L1 double buffering by
+//! `depth/step`), MTE1 moves L1→L0A/L0B (512/256 B/cycle, overlapped with the cube when L0 is
+//! double buffered), the cube computes 16×16×16 fp16 MACs per cycle, and FixPipe writes L0C→GM
+//! (overlapped when L0C is double buffered); the busiest core's tiles (tails included) set the
+//! time, bounded below by chip-wide L2/HBM bandwidth. Vector ops stream tiles through the UB
+//! ([`vector`]). On a SoC without on-the-fly ND↔NZ (310P) a cube op with ND tensors also pays
+//! its TransData kernels.
+//!
+//! Guarantees (tested): deterministic without noise; every time is at least the launch
+//! overhead plus the roofline ([`SimRunner::roofline_us`]); more work with the same strategy is
+//! never faster; an invalid strategy is a `build_fail` naming the broken rule.
+
+pub mod calibration;
+pub mod conv;
+pub mod cube;
+pub mod ops;
+pub mod soc;
+pub mod vector;
+
+use self::cube::CubeTiling;
+use self::ops::OpModel;
+use self::soc::SocModel;
+use self::vector::VecTiling;
+use super::{
+    FailureKind, Measure, MeasureError, Outcome, StrategyMap, TaskSpace, TimingSettings, TuningTask,
+};
+
+/// Version of the simulator's model; it is part of the runner identity, so records measured by
+/// an older model can be told apart.
+pub const SIM_MODEL_VERSION: u32 = 1;
+
+/// The simulated Ascend runner. Cheap to create; holds no per-task state.
+#[derive(Clone, Debug)]
+pub struct SimRunner {
+    noise: Option<(u64, f64)>,
+    timing: TimingSettings,
+    calls: u64,
+}
+
+impl Default for SimRunner {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SimRunner {
+    /// A noiseless simulator: every sample of a candidate is the model's time.
+    pub fn new() -> Self {
+        SimRunner {
+            noise: None,
+            timing: TimingSettings::default(),
+            calls: 0,
+        }
+    }
+
+    /// Adds seeded measurement noise: each sample is multiplied by `1 + sigma·|z|`, `z` standard
+    /// normal, drawn from `seed`, the candidate and the number of measure calls so far. Noise
+    /// only slows a sample down, so the roofline still holds.
+    pub fn with_noise(mut self, seed: u64, sigma: f64) -> Self {
+        self.noise = Some((seed, sigma.max(0.0)));
+        self
+    }
+
+    /// Sets the timing settings (only `repeats` matters: samples per candidate).
+    pub fn with_timing(mut self, timing: TimingSettings) -> Self {
+        self.timing = timing;
+        self
+    }
+
+    fn soc(task: &TuningTask) -> Result<&'static SocModel, MeasureError> {
+        SocModel::for_version(&task.op.soc.version).ok_or_else(|| MeasureError::Unsupported {
+            runner: "sim".into(),
+            what: format!(
+                "SoC {} (simulated: Ascend910B2, Ascend310P3)",
+                task.op.soc.version
+            ),
+        })
+    }
+
+    /// Cube cores and vector units the task may use (its SoC spec's core count caps them).
+    fn units(task: &TuningTask, soc: &SocModel) -> (u32, u32) {
+        let c = task.op.soc.core_count;
+        let cube = if c == 0 {
+            soc.cube_cores
+        } else {
+            c.min(soc.cube_cores)
+        };
+        let vector = if c == 0 || c >= soc.cube_cores {
+            soc.vector_units
+        } else {
+            (soc.vector_units * c / soc.cube_cores).max(1)
+        };
+        (cube, vector)
+    }
+
+    pub(crate) fn model(
+        task: &TuningTask,
+    ) -> Result<(OpModel, &'static SocModel, u32, u32), MeasureError> {
+        let soc = Self::soc(task)?;
+        let m = ops::model(task, soc, "sim")?;
+        let (c, v) = Self::units(task, soc);
+        Ok((m, soc, c, v))
+    }
+
+    /// The model's time in µs for one strategy (launch overhead included), or the `build_fail`
+    /// reason when the strategy is invalid for the task. Deterministic.
+    pub fn simulate(
+        task: &TuningTask,
+        strategy: &StrategyMap,
+    ) -> Result<Result<f64, String>, MeasureError> {
+        let (m, soc, c, v) = Self::model(task)?;
+        Ok(simulate_model(&m, soc, c, v, strategy))
+    }
+
+    /// The lower bound every simulated time respects: launch overhead plus the roofline (peak
+    /// compute of the units the op runs on, least bytes over the chip's read and write
+    /// bandwidth — the L2's when the working set fits, main memory's otherwise).
+    pub fn roofline_us(task: &TuningTask) -> Result<f64, MeasureError> {
+        let (m, soc, c, v) = Self::model(task)?;
+        Ok(soc.launch_us
+            + match &m {
+                OpModel::Cube {
+                    problem,
+                    useful_flops,
+                    ..
+                } => {
+                    let useful = useful_flops / soc.cube_peak_flops(problem.in_bytes, c) * 1e6;
+                    useful.max(cube::roofline_us(problem, soc, c))
+                }
+                OpModel::Elem(p) => p.roofline_us(soc, v),
+                OpModel::Row(p) => p.roofline_us(soc, v),
+            })
+    }
+}
+
+fn simulate_model(
+    m: &OpModel,
+    soc: &SocModel,
+    cube_cores: u32,
+    vector_units: u32,
+    s: &StrategyMap,
+) -> Result<f64, String> {
+    match m {
+        OpModel::Cube { problem, trans, .. } => {
+            let t = CubeTiling::from_strategy(s)?;
+            t.validate(problem, soc, cube_cores)?;
+            let mut us = soc.launch_us + t.time_us(problem, soc, cube_cores);
+            for tp in trans {
+                let d = tp.default_tiling(soc, vector_units);
+                us += soc.launch_us + tp.time_us(&d, soc);
+            }
+            Ok(us)
+        }
+        OpModel::Elem(p) => {
+            let t = VecTiling::from_strategy(s, "tileNum")?;
+            p.validate(&t, soc, vector_units)?;
+            Ok(soc.launch_us + p.time_us(&t, soc))
+        }
+        OpModel::Row(p) => {
+            let t = VecTiling::from_strategy(s, "rowsPerTile")?;
+            p.validate(&t, soc, vector_units)?;
+            Ok(soc.launch_us + p.time_us(&t, soc))
+        }
+    }
+}
+
+/// SplitMix64: the noise generator's mixing step.
+pub(crate) fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+impl Measure for SimRunner {
+    fn identity(&self) -> String {
+        match self.noise {
+            None => format!("sim:v{SIM_MODEL_VERSION}"),
+            Some((seed, sigma)) => format!("sim:v{SIM_MODEL_VERSION}:noise={sigma}:seed={seed}"),
+        }
+    }
+
+    fn space(&mut self, task: &TuningTask) -> Result<TaskSpace, MeasureError> {
+        let (m, soc, c, v) = Self::model(task)?;
+        let (params, restrictions, constants) = match &m {
+            OpModel::Cube { problem, .. } => cube::space(problem, soc, c),
+            OpModel::Elem(p) => vector::elem_space(p, soc, v),
+            OpModel::Row(p) => vector::row_space(p, soc, v),
+        };
+        Ok(TaskSpace::enumerate(params, &restrictions, &constants)?)
+    }
+
+    fn default_strategy(&mut self, task: &TuningTask) -> Result<StrategyMap, MeasureError> {
+        let (m, soc, c, v) = Self::model(task)?;
+        Ok(match &m {
+            OpModel::Cube { problem, .. } => CubeTiling::default_for(problem, soc, c).to_strategy(),
+            OpModel::Elem(p) => p.default_tiling(soc, v).to_strategy("tileNum"),
+            OpModel::Row(p) => p.default_tiling(soc, v).to_strategy("rowsPerTile"),
+        })
+    }
+
+    fn measure(
+        &mut self,
+        task: &TuningTask,
+        candidates: &[StrategyMap],
+    ) -> Result<Vec<Outcome>, MeasureError> {
+        let (m, soc, c, v) = Self::model(task)?;
+        self.calls += 1;
+        let repeats = self.timing.repeats.max(1) as usize;
+        Ok(candidates
+            .iter()
+            .map(|s| match simulate_model(&m, soc, c, v, s) {
+                Err(reason) => Outcome::fail(FailureKind::BuildFail, reason),
+                Ok(us) => {
+                    let samples_us = match self.noise {
+                        None => vec![us; repeats],
+                        Some((seed, sigma)) => {
+                            let h = splitmix(
+                                seed ^ splitmix(self.calls)
+                                    ^ splitmix(hash_str(
+                                        &serde_json::to_string(s).unwrap_or_default(),
+                                    )),
+                            );
+                            (0..repeats as u64)
+                                .map(|i| {
+                                    let a = splitmix(h ^ (2 * i + 1));
+                                    let b = splitmix(h ^ (2 * i + 2));
+                                    let u1 = ((a >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+                                    let u2 = (b >> 11) as f64 / (1u64 << 53) as f64;
+                                    let z = (-2.0 * u1.ln()).sqrt()
+                                        * (2.0 * std::f64::consts::PI * u2).cos();
+                                    us * (1.0 + sigma * z.abs())
+                                })
+                                .collect()
+                        }
+                    };
+                    Outcome::Measurement { samples_us }
+                }
+            })
+            .collect())
+    }
+}
+
+fn hash_str(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}

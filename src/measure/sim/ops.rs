@@ -1,0 +1,260 @@
+//! From an op descriptor to the simulator's problem: which unit runs it and with what shape.
+
+use super::cube::{align, ASource, GemmProblem};
+use super::soc::SocModel;
+use super::vector::{ElemProblem, RowProblem};
+use crate::key::{DType, Format, TensorDesc};
+use crate::measure::{MeasureError, TuningTask};
+
+/// What the simulator runs for a task.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpModel {
+    /// A cube op; `trans` are the TransData passes it needs on a SoC without on-the-fly ND↔NZ.
+    Cube {
+        /// The GEMM (or implicit GEMM).
+        problem: GemmProblem,
+        /// Explicit layout conversions around it (310P with ND tensors).
+        trans: Vec<ElemProblem>,
+        /// FLOPs of the op before padding (for the roofline).
+        useful_flops: f64,
+    },
+    /// An element stream.
+    Elem(ElemProblem),
+    /// A row stream.
+    Row(RowProblem),
+}
+
+/// Bytes of an element of `d`, if the simulated SoC computes in it.
+fn elem_bytes(d: DType, soc: &SocModel, cube: bool) -> Option<u64> {
+    match d {
+        DType::Float16 => Some(2),
+        DType::Bfloat16 if soc.bf16 => Some(2),
+        DType::Float32 if !cube || soc.cube_fp32 => Some(4),
+        DType::Int8 | DType::Uint8 if cube => Some(1),
+        DType::Int8 | DType::Uint8 | DType::Bool => Some(1),
+        DType::Int32 if !cube => Some(4),
+        DType::Int16 if !cube => Some(2),
+        _ => None,
+    }
+}
+
+/// The logical shape: the original shape when given, else the runtime shape.
+fn logical(t: &TensorDesc) -> &[i64] {
+    if t.ori_shape.is_empty() {
+        &t.shape
+    } else {
+        &t.ori_shape
+    }
+}
+
+fn numel(shape: &[u64]) -> u64 {
+    shape.iter().product::<u64>().max(1)
+}
+
+/// Builds the model of `task` on `soc`.
+pub fn model(task: &TuningTask, soc: &SocModel, runner: &str) -> Result<OpModel, MeasureError> {
+    let op = task.op_type();
+    let unsupported = |what: String| MeasureError::Unsupported {
+        runner: runner.to_string(),
+        what,
+    };
+    let dtype_of = |d: DType, cube: bool| {
+        elem_bytes(d, soc, cube)
+            .ok_or_else(|| unsupported(format!("{op} in {d:?} on {}", soc.version)))
+    };
+    let shape_of = |t: &TensorDesc| -> Result<Vec<u64>, MeasureError> {
+        logical(t)
+            .iter()
+            .map(|&d| {
+                u64::try_from(d).ok().filter(|&d| d > 0).ok_or_else(|| {
+                    MeasureError::InvalidTask(format!(
+                        "{op}: shape {:?} has a non-positive dimension",
+                        logical(t)
+                    ))
+                })
+            })
+            .collect()
+    };
+    let input = |i: usize| -> Result<&TensorDesc, MeasureError> {
+        task.op
+            .inputs
+            .get(i)
+            .ok_or_else(|| MeasureError::InvalidTask(format!("{op} has no input {i}")))
+    };
+    let output = || -> Result<&TensorDesc, MeasureError> {
+        task.op
+            .outputs
+            .first()
+            .ok_or_else(|| MeasureError::InvalidTask(format!("{op} has no output")))
+    };
+    match op.as_str() {
+        "matmul" | "matmulv2" | "gemm" | "batchmatmul" | "batchmatmulv2" | "batchmatmulv3" => {
+            let a = input(0)?;
+            let b = input(1)?;
+            let sa = shape_of(a)?;
+            let sb = shape_of(b)?;
+            if sa.len() < 2 || sb.len() < 2 {
+                return Err(MeasureError::InvalidTask(format!(
+                    "{op}: inputs must have rank ≥ 2, got {sa:?} and {sb:?}"
+                )));
+            }
+            let ta = task.attr_bool("transpose_x1")
+                || task.attr_bool("transpose_a")
+                || task.attr_bool("adj_x1")
+                || task.attr_int("transA") == Some(1);
+            let tb = task.attr_bool("transpose_x2")
+                || task.attr_bool("transpose_b")
+                || task.attr_bool("adj_x2")
+                || task.attr_int("transB") == Some(1);
+            let (m, k) = if ta {
+                (sa[sa.len() - 1], sa[sa.len() - 2])
+            } else {
+                (sa[sa.len() - 2], sa[sa.len() - 1])
+            };
+            let (k2, n) = if tb {
+                (sb[sb.len() - 1], sb[sb.len() - 2])
+            } else {
+                (sb[sb.len() - 2], sb[sb.len() - 1])
+            };
+            if k != k2 {
+                return Err(MeasureError::InvalidTask(format!(
+                    "{op}: reduction lengths differ ({k} vs {k2}) for {sa:?} · {sb:?}"
+                )));
+            }
+            let batch = numel(&sa[..sa.len() - 2]);
+            let b_batch = numel(&sb[..sb.len() - 2]);
+            let in_bytes = dtype_of(a.dtype, true)?;
+            let out_bytes = dtype_of(output()?.dtype, false)?;
+            let a_nz = a.format == Format::FractalNz;
+            let b_nz = matches!(b.format, Format::FractalNz | Format::FractalZ);
+            let problem = GemmProblem {
+                batch,
+                m,
+                k,
+                n,
+                in_bytes,
+                out_bytes,
+                bias: task.op.inputs.len() >= 3,
+                a: ASource::Matrix {
+                    transposed: ta,
+                    nz: a_nz || !soc.nd_nz_on_the_fly,
+                },
+                b_transposed: tb,
+                b_nz: b_nz || !soc.nd_nz_on_the_fly,
+                b_shared: b_batch == 1,
+            };
+            let mut trans = Vec::new();
+            if !soc.nd_nz_on_the_fly {
+                // ND tensors are converted by explicit TransData kernels: A and C always (they
+                // are activations); B only when it is not a constant weight (batched).
+                let conv = |elems: u64, bytes: u64| ElemProblem {
+                    n: elems,
+                    in_bytes_per: bytes as f64,
+                    out_bytes: bytes,
+                    elem_bytes: bytes,
+                    passes: 2,
+                    queues: 2,
+                };
+                if !a_nz {
+                    trans.push(conv(batch * align(m, 16) * align(k, 16), in_bytes));
+                }
+                if !b_nz && b_batch > 1 {
+                    trans.push(conv(b_batch * align(k, 16) * align(n, 16), in_bytes));
+                }
+                if output()?.format != Format::FractalNz {
+                    trans.push(conv(batch * align(m, 16) * align(n, 16), out_bytes));
+                }
+            }
+            let useful_flops = problem.flops();
+            Ok(OpModel::Cube {
+                problem,
+                trans,
+                useful_flops,
+            })
+        }
+        "conv2d" => super::conv::model(task, soc, runner),
+        "add" | "sub" | "mul" | "div" | "realdiv" | "maximum" | "minimum" | "addn" | "biasadd"
+        | "relu" | "relu6" | "leakyrelu" | "abs" | "neg" | "cast" | "sqrt" | "rsqrt" | "exp"
+        | "log" | "sigmoid" | "tanh" | "gelu" | "fastgelu" | "swish" | "silu" | "erf" | "muls"
+        | "adds" | "transdata" | "transpose" => {
+            let out = output()?;
+            let so = shape_of(out)?;
+            let n = numel(&so);
+            let eb = dtype_of(out.dtype, false)?;
+            let mut in_bytes = 0.0;
+            for t in &task.op.inputs {
+                let s = shape_of(t)?;
+                in_bytes += (numel(&s) * dtype_of(t.dtype, false)?) as f64;
+            }
+            let passes = match op.as_str() {
+                "relu" | "relu6" | "abs" | "neg" | "add" | "sub" | "mul" | "maximum"
+                | "minimum" | "addn" | "biasadd" | "muls" | "adds" | "cast" => 1,
+                "leakyrelu" | "div" | "realdiv" | "sqrt" | "rsqrt" | "transdata" | "transpose" => 2,
+                "exp" | "log" => 3,
+                "sigmoid" | "swish" | "silu" => 5,
+                "tanh" | "erf" | "fastgelu" => 6,
+                _ => 9, // gelu
+            };
+            let n_in = task.op.inputs.len().max(1) as u64;
+            let tmp = u64::from(passes >= 5);
+            Ok(OpModel::Elem(ElemProblem {
+                n,
+                in_bytes_per: in_bytes / n as f64,
+                out_bytes: eb,
+                elem_bytes: eb,
+                passes,
+                queues: n_in + 1 + tmp,
+            }))
+        }
+        "maxpool" | "maxpoolv3" | "avgpool" | "avgpoolv2" => {
+            let x = input(0)?;
+            let out = output()?;
+            let sx = shape_of(x)?;
+            let so = shape_of(out)?;
+            let n = numel(&so);
+            let eb = dtype_of(out.dtype, false)?;
+            let ksize = task
+                .attr_ints("ksize")
+                .or_else(|| task.attr_ints("kernel_shape"))
+                .unwrap_or_else(|| vec![3, 3]);
+            let window: i64 = ksize.iter().rev().take(2).product();
+            Ok(OpModel::Elem(ElemProblem {
+                n,
+                in_bytes_per: (numel(&sx) * eb) as f64 / n as f64,
+                out_bytes: eb,
+                elem_bytes: eb,
+                passes: window.max(1) as u64,
+                queues: 2 + window.max(1) as u64 / 4,
+            }))
+        }
+        "softmax" | "softmaxv2" | "layernorm" | "rmsnorm" | "reducesum" | "reducemean"
+        | "reducemax" | "reducesumd" | "reducemeand" | "globalaveragepool" => {
+            let x = input(0)?;
+            let sx = shape_of(x)?;
+            let eb = dtype_of(x.dtype, false)?;
+            let (rows, len, out_per_row, passes) = match op.as_str() {
+                "softmax" | "softmaxv2" => {
+                    let len = *sx.last().unwrap_or(&1);
+                    (numel(&sx) / len, len, len, 8)
+                }
+                "layernorm" | "rmsnorm" => {
+                    let len = *sx.last().unwrap_or(&1);
+                    (numel(&sx) / len, len, len, 9)
+                }
+                _ => {
+                    let so = shape_of(output()?)?;
+                    let rows = numel(&so).min(numel(&sx));
+                    (rows, numel(&sx) / rows, 1, 1)
+                }
+            };
+            Ok(OpModel::Row(RowProblem {
+                rows,
+                len,
+                elem_bytes: eb,
+                out_per_row,
+                passes,
+            }))
+        }
+        _ => Err(unsupported(format!("op type {}", task.op.op_type))),
+    }
+}

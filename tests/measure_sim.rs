@@ -1,0 +1,342 @@
+//! The simulated Ascend runner: determinism, the roofline floor, monotonicity, validity of the
+//! default tiling on every fixture op, build_fail classification, calibration.
+
+use std::collections::BTreeMap;
+
+use rand::{Rng, SeedableRng};
+use tunebank::key::{CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc};
+use tunebank::measure::sim::SimRunner;
+use tunebank::measure::{FailureKind, Measure, Outcome, TuningTask};
+
+const SOCS: [&str; 2] = ["Ascend910B2", "Ascend310P3"];
+
+fn fixture_ops() -> Vec<OpDescriptor> {
+    let mut all = Vec::new();
+    for f in ["resnet50_ops.json", "bert_base_ops.json"] {
+        let path = format!("{}/fixtures/ops/{f}", env!("CARGO_MANIFEST_DIR"));
+        let ops: Vec<OpDescriptor> =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        all.extend(ops);
+    }
+    all
+}
+
+fn on(op: &OpDescriptor, soc: &str) -> TuningTask {
+    let mut op = op.clone();
+    op.soc = SocSpec::from_version(soc).unwrap();
+    TuningTask::new(op)
+}
+
+fn t(shape: &[i64]) -> TensorDesc {
+    TensorDesc {
+        shape: shape.to_vec(),
+        ori_shape: shape.to_vec(),
+        dtype: DType::Float16,
+        format: Format::ND,
+        ori_format: Format::ND,
+    }
+}
+
+fn matmul(b: i64, m: i64, k: i64, n: i64, soc: &str) -> TuningTask {
+    let (a, c) = if b > 1 {
+        (t(&[b, m, k]), t(&[b, m, n]))
+    } else {
+        (t(&[m, k]), t(&[m, n]))
+    };
+    TuningTask::new(OpDescriptor {
+        op_type: if b > 1 { "BatchMatMul" } else { "MatMul" }.into(),
+        fused_ops: vec![],
+        inputs: vec![a, t(&[k, n])],
+        outputs: vec![c],
+        attrs: BTreeMap::new(),
+        impl_mode: ImplMode::HighPerformance,
+        cube_math: CubeMath::Native,
+        soc: SocSpec::from_version(soc).unwrap(),
+    })
+}
+
+fn elementwise(op: &str, n: i64, soc: &str) -> TuningTask {
+    let mut task = matmul(1, 1, 1, 1, soc);
+    task.op.op_type = op.into();
+    task.op.inputs = vec![t(&[n]), t(&[n])];
+    task.op.outputs = vec![t(&[n])];
+    task
+}
+
+fn row_op(op: &str, rows: i64, len: i64, soc: &str) -> TuningTask {
+    let mut task = matmul(1, 1, 1, 1, soc);
+    task.op.op_type = op.into();
+    task.op.inputs = vec![t(&[rows, len])];
+    task.op.outputs = vec![t(&[rows, len])];
+    task
+}
+
+#[test]
+fn default_tiling_is_valid_for_every_fixture_op_on_both_socs() {
+    let ops = fixture_ops();
+    assert!(
+        ops.len() > 50,
+        "fixtures hold the ResNet-50 and BERT op shapes"
+    );
+    let mut sim = SimRunner::new();
+    for soc in SOCS {
+        for op in &ops {
+            let task = on(op, soc);
+            let d = sim.default_strategy(&task).unwrap();
+            let out = sim.measure(&task, std::slice::from_ref(&d)).unwrap();
+            assert!(
+                out[0].median_us().is_some(),
+                "default of {} {:?} on {soc} failed: {:?}",
+                op.op_type,
+                op.inputs[0].ori_shape,
+                out[0]
+            );
+        }
+    }
+}
+
+#[test]
+fn default_is_in_the_space_and_space_strategies_roundtrip() {
+    let mut sim = SimRunner::new();
+    for task in [
+        matmul(1, 128, 768, 3072, "Ascend910B2"),
+        matmul(12, 128, 64, 128, "Ascend310P3"),
+        elementwise("Add", 98_304, "Ascend910B2"),
+        row_op("Softmax", 1536, 128, "Ascend310P3"),
+    ] {
+        let space = sim.space(&task).unwrap();
+        assert!(!space.is_empty());
+        let d = sim.default_strategy(&task).unwrap();
+        assert!(
+            space.config_of(&d).is_some(),
+            "default in space for {}",
+            task.op.op_type
+        );
+        for id in [0, space.len() as u32 / 2, space.len() as u32 - 1] {
+            let s = space.strategy(id);
+            assert_eq!(space.config_of(&s), Some(id));
+        }
+    }
+}
+
+#[test]
+fn deterministic_without_noise_and_reproducible_with_seeded_noise() {
+    let task = matmul(1, 512, 1024, 512, "Ascend910B2");
+    let mut a = SimRunner::new();
+    let mut b = SimRunner::new();
+    let space = a.space(&task).unwrap();
+    let cands: Vec<_> = (0..20).map(|i| space.strategy(i * 7)).collect();
+    let ra = a.measure(&task, &cands).unwrap();
+    assert_eq!(ra, b.measure(&task, &cands).unwrap());
+    assert_eq!(ra, a.measure(&task, &cands).unwrap());
+    for o in &ra {
+        let Outcome::Measurement { samples_us } = o else {
+            panic!("{o:?}")
+        };
+        assert!(samples_us.windows(2).all(|w| w[0] == w[1]));
+    }
+    let mut n1 = SimRunner::new().with_noise(7, 0.05);
+    let mut n2 = SimRunner::new().with_noise(7, 0.05);
+    let x1 = n1.measure(&task, &cands).unwrap();
+    assert_eq!(x1, n2.measure(&task, &cands).unwrap());
+    assert_ne!(x1, ra, "noise changes samples");
+    for (noisy, clean) in x1.iter().zip(&ra) {
+        assert!(noisy.median_us().unwrap() >= clean.median_us().unwrap());
+    }
+}
+
+#[test]
+fn thousands_of_random_valid_strategies_respect_the_roofline() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2024);
+    let mut sim = SimRunner::new();
+    let mut checked = 0;
+    let ops = fixture_ops();
+    let mut tasks = vec![
+        matmul(1, 4096, 4096, 4096, "Ascend910B2"),
+        matmul(1, 16, 64, 16, "Ascend910B2"),
+        matmul(64, 512, 64, 512, "Ascend310P3"),
+        matmul(1, 20000, 4096, 8192, "Ascend910B2"), // working set beyond the L2
+    ];
+    for (i, op) in ops.iter().enumerate().step_by(5) {
+        tasks.push(on(op, SOCS[i % 2]));
+    }
+    for task in &tasks {
+        let floor = SimRunner::roofline_us(task).unwrap();
+        let space = sim.space(task).unwrap();
+        let cands: Vec<_> = (0..150)
+            .map(|_| space.strategy(rng.gen_range(0..space.len() as u32)))
+            .collect();
+        for (s, o) in cands.iter().zip(sim.measure(task, &cands).unwrap()) {
+            let us = o
+                .median_us()
+                .unwrap_or_else(|| panic!("valid strategy {s:?} failed: {o:?}"));
+            assert!(
+                us >= floor * (1.0 - 1e-9),
+                "{} {:?}: {us} µs below the roofline {floor} µs with {s:?}",
+                task.op.op_type,
+                task.op.inputs[0].shape
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2000, "checked {checked}");
+}
+
+#[test]
+fn more_work_with_the_same_strategy_is_never_faster() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(99);
+    let mut sim = SimRunner::new();
+    for soc in SOCS {
+        let base = matmul(2, 200, 300, 136, soc);
+        let space = sim.space(&base).unwrap();
+        for _ in 0..60 {
+            let s = space.strategy(rng.gen_range(0..space.len() as u32));
+            let t0 = SimRunner::simulate(&base, &s).unwrap().unwrap();
+            for (b, m, k, n) in [
+                (2, 201, 300, 136),
+                (2, 200, 333, 136),
+                (2, 200, 300, 150),
+                (3, 200, 300, 136),
+                (2, 1000, 300, 136),
+                (2, 200, 4000, 136),
+                (2, 200, 300, 2000),
+            ] {
+                let t1 = SimRunner::simulate(&matmul(b, m, k, n, soc), &s)
+                    .unwrap()
+                    .unwrap();
+                assert!(t1 >= t0, "{soc} {b}x{m}x{k}x{n}: {t1} < {t0} with {s:?}");
+            }
+        }
+        // Vector ops: same tiling, more elements or rows.
+        for (small, large) in [
+            (
+                elementwise("Gelu", 10_000, soc),
+                elementwise("Gelu", 10_001, soc),
+            ),
+            (
+                elementwise("Add", 50_000, soc),
+                elementwise("Add", 90_000, soc),
+            ),
+            (
+                row_op("Softmax", 100, 128, soc),
+                row_op("Softmax", 180, 128, soc),
+            ),
+            (
+                row_op("LayerNorm", 128, 768, soc),
+                row_op("LayerNorm", 128, 800, soc),
+            ),
+        ] {
+            let space = sim.space(&small).unwrap();
+            for id in 0..space.len() as u32 {
+                let s = space.strategy(id);
+                let t0 = SimRunner::simulate(&small, &s).unwrap().unwrap();
+                // The larger op may not fit this tiling in UB; when it does, it is not faster.
+                if let Ok(t1) = SimRunner::simulate(&large, &s).unwrap() {
+                    assert!(t1 >= t0, "{} {t1} < {t0} with {s:?}", small.op.op_type);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn invalid_strategies_fail_as_build_fail_with_the_reason() {
+    let task = matmul(1, 256, 256, 256, "Ascend910B2");
+    let mut sim = SimRunner::new();
+    let mut s = sim.default_strategy(&task).unwrap();
+    let cases = [
+        ("baseM", 512, "L0C overflow"),
+        ("baseM", 40, "misaligned"),
+        ("depthA1", 3, "depthA1"),
+        ("blockDimM", 30, "cores"),
+    ];
+    for (k, v, why) in cases {
+        let mut bad = s.clone();
+        bad.insert(k.into(), v.into());
+        let o = sim.measure(&task, &[bad]).unwrap().remove(0);
+        let f = o.failure().expect("fails");
+        assert_eq!(f.kind, FailureKind::BuildFail);
+        assert!(f.reason.contains(why), "{k}={v}: {}", f.reason);
+    }
+    s.remove("baseK");
+    let f = sim.measure(&task, &[s]).unwrap().remove(0);
+    assert!(f.failure().unwrap().reason.contains("baseK"));
+    // L1 overflow: deep L1 buffers of large tiles.
+    let mut big = sim.default_strategy(&task).unwrap();
+    for (k, v) in [
+        ("baseK", 128),
+        ("depthA1", 8),
+        ("depthB1", 8),
+        ("stepKa", 4),
+        ("stepKb", 4),
+    ] {
+        big.insert(k.into(), v.into());
+    }
+    big.insert("baseM".into(), 128.into());
+    big.insert("baseN".into(), 128.into());
+    big.insert("dbL0A".into(), 1.into());
+    big.insert("dbL0B".into(), 1.into());
+    big.insert("dbL0C".into(), 1.into());
+    let f = sim.measure(&task, &[big]).unwrap().remove(0);
+    assert!(f.failure().unwrap().reason.contains("L1 overflow"), "{f:?}");
+    // A vector tile larger than the UB.
+    let task = elementwise("Add", 10_000_000, "Ascend910B2");
+    let bad: tunebank::measure::StrategyMap = [("blockDim", 1), ("tileNum", 1), ("bufferNum", 2)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.into()))
+        .collect();
+    let f = sim.measure(&task, &[bad]).unwrap().remove(0);
+    assert!(f.failure().unwrap().reason.contains("UB overflow"), "{f:?}");
+}
+
+#[test]
+fn unknown_ops_and_socs_are_unsupported_errors() {
+    let mut sim = SimRunner::new();
+    let mut task = matmul(1, 16, 16, 16, "Ascend910B2");
+    task.op.op_type = "NonMaxSuppression".into();
+    assert!(sim.space(&task).is_err());
+    let mut task = matmul(1, 16, 16, 16, "Ascend910A");
+    task.op.soc = SocSpec::from_version("Ascend910A").unwrap();
+    assert!(sim.default_strategy(&task).is_err());
+}
+
+#[test]
+fn fp32_matmul_is_unsupported_on_310p_cube() {
+    let mut task = matmul(1, 64, 64, 64, "Ascend310P3");
+    for t in task.op.inputs.iter_mut().chain(task.op.outputs.iter_mut()) {
+        t.dtype = DType::Float32;
+    }
+    assert!(SimRunner::new().space(&task).is_err());
+    task.op.soc = SocSpec::from_version("Ascend910B2").unwrap();
+    assert!(SimRunner::new().space(&task).is_ok());
+}
+
+#[test]
+fn tracks_real_ascend910b2_matmul_times() {
+    use std::io::{BufRead, BufReader};
+    use tunebank::measure::sim::calibration::{report, sim_default_and_best, CalibrationRecord};
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/ascend/repository_Ascend910B2_matmul.dev.jsonl.gz"
+    );
+    let Ok(file) = std::fs::File::open(path) else {
+        eprintln!("skipped: {path} is not present");
+        return;
+    };
+    let reader = BufReader::new(flate2::read::GzDecoder::new(file));
+    let mut triples = Vec::new();
+    for (i, line) in reader.lines().enumerate().step_by(16) {
+        if let Some(rec) = CalibrationRecord::from_json_line(&line.unwrap()) {
+            let (d, best) = sim_default_and_best(&rec.task(), 40, i as u64).unwrap();
+            assert!(best <= d);
+            triples.push((best, d, rec.real_us));
+        }
+    }
+    let r = report(&triples, 3.0);
+    assert!(r.records >= 150);
+    assert!(r.spearman > 0.85, "rank correlation {}", r.spearman);
+    assert!(
+        r.ratio_quantiles[2] > 0.5 && r.ratio_quantiles[2] < 2.0,
+        "{r:?}"
+    );
+}
