@@ -72,3 +72,4 @@
 
 pub mod bank;
 pub mod key;
+pub mod model;
