@@ -35,7 +35,10 @@ fn resnet50_imports_with_the_torchvision_topology_and_no_weight_data() {
     assert_eq!(w.elem_type, ElemType::FLOAT);
     assert!(!w.external);
     assert_eq!(model.graph.inputs.len(), 1);
-    assert_eq!(model.graph.inputs[0].shape.as_deref(), Some(&[1, 3, 224, 224][..]));
+    assert_eq!(
+        model.graph.inputs[0].shape.as_deref(),
+        Some(&[1, 3, 224, 224][..])
+    );
 }
 
 #[test]
@@ -61,14 +64,21 @@ fn a_truncated_file_is_reported_as_truncated_naming_the_file() {
     let err = load_onnx(&path).unwrap_err();
     assert!(matches!(err, ModelError::Truncated { .. }), "{err:?}");
     let text = err.to_string();
-    assert!(text.contains("truncated.onnx") && text.contains("truncated"), "{text}");
+    assert!(
+        text.contains("truncated.onnx") && text.contains("truncated"),
+        "{text}"
+    );
 }
 
 #[test]
 fn garbage_bytes_are_not_an_onnx_model() {
     let err = load_onnx(fixture("garbage.onnx")).unwrap_err();
     assert!(matches!(err, ModelError::NotOnnx { .. }), "{err:?}");
-    assert!(err.to_string().contains("garbage.onnx is not an ONNX model"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("garbage.onnx is not an ONNX model"),
+        "{err}"
+    );
     let err = load_onnx_bytes(b"", "empty.onnx").unwrap_err();
     assert!(err.to_string().contains("empty"), "{err}");
     // A JSON file decodes as nothing sensible either.
@@ -107,7 +117,11 @@ fn every_prefix_of_a_model_is_an_error_or_a_model_never_a_panic() {
             }
         }
     }
-    assert!(truncated > bytes.len() / 2, "{truncated} of {}", bytes.len());
+    assert!(
+        truncated > bytes.len() / 2,
+        "{truncated} of {}",
+        bytes.len()
+    );
 }
 
 #[test]

@@ -58,17 +58,32 @@ fn bert_layer_shapes_agree_with_onnx_inference() {
     let g = single(&model("bert_layer.onnx"), &[]);
     assert_matches_golden(&g, &golden("bert_layer.shapes.json"));
     let p = "/bert/encoder/layer.0/attention/self";
-    assert_eq!(g.shape(&format!("{p}/scores")), Some(&[1, 12, 128, 128][..]));
-    assert_eq!(g.shape(&format!("{p}/key/Transpose_out")), Some(&[1, 12, 64, 128][..]));
+    assert_eq!(
+        g.shape(&format!("{p}/scores")),
+        Some(&[1, 12, 128, 128][..])
+    );
+    assert_eq!(
+        g.shape(&format!("{p}/key/Transpose_out")),
+        Some(&[1, 12, 64, 128][..])
+    );
     // The Shape → Gather → Unsqueeze → Concat chain is folded into Reshape's target.
-    assert_eq!(g.tensors[&format!("{p}/new_shape")].value, Some(vec![1, 128, 768]));
-    assert_eq!(g.shape(&format!("{p}/context_2d")), Some(&[1, 128, 768][..]));
+    assert_eq!(
+        g.tensors[&format!("{p}/new_shape")].value,
+        Some(vec![1, 128, 768])
+    );
+    assert_eq!(
+        g.shape(&format!("{p}/context_2d")),
+        Some(&[1, 128, 768][..])
+    );
     assert_eq!(g.shape("last_hidden_state"), Some(&[1, 128, 768][..]));
 }
 
 #[test]
 fn input_shape_replaces_the_declared_shapes_before_inference() {
-    let g = single(&model("resnet50.onnx"), &["--input_shape=input:4,3,160,160"]);
+    let g = single(
+        &model("resnet50.onnx"),
+        &["--input_shape=input:4,3,160,160"],
+    );
     assert_eq!(g.input_shapes[0].1.as_deref(), Some(&[4, 3, 160, 160][..]));
     assert_eq!(g.shape("pool_out"), Some(&[4, 64, 40, 40][..]));
     assert_eq!(g.shape("layer4.2_add"), Some(&[4, 2048, 5, 5][..]));
@@ -86,10 +101,14 @@ fn input_shape_replaces_the_declared_shapes_before_inference() {
 #[test]
 fn input_shape_errors_name_the_input_and_what_was_expected() {
     let m = model("resnet50.onnx");
-    let err = m.infer(&options(&["--input_shape=input:1,3,224"])).unwrap_err();
+    let err = m
+        .infer(&options(&["--input_shape=input:1,3,224"]))
+        .unwrap_err();
     assert!(matches!(err, ModelError::InputShape { .. }), "{err:?}");
     assert!(err.to_string().contains("expected rank 4"), "{err}");
-    let err = m.infer(&options(&["--input_shape=data:1,3,224,224"])).unwrap_err();
+    let err = m
+        .infer(&options(&["--input_shape=data:1,3,224,224"]))
+        .unwrap_err();
     assert!(err.to_string().contains("no graph input"), "{err}");
     assert!(err.to_string().contains("\"input\""), "{err}");
 }
@@ -97,10 +116,16 @@ fn input_shape_errors_name_the_input_and_what_was_expected() {
 #[test]
 fn dynamic_batch_size_gives_one_static_pass_per_profile_deep_into_the_graph() {
     let m = model("resnet50.onnx");
-    let opts = options(&["--input_shape=input:-1,3,224,224", "--dynamic_batch_size=1,4,8"]);
+    let opts = options(&[
+        "--input_shape=input:-1,3,224,224",
+        "--dynamic_batch_size=1,4,8",
+    ]);
     let graphs = m.infer(&opts).unwrap();
     let batches: Vec<Profile> = graphs.iter().map(|g| g.profile.clone()).collect();
-    assert_eq!(batches, [Profile::Batch(1), Profile::Batch(4), Profile::Batch(8)]);
+    assert_eq!(
+        batches,
+        [Profile::Batch(1), Profile::Batch(4), Profile::Batch(8)]
+    );
     for (g, b) in graphs.iter().zip([1, 4, 8]) {
         assert!(g.skipped.is_empty());
         assert_eq!(g.shape("layer4.2.conv3_out"), Some(&[b, 2048, 7, 7][..]));
@@ -146,7 +171,10 @@ fn dynamic_dims_fill_minus_ones_in_input_shape_order() {
 fn dynamic_dims_without_options_stay_minus_one_in_the_ir() {
     // unknown_op.onnx declares x as [batch, 3, 32, 32].
     let m = model("unknown_op.onnx");
-    assert_eq!(m.graph.inputs[0].shape.as_deref(), Some(&[-1, 3, 32, 32][..]));
+    assert_eq!(
+        m.graph.inputs[0].shape.as_deref(),
+        Some(&[-1, 3, 32, 32][..])
+    );
     let g = single(&m, &[]);
     assert_eq!(g.shape("c1"), Some(&[-1, 8, 32, 32][..]));
     assert_eq!(g.shape("c2"), Some(&[-1, 16, 16, 16][..]));
@@ -158,7 +186,10 @@ fn an_unknown_op_is_skipped_and_reported_while_the_rest_is_imported() {
     let g = single(&m, &["--input_shape=x:2,3,32,32"]);
     assert_eq!(g.skipped.len(), 1, "{:?}", g.skipped);
     let s = &g.skipped[0];
-    assert_eq!((s.node_name.as_str(), s.op_type.as_str()), ("fancy", "FancyNorm"));
+    assert_eq!(
+        (s.node_name.as_str(), s.op_type.as_str()),
+        ("fancy", "FancyNorm")
+    );
     assert!(s.reason.contains("FancyNorm"), "{}", s.reason);
     // Its output's declared shape ([batch, 8, 32, 32], batch bound by the input) lets the
     // Sigmoid after it be inferred; the other branch is untouched.
@@ -171,14 +202,23 @@ fn an_unknown_op_is_skipped_and_reported_while_the_rest_is_imported() {
     let g = single(&m, &[]);
     let names: Vec<&str> = g.skipped.iter().map(|s| s.node_name.as_str()).collect();
     assert_eq!(names, ["fancy", "sigmoid"]);
-    assert!(g.skipped[1].reason.contains("\"fancy\" was skipped"), "{}", g.skipped[1].reason);
+    assert!(
+        g.skipped[1].reason.contains("\"fancy\" was skipped"),
+        "{}",
+        g.skipped[1].reason
+    );
 }
 
 #[test]
 fn attributes_are_normalised_so_absent_and_default_agree() {
     let m = model("unknown_op.onnx");
     let g = single(&m, &["--input_shape=x:1,3,32,32"]);
-    let conv2 = m.graph.nodes.iter().position(|n| n.name == "conv2").unwrap();
+    let conv2 = m
+        .graph
+        .nodes
+        .iter()
+        .position(|n| n.name == "conv2")
+        .unwrap();
     let a = &g.attrs[&conv2];
     // SAME_UPPER on 32 with stride 2 and kernel 3: output 16, one pad row/col at the end.
     assert_eq!(a["pads"], AttrValue::Ints(vec![0, 0, 1, 1]));
@@ -188,6 +228,11 @@ fn attributes_are_normalised_so_absent_and_default_agree() {
 
     let m = model("bert_layer.onnx");
     let g = single(&m, &[]);
-    let softmax = m.graph.nodes.iter().position(|n| n.op_type == "Softmax").unwrap();
+    let softmax = m
+        .graph
+        .nodes
+        .iter()
+        .position(|n| n.op_type == "Softmax")
+        .unwrap();
     assert_eq!(g.attrs[&softmax]["axis"], AttrValue::Int(3));
 }
