@@ -114,10 +114,7 @@ impl Model {
     }
 
     /// Graph input shapes after `input_shape`, before any profile fills -1 dims.
-    fn input_shapes(
-        &self,
-        options: &ResolvedOptions,
-    ) -> Result<Vec<(String, Option<Vec<i64>>)>, ModelError> {
+    fn input_shapes(&self, options: &ResolvedOptions) -> Result<InputShapes, ModelError> {
         let mut shapes: Vec<(String, Option<Vec<i64>>)> = self
             .graph
             .inputs
@@ -376,6 +373,9 @@ fn const_info(c: &ConstTensor) -> TensorInfo {
 
 type Inputs = Vec<Option<TensorInfo>>;
 
+/// Graph input shapes by input name (`None`: no declared shape).
+type InputShapes = Vec<(String, Option<Vec<i64>>)>;
+
 fn node_inputs(
     node: &Node,
     tensors: &BTreeMap<String, TensorInfo>,
@@ -562,7 +562,7 @@ fn info(elem_type: ElemType, shape: Vec<i64>) -> TensorInfo {
 }
 
 fn check_dims(shape: &[i64]) -> Result<(), String> {
-    match shape.iter().find(|&&d| d > MAX_DIM || d < -1) {
+    match shape.iter().find(|&&d| !(-1..=MAX_DIM).contains(&d)) {
         Some(d) => Err(format!(
             "inferred dim {d} is out of range (shape {shape:?})"
         )),
@@ -633,7 +633,7 @@ fn int_binary(op: &str, a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
                 "Add" => x.checked_add(y),
                 "Sub" => x.checked_sub(y),
                 "Mul" => x.checked_mul(y),
-                "Div" if y != 0 => Some(x.div_euclid(y)),
+                "Div" => x.checked_div_euclid(y),
                 _ => None,
             }
         })
@@ -1147,6 +1147,16 @@ fn spatial(
             "strides {strides:?} / dilations {dilations:?} do not match kernel {kernel:?}"
         ));
     }
+    if kernel
+        .iter()
+        .chain(&strides)
+        .chain(&dilations)
+        .any(|&v| v <= 0)
+    {
+        return Err(format!(
+            "kernel {kernel:?}, strides {strides:?} and dilations {dilations:?} must be positive"
+        ));
+    }
     let auto_pad = attr_str(node, "auto_pad").unwrap_or_else(|| "NOTSET".into());
     let mut pads = match auto_pad.as_str() {
         "NOTSET" | "" => attr_ints(node, "pads").unwrap_or_else(|| vec![0; 2 * n]),
@@ -1163,7 +1173,11 @@ fn spatial(
                 let eff = (kernel[i] - 1)
                     .saturating_mul(dilations[i])
                     .saturating_add(1);
-                let total = ((out - 1).saturating_mul(strides[i]) + eff - input).max(0);
+                let total = (out - 1)
+                    .saturating_mul(strides[i])
+                    .saturating_add(eff)
+                    .saturating_sub(input)
+                    .max(0);
                 let small = total / 2;
                 let (b, e) = if auto_pad == "SAME_UPPER" {
                     (small, total - small)
@@ -1207,13 +1221,15 @@ fn conv(node: &Node, ins: &Inputs, attrs: &mut Attrs) -> Result<Vec<TensorInfo>,
     }
     let kernel = attr_ints(node, "kernel_shape").unwrap_or_else(|| w.shape[2..].to_vec());
     let group = attr_int(node, "group").unwrap_or(1);
-    if x.shape.len() >= 2 && x.shape[1] >= 0 && w.shape[1] >= 0 {
-        if group <= 0 || w.shape[1].checked_mul(group) != Some(x.shape[1]) {
-            return Err(format!(
-                "input channels {} do not match weight {:?} with group {group}",
-                x.shape[1], w.shape
-            ));
-        }
+    if x.shape.len() >= 2
+        && x.shape[1] >= 0
+        && w.shape[1] >= 0
+        && (group <= 0 || w.shape[1].checked_mul(group) != Some(x.shape[1]))
+    {
+        return Err(format!(
+            "input channels {} do not match weight {:?} with group {group}",
+            x.shape[1], w.shape
+        ));
     }
     let sp = spatial(node, &x.shape, &kernel, false, attrs)?;
     let mut shape = vec![x.shape[0], w.shape[0]];
@@ -1319,6 +1335,9 @@ fn split(
     if sizes.len() != n {
         return Err(format!("split {sizes:?} does not match {n} outputs"));
     }
+    if sizes.iter().any(|&s| !(-1..=MAX_DIM).contains(&s)) {
+        return Err(format!("split sizes {sizes:?} out of range"));
+    }
     if dim >= 0 && sizes.iter().all(|&s| s >= 0) && sizes.iter().sum::<i64>() != dim {
         return Err(format!("split {sizes:?} does not sum to dim {dim}"));
     }
@@ -1379,20 +1398,25 @@ fn slice(node: &Node, ins: &Inputs, opset: i64) -> Result<TensorInfo, String> {
         }
         let fix = |v: i64| if v < 0 { v.saturating_add(d) } else { v };
         let (st, en) = (fix(starts[i]), fix(ends[i]));
-        let (st, en, len) = if s > 0 {
+        let (st, len) = if d == 0 {
+            (0, 0)
+        } else if s > 0 {
             let (st, en) = (st.clamp(0, d), en.clamp(0, d));
-            (st, en, if en > st { (en - st - 1) / s + 1 } else { 0 })
+            (st, if en > st { (en - st - 1) / s + 1 } else { 0 })
         } else {
             let (st, en) = (st.clamp(0, d - 1), en.clamp(-1, d - 1));
-            (st, en, if st > en { (st - en - 1) / (-s) + 1 } else { 0 })
+            let back = s.checked_neg().ok_or("slice step out of range")?;
+            (st, if st > en { (st - en - 1) / back + 1 } else { 0 })
         };
         shape[a] = len;
         value = value.map(|v| {
-            (0..len)
-                .filter_map(|j| v.get((st + j * s) as usize).copied())
+            (0..len.min(v.len() as i64))
+                .filter_map(|j| {
+                    let at = j.checked_mul(s).and_then(|o| st.checked_add(o))?;
+                    v.get(usize::try_from(at).ok()?).copied()
+                })
                 .collect()
         });
-        let _ = en;
     }
     Ok(TensorInfo {
         elem_type: x.elem_type,
