@@ -124,9 +124,17 @@ fn every_prefix_of_a_model_is_an_error_or_a_model_never_a_panic() {
     );
 }
 
+/// Mutants per fixture; raise with `MODEL_MUTANTS=100000` for a longer soak (run it in a debug
+/// build too, where arithmetic overflow panics).
+fn mutants() -> usize {
+    std::env::var("MODEL_MUTANTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200)
+}
+
 #[test]
 fn corrupted_models_never_panic_on_import_or_inference() {
-    let bytes = std::fs::read(fixture("bert_layer.onnx")).unwrap();
     let mut state = 0x9e37_79b9_7f4a_7c15_u64;
     let mut next = || {
         state ^= state << 13;
@@ -134,15 +142,24 @@ fn corrupted_models_never_panic_on_import_or_inference() {
         state ^= state << 17;
         state
     };
-    for _ in 0..300 {
-        let mut b = bytes.clone();
-        for _ in 0..1 + next() % 4 {
-            let at = (next() % b.len() as u64) as usize;
-            b[at] = next() as u8;
-        }
-        if let Ok(model) = load_onnx_bytes(&b, "mutant") {
-            if let Ok(profiles) = model.tuning_units(&Default::default()) {
-                assert_eq!(profiles.len(), 1);
+    let dynamic = tunebank::key::ResolvedOptions::from_args(
+        ["--input_shape=x:-1,3,32,32", "--dynamic_batch_size=1,3"],
+        &tunebank::key::FsReader,
+    )
+    .unwrap();
+    for name in ["unknown_op.onnx", "bert_layer.onnx", "resnet50.onnx"] {
+        let bytes = std::fs::read(fixture(name)).unwrap();
+        for _ in 0..mutants() {
+            let mut b = bytes.clone();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() % b.len() as u64) as usize;
+                b[at] = next() as u8;
+            }
+            if let Ok(model) = load_onnx_bytes(&b, "mutant") {
+                if let Ok(profiles) = model.tuning_units(&Default::default()) {
+                    assert_eq!(profiles.len(), 1);
+                }
+                let _ = model.tuning_units(&dynamic);
             }
         }
     }
