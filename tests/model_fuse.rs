@@ -226,3 +226,38 @@ fn units_around_a_skipped_op_are_still_produced() {
     assert_eq!(names, ["conv1relu1", "sigmoid", "conv2relu2", "gap"]);
     assert_eq!(p.graph.skipped.len(), 1);
 }
+
+#[test]
+fn folded_shape_arithmetic_is_not_an_op() {
+    let m = model("bert_layer.onnx");
+    let g = m.infer(&options(&[])).unwrap().pop().unwrap();
+    let types: Vec<String> = m.op_templates(&g).into_iter().map(|o| o.op_type).collect();
+    for folded in [
+        "Shape",
+        "Gather",
+        "Unsqueeze",
+        "Concat",
+        "Constant",
+        "Reshape",
+    ] {
+        assert!(!types.iter().any(|t| t == folded), "{folded} in {types:?}");
+    }
+    // 49 nodes less 8 Constants, the 6 other nodes of the Shape chain, 4 Reshapes and the
+    // Identity: exactly the 30 members of the 19 tuning units.
+    assert_eq!(types.len(), 30);
+}
+
+#[test]
+fn input_format_decides_the_formats_of_graph_fed_tensors() {
+    let m = model("resnet50.onnx");
+    let soc = options(&[]).soc().unwrap();
+    let mut formats = Vec::new();
+    for args in [&[][..], &["--input_format=ND"][..]] {
+        let opts = options(args);
+        let p = only(m.tuning_units(&opts).unwrap());
+        let r = resolve_units(&p.units[..1], &p.graph.profile, &opts, &soc).unwrap();
+        formats.push(r[0].resolved.descriptor.inputs[0].ori_format);
+    }
+    use tunebank::key::Format;
+    assert_eq!(formats, [Format::NCHW, Format::ND]);
+}

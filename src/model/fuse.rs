@@ -171,14 +171,14 @@ impl Model {
     }
 
     /// One template per inferred computing node (no fusion), in topological order: every
-    /// inferred node but those in [`NO_COMPUTE`]. Nodes with a dtype that has no key dtype are
-    /// left out.
+    /// inferred node but those in [`NO_COMPUTE`] and folded shape arithmetic on constants.
+    /// Nodes with a dtype that has no key dtype are left out.
     pub fn op_templates(&self, graph: &InferredGraph) -> Vec<OpTemplate> {
         let ctx = Ctx::new(self, graph);
         graph
             .order
             .iter()
-            .filter(|&&i| !NO_COMPUTE.contains(&self.graph.nodes[i].op_type.as_str()))
+            .filter(|&&i| ctx.computes(i))
             .filter_map(|&i| ctx.unit(&[i]).ok())
             .map(|u| u.template)
             .collect()
@@ -230,6 +230,17 @@ impl<'a> Ctx<'a> {
             relabels,
             constants,
         }
+    }
+
+    /// Whether node `i` runs as a kernel: not a [`NO_COMPUTE`] op, and not shape arithmetic
+    /// on constants (every output value known), which a converter folds.
+    fn computes(&self, i: usize) -> bool {
+        let n = &self.model.graph.nodes[i];
+        !NO_COMPUTE.contains(&n.op_type.as_str())
+            && !n
+                .outputs
+                .iter()
+                .all(|o| self.graph.tensors.get(o).is_some_and(|t| t.value.is_some()))
     }
 
     /// The one consumer of a tensor, if it has exactly one and is not a graph output.
@@ -445,15 +456,7 @@ pub fn fuse(model: &Model, graph: &InferredGraph) -> (Vec<TuningUnit>, Vec<Skipp
     // Rule 3: elementwise chains; rule 4: the rest.
     for &i in &graph.order {
         let op = ctx.op(i);
-        if taken[i] || NO_COMPUTE.contains(&op) {
-            continue;
-        }
-        // Shape arithmetic on constants is folded, not run.
-        let outs = &model.graph.nodes[i].outputs;
-        if outs
-            .iter()
-            .all(|o| graph.tensors.get(o).is_some_and(|t| t.value.is_some()))
-        {
+        if taken[i] || !ctx.computes(i) {
             continue;
         }
         let mut members = vec![i];
