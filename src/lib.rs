@@ -73,3 +73,4 @@
 pub mod bank;
 pub mod key;
 pub mod measure;
+pub mod model;

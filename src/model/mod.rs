@@ -1,0 +1,117 @@
+//! Model import: ONNX → graph IR → per-profile shape inference → fused tuning units → keys.
+//!
+//! [`load_onnx`] decodes an ONNX file (prost messages for the needed subset of `onnx.proto`,
+//! no weight data read). [`Model::infer`] applies the options that decide shapes
+//! (`input_shape`, then one static pass per profile of `dynamic_batch_size` /
+//! `dynamic_image_size` / `dynamic_dims`). [`fuse`] groups ops into tuning units named as AOE
+//! names them, each carrying an [`OpTemplate`](crate::key::OpTemplate) with that profile's
+//! static shapes; [`resolve_units`] derives their keys and [`group_by_key`] keeps one task per
+//! key. [`Model::tuning_units`] does inference and fusion in one call.
+//!
+//! ```
+//! use tunebank::key::{FsReader, ResolvedOptions};
+//! use tunebank::model::{group_by_key, load_onnx, resolve_units};
+//!
+//! let model = load_onnx(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/models/resnet50.onnx"))?;
+//! let options = ResolvedOptions::from_args(
+//!     ["--soc_version=Ascend910B2", "--input_shape=input:-1,3,224,224", "--dynamic_batch_size=1,8"],
+//!     &FsReader,
+//! )?;
+//! let profiles = model.tuning_units(&options)?;
+//! assert_eq!(profiles.len(), 2); // one static op list per batch size
+//! let last = &profiles[1];
+//! assert_eq!(last.graph.shape("output"), Some(&[8, 1000][..]));
+//! let resolved = resolve_units(&last.units, &last.graph.profile, &options, &options.soc()?)?;
+//! let tasks = group_by_key(&resolved); // identical keys are tuned once
+//! assert!(tasks.len() < resolved.len());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Ops the importer cannot infer are never errors: they are reported in
+//! [`InferredGraph::skipped`] (node name, op type, reason) and left out, with everything they
+//! feed.
+
+mod fuse;
+mod graph;
+mod infer;
+mod proto;
+
+pub use fuse::{
+    fuse, group_by_key, resolve_units, KeyGroup, ProfileUnits, ResolvedUnit, TuningUnit,
+    ACTIVATIONS, ELEMENTWISE, NO_COMPUTE,
+};
+pub use graph::{
+    load_onnx, load_onnx_bytes, Attr, ConstTensor, ElemType, Graph, Model, Node, ValueDecl,
+    MAX_OPSET, MIN_OPSET,
+};
+pub use infer::{profiles, InferredGraph, SkippedOp, TensorInfo, MAX_DIM};
+
+/// Why a model could not be imported or its shapes not set up. Every variant names the model.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The file could not be read.
+    #[error("cannot read model {path}: {source}")]
+    Read {
+        /// The model file.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The bytes are not an ONNX model.
+    #[error("{path} is not an ONNX model: {reason}")]
+    NotOnnx {
+        /// The model file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The file starts like an ONNX model but ends early.
+    #[error(
+        "{path} is a truncated ONNX model ({len} bytes; {reason}): expected the complete file"
+    )]
+    Truncated {
+        /// The model file.
+        path: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The decoder's message.
+        reason: String,
+    },
+    /// The default-domain opset is missing or outside what the importer supports.
+    #[error(
+        "{path}: unsupported ONNX opset {}: expected an ai.onnx opset import between {MIN_OPSET} and {MAX_OPSET}",
+        found.map_or("(none imported)".to_string(), |v| v.to_string())
+    )]
+    UnsupportedOpset {
+        /// The model file.
+        path: String,
+        /// The default-domain opset the model imports, if any.
+        found: Option<i64>,
+    },
+    /// The model decodes but is inconsistent (negative initializer dims …).
+    #[error("{path}: invalid ONNX model: {reason}")]
+    Invalid {
+        /// The model file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `input_shape` does not fit the model's graph inputs.
+    #[error("{path}: --input_shape for {input:?}: {reason}")]
+    InputShape {
+        /// The model file.
+        path: String,
+        /// The graph input named in `input_shape`.
+        input: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The dynamic option cannot apply to this model.
+    #[error("{path}: {reason}")]
+    Dynamic {
+        /// The model file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
