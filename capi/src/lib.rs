@@ -292,6 +292,9 @@ unsafe fn lookup_into(
                     baseline_us: hit.answer.performance.baseline_us,
                 };
             }
+            if strategy_len.is_null() {
+                return Ok(());
+            }
             let json = strategy_json(&hit.answer.strategy);
             deliver(
                 json.as_bytes(),
