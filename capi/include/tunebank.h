@@ -77,7 +77,8 @@ enum TunebankStatus
   // The operating system or the storage engine failed (missing or unreadable bank path,
   // permission denied, disk full …).
   TUNEBANK_STATUS_IO_ERROR = 5,
-  // The bank is held exclusively by another process.
+  // The bank is held exclusively by another process (a backend that serves one process at
+  // a time; the default redb backend shares banks between processes and never reports it).
   TUNEBANK_STATUS_BUSY = 6,
   // The caller's buffer is too small; the required size was stored in the length out-param
   // and the buffer was not written.
@@ -115,7 +116,7 @@ typedef struct {
 extern "C" {
 #endif // __cplusplus
 
-// Opens the op bank for `soc_version` (e.g. `"Ascend910B2"`) and stores its handle in
+// Opens the op bank (op records only; subgraph banks are not served here) for `soc_version` (e.g. `"Ascend910B2"`) and stores its handle in
 // `*out_bank`.
 //
 // The custom (writable) layer is the file `bank_path` if it is not NULL, else the file AOE's
@@ -257,7 +258,7 @@ TunebankStatus tunebank_write_record(TunebankBank bank, const char *record_json,
 
 // The calling thread's message for its last call that did not return `TUNEBANK_STATUS_OK`
 // (the empty string after a success). Owned by the library: do not free it; it stays valid
-// until this thread's next tunebank call.
+// until this thread next calls a function that returns a `TunebankStatus`.
 const char *tunebank_last_error(void);
 
 // The name of a status value (e.g. `"TUNEBANK_STATUS_MISS"`), or `"TUNEBANK_STATUS_UNKNOWN"`.

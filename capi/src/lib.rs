@@ -327,7 +327,7 @@ unsafe fn lookup_into(
 // Entry points.
 // ---------------------------------------------------------------------------------------------
 
-/// Opens the op bank for `soc_version` (e.g. `"Ascend910B2"`) and stores its handle in
+/// Opens the op bank (op records only; subgraph banks are not served here) for `soc_version` (e.g. `"Ascend910B2"`) and stores its handle in
 /// `*out_bank`.
 ///
 /// The custom (writable) layer is the file `bank_path` if it is not NULL, else the file AOE's
@@ -672,7 +672,7 @@ pub unsafe extern "C" fn tunebank_write_record(
 
 /// The calling thread's message for its last call that did not return `TUNEBANK_STATUS_OK`
 /// (the empty string after a success). Owned by the library: do not free it; it stays valid
-/// until this thread's next tunebank call.
+/// until this thread next calls a function that returns a `TunebankStatus`.
 #[no_mangle]
 pub extern "C" fn tunebank_last_error() -> *const c_char {
     status::last_error_ptr()
