@@ -153,3 +153,49 @@ fn cpp_converter_answers_equal_the_rust_api_and_run_clean_under_valgrind() {
     assert!(out.status.success(), "valgrind reports errors:\n{stderr}");
     assert_eq!(stdout, expected);
 }
+
+/// The header is plain C99 too (a C converter can include it), with every warning an error.
+#[test]
+fn header_compiles_as_strict_c99() {
+    if !have("cc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("uses_header.c");
+    std::fs::write(
+        &source,
+        r#"#include <tunebank.h>
+int main(void) {
+  TunebankBank bank = 0;
+  TunebankHitInfo info;
+  TunebankStatus statuses[1];
+  size_t len = 0, offsets[1];
+  uint8_t key[TUNEBANK_KEY_LEN] = {0};
+  TunebankStatus s = tunebank_open(NULL, "Ascend910B2", NULL, 0, TUNEBANK_OPEN_READ_ONLY, &bank);
+  s = tunebank_lookup_key(bank, key, NULL, 0, &len, &info);
+  s = tunebank_lookup_batch(bank, key, 1, statuses, offsets, NULL, 0, &len);
+  tunebank_close(bank);
+  return s == TUNEBANK_STATUS_OK && offsets[0] != TUNEBANK_NO_OFFSET
+      && info.layer != TUNEBANK_LAYER_NONE && tunebank_last_error()[0] == 0;
+}
+"#,
+    )
+    .unwrap();
+    let status = Command::new("cc")
+        .args([
+            "-std=c99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-c",
+            "-I",
+        ])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("include"))
+        .arg(&source)
+        .arg("-o")
+        .arg(dir.path().join("uses_header.o"))
+        .status()
+        .expect("run cc");
+    assert!(status.success(), "tunebank.h does not compile as C99");
+}
