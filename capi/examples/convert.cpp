@@ -2,7 +2,8 @@
 // templates (one JSON object per line), derive each op's keys under the ATC options given on the
 // command line, look every key up, and print hit/miss and the strategy.
 //
-//   convert --ops OPS.jsonl [--bank FILE] [--builtin FILE]... --soc_version=SOC [ATC options]
+//   convert --ops OPS.jsonl [--bank FILE] [--builtin FILE]... [--threads N]
+//           --soc_version=SOC [ATC options]
 //
 // Without --bank the bank is found as AOE finds it (TUNE_BANK_PATH, ASCEND_CACHE_PATH, $HOME).
 // Output, one line per op profile (opN is the op's line number, from 0):
@@ -11,8 +12,9 @@
 // then "H/T hits". Exit status: 0 done, 2 bad input or a bank error (message on stderr).
 //
 // Every key is looked up twice, one at a time and in one batch, and by descriptor for profile
-// 0; the program fails if the answers differ. Buffers start small on purpose, so the
-// required-size protocol is exercised.
+// 0; with --threads N, N threads sharing the one handle look every key up again. The program
+// fails if any answers differ. Buffers start small on purpose, so the required-size protocol is
+// exercised. Finally it checks that a closed handle is refused.
 
 #include <tunebank.h>
 
@@ -22,6 +24,7 @@
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -135,6 +138,7 @@ Answer lookup(const Bank& bank, const Key& key) {
 
 int run(int argc, char** argv) {
   std::string ops_path, soc, bank_path;
+  unsigned threads = 1;
   std::vector<std::string> builtin, atc;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -146,6 +150,8 @@ int run(int argc, char** argv) {
       ops_path = value();
     } else if (arg == "--bank") {
       bank_path = value();
+    } else if (arg == "--threads") {
+      threads = static_cast<unsigned>(std::stoul(value()));
     } else if (arg == "--builtin") {
       builtin.push_back(value());
     } else {
@@ -223,6 +229,40 @@ int run(int argc, char** argv) {
                  answers[i].strategy == std::string(text.data() + offsets[i]));
     if (!same) throw BankError("batch look-up disagrees at key " + std::to_string(i));
   }
+
+  // One handle shared by threads (the C API allows it).
+  if (threads > 1) {
+    std::vector<std::thread> pool;
+    std::vector<size_t> disagreements(threads, 0);
+    for (unsigned t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        for (size_t i = 0; i < all_keys.size(); ++i) {
+          Answer a = lookup(bank, all_keys[(i + t) % all_keys.size()]);
+          const Answer& want = answers[(i + t) % all_keys.size()];
+          if (a.status != want.status || a.strategy != want.strategy) ++disagreements[t];
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    for (size_t d : disagreements) {
+      if (d != 0) throw BankError("a thread's look-ups disagree with the first pass");
+    }
+  }
+
+  // A closed handle is refused, not dereferenced.
+  TunebankBank closed = 0;
+  TunebankStatus opened = tunebank_open(bank_path.empty() ? nullptr : bank_path.c_str(),
+                                        soc.c_str(), nullptr, 0,
+                                        TUNEBANK_OPEN_READ_ONLY | TUNEBANK_OPEN_NO_DEFAULT_BUILTIN,
+                                        &closed);
+  if (opened != TUNEBANK_STATUS_OK) fail("open bank", opened);
+  tunebank_close(closed);
+  if (!all_keys.empty() &&
+      tunebank_lookup_key(closed, all_keys[0].data(), nullptr, 0, nullptr, nullptr) !=
+          TUNEBANK_STATUS_INVALID_HANDLE) {
+    throw BankError("a closed handle was not refused");
+  }
+
   std::cout << hits << '/' << all_keys.size() << " hits\n";
   return 0;
 }

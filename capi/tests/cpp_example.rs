@@ -1,7 +1,7 @@
 //! The C++17 example converter (`capi/examples/convert.cpp`), compiled with g++ against the
 //! shared and the static library this build produced, run against a bank the Rust API has just
 //! filled: its output must equal the Rust API's answers byte for byte, and it must run clean
-//! under valgrind (no leaks, no invalid reads or writes).
+//! under valgrind (no leaks, no invalid reads or writes), with four threads sharing one handle.
 //!
 //! The libraries are found next to the test executable (`target/<profile>/deps/..`), where
 //! `cargo build`/`cargo test` put them. Where g++ or valgrind is missing the test says so and
@@ -138,6 +138,7 @@ fn cpp_converter_answers_equal_the_rust_api_and_run_clean_under_valgrind() {
     if !have("valgrind") {
         return;
     }
+    // Under valgrind, four threads share the handle too.
     let mut cmd = Command::new("valgrind");
     cmd.args([
         "--error-exitcode=1",
@@ -146,7 +147,8 @@ fn cpp_converter_answers_equal_the_rust_api_and_run_clean_under_valgrind() {
         "--show-leak-kinds=definite,indirect,possible",
         "-q",
     ])
-    .arg(&shared);
+    .arg(&shared)
+    .args(["--threads", "4"]);
     args(&mut cmd);
     let out = cmd.output().expect("run valgrind");
     let (stdout, stderr) = text(&out);
