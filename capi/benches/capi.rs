@@ -10,7 +10,8 @@
 //!
 //! Both sides include the handle registry look-up, `catch_unwind` and status mapping on the C
 //! side only: that is the layer being measured. After the run the C/Rust ratio of each pair is
-//! printed from criterion's estimates (the target is ≤ 1.2). Run:
+//! printed from criterion's estimates (the target is ≤ 1.2), and again from short alternating
+//! batches of the two sides, which cancels the drift of a shared machine. Run:
 //! `cargo bench -p tunebank-capi --bench capi`.
 
 use std::collections::BTreeMap;
@@ -18,7 +19,7 @@ use std::ffi::{c_char, CString};
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::ptr::null_mut;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use tunebank::bank::{Bank, Descriptor, Origin, Performance, Provenance, Record};
@@ -206,8 +207,60 @@ fn lookups(c: &mut Criterion) {
         })
     });
     g.finish();
-    assert_eq!(tunebank_close(handle), TunebankStatus::Ok);
     report_ratios();
+
+    // Drift on a shared machine moves whole criterion runs; alternating short batches of the
+    // two sides cancels it. Median over rounds of (C batch time / Rust batch time).
+    let (mut jr, mut jc) = (0usize, 0usize);
+    let hit_json = interleaved(
+        &mut || {
+            jr = (jr + 1) % keys.len();
+            let answer = lookup(&bank, &keys[jr]).unwrap();
+            black_box(strategy_json(&answer.hit().expect("hit").answer.strategy).len());
+        },
+        &mut || {
+            jc = (jc + 1) % keys.len();
+            black_box(c_lookup(handle, &keys[jc], &mut buf, true));
+        },
+    );
+    println!("interleaved hit_strategy_json: c/rust = {hit_json:.3} (median of 41 rounds)");
+    let miss = interleaved(
+        &mut || {
+            jr = (jr + 1) % absent.len();
+            black_box(bank.lookup(&absent[jr]).unwrap().hit().is_none());
+        },
+        &mut || {
+            jc = (jc + 1) % absent.len();
+            black_box(c_lookup(handle, &absent[jc], &mut buf, true));
+        },
+    );
+    println!("interleaved miss: c/rust = {miss:.3} (median of 41 rounds)");
+    assert_eq!(tunebank_close(handle), TunebankStatus::Ok);
+}
+
+/// Median over 41 rounds of (time of 200 `c` calls) / (time of 200 `rust` calls), the order
+/// of the two alternating between rounds.
+fn interleaved(rust: &mut dyn FnMut(), c: &mut dyn FnMut()) -> f64 {
+    let time = |f: &mut dyn FnMut()| {
+        let start = Instant::now();
+        for _ in 0..200 {
+            f();
+        }
+        start.elapsed().as_secs_f64()
+    };
+    let mut ratios: Vec<f64> = (0..41)
+        .map(|round| {
+            if round % 2 == 0 {
+                let r = time(rust);
+                time(c) / r
+            } else {
+                let c = time(c);
+                c / time(rust)
+            }
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios[ratios.len() / 2]
 }
 
 /// `target/criterion`, found from this executable (`target/<profile>/deps/<bench>`).
