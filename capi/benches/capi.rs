@@ -223,7 +223,7 @@ fn lookups(c: &mut Criterion) {
             black_box(c_lookup(handle, &keys[jc], &mut buf, true));
         },
     );
-    println!("interleaved hit_strategy_json: c/rust = {hit_json:.3} (median of 41 rounds)");
+    println!("interleaved hit_strategy_json: c/rust = {hit_json:.3} (median of 101 rounds)");
     let miss = interleaved(
         &mut || {
             jr = (jr + 1) % absent.len();
@@ -234,21 +234,21 @@ fn lookups(c: &mut Criterion) {
             black_box(c_lookup(handle, &absent[jc], &mut buf, true));
         },
     );
-    println!("interleaved miss: c/rust = {miss:.3} (median of 41 rounds)");
+    println!("interleaved miss: c/rust = {miss:.3} (median of 101 rounds)");
     assert_eq!(tunebank_close(handle), TunebankStatus::Ok);
 }
 
-/// Median over 41 rounds of (time of 200 `c` calls) / (time of 200 `rust` calls), the order
+/// Median over 101 rounds of (time of 100 `c` calls) / (time of 100 `rust` calls), the order
 /// of the two alternating between rounds.
 fn interleaved(rust: &mut dyn FnMut(), c: &mut dyn FnMut()) -> f64 {
     let time = |f: &mut dyn FnMut()| {
         let start = Instant::now();
-        for _ in 0..200 {
+        for _ in 0..100 {
             f();
         }
         start.elapsed().as_secs_f64()
     };
-    let mut ratios: Vec<f64> = (0..41)
+    let mut ratios: Vec<f64> = (0..101)
         .map(|round| {
             if round % 2 == 0 {
                 let r = time(rust);
@@ -272,21 +272,21 @@ fn criterion_dir() -> Option<PathBuf> {
     Some(exe.parent()?.parent()?.parent()?.join("criterion"))
 }
 
-fn mean_ns(pair: &str, side: &str) -> Option<f64> {
+fn median_ns(pair: &str, side: &str) -> Option<f64> {
     let file = criterion_dir()?
         .join(GROUP)
         .join(format!("{pair}_{side}"))
         .join("new/estimates.json");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
-    v["mean"]["point_estimate"].as_f64()
+    v["median"]["point_estimate"].as_f64()
 }
 
 /// Prints C/Rust per pair from this run's criterion estimates.
 fn report_ratios() {
     for pair in ["hit_strategy_json", "hit_no_strategy", "miss"] {
-        match (mean_ns(pair, "rust"), mean_ns(pair, "c")) {
+        match (median_ns(pair, "rust"), median_ns(pair, "c")) {
             (Some(r), Some(c)) => println!(
-                "{pair}: rust {r:.0} ns, c {c:.0} ns, c/rust = {:.3} (target <= 1.2)",
+                "{pair}: median rust {r:.0} ns, c {c:.0} ns, c/rust = {:.3} (target <= 1.2)",
                 c / r
             ),
             _ => println!("{pair}: no estimates found (run without --test / a filter)"),

@@ -127,6 +127,16 @@ thread_local! {
 }
 
 fn set_last_error(message: &str) {
+    if message.is_empty() {
+        // The success path: clear without allocating.
+        let _ = LAST_ERROR.try_with(|slot| {
+            let mut slot = slot.borrow_mut();
+            if !slot.as_bytes().is_empty() {
+                *slot = CString::default();
+            }
+        });
+        return;
+    }
     // A message with an interior NUL is cut there; C could not read past it anyway.
     let bytes = message.as_bytes();
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
