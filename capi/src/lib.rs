@@ -260,6 +260,20 @@ unsafe fn deliver(
     Ok(())
 }
 
+/// "no bank layer holds key <hex>", built without the formatting machinery: a miss is a
+/// normal answer on a converter's hot path.
+fn miss_message(key: &BankKey) -> String {
+    const PREFIX: &str = "no bank layer holds key ";
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(PREFIX.len() + 2 * TUNEBANK_KEY_LEN);
+    out.push_str(PREFIX);
+    for b in key.0 {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 15)] as char);
+    }
+    out
+}
+
 fn layer_number(layer: tunebank::bank::LayerId) -> i32 {
     match layer {
         tunebank::bank::LayerId::Custom => TUNEBANK_LAYER_CUSTOM,
@@ -304,10 +318,9 @@ unsafe fn lookup_into(
                 "the strategy",
             )
         }
-        Lookup::Miss { rejected } if rejected.is_empty() => Err(Fail::new(
-            TunebankStatus::Miss,
-            format!("no bank layer holds key {key}"),
-        )),
+        Lookup::Miss { rejected } if rejected.is_empty() => {
+            Err(Fail::new(TunebankStatus::Miss, miss_message(key)))
+        }
         Lookup::Miss { rejected } => Err(Fail::new(
             TunebankStatus::RejectedHit,
             format!(

@@ -1,7 +1,7 @@
 //! Status codes, the thread-local last-error message, and the guard every entry point runs in.
 
 use std::cell::RefCell;
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use tunebank::bank::store::StoreError;
@@ -123,32 +123,27 @@ impl From<BankError> for Fail {
 }
 
 thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// The message's bytes followed by one NUL; reused, so setting a message rarely allocates.
+    static LAST_ERROR: RefCell<Vec<u8>> = RefCell::new(vec![0]);
 }
 
 fn set_last_error(message: &str) {
-    if message.is_empty() {
-        // The success path: clear without allocating.
-        let _ = LAST_ERROR.try_with(|slot| {
-            let mut slot = slot.borrow_mut();
-            if !slot.as_bytes().is_empty() {
-                *slot = CString::default();
-            }
-        });
-        return;
-    }
-    // A message with an interior NUL is cut there; C could not read past it anyway.
-    let bytes = message.as_bytes();
-    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    let c = CString::new(&bytes[..end]).unwrap_or_default();
     // `try_with` fails only while the thread is being torn down; the message is then moot.
-    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = c);
+    let _ = LAST_ERROR.try_with(|slot| {
+        let mut slot = slot.borrow_mut();
+        slot.clear();
+        // A message with an interior NUL is cut there; C could not read past it anyway.
+        let bytes = message.as_bytes();
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        slot.extend_from_slice(&bytes[..end]);
+        slot.push(0);
+    });
 }
 
-/// The calling thread's last message; valid until the thread's next tunebank call.
+/// The calling thread's last message; valid until the thread's next status-returning call.
 pub(crate) fn last_error_ptr() -> *const c_char {
     LAST_ERROR
-        .try_with(|slot| slot.borrow().as_ptr())
+        .try_with(|slot| slot.borrow().as_ptr().cast::<c_char>())
         .unwrap_or(c"".as_ptr())
 }
 
