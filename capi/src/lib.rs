@@ -152,23 +152,25 @@ fn option_pairs(json: &str) -> Result<Vec<(String, String)>, Fail> {
 /// and must equal a given one.
 fn resolve_options(json: &str, bank_soc: Option<&str>) -> Result<ResolvedOptions, Fail> {
     let mut pairs = option_pairs(json)?;
-    let options = ResolvedOptions::from_pairs(pairs.clone(), &FsReader)
-        .map_err(|e| Fail::bad_input(format!("options: {e}")))?;
-    let Some(bank_soc) = bank_soc else {
-        return Ok(options);
-    };
-    match options.given().get("soc_version") {
-        Some(given) if given.trim() != bank_soc => Err(Fail::bad_input(format!(
-            "options: soc_version {given:?} differs from the bank's SoC {bank_soc:?}; \
-             expected the SoC the bank was opened for, or no soc_version"
-        ))),
-        Some(_) => Ok(options),
-        None => {
-            pairs.push(("soc_version".to_owned(), bank_soc.to_owned()));
-            ResolvedOptions::from_pairs(pairs, &FsReader)
-                .map_err(|e| Fail::bad_input(format!("options: {e}")))
+    if let Some(bank_soc) = bank_soc {
+        // Option names match as the options table matches them: leading dashes dropped, `-`
+        // and `_` interchangeable.
+        let given = pairs
+            .iter()
+            .find(|(name, _)| name.trim_start_matches('-').replace('-', "_") == "soc_version");
+        match given {
+            Some((_, soc)) if soc.trim() != bank_soc => {
+                return Err(Fail::bad_input(format!(
+                    "options: soc_version {soc:?} differs from the bank's SoC {bank_soc:?}; \
+                     expected the SoC the bank was opened for, or no soc_version"
+                )))
+            }
+            Some(_) => {}
+            None => pairs.push(("soc_version".to_owned(), bank_soc.to_owned())),
         }
     }
+    ResolvedOptions::from_pairs(pairs, &FsReader)
+        .map_err(|e| Fail::bad_input(format!("options: {e}")))
 }
 
 /// Resolves an op template JSON under options JSON into one entry per dynamic profile.
