@@ -1,0 +1,703 @@
+//! C ABI over tunebank's look-up API, for converters written in C and C++.
+//!
+//! Built as `libtunebank_capi.so` and `libtunebank_capi.a`; the header is
+//! `capi/include/tunebank.h` (generated from this crate by cbindgen, see `cbindgen.toml`).
+//! `capi/README.md` shows how to build and link; `capi/examples/convert.cpp` is a complete
+//! converter-style program.
+//!
+//! Contracts that hold for every function:
+//!
+//! - **Status and messages.** Every function returns a `TunebankStatus`. A status other than
+//!   `TUNEBANK_STATUS_OK` leaves a message on the calling thread, read with
+//!   `tunebank_last_error`; `TUNEBANK_STATUS_OK` clears it.
+//! - **Ownership.** The library never hands out memory for the caller to free. Text comes back
+//!   in caller-provided buffers with a required-size protocol: the length out-param receives the
+//!   text's length without its NUL; if the capacity is not at least that plus one, the call
+//!   returns `TUNEBANK_STATUS_BUFFER_TOO_SMALL` and writes nothing to the buffer, and the caller
+//!   retries with a larger one. Input pointers are only read during the call. A bank handle is
+//!   released by `tunebank_close`, exactly once.
+//! - **Threads.** One handle may be used by any number of threads at once, including a
+//!   `tunebank_close` racing with look-ups: calls that already hold the bank finish normally,
+//!   later ones get `TUNEBANK_STATUS_INVALID_HANDLE`. The last-error message is per thread.
+//! - **Handles.** A handle is an opaque `uint64_t` naming a slot in a registry together with the
+//!   slot's generation, so a closed (or never issued) handle is detected and refused, never
+//!   dereferenced. 0 is never a valid handle.
+//! - **Panics.** No Rust panic crosses the boundary: every function catches unwinding and
+//!   returns `TUNEBANK_STATUS_INTERNAL` instead.
+//!
+//! The Rust functions `lookup` and `strategy_json` are exactly what the C look-ups perform,
+//! so Rust programs (and the tests) can compare answers byte for byte.
+#![deny(missing_docs)]
+
+mod registry;
+mod status;
+
+use std::ffi::{c_char, CStr};
+use std::ptr;
+
+use tunebank::bank::{Bank, Lookup, Record, Strategy};
+use tunebank::key::{
+    derive_op_keys, parse_args, BankKey, FsReader, OpTemplate, RecordKind, ResolvedOp,
+    ResolvedOptions, KEY_SCHEMA_VERSION,
+};
+
+use crate::registry::OpenBank;
+pub use crate::status::TunebankStatus;
+use crate::status::{guard, Fail};
+
+/// An open bank: an opaque handle from `tunebank_open`. 0 is never a valid handle.
+pub type TunebankBank = u64;
+
+/// Length of a bank key in bytes (blake3).
+pub const TUNEBANK_KEY_LEN: usize = 32;
+
+/// `tunebank_open` flag: open the custom bank read-only (a converter's mode). Nothing is
+/// created; a bank file that does not exist yet is an empty layer; writes fail.
+pub const TUNEBANK_OPEN_READ_ONLY: u32 = 1;
+
+/// `tunebank_open` flag: do not add the default built-in bank
+/// (`$TUNEBANK_BUILTIN_PATH/op/<soc>/…` or the `$HOME/Ascend/…/built-in` default).
+pub const TUNEBANK_OPEN_NO_DEFAULT_BUILTIN: u32 = 2;
+
+/// `TunebankHitInfo::layer` when the look-up did not hit.
+pub const TUNEBANK_LAYER_NONE: i32 = -1;
+
+/// `TunebankHitInfo::layer` of the custom (user's writable) bank. Built-in bank `n` (in the
+/// order given to `tunebank_open`, the default built-in bank last) is `1 + n`.
+pub const TUNEBANK_LAYER_CUSTOM: i32 = 0;
+
+/// `tunebank_lookup_batch` offset of a key that did not hit (`SIZE_MAX`).
+pub const TUNEBANK_NO_OFFSET: usize = usize::MAX;
+
+/// Facts about a hit besides its strategy.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TunebankHitInfo {
+    /// The layer that answered: `TUNEBANK_LAYER_CUSTOM`, `1 + n` for built-in bank `n`, or
+    /// `TUNEBANK_LAYER_NONE`.
+    pub layer: i32,
+    /// How many lower layers also hold the key (shadowed by `layer`).
+    pub shadowed: u32,
+    /// Measured time of the stored strategy, µs.
+    pub tuned_us: f64,
+    /// Measured time of the baseline it was compared with, µs.
+    pub baseline_us: f64,
+}
+
+impl TunebankHitInfo {
+    const NONE: TunebankHitInfo = TunebankHitInfo {
+        layer: TUNEBANK_LAYER_NONE,
+        shadowed: 0,
+        tuned_us: 0.0,
+        baseline_us: 0.0,
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The look-up the C API performs, as Rust.
+// ---------------------------------------------------------------------------------------------
+
+/// The look-up every C look-up function performs: `Bank::lookup_checked` that accepts a
+/// stored answer only if it was written under this build's key schema version and for the
+/// bank's kind (anything else is a rejected hit).
+pub fn lookup(bank: &Bank, key: &BankKey) -> Result<Lookup, tunebank::bank::BankError> {
+    let kind = bank.kind();
+    bank.lookup_checked(key, |a| {
+        a.key_schema_version == KEY_SCHEMA_VERSION && a.kind == kind
+    })
+}
+
+/// The strategy as the C API returns it: compact JSON, parameters in name order.
+pub fn strategy_json(strategy: &Strategy) -> String {
+    serde_json::to_string(strategy).expect("a strategy map always serialises")
+}
+
+/// The options JSON the C API accepts (see `tunebank_derive_keys`) as `(name, value)` pairs.
+fn option_pairs(json: &str) -> Result<Vec<(String, String)>, Fail> {
+    let bad = |what: String| {
+        Fail::bad_input(format!(
+            "options: {what}; expected a JSON object of ATC options \
+             {{\"soc_version\": \"Ascend910B2\", \"precision_mode\": \"...\"}}, \
+             or an array of arguments [\"--soc_version=Ascend910B2\", ...]"
+        ))
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| bad(format!("not valid JSON ({e})")))?;
+    match value {
+        serde_json::Value::Null => Ok(Vec::new()),
+        serde_json::Value::Object(map) => map
+            .into_iter()
+            .map(|(name, v)| match v {
+                serde_json::Value::String(s) => Ok((name, s)),
+                serde_json::Value::Number(n) => Ok((name, n.to_string())),
+                serde_json::Value::Bool(b) => Ok((name, b.to_string())),
+                other => Err(bad(format!("value of {name:?} is {other}, not a string"))),
+            })
+            .collect(),
+        serde_json::Value::Array(items) => {
+            let args = items
+                .into_iter()
+                .map(|v| match v {
+                    serde_json::Value::String(s) => Ok(s),
+                    other => Err(bad(format!("array item {other} is not a string"))),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            parse_args(&args).map_err(|e| bad(e.to_string()))
+        }
+        other => Err(bad(format!("got {other}"))),
+    }
+}
+
+/// Resolves the options JSON. `bank_soc` (a look-up's bank) fills in a missing `soc_version`
+/// and must equal a given one.
+fn resolve_options(json: &str, bank_soc: Option<&str>) -> Result<ResolvedOptions, Fail> {
+    let mut pairs = option_pairs(json)?;
+    if let Some(bank_soc) = bank_soc {
+        // Option names match as the options table matches them: leading dashes dropped, `-`
+        // and `_` interchangeable.
+        let given = pairs
+            .iter()
+            .find(|(name, _)| name.trim_start_matches('-').replace('-', "_") == "soc_version");
+        match given {
+            Some((_, soc)) if soc.trim() != bank_soc => {
+                return Err(Fail::bad_input(format!(
+                    "options: soc_version {soc:?} differs from the bank's SoC {bank_soc:?}; \
+                     expected the SoC the bank was opened for, or no soc_version"
+                )))
+            }
+            Some(_) => {}
+            None => pairs.push(("soc_version".to_owned(), bank_soc.to_owned())),
+        }
+    }
+    ResolvedOptions::from_pairs(pairs, &FsReader)
+        .map_err(|e| Fail::bad_input(format!("options: {e}")))
+}
+
+/// Resolves an op template JSON under options JSON into one entry per dynamic profile.
+fn resolve(
+    op_json: &str,
+    options_json: &str,
+    bank_soc: Option<&str>,
+) -> Result<Vec<ResolvedOp>, Fail> {
+    let options = resolve_options(options_json, bank_soc)?;
+    let soc = options
+        .soc()
+        .map_err(|e| Fail::bad_input(format!("options: {e}")))?;
+    let template: OpTemplate = serde_json::from_str(op_json).map_err(|e| {
+        Fail::bad_input(format!(
+            "op descriptor: {e}; expected an op template {{\"node_name\", \"op_type\", \
+             \"inputs\": [{{\"shape\", \"dtype\", ...}}], \"outputs\", \"attrs\"}}"
+        ))
+    })?;
+    derive_op_keys(&template, &options, &soc).map_err(|e| Fail::bad_input(e.to_string()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pointer and buffer helpers.
+// ---------------------------------------------------------------------------------------------
+
+/// Reads a required NUL-terminated UTF-8 string argument.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string valid for the call.
+unsafe fn text<'a>(p: *const c_char, what: &str) -> Result<&'a str, Fail> {
+    if p.is_null() {
+        return Err(Fail::bad_input(format!("{what} is NULL")));
+    }
+    CStr::from_ptr(p)
+        .to_str()
+        .map_err(|e| Fail::bad_input(format!("{what} is not valid UTF-8 ({e})")))
+}
+
+/// Reads a required 32-byte key argument.
+///
+/// # Safety
+/// `p` is NULL or points to at least 32 readable bytes.
+unsafe fn key_arg(p: *const u8) -> Result<BankKey, Fail> {
+    if p.is_null() {
+        return Err(Fail::bad_input("key is NULL"));
+    }
+    let mut key = [0u8; TUNEBANK_KEY_LEN];
+    ptr::copy_nonoverlapping(p, key.as_mut_ptr(), TUNEBANK_KEY_LEN);
+    Ok(BankKey(key))
+}
+
+/// Checks an output buffer argument before any work: a non-zero capacity needs a buffer.
+fn check_buffer<T>(buf: *mut T, capacity: usize, what: &str) -> Result<(), Fail> {
+    if buf.is_null() && capacity > 0 {
+        return Err(Fail::bad_input(format!(
+            "{what} is NULL but its capacity is {capacity}; pass a buffer or capacity 0"
+        )));
+    }
+    Ok(())
+}
+
+/// Delivers `bytes` with the required-size protocol. With `len` NULL nothing is delivered.
+///
+/// # Safety
+/// `buf` is valid for `capacity` bytes of writes (or NULL with capacity 0); `len` is NULL or
+/// valid for a write.
+unsafe fn deliver(
+    bytes: &[u8],
+    buf: *mut c_char,
+    capacity: usize,
+    len: *mut usize,
+    what: &str,
+) -> Result<(), Fail> {
+    if len.is_null() {
+        return Ok(());
+    }
+    *len = bytes.len();
+    if capacity <= bytes.len() {
+        return Err(Fail::new(
+            TunebankStatus::BufferTooSmall,
+            format!(
+                "{what} needs {} bytes plus the NUL; the buffer holds {capacity}",
+                bytes.len()
+            ),
+        ));
+    }
+    ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len());
+    *buf.add(bytes.len()) = 0;
+    Ok(())
+}
+
+/// "no bank layer holds key <hex>", built without the formatting machinery: a miss is a
+/// normal answer on a converter's hot path.
+fn miss_message(key: &BankKey) -> String {
+    const PREFIX: &str = "no bank layer holds key ";
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(PREFIX.len() + 2 * TUNEBANK_KEY_LEN);
+    out.push_str(PREFIX);
+    for b in key.0 {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 15)] as char);
+    }
+    out
+}
+
+fn layer_number(layer: tunebank::bank::LayerId) -> i32 {
+    match layer {
+        tunebank::bank::LayerId::Custom => TUNEBANK_LAYER_CUSTOM,
+        tunebank::bank::LayerId::BuiltIn(n) => i32::try_from(n + 1).unwrap_or(i32::MAX),
+    }
+}
+
+/// Looks `key` up in `open` and delivers the answer through the C out-params.
+///
+/// # Safety
+/// As `tunebank_lookup_key`'s out-params.
+unsafe fn lookup_into(
+    open: &OpenBank,
+    key: &BankKey,
+    strategy: *mut c_char,
+    capacity: usize,
+    strategy_len: *mut usize,
+    info: *mut TunebankHitInfo,
+) -> Result<(), Fail> {
+    if !info.is_null() {
+        *info = TunebankHitInfo::NONE;
+    }
+    match lookup(&open.bank, key)? {
+        Lookup::Hit(hit) => {
+            if !info.is_null() {
+                *info = TunebankHitInfo {
+                    layer: layer_number(hit.layer),
+                    shadowed: u32::try_from(hit.shadowed.len()).unwrap_or(u32::MAX),
+                    tuned_us: hit.answer.performance.tuned_us,
+                    baseline_us: hit.answer.performance.baseline_us,
+                };
+            }
+            if strategy_len.is_null() {
+                return Ok(());
+            }
+            let json = strategy_json(&hit.answer.strategy);
+            deliver(
+                json.as_bytes(),
+                strategy,
+                capacity,
+                strategy_len,
+                "the strategy",
+            )
+        }
+        Lookup::Miss { rejected } if rejected.is_empty() => {
+            Err(Fail::new(TunebankStatus::Miss, miss_message(key)))
+        }
+        Lookup::Miss { rejected } => Err(Fail::new(
+            TunebankStatus::RejectedHit,
+            format!(
+                "key {key}: the entries in layer(s) {} were written under another key schema \
+                 version or kind and are not valid here; no other layer holds the key",
+                rejected
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry points.
+// ---------------------------------------------------------------------------------------------
+
+/// Opens the op bank (op records only; subgraph banks are not served here) for `soc_version` (e.g. `"Ascend910B2"`) and stores its handle in
+/// `*out_bank`.
+///
+/// The custom (writable) layer is the file `bank_path` if it is not NULL, else the file AOE's
+/// rules choose: `$TUNE_BANK_PATH/<soc>/`, else `$ASCEND_CACHE_PATH/aoe_data/<soc>/`, else
+/// `$HOME/Ascend/latest/data/aoe/custom/op/<soc>/` (a `TUNE_BANK_PATH` that does not exist or
+/// lacks rwx permission is `TUNEBANK_STATUS_IO_ERROR`). `builtin_paths` lists
+/// `builtin_count` read-only built-in bank files consulted after the custom layer, in order
+/// (a missing file is an absent layer); the default built-in bank comes last unless `flags`
+/// has `TUNEBANK_OPEN_NO_DEFAULT_BUILTIN`. With `TUNEBANK_OPEN_READ_ONLY` nothing is
+/// created. Release the handle with `tunebank_close`.
+///
+/// # Safety
+/// `bank_path` is NULL or a NUL-terminated string; `soc_version` is a NUL-terminated string;
+/// `builtin_paths` points to `builtin_count` NUL-terminated strings (or is NULL with a count of
+/// 0); `out_bank` is valid for a write. All are only used during the call.
+#[no_mangle]
+pub unsafe extern "C" fn tunebank_open(
+    bank_path: *const c_char,
+    soc_version: *const c_char,
+    builtin_paths: *const *const c_char,
+    builtin_count: usize,
+    flags: u32,
+    out_bank: *mut TunebankBank,
+) -> TunebankStatus {
+    guard(|| {
+        if out_bank.is_null() {
+            return Err(Fail::bad_input("out_bank is NULL"));
+        }
+        *out_bank = 0;
+        let soc = text(soc_version, "soc_version")?;
+        if flags & !(TUNEBANK_OPEN_READ_ONLY | TUNEBANK_OPEN_NO_DEFAULT_BUILTIN) != 0 {
+            return Err(Fail::bad_input(format!(
+                "flags {flags:#x}: unknown bits; expected TUNEBANK_OPEN_* flags"
+            )));
+        }
+        if builtin_paths.is_null() && builtin_count > 0 {
+            return Err(Fail::bad_input(
+                "builtin_paths is NULL but builtin_count > 0",
+            ));
+        }
+        let mut builder =
+            Bank::builder(RecordKind::Op, soc).read_only(flags & TUNEBANK_OPEN_READ_ONLY != 0);
+        if flags & TUNEBANK_OPEN_NO_DEFAULT_BUILTIN != 0 {
+            builder = builder.no_default_builtin();
+        }
+        if !bank_path.is_null() {
+            builder = builder.custom_path(text(bank_path, "bank_path")?);
+        }
+        for i in 0..builtin_count {
+            builder = builder.builtin_path(text(*builtin_paths.add(i), "builtin_paths[i]")?);
+        }
+        let bank = builder.open()?;
+        *out_bank = registry::insert(OpenBank {
+            bank,
+            soc: soc.to_owned(),
+        })?;
+        Ok(())
+    })
+}
+
+/// Closes a bank handle. Later uses of it return `TUNEBANK_STATUS_INVALID_HANDLE`, as does
+/// closing it again. Calls on other threads that are already using the bank finish first.
+#[no_mangle]
+pub extern "C" fn tunebank_close(bank: TunebankBank) -> TunebankStatus {
+    guard(|| registry::remove(bank))
+}
+
+/// Derives the bank keys of one op: `op_json` is an op template as a converter has it
+/// (`{"node_name", "op_type", "fused_ops"?, "inputs": [{"shape", "dtype", "ori_format"?,
+/// "format"?, "graph_input"?, "producer_dtype"?}], "outputs", "attrs"?}`), `options_json` the
+/// ATC options as given, either a JSON object `{"soc_version": "Ascend910B2",
+/// "precision_mode": "allow_fp32_to_fp16", ...}` (string values; numbers and booleans are taken
+/// as their text) or an argument array `["--soc_version=Ascend910B2", ...]`; `soc_version` is
+/// required here.
+///
+/// Writes one 32-byte key per dynamic profile (one for static options) into `keys_out`, in
+/// profile order, and their number into `*key_count`. If `keys_capacity` (in keys) is smaller,
+/// returns `TUNEBANK_STATUS_BUFFER_TOO_SMALL` with the number needed in `*key_count`.
+///
+/// # Safety
+/// `op_json` and `options_json` are NUL-terminated strings; `keys_out` is valid for
+/// `keys_capacity * 32` bytes of writes (or NULL with capacity 0); `key_count` is valid for a
+/// write.
+#[no_mangle]
+pub unsafe extern "C" fn tunebank_derive_keys(
+    op_json: *const c_char,
+    options_json: *const c_char,
+    keys_out: *mut u8,
+    keys_capacity: usize,
+    key_count: *mut usize,
+) -> TunebankStatus {
+    guard(|| {
+        if key_count.is_null() {
+            return Err(Fail::bad_input("key_count is NULL"));
+        }
+        check_buffer(keys_out, keys_capacity, "keys_out")?;
+        let resolved = resolve(
+            text(op_json, "op_json")?,
+            text(options_json, "options_json")?,
+            None,
+        )?;
+        *key_count = resolved.len();
+        if keys_capacity < resolved.len() {
+            return Err(Fail::new(
+                TunebankStatus::BufferTooSmall,
+                format!(
+                    "the op has {} profiles; keys_out holds {keys_capacity} keys",
+                    resolved.len()
+                ),
+            ));
+        }
+        for (i, r) in resolved.iter().enumerate() {
+            ptr::copy_nonoverlapping(
+                r.key.0.as_ptr(),
+                keys_out.add(i * TUNEBANK_KEY_LEN),
+                TUNEBANK_KEY_LEN,
+            );
+        }
+        Ok(())
+    })
+}
+
+/// Resolves one op (arguments as `tunebank_derive_keys`) and returns, as a JSON array with
+/// one entry per dynamic profile, `{"profile", "descriptor", "key"}`: the static descriptor
+/// each key is derived from. A record for `tunebank_write_record` takes that descriptor.
+/// Text is delivered with the required-size protocol.
+///
+/// # Safety
+/// `op_json` and `options_json` are NUL-terminated strings; `out` is valid for `capacity` bytes
+/// of writes (or NULL with capacity 0); `out_len` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tunebank_resolve_op(
+    op_json: *const c_char,
+    options_json: *const c_char,
+    out: *mut c_char,
+    capacity: usize,
+    out_len: *mut usize,
+) -> TunebankStatus {
+    guard(|| {
+        if out_len.is_null() {
+            return Err(Fail::bad_input("out_len is NULL"));
+        }
+        check_buffer(out, capacity, "out")?;
+        let resolved = resolve(
+            text(op_json, "op_json")?,
+            text(options_json, "options_json")?,
+            None,
+        )?;
+        let json = serde_json::to_string(&resolved).expect("resolved ops serialise");
+        deliver(json.as_bytes(), out, capacity, out_len, "the resolved op")
+    })
+}
+
+/// Looks a 32-byte key up, custom layer first, then the built-in layers.
+///
+/// Returns `TUNEBANK_STATUS_OK` on a hit, `TUNEBANK_STATUS_MISS` when no layer holds the key,
+/// `TUNEBANK_STATUS_REJECTED_HIT` when only entries written under another key schema version
+/// hold it, `TUNEBANK_STATUS_DAMAGED_RECORD` when the stored record fails its checksum.
+/// On a hit, the strategy (compact JSON, parameters in name order) is delivered with the
+/// required-size protocol if `strategy_len` is not NULL, and `*info` (if not NULL) says which
+/// layer answered; on any other status `info->layer` is `TUNEBANK_LAYER_NONE`.
+///
+/// # Safety
+/// `key` points to 32 readable bytes; `strategy` is valid for `capacity` bytes of writes (or
+/// NULL with capacity 0); `strategy_len` and `info` are NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tunebank_lookup_key(
+    bank: TunebankBank,
+    key: *const u8,
+    strategy: *mut c_char,
+    capacity: usize,
+    strategy_len: *mut usize,
+    info: *mut TunebankHitInfo,
+) -> TunebankStatus {
+    guard(|| {
+        check_buffer(strategy, capacity, "strategy")?;
+        let key = key_arg(key)?;
+        let open = registry::get(bank)?;
+        lookup_into(&open, &key, strategy, capacity, strategy_len, info)
+    })
+}
+
+/// Derives the key of profile `profile` (0 for static options) of an op and looks it up:
+/// `tunebank_derive_keys` then `tunebank_lookup_key` in one call. `options_json` may omit
+/// `soc_version` (the bank's SoC is used); a different one is `TUNEBANK_STATUS_BAD_INPUT`, as
+/// is a profile index past the last profile. If `key_out` is not NULL it receives the key
+/// (whenever the key could be derived, hit or not).
+///
+/// # Safety
+/// As `tunebank_derive_keys` for the JSON arguments and `tunebank_lookup_key` for the
+/// out-params; `key_out` is NULL or valid for 32 bytes of writes.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn tunebank_lookup_op(
+    bank: TunebankBank,
+    op_json: *const c_char,
+    options_json: *const c_char,
+    profile: usize,
+    strategy: *mut c_char,
+    capacity: usize,
+    strategy_len: *mut usize,
+    info: *mut TunebankHitInfo,
+    key_out: *mut u8,
+) -> TunebankStatus {
+    guard(|| {
+        if !info.is_null() {
+            *info = TunebankHitInfo::NONE;
+        }
+        check_buffer(strategy, capacity, "strategy")?;
+        let op_json = text(op_json, "op_json")?;
+        let options_json = text(options_json, "options_json")?;
+        let open = registry::get(bank)?;
+        let resolved = resolve(op_json, options_json, Some(&open.soc))?;
+        let Some(r) = resolved.get(profile) else {
+            return Err(Fail::bad_input(format!(
+                "profile {profile}: the op has {} profile(s); expected an index below that",
+                resolved.len()
+            )));
+        };
+        if !key_out.is_null() {
+            ptr::copy_nonoverlapping(r.key.0.as_ptr(), key_out, TUNEBANK_KEY_LEN);
+        }
+        lookup_into(&open, &r.key, strategy, capacity, strategy_len, info)
+    })
+}
+
+/// Looks up `count` keys (`keys` holds them back to back, 32 bytes each).
+///
+/// `statuses[i]` receives key i's outcome: `TUNEBANK_STATUS_OK` (hit), `_MISS`,
+/// `_REJECTED_HIT` or `_DAMAGED_RECORD`. The hits' strategies are delivered in `strategies`,
+/// each followed by a NUL, in key order; `offsets[i]` (if `offsets` is not NULL) is where key
+/// i's strategy starts, or `TUNEBANK_NO_OFFSET`. `*strategies_len` (if not NULL) receives the
+/// total bytes, NULs included; if `capacity` is smaller the call returns
+/// `TUNEBANK_STATUS_BUFFER_TOO_SMALL` (statuses and offsets are still filled, the buffer is
+/// not). With `strategies_len` NULL no strategy is delivered. The call itself returns
+/// `TUNEBANK_STATUS_OK` when every key was looked up, whatever their outcomes; an I/O error
+/// ends the batch with that status.
+///
+/// # Safety
+/// `keys` points to `count * 32` readable bytes (or is NULL with count 0); `statuses` is valid
+/// for `count` writes; `offsets` is NULL or valid for `count` writes; `strategies` is valid for
+/// `capacity` bytes of writes (or NULL with capacity 0); `strategies_len` is NULL or valid for a
+/// write.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn tunebank_lookup_batch(
+    bank: TunebankBank,
+    keys: *const u8,
+    count: usize,
+    statuses: *mut TunebankStatus,
+    offsets: *mut usize,
+    strategies: *mut c_char,
+    capacity: usize,
+    strategies_len: *mut usize,
+) -> TunebankStatus {
+    guard(|| {
+        if count > 0 && (keys.is_null() || statuses.is_null()) {
+            return Err(Fail::bad_input("keys or statuses is NULL but count > 0"));
+        }
+        if count.checked_mul(TUNEBANK_KEY_LEN).is_none() {
+            return Err(Fail::bad_input(format!("count {count} is too large")));
+        }
+        check_buffer(strategies, capacity, "strategies")?;
+        let open = registry::get(bank)?;
+        let mut text: Vec<u8> = Vec::new();
+        for i in 0..count {
+            let key = key_arg(keys.add(i * TUNEBANK_KEY_LEN))?;
+            let (status, offset) = match lookup(&open.bank, &key) {
+                Ok(Lookup::Hit(hit)) => {
+                    let at = text.len();
+                    serde_json::to_writer(&mut text, &hit.answer.strategy)
+                        .expect("a strategy map always serialises");
+                    text.push(0);
+                    (TunebankStatus::Ok, at)
+                }
+                Ok(Lookup::Miss { rejected }) if rejected.is_empty() => {
+                    (TunebankStatus::Miss, TUNEBANK_NO_OFFSET)
+                }
+                Ok(Lookup::Miss { .. }) => (TunebankStatus::RejectedHit, TUNEBANK_NO_OFFSET),
+                Err(e) => match status::bank_status(&e) {
+                    TunebankStatus::DamagedRecord => {
+                        (TunebankStatus::DamagedRecord, TUNEBANK_NO_OFFSET)
+                    }
+                    _ => return Err(e.into()),
+                },
+            };
+            *statuses.add(i) = status;
+            if !offsets.is_null() {
+                *offsets.add(i) = offset;
+            }
+        }
+        if strategies_len.is_null() {
+            return Ok(());
+        }
+        *strategies_len = text.len();
+        if capacity < text.len() {
+            return Err(Fail::new(
+                TunebankStatus::BufferTooSmall,
+                format!(
+                    "the strategies need {} bytes; the buffer holds {capacity}",
+                    text.len()
+                ),
+            ));
+        }
+        ptr::copy_nonoverlapping(text.as_ptr(), strategies.cast::<u8>(), text.len());
+        Ok(())
+    })
+}
+
+/// Writes one record to the bank's custom layer, atomically and durably, under the key derived
+/// from its own descriptor, and stores that key in `key_out` (if not NULL).
+///
+/// `record_json` is the record in tunebank's JSON form: `{"key_schema_version", "kind": "op",
+/// "descriptor": {"op": <descriptor from tunebank_resolve_op>}, "options": {name: value},
+/// "strategy": {...}, "performance": {"baseline_us", "tuned_us", "samples_us", "runner"},
+/// "provenance": {"tool_version", "algorithm", "trials", "seed", "unix_time", "origin"}}`.
+/// A handle opened with `TUNEBANK_OPEN_READ_ONLY` gives `TUNEBANK_STATUS_BAD_INPUT`.
+///
+/// # Safety
+/// `record_json` is a NUL-terminated string; `key_out` is NULL or valid for 32 bytes of writes.
+#[no_mangle]
+pub unsafe extern "C" fn tunebank_write_record(
+    bank: TunebankBank,
+    record_json: *const c_char,
+    key_out: *mut u8,
+) -> TunebankStatus {
+    guard(|| {
+        let json = text(record_json, "record_json")?;
+        let open = registry::get(bank)?;
+        let record: Record = serde_json::from_str(json).map_err(|e| {
+            Fail::bad_input(format!(
+                "record_json: {e}; expected a tunebank record (see tunebank_write_record)"
+            ))
+        })?;
+        let keys = open.bank.write_batch(std::slice::from_ref(&record))?;
+        if !key_out.is_null() {
+            ptr::copy_nonoverlapping(keys[0].0.as_ptr(), key_out, TUNEBANK_KEY_LEN);
+        }
+        Ok(())
+    })
+}
+
+/// The calling thread's message for its last call that did not return `TUNEBANK_STATUS_OK`
+/// (the empty string after a success). Owned by the library: do not free it; it stays valid
+/// until this thread next calls a function that returns a `TunebankStatus`.
+#[no_mangle]
+pub extern "C" fn tunebank_last_error() -> *const c_char {
+    status::last_error_ptr()
+}
+
+/// The name of a status value (e.g. `"TUNEBANK_STATUS_MISS"`), or `"TUNEBANK_STATUS_UNKNOWN"`.
+/// The string is static.
+#[no_mangle]
+pub extern "C" fn tunebank_status_name(status: i32) -> *const c_char {
+    TunebankStatus::from_i32(status)
+        .map(|s| s.name().as_ptr())
+        .unwrap_or(c"TUNEBANK_STATUS_UNKNOWN".as_ptr())
+}
