@@ -1160,7 +1160,7 @@ fn spatial(
         ));
     }
     let auto_pad = attr_str(node, "auto_pad").unwrap_or_else(|| "NOTSET".into());
-    let mut pads = match auto_pad.as_str() {
+    let pads = match auto_pad.as_str() {
         "NOTSET" | "" => attr_ints(node, "pads").unwrap_or_else(|| vec![0; 2 * n]),
         "VALID" => vec![0; 2 * n],
         "SAME_UPPER" | "SAME_LOWER" => {
