@@ -150,6 +150,9 @@ pub struct KeyGroup {
     pub first: usize,
     /// Every unit name with this key, in input order (repeats kept once).
     pub op_names: Vec<String>,
+    /// Indices (into the resolved list) of every unit with this key, in input order: where
+    /// the tuned result is reported.
+    pub units: Vec<usize>,
 }
 
 impl Model {
@@ -548,9 +551,11 @@ pub fn group_by_key(resolved: &[ResolvedUnit]) -> Vec<KeyGroup> {
                 key: r.resolved.key,
                 first: i,
                 op_names: Vec::new(),
+                units: Vec::new(),
             });
             groups.len() - 1
         });
+        groups[g].units.push(i);
         if !groups[g].op_names.contains(&r.unit.name) {
             groups[g].op_names.push(r.unit.name.clone());
         }
