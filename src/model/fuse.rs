@@ -2,7 +2,7 @@
 //! grouping of identical keys so each is tuned once.
 //!
 //! Rules, applied in topological order:
-//! 1. `Conv` absorbs a following `BatchNormalization`, then an activation.
+//! 1. `Conv` (or `ConvTranspose`) absorbs a following `BatchNormalization`, then an activation.
 //! 2. `MatMul` / `Gemm` absorbs a following bias `Add` (the other operand a constant that
 //!    does not widen the output), then an activation.
 //! 3. Remaining elementwise ops form chains along single-consumer edges (`Div`→`Erf`→`Add`→
@@ -429,7 +429,7 @@ pub fn fuse(model: &Model, graph: &InferredGraph) -> (Vec<TuningUnit>, Vec<Skipp
         let mut members = vec![i];
         let mut t = ctx.out0(i);
         match op {
-            "Conv" => {
+            "Conv" | "ConvTranspose" => {
                 if let Some(bn) =
                     ctx.absorb(t, &taken, &inferred, |c| ctx.op(c) == "BatchNormalization")
                 {

@@ -709,6 +709,35 @@ fn infer_node(node: &Node, ins: &Inputs, opset: i64) -> Outcome {
             }]
         }
         "Conv" => conv(node, ins, &mut attrs)?,
+        "ConvTranspose" => conv_transpose(node, ins, &mut attrs)?,
+        "ArgMax" | "ArgMin" => {
+            let x = input(ins, 0)?;
+            let axis = norm_axis(attr_int(node, "axis").unwrap_or(0), x.shape.len())?;
+            let keep = attr_int(node, "keepdims").unwrap_or(1) != 0;
+            attrs.insert("axis".into(), AttrValue::Int(axis as i64));
+            attrs.insert("keepdims".into(), AttrValue::Int(i64::from(keep)));
+            let mut shape = x.shape.clone();
+            if keep {
+                shape[axis] = 1;
+            } else {
+                shape.remove(axis);
+            }
+            vec![info(ElemType::INT64, shape)]
+        }
+        "Tile" => {
+            let x = input(ins, 0)?;
+            let reps = const_values(ins, 1, "repeats")?;
+            if reps.len() != x.shape.len() || reps.iter().any(|&r| r < 0) {
+                return Err(format!("repeats {reps:?} do not fit shape {:?}", x.shape));
+            }
+            let shape = x
+                .shape
+                .iter()
+                .zip(&reps)
+                .map(|(&d, &r)| product(&[d, r]))
+                .collect::<Result<_, _>>()?;
+            vec![info(x.elem_type, shape)]
+        }
         "MaxPool" | "AveragePool" | "LpPool" => pool(node, ins, &mut attrs)?,
         "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => {
             let x = input(ins, 0)?;
@@ -1238,6 +1267,76 @@ fn conv(node: &Node, ins: &Inputs, attrs: &mut Attrs) -> Result<Vec<TensorInfo>,
     Ok(vec![info(x.elem_type, shape)])
 }
 
+fn conv_transpose(node: &Node, ins: &Inputs, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, String> {
+    let (x, w) = (input(ins, 0)?, input(ins, 1)?);
+    if w.shape.len() < 3 || x.shape.len() != w.shape.len() {
+        return Err(format!(
+            "expected input and weight of one rank ≥ 3, got {:?} and {:?}",
+            x.shape, w.shape
+        ));
+    }
+    let n = w.shape.len() - 2;
+    let kernel = attr_ints(node, "kernel_shape").unwrap_or_else(|| w.shape[2..].to_vec());
+    let strides = attr_ints(node, "strides").unwrap_or_else(|| vec![1; n]);
+    let dilations = attr_ints(node, "dilations").unwrap_or_else(|| vec![1; n]);
+    let out_pad = attr_ints(node, "output_padding").unwrap_or_else(|| vec![0; n]);
+    let pads = attr_ints(node, "pads").unwrap_or_else(|| vec![0; 2 * n]);
+    let group = attr_int(node, "group").unwrap_or(1);
+    if [kernel.len(), strides.len(), dilations.len(), out_pad.len()] != [n; 4]
+        || pads.len() != 2 * n
+    {
+        return Err(
+            "kernel_shape, strides, dilations, output_padding or pads do not match the rank".into(),
+        );
+    }
+    if kernel
+        .iter()
+        .chain(&strides)
+        .chain(&dilations)
+        .any(|&v| v <= 0)
+        || group <= 0
+    {
+        return Err("kernel, strides, dilations and group must be positive".into());
+    }
+    if !matches!(attr_str(node, "auto_pad").as_deref(), None | Some("NOTSET")) {
+        return Err("ConvTranspose with auto_pad is not supported by the importer".into());
+    }
+    let channels = product(&[w.shape[1], group])?;
+    let mut shape = vec![x.shape[0], channels];
+    match attr_ints(node, "output_shape") {
+        Some(o) if o.len() == n => shape.extend(o),
+        Some(o) => return Err(format!("output_shape {o:?} does not match the rank")),
+        None => {
+            for i in 0..n {
+                let input = x.shape[i + 2];
+                shape.push(if input < 0 {
+                    -1
+                } else {
+                    let eff = (kernel[i] - 1)
+                        .checked_mul(dilations[i])
+                        .and_then(|v| v.checked_add(1));
+                    strides[i]
+                        .checked_mul(input - 1)
+                        .and_then(|v| v.checked_add(out_pad[i]))
+                        .zip(eff)
+                        .and_then(|(v, e)| v.checked_add(e))
+                        .and_then(|v| v.checked_sub(pads[i]))
+                        .and_then(|v| v.checked_sub(pads[i + n]))
+                        .filter(|&v| v >= 0)
+                        .ok_or_else(|| format!("output dim {i} is out of range"))?
+                });
+            }
+        }
+    }
+    attrs.remove("auto_pad");
+    attrs.insert("kernel_shape".into(), AttrValue::Ints(kernel));
+    attrs.insert("strides".into(), AttrValue::Ints(strides));
+    attrs.insert("dilations".into(), AttrValue::Ints(dilations));
+    attrs.insert("pads".into(), AttrValue::Ints(pads));
+    attrs.insert("output_padding".into(), AttrValue::Ints(out_pad));
+    Ok(vec![info(x.elem_type, shape)])
+}
+
 fn pool(node: &Node, ins: &Inputs, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, String> {
     let x = input(ins, 0)?;
     let kernel = attr_ints(node, "kernel_shape").ok_or("pooling without kernel_shape")?;
@@ -1617,6 +1716,23 @@ mod tests {
         );
         let bad = infer_node(&node("Add", 1, &[]), &vec![t(&[2, 3]), t(&[4])], 17);
         assert!(bad.unwrap_err().contains("do not broadcast"));
+    }
+
+    #[test]
+    fn transposed_convolutions_argmax_and_tile() {
+        let a = [
+            ("strides", Attr::Ints(vec![2, 2])),
+            ("pads", Attr::Ints(vec![1, 1, 1, 1])),
+            ("output_padding", Attr::Ints(vec![1, 1])),
+        ];
+        let ins = vec![t(&[1, 16, 14, 14]), t(&[16, 8, 3, 3])];
+        assert_eq!(shapes("ConvTranspose", 1, &a, ins), [vec![1, 8, 28, 28]]);
+        let a = [("axis", Attr::Int(-1)), ("keepdims", Attr::Int(0))];
+        assert_eq!(shapes("ArgMax", 1, &a, vec![t(&[2, 5, 7])]), [vec![2, 5]]);
+        assert_eq!(
+            shapes("Tile", 1, &[], vec![t(&[2, 3]), c(&[3, 1])]),
+            [vec![6, 3]]
+        );
     }
 
     #[test]
