@@ -11,7 +11,14 @@ use std::collections::BTreeMap;
 use tunebank::key::{FsReader, ResolvedOptions};
 use tunebank::model::{group_by_key, load_onnx, resolve_units};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(2);
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let Some(path) = args.next() else {
         eprintln!("usage: model_ops MODEL.onnx [--atc_option=value ...]");

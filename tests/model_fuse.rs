@@ -97,6 +97,9 @@ fn identical_keys_are_tuned_once_and_keep_every_name() {
     assert_eq!(g.op_names.len(), 3);
     assert!(g.op_names[2].starts_with("/layer1/layer1.2/conv2/Conv"));
     assert_eq!(resolved[g.first].unit.name, g.op_names[0]);
+    assert_eq!(g.units.len(), 3);
+    assert_eq!(g.units[0], g.first);
+    assert!(g.units.iter().all(|&i| resolved[i].resolved.key == g.key));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! grouping of identical keys so each is tuned once.
 //!
 //! Rules, applied in topological order:
-//! 1. `Conv` absorbs a following `BatchNormalization`, then an activation.
+//! 1. `Conv` (or `ConvTranspose`) absorbs a following `BatchNormalization`, then an activation.
 //! 2. `MatMul` / `Gemm` absorbs a following bias `Add` (the other operand a constant that
 //!    does not widen the output), then an activation.
 //! 3. Remaining elementwise ops form chains along single-consumer edges (`Div`→`Erf`→`Add`→
@@ -150,6 +150,9 @@ pub struct KeyGroup {
     pub first: usize,
     /// Every unit name with this key, in input order (repeats kept once).
     pub op_names: Vec<String>,
+    /// Indices (into the resolved list) of every unit with this key, in input order: where
+    /// the tuned result is reported.
+    pub units: Vec<usize>,
 }
 
 impl Model {
@@ -426,7 +429,7 @@ pub fn fuse(model: &Model, graph: &InferredGraph) -> (Vec<TuningUnit>, Vec<Skipp
         let mut members = vec![i];
         let mut t = ctx.out0(i);
         match op {
-            "Conv" => {
+            "Conv" | "ConvTranspose" => {
                 if let Some(bn) =
                     ctx.absorb(t, &taken, &inferred, |c| ctx.op(c) == "BatchNormalization")
                 {
@@ -548,9 +551,11 @@ pub fn group_by_key(resolved: &[ResolvedUnit]) -> Vec<KeyGroup> {
                 key: r.resolved.key,
                 first: i,
                 op_names: Vec::new(),
+                units: Vec::new(),
             });
             groups.len() - 1
         });
+        groups[g].units.push(i);
         if !groups[g].op_names.contains(&r.unit.name) {
             groups[g].op_names.push(r.unit.name.clone());
         }

@@ -709,6 +709,35 @@ fn infer_node(node: &Node, ins: &Inputs, opset: i64) -> Outcome {
             }]
         }
         "Conv" => conv(node, ins, &mut attrs)?,
+        "ConvTranspose" => conv_transpose(node, ins, &mut attrs)?,
+        "ArgMax" | "ArgMin" => {
+            let x = input(ins, 0)?;
+            let axis = norm_axis(attr_int(node, "axis").unwrap_or(0), x.shape.len())?;
+            let keep = attr_int(node, "keepdims").unwrap_or(1) != 0;
+            attrs.insert("axis".into(), AttrValue::Int(axis as i64));
+            attrs.insert("keepdims".into(), AttrValue::Int(i64::from(keep)));
+            let mut shape = x.shape.clone();
+            if keep {
+                shape[axis] = 1;
+            } else {
+                shape.remove(axis);
+            }
+            vec![info(ElemType::INT64, shape)]
+        }
+        "Tile" => {
+            let x = input(ins, 0)?;
+            let reps = const_values(ins, 1, "repeats")?;
+            if reps.len() != x.shape.len() || reps.iter().any(|&r| r < 0) {
+                return Err(format!("repeats {reps:?} do not fit shape {:?}", x.shape));
+            }
+            let shape = x
+                .shape
+                .iter()
+                .zip(&reps)
+                .map(|(&d, &r)| product(&[d, r]))
+                .collect::<Result<_, _>>()?;
+            vec![info(x.elem_type, shape)]
+        }
         "MaxPool" | "AveragePool" | "LpPool" => pool(node, ins, &mut attrs)?,
         "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => {
             let x = input(ins, 0)?;
@@ -1015,6 +1044,8 @@ fn infer_node(node: &Node, ins: &Inputs, opset: i64) -> Outcome {
             ))
         }
     };
+    let mut outs = outs;
+    outs.truncate(node.outputs.len().max(1));
     for o in &outs {
         check_dims(&o.shape)?;
     }
@@ -1158,7 +1189,7 @@ fn spatial(
         ));
     }
     let auto_pad = attr_str(node, "auto_pad").unwrap_or_else(|| "NOTSET".into());
-    let mut pads = match auto_pad.as_str() {
+    let pads = match auto_pad.as_str() {
         "NOTSET" | "" => attr_ints(node, "pads").unwrap_or_else(|| vec![0; 2 * n]),
         "VALID" => vec![0; 2 * n],
         "SAME_UPPER" | "SAME_LOWER" => {
@@ -1205,7 +1236,6 @@ fn spatial(
             ceil,
         )?);
     }
-    pads.shrink_to_fit();
     attrs.remove("auto_pad");
     attrs.insert("pads".into(), AttrValue::Ints(pads));
     attrs.insert("strides".into(), AttrValue::Ints(strides));
@@ -1237,17 +1267,81 @@ fn conv(node: &Node, ins: &Inputs, attrs: &mut Attrs) -> Result<Vec<TensorInfo>,
     Ok(vec![info(x.elem_type, shape)])
 }
 
+fn conv_transpose(node: &Node, ins: &Inputs, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, String> {
+    let (x, w) = (input(ins, 0)?, input(ins, 1)?);
+    if w.shape.len() < 3 || x.shape.len() != w.shape.len() {
+        return Err(format!(
+            "expected input and weight of one rank ≥ 3, got {:?} and {:?}",
+            x.shape, w.shape
+        ));
+    }
+    let n = w.shape.len() - 2;
+    let kernel = attr_ints(node, "kernel_shape").unwrap_or_else(|| w.shape[2..].to_vec());
+    let strides = attr_ints(node, "strides").unwrap_or_else(|| vec![1; n]);
+    let dilations = attr_ints(node, "dilations").unwrap_or_else(|| vec![1; n]);
+    let out_pad = attr_ints(node, "output_padding").unwrap_or_else(|| vec![0; n]);
+    let pads = attr_ints(node, "pads").unwrap_or_else(|| vec![0; 2 * n]);
+    let group = attr_int(node, "group").unwrap_or(1);
+    if [kernel.len(), strides.len(), dilations.len(), out_pad.len()] != [n; 4]
+        || pads.len() != 2 * n
+    {
+        return Err(
+            "kernel_shape, strides, dilations, output_padding or pads do not match the rank".into(),
+        );
+    }
+    if kernel
+        .iter()
+        .chain(&strides)
+        .chain(&dilations)
+        .any(|&v| v <= 0)
+        || group <= 0
+    {
+        return Err("kernel, strides, dilations and group must be positive".into());
+    }
+    if !matches!(attr_str(node, "auto_pad").as_deref(), None | Some("NOTSET")) {
+        return Err("ConvTranspose with auto_pad is not supported by the importer".into());
+    }
+    let channels = product(&[w.shape[1], group])?;
+    let mut shape = vec![x.shape[0], channels];
+    match attr_ints(node, "output_shape") {
+        Some(o) if o.len() == n => shape.extend(o),
+        Some(o) => return Err(format!("output_shape {o:?} does not match the rank")),
+        None => {
+            for i in 0..n {
+                let input = x.shape[i + 2];
+                shape.push(if input < 0 {
+                    -1
+                } else {
+                    let eff = (kernel[i] - 1)
+                        .checked_mul(dilations[i])
+                        .and_then(|v| v.checked_add(1));
+                    strides[i]
+                        .checked_mul(input - 1)
+                        .and_then(|v| v.checked_add(out_pad[i]))
+                        .zip(eff)
+                        .and_then(|(v, e)| v.checked_add(e))
+                        .and_then(|v| v.checked_sub(pads[i]))
+                        .and_then(|v| v.checked_sub(pads[i + n]))
+                        .filter(|&v| v >= 0)
+                        .ok_or_else(|| format!("output dim {i} is out of range"))?
+                });
+            }
+        }
+    }
+    attrs.remove("auto_pad");
+    attrs.insert("kernel_shape".into(), AttrValue::Ints(kernel));
+    attrs.insert("strides".into(), AttrValue::Ints(strides));
+    attrs.insert("dilations".into(), AttrValue::Ints(dilations));
+    attrs.insert("pads".into(), AttrValue::Ints(pads));
+    attrs.insert("output_padding".into(), AttrValue::Ints(out_pad));
+    Ok(vec![info(x.elem_type, shape)])
+}
+
 fn pool(node: &Node, ins: &Inputs, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, String> {
     let x = input(ins, 0)?;
     let kernel = attr_ints(node, "kernel_shape").ok_or("pooling without kernel_shape")?;
     let ceil = attr_int(node, "ceil_mode").unwrap_or(0) != 0;
     let sp = spatial(node, &x.shape, &kernel, ceil, attrs)?;
-    if node.op_type == "AveragePool" {
-        // Dilations exist only from opset 19; keep the key as the model has the op.
-        if attr_ints(node, "dilations").is_none() {
-            attrs.remove("dilations");
-        }
-    }
     let mut shape = x.shape[..2].to_vec();
     shape.extend(sp);
     let y = info(x.elem_type, shape.clone());
@@ -1460,4 +1554,199 @@ fn reduce(node: &Node, ins: &Inputs, attrs: &mut Attrs) -> Result<TensorInfo, St
         })
         .collect();
     Ok(info(x.elem_type, shape))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(shape: &[i64]) -> Option<TensorInfo> {
+        Some(info(ElemType::FLOAT, shape.to_vec()))
+    }
+
+    fn c(values: &[i64]) -> Option<TensorInfo> {
+        Some(TensorInfo {
+            elem_type: ElemType::INT64,
+            shape: vec![values.len() as i64],
+            value: Some(values.to_vec()),
+        })
+    }
+
+    fn node(op: &str, outputs: usize, attrs: &[(&str, Attr)]) -> Node {
+        Node {
+            name: op.into(),
+            op_type: op.into(),
+            domain: String::new(),
+            inputs: vec![],
+            outputs: (0..outputs).map(|i| format!("y{i}")).collect(),
+            attrs: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        }
+    }
+
+    fn shapes(op: &str, outputs: usize, attrs: &[(&str, Attr)], ins: Inputs) -> Vec<Vec<i64>> {
+        let (outs, _) = infer_node(&node(op, outputs, attrs), &ins, 17).unwrap();
+        outs.into_iter().map(|o| o.shape).collect()
+    }
+
+    #[test]
+    fn slices_clamp_and_step_backwards() {
+        let ins = vec![
+            t(&[10, 20]),
+            c(&[-3, 100]),
+            c(&[i64::MAX, -100]),
+            c(&[0, 1]),
+            c(&[1, -2]),
+        ];
+        assert_eq!(shapes("Slice", 1, &[], ins), [vec![3, 10]]);
+        let ins = vec![t(&[0, 4]), c(&[0]), c(&[-1]), None, c(&[-1])];
+        assert_eq!(shapes("Slice", 1, &[], ins), [vec![0, 4]]);
+    }
+
+    #[test]
+    fn splits_by_sizes_or_evenly() {
+        let a = [("axis", Attr::Int(-1))];
+        assert_eq!(
+            shapes("Split", 2, &a, vec![t(&[2, 10]), c(&[3, 7])]),
+            [vec![2, 3], vec![2, 7]]
+        );
+        assert_eq!(
+            shapes("Split", 3, &[], vec![t(&[9, 4])]),
+            [vec![3, 4], vec![3, 4], vec![3, 4]]
+        );
+        let n = [("num_outputs", Attr::Int(3))];
+        assert_eq!(
+            shapes("Split", 3, &n, vec![t(&[7])]),
+            [vec![3], vec![3], vec![1]]
+        );
+    }
+
+    #[test]
+    fn reshape_copies_zeros_and_infers_minus_one() {
+        assert_eq!(
+            shapes(
+                "Reshape",
+                1,
+                &[],
+                vec![t(&[2, 128, 768]), c(&[0, 0, 12, -1])]
+            ),
+            [vec![2, 128, 12, 64]]
+        );
+        assert_eq!(
+            shapes("Reshape", 1, &[], vec![t(&[-1, 128, 768]), c(&[0, -1])]),
+            [vec![-1, -1]]
+        );
+        let bad = infer_node(&node("Reshape", 1, &[]), &vec![t(&[6]), c(&[4, -1])], 17);
+        assert!(bad.is_err());
+    }
+
+    #[test]
+    fn matmul_promotes_vectors_and_broadcasts_batches() {
+        assert_eq!(
+            shapes("MatMul", 1, &[], vec![t(&[5]), t(&[5, 3])]),
+            [vec![3]]
+        );
+        assert_eq!(
+            shapes("MatMul", 1, &[], vec![t(&[2, 1, 4, 5]), t(&[3, 5, 6])]),
+            [vec![2, 3, 4, 6]]
+        );
+        let bad = infer_node(&node("MatMul", 1, &[]), &vec![t(&[4, 5]), t(&[6, 3])], 17);
+        assert!(bad.unwrap_err().contains("inner dims"));
+    }
+
+    #[test]
+    fn pooling_honours_ceil_mode() {
+        let a = [
+            ("kernel_shape", Attr::Ints(vec![3, 3])),
+            ("strides", Attr::Ints(vec![2, 2])),
+            ("ceil_mode", Attr::Int(1)),
+        ];
+        assert_eq!(
+            shapes("MaxPool", 1, &a, vec![t(&[1, 8, 56, 56])]),
+            [vec![1, 8, 28, 28]]
+        );
+        let a = [
+            ("kernel_shape", Attr::Ints(vec![3, 3])),
+            ("strides", Attr::Ints(vec![2, 2])),
+        ];
+        assert_eq!(
+            shapes("AveragePool", 1, &a, vec![t(&[1, 8, 56, 56])]),
+            [vec![1, 8, 27, 27]]
+        );
+    }
+
+    #[test]
+    fn reductions_pads_and_squeezes() {
+        let a = [("axes", Attr::Ints(vec![-1])), ("keepdims", Attr::Int(0))];
+        assert_eq!(
+            shapes("ReduceMean", 1, &a, vec![t(&[2, 3, 4])]),
+            [vec![2, 3]]
+        );
+        assert_eq!(
+            shapes("ReduceMean", 1, &[], vec![t(&[2, 3, 4])]),
+            [vec![1, 1, 1]]
+        );
+        assert_eq!(
+            shapes(
+                "Pad",
+                1,
+                &[],
+                vec![t(&[1, 3, 4, 4]), c(&[0, 0, 1, 1, 0, 0, 1, 1])]
+            ),
+            [vec![1, 3, 6, 6]]
+        );
+        assert_eq!(
+            shapes("Squeeze", 1, &[], vec![t(&[1, 3, 1, 4])]),
+            [vec![3, 4]]
+        );
+        assert_eq!(
+            shapes("Unsqueeze", 1, &[], vec![t(&[3, 4]), c(&[0, -1])]),
+            [vec![1, 3, 4, 1]]
+        );
+    }
+
+    #[test]
+    fn gemm_transposes_and_broadcasting_errors() {
+        let a = [("transA", Attr::Int(1)), ("transB", Attr::Int(1))];
+        assert_eq!(
+            shapes("Gemm", 1, &a, vec![t(&[5, 4]), t(&[3, 5])]),
+            [vec![4, 3]]
+        );
+        let bad = infer_node(&node("Add", 1, &[]), &vec![t(&[2, 3]), t(&[4])], 17);
+        assert!(bad.unwrap_err().contains("do not broadcast"));
+    }
+
+    #[test]
+    fn transposed_convolutions_argmax_and_tile() {
+        let a = [
+            ("strides", Attr::Ints(vec![2, 2])),
+            ("pads", Attr::Ints(vec![1, 1, 1, 1])),
+            ("output_padding", Attr::Ints(vec![1, 1])),
+        ];
+        let ins = vec![t(&[1, 16, 14, 14]), t(&[16, 8, 3, 3])];
+        assert_eq!(shapes("ConvTranspose", 1, &a, ins), [vec![1, 8, 28, 28]]);
+        let a = [("axis", Attr::Int(-1)), ("keepdims", Attr::Int(0))];
+        assert_eq!(shapes("ArgMax", 1, &a, vec![t(&[2, 5, 7])]), [vec![2, 5]]);
+        assert_eq!(
+            shapes("Tile", 1, &[], vec![t(&[2, 3]), c(&[3, 1])]),
+            [vec![6, 3]]
+        );
+    }
+
+    #[test]
+    fn hostile_values_are_errors_not_panics() {
+        let huge = [
+            ("kernel_shape", Attr::Ints(vec![i64::MIN])),
+            ("strides", Attr::Ints(vec![0])),
+        ];
+        assert!(infer_node(&node("MaxPool", 1, &huge), &vec![t(&[1, 1, 8])], 17).is_err());
+        assert!(infer_node(&node("Expand", 1, &[]), &vec![t(&[1]), c(&[1 << 50])], 17).is_err());
+        let ins = vec![c(&[i64::MIN]), c(&[-1])];
+        let (outs, _) = infer_node(&node("Div", 1, &[]), &ins, 17).unwrap();
+        assert_eq!(outs[0].value, None);
+        let ins = vec![c(&[1, 2, 3]), c(&[0]), c(&[3]), None, c(&[i64::MIN])];
+        assert!(infer_node(&node("Slice", 1, &[]), &ins, 17).is_err());
+    }
 }
