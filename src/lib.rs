@@ -71,4 +71,5 @@
 #![deny(missing_docs)]
 
 pub mod bank;
+pub mod inspect;
 pub mod key;
