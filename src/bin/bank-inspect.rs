@@ -191,7 +191,11 @@ fn open_bank(args: &BankArgs, atc: &[String]) -> Result<Bank> {
         }
     }
     let soc = match &args.bank {
-        Some(_) => String::new(),
+        // An explicit file needs no SoC to be found; the name only labels the bank.
+        Some(_) => ResolvedOptions::from_args(atc, &FsReader)
+            .and_then(|o| o.soc())
+            .map(|s| s.version)
+            .unwrap_or_else(|_| "any".to_owned()),
         None => {
             ResolvedOptions::from_args(atc, &FsReader)?
                 .soc()

@@ -1,7 +1,8 @@
 //! The `tunebank` command line: flag parsing, printing and exit codes over the library.
 //!
 //! Exit codes: 0 success; 1 a check failed (`bank verify` found damage, `lookup --error-on-miss`
-//! missed); 2 bad input (unknown option value, malformed JSON, bad bank path …), nothing written.
+//! missed, `bank export`/`merge` left damaged records out, `bank import --aoe` rejected entries
+//! whose md5 did not verify); 2 bad input (unknown option value, malformed JSON, bad bank path …), nothing written.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -211,7 +212,10 @@ fn open_bank(args: &BankArgs, soc: &str, read_only: bool) -> Result<Bank> {
 /// The SoC to resolve the bank path with: none needed with an explicit `--bank`.
 fn bank_soc(args: &BankArgs, atc: &[String]) -> Result<String> {
     if args.bank.is_some() {
-        return Ok(String::new());
+        // An explicit file needs no SoC to be found; the name only labels the bank.
+        return Ok(context(atc)
+            .map(|c| c.soc.version)
+            .unwrap_or_else(|_| "any".to_owned()));
     }
     Ok(context(atc)
         .context("no --bank given: the bank is found by --soc_version")?
