@@ -54,7 +54,7 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         nearest: usize,
         /// Stored entries compared per index group (SoC, op type) and layer.
-        #[arg(long, default_value_t = 20_000)]
+        #[arg(long, default_value_t = 2_000)]
         candidate_limit: usize,
         /// Compare every stored entry of the op's index groups (no limit).
         #[arg(long)]

@@ -23,9 +23,10 @@ use crate::key::{
 pub struct WhyConfig {
     /// Nearest stored entries reported per miss.
     pub nearest: usize,
-    /// Stored entries read per (layer, SoC, op type) group of the secondary index; a larger group
-    /// is searched in part (its first entries in index order, a uniform sample since keys are
-    /// hashes) and the report says so. `usize::MAX` searches every entry.
+    /// Stored entries read per (layer, SoC, op type) group of the secondary index and request
+    /// (default 2,000: about 40 ms of reads and decodes); a larger group is searched in part (its
+    /// first entries in index order, a uniform sample since keys are hashes) and the report says
+    /// so. `usize::MAX` searches every entry.
     pub candidate_limit: usize,
 }
 
@@ -33,7 +34,7 @@ impl Default for WhyConfig {
     fn default() -> Self {
         WhyConfig {
             nearest: 3,
-            candidate_limit: 20_000,
+            candidate_limit: 2_000,
         }
     }
 }
@@ -261,10 +262,13 @@ struct Candidate {
     record: Record,
 }
 
-/// Index groups already read in this request: (layer, SoC, op type) → entries.
+/// What one request reads or derives once: index groups ((layer, SoC, op type) → entries), the
+/// option variants probes resolve under, and stored option sets already resolved.
 #[derive(Default)]
 struct GroupCache {
     groups: HashMap<(LayerId, String, String), (Rc<Vec<Candidate>>, bool)>,
+    variants: Option<Rc<Vec<ResolvedOptions>>>,
+    stored_options: HashMap<BTreeMap<String, String>, Option<ResolvedOptions>>,
 }
 
 /// One op to diagnose.
@@ -434,7 +438,11 @@ fn diagnose_miss(
     let mut scored: Vec<(f64, LayerId, BankKey, Rc<Vec<Candidate>>, usize)> = Vec::new();
     let mut probed: Vec<Candidate> = Vec::new();
     if let (Some(t), Some(opts)) = (q.template, options) {
-        for key in probe_keys(t, opts, &q.descriptor.soc, &q.key) {
+        let variants = cache
+            .variants
+            .get_or_insert_with(|| Rc::new(probe_variants(opts)))
+            .clone();
+        for key in probe_keys(t, &variants, &q.descriptor.soc, &q.key) {
             searched.probes += 1;
             for &layer in &layers {
                 if let Some(record) = bank.get_record(layer, &key)? {
@@ -493,8 +501,7 @@ fn diagnose_miss(
     scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.2.cmp(&b.2)).then(a.1.cmp(&b.1)));
     scored.truncate(config.nearest.max(1));
 
-    let stored_options_cache: &mut HashMap<BTreeMap<String, String>, Option<ResolvedOptions>> =
-        &mut HashMap::new();
+    let stored_options_cache = &mut cache.stored_options;
     let mut nearest = Vec::new();
     for (dist, layer, key, list, i) in &scored {
         let c = &list[*i];
@@ -596,13 +603,9 @@ fn diagnose_miss(
 /// Option values a probe tries: each other value of the one-of options that change op keys most.
 const PROBED: &[&str] = &["precision_mode", "op_select_implmode", "input_format"];
 
-/// Keys of the op re-resolved under each other value of the [`PROBED`] options.
-fn probe_keys(
-    t: &OpTemplate,
-    options: &ResolvedOptions,
-    soc: &SocSpec,
-    current: &BankKey,
-) -> Vec<BankKey> {
+/// The current options with one [`PROBED`] option set to each of its other values (the valid
+/// combinations only).
+fn probe_variants(options: &ResolvedOptions) -> Vec<ResolvedOptions> {
     let mut out = Vec::new();
     for name in PROBED {
         let Some(spec) = option_spec(name) else {
@@ -617,14 +620,27 @@ fn probe_keys(
             }
             let mut pairs = options.given().clone();
             pairs.insert((*name).to_owned(), (*value).to_owned());
-            let Ok(variant) = ResolvedOptions::from_pairs(&pairs, &FsReader) else {
-                continue;
-            };
-            if let Ok(resolved) = derive_op_keys(t, &variant, soc) {
-                for r in resolved {
-                    if r.key != *current && !out.contains(&r.key) {
-                        out.push(r.key);
-                    }
+            if let Ok(variant) = ResolvedOptions::from_pairs(&pairs, &FsReader) {
+                out.push(variant);
+            }
+        }
+    }
+    out
+}
+
+/// Keys of the op re-resolved under each probe variant, other than `current`.
+fn probe_keys(
+    t: &OpTemplate,
+    variants: &[ResolvedOptions],
+    soc: &SocSpec,
+    current: &BankKey,
+) -> Vec<BankKey> {
+    let mut out = Vec::new();
+    for variant in variants {
+        if let Ok(resolved) = derive_op_keys(t, variant, soc) {
+            for r in resolved {
+                if r.key != *current && !out.contains(&r.key) {
+                    out.push(r.key);
                 }
             }
         }
