@@ -176,10 +176,9 @@ fn merge_keeps_the_faster_strategy_and_reports_both_sides() {
             record(6, 1.0, "s"),
         ])
         .unwrap();
-    let (incoming, damaged) =
-        interchange::read_store(source_bank.layer_store(LayerId::Custom).unwrap()).unwrap();
-    assert!(damaged.is_empty());
-    let report = merge_into(&target, incoming).unwrap();
+    let read = interchange::read_store(source_bank.layer_store(LayerId::Custom).unwrap()).unwrap();
+    assert!(read.damaged.is_empty());
+    let report = merge_into(&target, read.records).unwrap();
     assert_eq!(
         (
             report.target_before,
@@ -222,7 +221,7 @@ fn merge_keeps_the_faster_strategy_and_reports_both_sides() {
         &target,
         interchange::read_store(source_bank.layer_store(LayerId::Custom).unwrap())
             .unwrap()
-            .0,
+            .records,
     )
     .unwrap();
     assert_eq!(

@@ -288,7 +288,7 @@ pub fn merge_into(
     };
     let mut writes: Vec<(BankKey, Vec<u8>, crate::bank::store::IndexKey)> = Vec::new();
     let mut sorted = incoming;
-    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    sorted.sort_by_key(|a| a.0);
     for (key, rec) in sorted {
         if rec.kind != bank.kind() {
             return Err(InterchangeError::WrongKind {
@@ -362,10 +362,17 @@ pub fn merge_into(
     Ok(report)
 }
 
+/// The records of a store, as [`read_store`] reads them.
+#[derive(Debug, Default)]
+pub struct StoreRecords {
+    /// Every decodable record with its key, in key order.
+    pub records: Vec<(BankKey, Record)>,
+    /// Records that failed to decode (each names its key).
+    pub damaged: Vec<RecordError>,
+}
+
 /// Every decodable record of a store, in key order, with the damaged ones listed apart.
-pub fn read_store(
-    store: &dyn Store,
-) -> Result<(Vec<(BankKey, Record)>, Vec<RecordError>), InterchangeError> {
+pub fn read_store(store: &dyn Store) -> Result<StoreRecords, InterchangeError> {
     let mut records = Vec::new();
     let mut damaged = Vec::new();
     store.scan(&mut |key, value| {
@@ -375,5 +382,5 @@ pub fn read_store(
         }
         ControlFlow::Continue(())
     })?;
-    Ok((records, damaged))
+    Ok(StoreRecords { records, damaged })
 }

@@ -246,11 +246,11 @@ fn read_source(path: &PathBuf) -> Result<(Vec<(BankKey, Record)>, usize)> {
         Ok((records, 0))
     } else {
         let store = RedbStore::open_read_only(path)?;
-        let (records, damaged) = interchange::read_store(&store)?;
-        for d in &damaged {
+        let read = interchange::read_store(&store)?;
+        for d in &read.damaged {
             eprintln!("tunebank: {}: skipped {d}", path.display());
         }
-        Ok((records, damaged.len()))
+        Ok((read.records, read.damaged.len()))
     }
 }
 

@@ -11,12 +11,12 @@ use crate::bank::{index_key, Bank, LayerId};
 use crate::inspect::InspectError;
 use crate::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 
+/// The record (or the damage found instead) that each layer holds under one key.
+pub type LayerRecords = Vec<(LayerId, Result<Record, RecordError>)>;
+
 /// The record under `key` in every layer that holds it, in look-up order. A damaged record is
 /// returned as its error, so `show` can say so instead of failing.
-pub fn find_record(
-    bank: &Bank,
-    key: &BankKey,
-) -> Result<Vec<(LayerId, Result<Record, RecordError>)>, InspectError> {
+pub fn find_record(bank: &Bank, key: &BankKey) -> Result<LayerRecords, InspectError> {
     let mut out = Vec::new();
     for (layer, _) in bank.layer_paths() {
         let Some(store) = bank.layer_store(layer) else {

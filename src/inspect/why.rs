@@ -262,11 +262,23 @@ struct Candidate {
     record: Record,
 }
 
+/// An index group of one layer: (layer, SoC, case-folded op type).
+type GroupId = (LayerId, String, String);
+
+/// A candidate with its distance: (distance, layer, key, the list holding it, its index there).
+struct Scored {
+    distance: f64,
+    layer: LayerId,
+    key: BankKey,
+    list: Rc<Vec<Candidate>>,
+    at: usize,
+}
+
 /// What one request reads or derives once: index groups ((layer, SoC, op type) → entries), the
 /// option variants probes resolve under, and stored option sets already resolved.
 #[derive(Default)]
 struct GroupCache {
-    groups: HashMap<(LayerId, String, String), (Rc<Vec<Candidate>>, bool)>,
+    groups: HashMap<GroupId, (Rc<Vec<Candidate>>, bool)>,
     variants: Option<Rc<Vec<ResolvedOptions>>>,
     stored_options: HashMap<BTreeMap<String, String>, Option<ResolvedOptions>>,
 }
@@ -435,7 +447,7 @@ fn diagnose_miss(
     let op_type = q.descriptor.op_type.to_lowercase();
 
     // Candidates: probes under other option values, then the index groups.
-    let mut scored: Vec<(f64, LayerId, BankKey, Rc<Vec<Candidate>>, usize)> = Vec::new();
+    let mut scored: Vec<Scored> = Vec::new();
     let mut probed: Vec<Candidate> = Vec::new();
     if let (Some(t), Some(opts)) = (q.template, options) {
         let variants = cache
@@ -454,13 +466,13 @@ fn diagnose_miss(
     let probed = Rc::new(probed);
     for (i, c) in probed.iter().enumerate() {
         if let Descriptor::Op(d) = &c.record.descriptor {
-            scored.push((
-                distance(d, &q.descriptor),
-                c.layer,
-                c.key,
-                probed.clone(),
-                i,
-            ));
+            scored.push(Scored {
+                distance: distance(d, &q.descriptor),
+                layer: c.layer,
+                key: c.key,
+                list: probed.clone(),
+                at: i,
+            });
         }
     }
     let mut socs = vec![q.descriptor.soc.version.clone()];
@@ -481,7 +493,13 @@ fn diagnose_miss(
                     if c.record.key_schema_version != KEY_SCHEMA_VERSION {
                         dist += 0.5;
                     }
-                    scored.push((dist, c.layer, c.key, g.clone(), i));
+                    scored.push(Scored {
+                        distance: dist,
+                        layer: c.layer,
+                        key: c.key,
+                        list: g.clone(),
+                        at: i,
+                    });
                 }
             }
             if s == 0 && !g.is_empty() {
@@ -498,13 +516,25 @@ fn diagnose_miss(
         }
         s += 1;
     }
-    scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.2.cmp(&b.2)).then(a.1.cmp(&b.1)));
+    scored.sort_by(|a, b| {
+        a.distance
+            .total_cmp(&b.distance)
+            .then(a.key.cmp(&b.key))
+            .then(a.layer.cmp(&b.layer))
+    });
     scored.truncate(config.nearest.max(1));
 
     let stored_options_cache = &mut cache.stored_options;
     let mut nearest = Vec::new();
-    for (dist, layer, key, list, i) in &scored {
-        let c = &list[*i];
+    for Scored {
+        distance: dist,
+        layer,
+        key,
+        list,
+        at,
+    } in &scored
+    {
+        let c = &list[*at];
         let Descriptor::Op(stored) = &c.record.descriptor else {
             continue;
         };
