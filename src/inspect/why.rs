@@ -417,14 +417,16 @@ fn group(
         },
     )?;
     let mut out = Vec::with_capacity(keys.len());
-    for key in keys {
-        let mut rec = None;
-        store.get_with(&key, &mut |bytes| rec = Some(record::decode(&key, bytes)))?;
+    store.get_many_with(&keys, &mut |key, bytes| {
         // Damaged records are `verify`'s business; a diagnosis compares what can be read.
-        if let Some(Ok(record)) = rec {
-            out.push(Candidate { layer, key, record });
+        if let Ok(record) = record::decode(key, bytes) {
+            out.push(Candidate {
+                layer,
+                key: *key,
+                record,
+            });
         }
-    }
+    })?;
     let g = Rc::new(out);
     cache.groups.insert(id, (g.clone(), limited));
     Ok((g, limited))
