@@ -571,3 +571,29 @@ fn verify_finds_every_damaged_record_and_none_in_a_clean_bank() {
         60 - victims.len()
     );
 }
+
+#[test]
+fn get_many_reads_the_keys_held_in_the_order_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.redb");
+    let keys = open(&path)
+        .write_batch(&[
+            record(1, 1.0, "g"),
+            record(2, 1.0, "g"),
+            record(3, 1.0, "g"),
+        ])
+        .unwrap();
+    let store = RedbStore::open_read_only(&path).unwrap();
+    let absent = BankKey([0; 32]);
+    let asked = [keys[2], absent, keys[0]];
+    let mut seen = Vec::new();
+    store
+        .get_many_with(&asked, &mut |k, v| {
+            let mut single = Vec::new();
+            store.get_with(k, &mut |s| single = s.to_vec()).unwrap();
+            assert_eq!(v, single.as_slice());
+            seen.push(*k);
+        })
+        .unwrap();
+    assert_eq!(seen, [keys[2], keys[0]]);
+}

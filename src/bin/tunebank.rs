@@ -335,8 +335,8 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
             })
         }
         Command::Bank(BankCommand::Stats(args)) => {
-            let ctx = context(&atc)?;
-            let bank = open_bank(&args, &ctx.soc.version, true)?;
+            let soc = bank_soc(&args, &atc)?;
+            let bank = open_bank(&args, &soc, true)?;
             if bank.layer_paths().is_empty() {
                 writeln!(out, "no bank layer exists yet")?;
             }
@@ -352,8 +352,8 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bank(BankCommand::Verify(args)) => {
-            let ctx = context(&atc)?;
-            let bank = open_bank(&args, &ctx.soc.version, true)?;
+            let soc = bank_soc(&args, &atc)?;
+            let bank = open_bank(&args, &soc, true)?;
             let mut clean = true;
             for (id, report) in bank.verify() {
                 writeln!(out, "{id}: {} records checked", report.records)?;
