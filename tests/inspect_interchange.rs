@@ -597,3 +597,84 @@ fn get_many_reads_the_keys_held_in_the_order_given() {
         .unwrap();
     assert_eq!(seen, [keys[2], keys[0]]);
 }
+
+/// A random JSON document in Python's text form (PyJson::dumps), for the cross-check below.
+fn random_doc(rng: &mut rand::rngs::StdRng, depth: u32) -> PyJson {
+    use rand::Rng;
+    let pick = if depth == 0 {
+        rng.gen_range(0..5)
+    } else {
+        rng.gen_range(0..7)
+    };
+    match pick {
+        0 => PyJson::Null,
+        1 => PyJson::Bool(rng.gen()),
+        2 => PyJson::Int(
+            rng.gen_range(-1_000_000_000_000i64..1_000_000_000_000)
+                .into(),
+        ),
+        3 => {
+            let mantissa: f64 = rng.gen_range(-10.0..10.0);
+            let exp = rng.gen_range(-30..30);
+            PyJson::Float(mantissa * 10f64.powi(exp))
+        }
+        4 => {
+            let alphabet = [
+                'a', 'Z', ' ', '"', '\\', '\n', '\t', '\u{1}', '\u{7f}', 'é', '层', '𝄞',
+            ];
+            let n = rng.gen_range(0..8);
+            PyJson::Str(
+                (0..n)
+                    .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                    .collect(),
+            )
+        }
+        5 => PyJson::List(
+            (0..rng.gen_range(0..4))
+                .map(|_| random_doc(rng, depth - 1))
+                .collect(),
+        ),
+        _ => {
+            let mut entries: Vec<(String, PyJson)> = Vec::new();
+            for i in 0..rng.gen_range(0..5) {
+                // Keys deliberately out of sorted order.
+                entries.push((format!("{}k{i}", 9 - i), random_doc(rng, depth - 1)));
+            }
+            PyJson::Dict(entries)
+        }
+    }
+}
+
+/// `PyJson::dumps` must be byte-identical to CPython's `json.dumps(json.loads(text))`; run when a
+/// `python3` is on the PATH (the fixture's md5s check the same thing without Python).
+#[test]
+fn dumps_matches_cpython_byte_for_byte() {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let docs: Vec<String> = (0..300).map(|_| random_doc(&mut rng, 4).dumps()).collect();
+    let script =
+        "import json, sys\nfor line in sys.stdin:\n    print(json.dumps(json.loads(line)))\n";
+    let child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        eprintln!("python3 not found: cross-check skipped");
+        return;
+    };
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    let input = docs.join("\n") + "\n";
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()).unwrap());
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(out.status.success());
+    let python = String::from_utf8(out.stdout).unwrap();
+    for (ours, theirs) in docs.iter().zip(python.lines()) {
+        assert_eq!(ours, theirs);
+        // And our parse of Python's text dumps back to it.
+        assert_eq!(PyJson::parse(theirs).unwrap().dumps(), theirs);
+    }
+    assert_eq!(python.lines().count(), docs.len());
+}
