@@ -518,13 +518,18 @@ fn diagnose_miss(
         }
         s += 1;
     }
-    scored.sort_by(|a, b| {
+    let order = |a: &Scored, b: &Scored| {
         a.distance
             .total_cmp(&b.distance)
             .then(a.key.cmp(&b.key))
             .then(a.layer.cmp(&b.layer))
-    });
-    scored.truncate(config.nearest.max(1));
+    };
+    let k = config.nearest.max(1);
+    if scored.len() > k {
+        scored.select_nth_unstable_by(k - 1, order);
+        scored.truncate(k);
+    }
+    scored.sort_by(order);
 
     let stored_options_cache = &mut cache.stored_options;
     let mut nearest = Vec::new();
