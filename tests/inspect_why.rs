@@ -489,3 +489,35 @@ fn cli_why_explains_a_precision_mode_miss() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ops.json"));
 }
+
+#[test]
+fn an_entry_for_another_soc_is_found_when_this_soc_has_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = open(&dir.path().join("b.redb"));
+    let model = model();
+    let tuned = ResolvedOptions::from_args(
+        ["--soc_version=Ascend910B1", "--input_shape=x:16,64"],
+        &FsReader,
+    )
+    .unwrap();
+    tune(&bank, &model[..1], &tuned);
+    let report = why(&bank, &model[..1], &options(&["--input_shape=x:16,64"]));
+    let Verdict::Miss(m) = &report.ops[0].verdict else {
+        panic!("expected a miss");
+    };
+    assert_eq!(m.cause, MissCause::Soc);
+    let d = &m.nearest[0].differences;
+    assert!(
+        d.iter()
+            .any(|f| f.field == "soc_version" && f.stored == "Ascend910B1" && f.current == SOC),
+        "{d:?}"
+    );
+    assert!(m.nearest[0]
+        .option_differences
+        .iter()
+        .any(|o| o.option == "soc_version"));
+    assert_eq!(
+        report.summary.to_string(),
+        "1 ops: 0 hits, 1 misses (soc: 1)"
+    );
+}
