@@ -342,6 +342,7 @@ fn rejected_hits_and_stale_entries_are_their_own_causes() {
         panic!("conv must miss");
     };
     assert_eq!(conv.cause, MissCause::Stale { version: 0 });
+    assert_eq!(conv.searched.stale_entries, 1);
     assert_eq!(conv.nearest[0].key, old_key);
     assert_eq!(
         report.summary.to_string(),

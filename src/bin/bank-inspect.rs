@@ -292,6 +292,14 @@ fn print_why(out: &mut dyn Write, report: &WhyReport) -> Result<()> {
                         }
                     }
                 }
+                if d.searched.stale_entries > 0 {
+                    writeln!(
+                        out,
+                        "    ({} stored entries of this op type are keyed under an older key \
+                         schema: they never hit until re-tuned or migrated)",
+                        d.searched.stale_entries
+                    )?;
+                }
                 if d.searched.limited {
                     writeln!(
                         out,

@@ -157,6 +157,9 @@ pub struct SearchScope {
     pub limited: bool,
     /// Point look-ups of the op re-resolved under other option values.
     pub probes: u64,
+    /// Entries of the op's index groups keyed under an older key schema (stale): they can never
+    /// hit until re-tuned or migrated.
+    pub stale_entries: u64,
 }
 
 /// Diagnosis of a miss.
@@ -278,7 +281,7 @@ struct Scored {
 /// option variants probes resolve under, and stored option sets already resolved.
 #[derive(Default)]
 struct GroupCache {
-    groups: HashMap<GroupId, (Rc<Vec<Candidate>>, bool)>,
+    groups: HashMap<GroupId, (Rc<Vec<Candidate>>, bool, u64)>,
     variants: Option<Rc<Vec<ResolvedOptions>>>,
     stored_options: HashMap<BTreeMap<String, String>, Option<ResolvedOptions>>,
 }
@@ -391,13 +394,13 @@ fn group(
     op_type: &str,
     limit: usize,
     cache: &mut GroupCache,
-) -> Result<(Rc<Vec<Candidate>>, bool), InspectError> {
+) -> Result<(Rc<Vec<Candidate>>, bool, u64), InspectError> {
     let id = (layer, soc.to_owned(), op_type.to_owned());
-    if let Some((g, limited)) = cache.groups.get(&id) {
-        return Ok((g.clone(), *limited));
+    if let Some((g, limited, stale)) = cache.groups.get(&id) {
+        return Ok((g.clone(), *limited, *stale));
     }
     let Some(store) = bank.layer_store(layer) else {
-        return Ok((Rc::new(Vec::new()), false));
+        return Ok((Rc::new(Vec::new()), false, 0));
     };
     let mut keys = Vec::new();
     let mut limited = false;
@@ -417,7 +420,17 @@ fn group(
         },
     )?;
     let mut out = Vec::with_capacity(keys.len());
+    let mut stale = 0;
     store.get_many_with(&keys, &mut |key, bytes| {
+        // The key schema version is header bytes 6..10 (FORMAT.md): an entry keyed under an
+        // older schema counts as stale even when this build can no longer decode its body.
+        let version = bytes
+            .get(6..10)
+            .filter(|_| bytes.starts_with(&record::RECORD_MAGIC))
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
+        if version.is_some_and(|v| v < KEY_SCHEMA_VERSION) {
+            stale += 1;
+        }
         // Damaged records are `verify`'s business; a diagnosis compares what can be read.
         if let Ok(record) = record::decode(key, bytes) {
             out.push(Candidate {
@@ -428,8 +441,8 @@ fn group(
         }
     })?;
     let g = Rc::new(out);
-    cache.groups.insert(id, (g.clone(), limited));
-    Ok((g, limited))
+    cache.groups.insert(id, (g.clone(), limited, stale));
+    Ok((g, limited, stale))
 }
 
 fn layer_ids(bank: &Bank) -> Vec<LayerId> {
@@ -483,8 +496,10 @@ fn diagnose_miss(
     while s < socs.len() {
         let soc = socs[s].clone();
         for &layer in &layers {
-            let (g, limited) = group(bank, layer, &soc, &op_type, config.candidate_limit, cache)?;
+            let (g, limited, stale) =
+                group(bank, layer, &soc, &op_type, config.candidate_limit, cache)?;
             searched.limited |= limited;
+            searched.stale_entries += stale;
             searched.candidates += g.len() as u64;
             for (i, c) in g.iter().enumerate() {
                 if probed.iter().any(|p| p.layer == c.layer && p.key == c.key) {
