@@ -71,6 +71,7 @@
 #![deny(missing_docs)]
 
 pub mod bank;
+pub mod inspect;
 pub mod key;
 pub mod measure;
 pub mod model;

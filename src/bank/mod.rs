@@ -1,5 +1,6 @@
 //! Records, storage backends, layered look-ups and bank paths. Only this module touches storage.
 
+pub mod interchange;
 pub mod layered;
 pub mod paths;
 pub mod record;

@@ -1,7 +1,8 @@
 //! The `tunebank` command line: flag parsing, printing and exit codes over the library.
 //!
 //! Exit codes: 0 success; 1 a check failed (`bank verify` found damage, `lookup --error-on-miss`
-//! missed); 2 bad input (unknown option value, malformed JSON, bad bank path …), nothing written.
+//! missed, `bank export`/`merge` left damaged records out, `bank import --aoe` rejected entries
+//! whose md5 did not verify); 2 bad input (unknown option value, malformed JSON, bad bank path …), nothing written.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,9 +10,13 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+use tunebank::bank::interchange::{self, aoe};
 use tunebank::bank::record::{Descriptor, Origin, Performance, Provenance, Record};
+use tunebank::bank::store::RedbStore;
 use tunebank::bank::{Bank, LayerId, Lookup};
-use tunebank::key::{derive_op_keys, FsReader, OpTemplate, RecordKind, ResolvedOptions, OPTIONS};
+use tunebank::key::{
+    derive_op_keys, BankKey, FsReader, OpTemplate, RecordKind, ResolvedOptions, OPTIONS,
+};
 
 /// tunebank: a content-addressed tuning-knowledge bank for Ascend-style operator tuning.
 ///
@@ -68,6 +73,44 @@ enum BankCommand {
         /// Identity of what measured it.
         #[arg(long, default_value = "manual")]
         runner: String,
+    },
+    /// Write every record of the custom bank as JSON lines, keys ascending (diffable); exit 1 if
+    /// damaged records had to be left out.
+    Export {
+        #[command(flatten)]
+        bank: BankArgs,
+        /// Output file (default: standard output).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Import a `bank export` file (or, with --aoe, an AOE unified_bank file) into the custom
+    /// bank, atomically, under the merge rule; exit 1 if AOE entries failed their md5 check.
+    Import {
+        /// The file to import.
+        file: PathBuf,
+        #[command(flatten)]
+        bank: BankArgs,
+        /// The file is an AOE unified_bank file (needs --soc_version).
+        #[arg(long)]
+        aoe: bool,
+        /// Mark imported records as built-in (for a bank that will serve as a built-in layer).
+        #[arg(long)]
+        as_builtin: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Merge bank files or export files into the custom bank: a key held by both keeps the
+    /// faster measured strategy; the report says what each side contributed.
+    Merge {
+        /// Bank files (redb) or `bank export` files to merge in, in order.
+        #[arg(required = true)]
+        sources: Vec<PathBuf>,
+        #[command(flatten)]
+        bank: BankArgs,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -166,6 +209,51 @@ fn open_bank(args: &BankArgs, soc: &str, read_only: bool) -> Result<Bank> {
     Ok(b.open()?)
 }
 
+/// The SoC to resolve the bank path with: none needed with an explicit `--bank`.
+fn bank_soc(args: &BankArgs, atc: &[String]) -> Result<String> {
+    if args.bank.is_some() {
+        // An explicit file needs no SoC to be found; the name only labels the bank.
+        return Ok(context(atc)
+            .map(|c| c.soc.version)
+            .unwrap_or_else(|_| "any".to_owned()));
+    }
+    Ok(context(atc)
+        .context("no --bank given: the bank is found by --soc_version")?
+        .soc
+        .version)
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Reads the records of a merge source: an export file (starts with `{`) or a bank file.
+fn read_source(path: &PathBuf) -> Result<(Vec<(BankKey, Record)>, usize)> {
+    use std::io::Read;
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let first = head[..n].iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'{') || n == 0 {
+        let file =
+            std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let records = interchange::read_export(std::io::BufReader::new(file))
+            .with_context(|| format!("export file {}", path.display()))?;
+        Ok((records, 0))
+    } else {
+        let store = RedbStore::open_read_only(path)?;
+        let read = interchange::read_store(&store)?;
+        for d in &read.damaged {
+            eprintln!("tunebank: {}: skipped {d}", path.display());
+        }
+        Ok((read.records, read.damaged.len()))
+    }
+}
+
 fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     match cli.command {
@@ -247,8 +335,8 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
             })
         }
         Command::Bank(BankCommand::Stats(args)) => {
-            let ctx = context(&atc)?;
-            let bank = open_bank(&args, &ctx.soc.version, true)?;
+            let soc = bank_soc(&args, &atc)?;
+            let bank = open_bank(&args, &soc, true)?;
             if bank.layer_paths().is_empty() {
                 writeln!(out, "no bank layer exists yet")?;
             }
@@ -264,8 +352,8 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bank(BankCommand::Verify(args)) => {
-            let ctx = context(&atc)?;
-            let bank = open_bank(&args, &ctx.soc.version, true)?;
+            let soc = bank_soc(&args, &atc)?;
+            let bank = open_bank(&args, &soc, true)?;
             let mut clean = true;
             for (id, report) in bank.verify() {
                 writeln!(out, "{id}: {} records checked", report.records)?;
@@ -352,6 +440,151 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                     .unwrap_or_default()
             )?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Bank(BankCommand::Export { bank, out: file }) => {
+            let soc = bank_soc(&bank, &atc)?;
+            let bank = open_bank(&bank, &soc, true)?;
+            let Some(store) = bank.layer_store(LayerId::Custom) else {
+                bail!(
+                    "no custom bank at {}",
+                    bank.custom_file()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                );
+            };
+            let report = match &file {
+                Some(path) => {
+                    let f = std::fs::File::create(path)
+                        .with_context(|| format!("cannot create {}", path.display()))?;
+                    let mut w = std::io::BufWriter::new(f);
+                    interchange::export_store(store, &mut w)?
+                }
+                None => interchange::export_store(store, &mut out)?,
+            };
+            for d in &report.damaged {
+                eprintln!("tunebank: left out of the export: {d}");
+            }
+            eprintln!("exported {} records", report.records);
+            Ok(if report.damaged.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Command::Bank(BankCommand::Import {
+            file,
+            bank,
+            aoe: is_aoe,
+            as_builtin,
+            json,
+        }) => {
+            if is_aoe {
+                let ctx = context(&atc).context("an AOE import needs --soc_version")?;
+                let text = std::fs::read_to_string(&file)
+                    .with_context(|| format!("cannot read {}", file.display()))?;
+                let parsed = aoe::parse_unified_bank(&text)
+                    .with_context(|| format!("{}", file.display()))?;
+                let bank = open_bank(&bank, &ctx.soc.version, false)?;
+                let origin = if as_builtin {
+                    Origin::BuiltIn
+                } else {
+                    Origin::Imported
+                };
+                let report = aoe::import_aoe(&bank, &parsed, &ctx.soc, origin, now_unix())?;
+                if json {
+                    let doc = serde_json::json!({
+                        "accepted": report.accepted,
+                        "rejected": report.rejected.iter().map(|r| serde_json::json!({
+                            "md5": r.md5, "index": r.index, "reason": r.reason.to_string(),
+                        })).collect::<Vec<_>>(),
+                        "unmapped": report.unmapped.iter().map(|(m, why)| serde_json::json!({
+                            "md5": m, "reason": why,
+                        })).collect::<Vec<_>>(),
+                        "merge": report.merge,
+                    });
+                    writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+                } else {
+                    writeln!(
+                        out,
+                        "{} entries verified, {} rejected",
+                        report.accepted,
+                        report.rejected.len()
+                    )?;
+                    for r in &report.rejected {
+                        writeln!(out, "  rejected {}[{}]: {}", r.md5, r.index, r.reason)?;
+                    }
+                    for (m, why) in &report.unmapped {
+                        writeln!(out, "  {m}: no descriptor ({why}); findable by info_dict")?;
+                    }
+                    writeln!(out, "{}", report.merge.summary())?;
+                }
+                return Ok(if report.rejected.is_empty() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                });
+            }
+            let soc = bank_soc(&bank, &atc)?;
+            let f = std::fs::File::open(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let records = interchange::read_export(std::io::BufReader::new(f))
+                .with_context(|| format!("export file {}", file.display()))?;
+            let bank = open_bank(&bank, &soc, false)?;
+            let report = interchange::merge_into(&bank, records)?;
+            if json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+            } else {
+                writeln!(out, "{}", report.summary())?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bank(BankCommand::Merge {
+            sources,
+            bank,
+            json,
+        }) => {
+            let soc = bank_soc(&bank, &atc)?;
+            // Read every source before writing anything: bad input writes nothing.
+            let mut inputs = Vec::new();
+            let mut damaged = 0;
+            for s in &sources {
+                let (records, d) = read_source(s)?;
+                damaged += d;
+                inputs.push((s, records));
+            }
+            let bank = open_bank(&bank, &soc, false)?;
+            let mut docs = Vec::new();
+            for (path, records) in inputs {
+                let report = interchange::merge_into(&bank, records)?;
+                if json {
+                    docs.push(serde_json::json!({"source": path, "report": report}));
+                } else {
+                    writeln!(out, "merged {}:", path.display())?;
+                    for c in &report.conflicts {
+                        writeln!(
+                            out,
+                            "  {} {:?} won: {} µs ({} by {}) over {} µs ({} by {})",
+                            c.key,
+                            c.winner,
+                            c.winner_us,
+                            c.winner_provenance.algorithm,
+                            c.winner_provenance.tool_version,
+                            c.loser_us,
+                            c.loser_provenance.algorithm,
+                            c.loser_provenance.tool_version,
+                        )?;
+                    }
+                    writeln!(out, "{}", report.summary())?;
+                }
+            }
+            if json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&docs)?)?;
+            }
+            Ok(if damaged == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
     }
 }

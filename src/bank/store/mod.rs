@@ -189,6 +189,21 @@ pub trait Store: Send + Sync {
     /// The slice is only valid during the call, which lets backends avoid a copy.
     fn get_with(&self, key: &BankKey, f: &mut dyn FnMut(&[u8])) -> Result<bool, StoreError>;
 
+    /// Calls `f` with each of `keys` that the store holds and its value, in the order given,
+    /// all read from one consistent state. Meant for reading many records at once (near-miss
+    /// search); the default calls [`Store::get_with`] per key, backends may share one read
+    /// transaction.
+    fn get_many_with(
+        &self,
+        keys: &[BankKey],
+        f: &mut dyn FnMut(&BankKey, &[u8]),
+    ) -> Result<(), StoreError> {
+        for key in keys {
+            self.get_with(key, &mut |v| f(key, v))?;
+        }
+        Ok(())
+    }
+
     /// Writes all entries atomically and durably.
     fn put_batch(&self, entries: &[StoreEntry<'_>]) -> Result<(), StoreError>;
 

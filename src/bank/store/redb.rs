@@ -353,6 +353,23 @@ impl Store for RedbStore {
         }
     }
 
+    fn get_many_with(
+        &self,
+        keys: &[BankKey],
+        f: &mut dyn FnMut(&BankKey, &[u8]),
+    ) -> Result<(), StoreError> {
+        let txn = self.begin_read()?;
+        let Some(table) = self.open_read(&txn, RECORDS)? else {
+            return Ok(());
+        };
+        for key in keys {
+            if let Some(v) = table.get(&key.0).map_err(|e| self.err(e))? {
+                f(key, v.value());
+            }
+        }
+        Ok(())
+    }
+
     fn put_batch(&self, entries: &[StoreEntry<'_>]) -> Result<(), StoreError> {
         let db = match &self.db {
             Handle::ReadWrite(db) => db,

@@ -1,0 +1,466 @@
+//! Import of AOE `unified_bank` files (DESIGN.md §5).
+//!
+//! File shape: a JSON object `{"<md5 hex>": [{"knowledge": {...}, "info_dict": {...},
+//! "cost_time": <µs>}, ...], ...}` where the md5 is over Python's `json.dumps(info_dict)` (default
+//! separators, the dict's own key order, `ensure_ascii=True`). Every entry's md5 is recomputed;
+//! a mismatch is reported and the entry is not imported.
+//!
+//! Mapping to a [`Record`] (kind op): the descriptor comes from `info_dict` when it has the fields
+//! below, so a converter's look-up of the same op hits the imported record; otherwise the
+//! descriptor is a placeholder `{op_type, attrs: {"aoe_info_dict_md5": md5}}`, findable only by
+//! its `info_dict` ([`find_by_info_dict`]). `knowledge` and `info_dict` are kept verbatim, as their
+//! `json.dumps` text, in the strategy entries `aoe_knowledge` and `aoe_info_dict`, with `aoe_md5`.
+//! `cost_time` becomes the tuned (and baseline) time.
+//!
+//! Mapped `info_dict` fields: `op_type` (string); `inputs` and `outputs`, lists of
+//! `{"shape": [..], "dtype": "float16", "format": "ND", "ori_shape"?: [..], "ori_format"?: ".."}`
+//! with static shapes; `attrs`, either an object of plain values or a list of
+//! `{"name": .., "value": ..}`; `impl_mode` (`high_performance` by default); `fused_ops` (list of
+//! op types). The SoC is the one the import is for (AOE keeps one bank per SoC).
+
+use std::collections::BTreeMap;
+
+use crate::bank::interchange::pyjson::PyJson;
+use crate::bank::interchange::{md5_hex, merge_into, InterchangeError, MergeReport};
+use crate::bank::layered::{Bank, BankError, LayerId, Lookup};
+use crate::bank::record::{Descriptor, Origin, Performance, Provenance, Record, Strategy};
+use crate::key::{
+    AttrValue, BankKey, CubeMath, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec,
+    TensorDesc, KEY_SCHEMA_VERSION,
+};
+
+/// One verified entry of a `unified_bank` file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AoeEntry {
+    /// The md5 it is filed under (verified).
+    pub md5: String,
+    /// Position in its md5's list.
+    pub index: usize,
+    /// The tuned knowledge, verbatim.
+    pub knowledge: PyJson,
+    /// The op description, verbatim.
+    pub info_dict: PyJson,
+    /// Measured time, µs.
+    pub cost_time: f64,
+}
+
+/// Why an entry was not imported.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AoeReject {
+    /// The md5 of `json.dumps(info_dict)` is not the one the entry is filed under.
+    Md5Mismatch {
+        /// The md5 computed.
+        computed: String,
+    },
+    /// The entry lacks `knowledge`, `info_dict` or a numeric `cost_time`.
+    Malformed(String),
+}
+
+impl std::fmt::Display for AoeReject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AoeReject::Md5Mismatch { computed } => {
+                write!(
+                    f,
+                    "md5 mismatch: json.dumps(info_dict) hashes to {computed}"
+                )
+            }
+            AoeReject::Malformed(d) => write!(f, "malformed entry: {d}"),
+        }
+    }
+}
+
+/// A rejected entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AoeRejected {
+    /// The md5 it is filed under.
+    pub md5: String,
+    /// Position in its md5's list.
+    pub index: usize,
+    /// Why.
+    pub reason: AoeReject,
+}
+
+/// A parsed `unified_bank` file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AoeBank {
+    /// Entries whose md5 verified, in file order.
+    pub accepted: Vec<AoeEntry>,
+    /// Entries not imported, in file order.
+    pub rejected: Vec<AoeRejected>,
+}
+
+/// The md5 AOE files an `info_dict` under: of Python's `json.dumps(info_dict)`.
+pub fn info_dict_md5(info_dict: &PyJson) -> String {
+    md5_hex(info_dict.dumps().as_bytes())
+}
+
+/// Parses a `unified_bank` file and verifies every entry's md5. A file that is not a JSON object
+/// of lists is an error; a bad entry is only rejected.
+pub fn parse_unified_bank(text: &str) -> Result<AoeBank, InterchangeError> {
+    let root = PyJson::parse(text).map_err(|e| InterchangeError::Aoe {
+        detail: format!("not valid JSON: {e}"),
+    })?;
+    let PyJson::Dict(groups) = root else {
+        return Err(InterchangeError::Aoe {
+            detail: "expected a JSON object mapping md5 hex to a list of entries".into(),
+        });
+    };
+    let mut bank = AoeBank::default();
+    for (md5, list) in groups {
+        let PyJson::List(items) = list else {
+            return Err(InterchangeError::Aoe {
+                detail: format!("md5 {md5}: expected a list of entries"),
+            });
+        };
+        for (index, item) in items.into_iter().enumerate() {
+            let reject = |reason| AoeRejected {
+                md5: md5.clone(),
+                index,
+                reason,
+            };
+            let (Some(knowledge), Some(info_dict)) = (item.get("knowledge"), item.get("info_dict"))
+            else {
+                bank.rejected.push(reject(AoeReject::Malformed(
+                    "expected knowledge and info_dict".into(),
+                )));
+                continue;
+            };
+            let cost_time = match item.get("cost_time") {
+                Some(PyJson::Int(i)) => *i as f64,
+                Some(PyJson::Float(f)) if f.is_finite() => *f,
+                _ => {
+                    bank.rejected.push(reject(AoeReject::Malformed(
+                        "expected a finite numeric cost_time (µs)".into(),
+                    )));
+                    continue;
+                }
+            };
+            let computed = info_dict_md5(info_dict);
+            if !computed.eq_ignore_ascii_case(&md5) {
+                bank.rejected
+                    .push(reject(AoeReject::Md5Mismatch { computed }));
+                continue;
+            }
+            bank.accepted.push(AoeEntry {
+                md5: md5.clone(),
+                index,
+                knowledge: knowledge.clone(),
+                info_dict: info_dict.clone(),
+                cost_time,
+            });
+        }
+    }
+    Ok(bank)
+}
+
+fn shape(v: Option<&PyJson>) -> Result<Vec<i64>, String> {
+    match v {
+        Some(PyJson::List(dims)) => dims
+            .iter()
+            .map(|d| match d {
+                PyJson::Int(i) if *i >= 0 => i64::try_from(*i).map_err(|_| "dim too large".into()),
+                _ => Err(format!("shape dim {} is not a static dim", d.dumps())),
+            })
+            .collect(),
+        _ => Err("expected a shape list".into()),
+    }
+}
+
+fn from_name<T: serde::de::DeserializeOwned>(v: &str) -> Option<T> {
+    serde_json::from_value(serde_json::Value::String(v.to_owned())).ok()
+}
+
+fn dtype(v: Option<&PyJson>) -> Result<DType, String> {
+    let name = v
+        .and_then(PyJson::as_str)
+        .ok_or("expected a dtype string")?;
+    let lower = name.to_lowercase();
+    let canonical = match lower.as_str() {
+        "float" => "float32",
+        "half" => "float16",
+        "double" => "float64",
+        "int" => "int32",
+        other => other,
+    };
+    from_name(canonical).ok_or_else(|| format!("unknown dtype {name:?}"))
+}
+
+fn format(v: Option<&PyJson>) -> Result<Option<Format>, String> {
+    match v {
+        None => Ok(None),
+        Some(f) => {
+            let name = f.as_str().ok_or("expected a format string")?;
+            from_name(&name.to_uppercase())
+                .map(Some)
+                .ok_or_else(|| format!("unknown format {name:?}"))
+        }
+    }
+}
+
+fn tensors(v: Option<&PyJson>, what: &str) -> Result<Vec<TensorDesc>, String> {
+    let Some(PyJson::List(items)) = v else {
+        return Err(format!("expected a list of {what}"));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let err = |e: String| format!("{what} {i}: {e}");
+            let s = shape(t.get("shape")).map_err(err)?;
+            let ori_shape = match t.get("ori_shape") {
+                Some(o) => shape(Some(o)).map_err(err)?,
+                None => s.clone(),
+            };
+            let fmt = format(t.get("format")).map_err(err)?.unwrap_or(Format::ND);
+            let ori_format = format(t.get("ori_format")).map_err(err)?.unwrap_or(fmt);
+            Ok(TensorDesc {
+                shape: s,
+                ori_shape,
+                dtype: dtype(t.get("dtype")).map_err(err)?,
+                format: fmt,
+                ori_format,
+            })
+        })
+        .collect()
+}
+
+fn attr(v: &PyJson) -> Result<AttrValue, String> {
+    let all = |items: &[PyJson], f: fn(&PyJson) -> bool| !items.is_empty() && items.iter().all(f);
+    Ok(match v {
+        PyJson::Bool(b) => AttrValue::Bool(*b),
+        PyJson::Int(i) => AttrValue::Int(i64::try_from(*i).map_err(|_| "int too large")?),
+        PyJson::Float(f) => AttrValue::Float(*f),
+        PyJson::Str(s) => AttrValue::Str(s.clone()),
+        PyJson::List(items) if all(items, |x| matches!(x, PyJson::Int(_))) => AttrValue::Ints(
+            items
+                .iter()
+                .map(|x| match x {
+                    PyJson::Int(i) => i64::try_from(*i).map_err(|_| "int too large".to_owned()),
+                    _ => unreachable!("checked above"),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        PyJson::List(items) if all(items, |x| matches!(x, PyJson::Int(_) | PyJson::Float(_))) => {
+            AttrValue::Floats(
+                items
+                    .iter()
+                    .map(|x| match x {
+                        PyJson::Int(i) => *i as f64,
+                        PyJson::Float(f) => *f,
+                        _ => unreachable!("checked above"),
+                    })
+                    .collect(),
+            )
+        }
+        PyJson::List(items) if all(items, |x| matches!(x, PyJson::Str(_))) => AttrValue::Strs(
+            items
+                .iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect(),
+        ),
+        other => {
+            return Err(format!(
+                "attribute value {} has no typed form",
+                other.dumps()
+            ))
+        }
+    })
+}
+
+fn attrs(v: Option<&PyJson>) -> Result<BTreeMap<String, AttrValue>, String> {
+    let mut out = BTreeMap::new();
+    match v {
+        None | Some(PyJson::Null) => {}
+        Some(PyJson::Dict(entries)) => {
+            for (k, v) in entries {
+                out.insert(k.clone(), attr(v).map_err(|e| format!("attr {k}: {e}"))?);
+            }
+        }
+        Some(PyJson::List(items)) => {
+            for item in items {
+                let name = item
+                    .get("name")
+                    .and_then(PyJson::as_str)
+                    .ok_or("attr list entries need a name")?;
+                let value = item.get("value").ok_or("attr list entries need a value")?;
+                out.insert(
+                    name.to_owned(),
+                    attr(value).map_err(|e| format!("attr {name}: {e}"))?,
+                );
+            }
+        }
+        Some(_) => return Err("attrs: expected an object or a list".into()),
+    }
+    Ok(out)
+}
+
+/// The descriptor an `info_dict` maps to (see the module docs), or why it does not map.
+pub fn mapped_descriptor(info_dict: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, String> {
+    let op_type = info_dict
+        .get("op_type")
+        .and_then(PyJson::as_str)
+        .ok_or("no op_type string")?;
+    let impl_mode = match info_dict.get("impl_mode").and_then(PyJson::as_str) {
+        None | Some("") => ImplMode::HighPerformance,
+        Some(m) => from_name(m).ok_or_else(|| format!("unknown impl_mode {m:?}"))?,
+    };
+    let fused_ops = match info_dict.get("fused_ops") {
+        None => Vec::new(),
+        Some(PyJson::List(items)) => items
+            .iter()
+            .map(|x| {
+                x.as_str()
+                    .map(str::to_owned)
+                    .ok_or("fused_ops: expected strings")
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("fused_ops: expected a list".into()),
+    };
+    let descriptor = OpDescriptor {
+        op_type: op_type.to_owned(),
+        fused_ops,
+        inputs: tensors(info_dict.get("inputs"), "inputs")?,
+        outputs: tensors(info_dict.get("outputs"), "outputs")?,
+        attrs: attrs(info_dict.get("attrs"))?,
+        impl_mode,
+        cube_math: CubeMath::Native,
+        soc: soc.clone(),
+    };
+    descriptor.key().map_err(|e| e.to_string())?;
+    Ok(descriptor)
+}
+
+/// The descriptor an imported entry is stored under: [`mapped_descriptor`], or the placeholder
+/// that carries the md5. The `String` says why the mapping failed, if it did.
+pub fn aoe_descriptor(info_dict: &PyJson, soc: &SocSpec) -> (OpDescriptor, Option<String>) {
+    match mapped_descriptor(info_dict, soc) {
+        Ok(d) => (d, None),
+        Err(why) => {
+            let op_type = info_dict
+                .get("op_type")
+                .and_then(PyJson::as_str)
+                .unwrap_or("aoe_unknown");
+            let mut attrs = BTreeMap::new();
+            attrs.insert(
+                "aoe_info_dict_md5".to_owned(),
+                AttrValue::Str(info_dict_md5(info_dict)),
+            );
+            (
+                OpDescriptor {
+                    op_type: op_type.to_owned(),
+                    fused_ops: Vec::new(),
+                    inputs: Vec::new(),
+                    outputs: Vec::new(),
+                    attrs,
+                    impl_mode: ImplMode::HighPerformance,
+                    cube_math: CubeMath::Native,
+                    soc: soc.clone(),
+                },
+                Some(why),
+            )
+        }
+    }
+}
+
+/// The record of an imported entry (kind op), for `soc`, with `origin` (imported, or built-in
+/// when the bank being made will serve as a built-in layer) and the import time.
+pub fn aoe_record(entry: &AoeEntry, soc: &SocSpec, origin: Origin, unix_time: u64) -> Record {
+    let (descriptor, _) = aoe_descriptor(&entry.info_dict, soc);
+    let mut strategy = Strategy::new();
+    strategy.insert(
+        "aoe_knowledge".into(),
+        serde_json::Value::String(entry.knowledge.dumps()),
+    );
+    strategy.insert(
+        "aoe_info_dict".into(),
+        serde_json::Value::String(entry.info_dict.dumps()),
+    );
+    strategy.insert(
+        "aoe_md5".into(),
+        serde_json::Value::String(entry.md5.clone()),
+    );
+    Record {
+        key_schema_version: KEY_SCHEMA_VERSION,
+        kind: RecordKind::Op,
+        descriptor: Descriptor::Op(descriptor),
+        options: BTreeMap::from([("soc_version".to_owned(), soc.version.clone())]),
+        strategy,
+        performance: Performance {
+            baseline_us: entry.cost_time,
+            tuned_us: entry.cost_time,
+            samples_us: vec![entry.cost_time],
+            runner: "aoe".into(),
+        },
+        provenance: Provenance {
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            algorithm: "aoe".into(),
+            trials: 0,
+            seed: 0,
+            unix_time,
+            origin,
+        },
+    }
+}
+
+/// What [`import_aoe`] did.
+#[derive(Clone, Debug, Default)]
+pub struct AoeImportReport {
+    /// Entries whose md5 verified.
+    pub accepted: usize,
+    /// Entries not imported, with the reason.
+    pub rejected: Vec<AoeRejected>,
+    /// Accepted entries whose `info_dict` did not map to a descriptor (md5, reason): stored
+    /// under a placeholder, findable by `info_dict` only.
+    pub unmapped: Vec<(String, String)>,
+    /// The merge into the bank (entries with one key resolve by the faster `cost_time`).
+    pub merge: MergeReport,
+}
+
+/// Imports the verified entries of `parsed` into the bank's custom layer (atomically), under the
+/// merge rule; rejected entries are only reported.
+pub fn import_aoe(
+    bank: &Bank,
+    parsed: &AoeBank,
+    soc: &SocSpec,
+    origin: Origin,
+    unix_time: u64,
+) -> Result<AoeImportReport, InterchangeError> {
+    let mut report = AoeImportReport {
+        accepted: parsed.accepted.len(),
+        rejected: parsed.rejected.clone(),
+        ..AoeImportReport::default()
+    };
+    // Several entries may share a key: keep the fastest before merging.
+    let mut best: BTreeMap<BankKey, Record> = BTreeMap::new();
+    for entry in &parsed.accepted {
+        if let (_, Some(why)) = aoe_descriptor(&entry.info_dict, soc) {
+            report.unmapped.push((entry.md5.clone(), why));
+        }
+        let rec = aoe_record(entry, soc, origin, unix_time);
+        let key = crate::bank::layered::descriptor_key(&rec.descriptor).map_err(BankError::Key)?;
+        match best.get(&key) {
+            Some(old) if old.performance.tuned_us <= rec.performance.tuned_us => {}
+            _ => {
+                best.insert(key, rec);
+            }
+        }
+    }
+    report.merge = merge_into(bank, best.into_iter().collect())?;
+    Ok(report)
+}
+
+/// Finds the record imported for `info_dict` in any layer of `bank`, by the descriptor it maps to
+/// (or its placeholder). Returns the answering layer and the full record.
+pub fn find_by_info_dict(
+    bank: &Bank,
+    info_dict: &PyJson,
+    soc: &SocSpec,
+) -> Result<Option<(LayerId, Record)>, BankError> {
+    let (descriptor, _) = aoe_descriptor(info_dict, soc);
+    let key = descriptor.key()?;
+    match bank.lookup(&key)? {
+        Lookup::Hit(hit) => Ok(Some((hit.layer, hit.record()?))),
+        Lookup::Miss { .. } => Ok(None),
+    }
+}

@@ -1,0 +1,49 @@
+//! Miss diagnosis and bank inspection: what `bank-inspect` runs.
+//!
+//! [`why_templates`] takes the op templates a model import produces (or [`why_descriptor`] one
+//! resolved descriptor) and, per op, says hit (which layer, what it shadowed) or miss, and why:
+//! the nearest stored entries, each with the exact fields that differ ([`FieldDiff`]) and, where
+//! the stored options explain a field, the option with both values ([`Explanation`]): "tuned
+//! with precision_mode=allow_fp32_to_fp16 → float16; this conversion uses
+//! precision_mode=must_keep_origin_dtype → float32". Rejected hits and stale entries are causes
+//! of their own. [`catalog`] lists, shows, counts and compares stored records.
+//!
+//! A model importer plugs in by producing `&[OpTemplate]`; nothing here reads models.
+
+pub mod catalog;
+pub mod fields;
+pub mod why;
+
+pub use catalog::{
+    diff_stores, find_record, list_records, stats, BankDiff, BankStats, Filter, Listed,
+};
+pub use fields::{descriptor_diffs, distance, FieldClass, FieldDiff};
+pub use why::{
+    why_descriptor, why_templates, Explanation, MissCause, MissDiagnosis, NearEntry, OpDiagnosis,
+    OptionDiff, SearchScope, Summary, Verdict, WhyConfig, WhyReport,
+};
+
+use crate::bank::{BankError, RecordError};
+
+/// Errors of diagnosis and inspection. Each names its input, key or bank.
+#[derive(Debug, thiserror::Error)]
+pub enum InspectError {
+    /// The bank failed.
+    #[error(transparent)]
+    Bank(#[from] BankError),
+    /// A storage backend failed.
+    #[error(transparent)]
+    Store(#[from] crate::bank::store::StoreError),
+    /// A record read is damaged.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// The options are unusable.
+    #[error(transparent)]
+    Options(#[from] crate::key::OptionError),
+    /// An op could not be resolved.
+    #[error(transparent)]
+    Resolve(#[from] crate::key::ResolveError),
+    /// A descriptor could not be keyed.
+    #[error(transparent)]
+    Key(#[from] crate::key::KeyError),
+}

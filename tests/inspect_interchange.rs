@@ -1,0 +1,680 @@
+//! Export, import, merge, AOE import, and the bank-inspect catalogue commands.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tunebank::bank::interchange::aoe::{self, info_dict_md5, AoeReject};
+use tunebank::bank::interchange::pyjson::PyJson;
+use tunebank::bank::interchange::{self, export_store, merge_into, read_export, Side};
+use tunebank::bank::record::{Descriptor, Origin, Performance, Provenance, Record};
+use tunebank::bank::store::{RedbStore, Store, StoreEntry};
+use tunebank::bank::{descriptor_key, index_key, Bank, LayerId, Lookup};
+use tunebank::key::{
+    derive_op_keys, AttrValue, BankKey, CubeMath, DType, Format, FsReader, ImplMode, OpDescriptor,
+    OpTemplate, RecordKind, ResolvedOptions, SocSpec, TensorDesc, KEY_SCHEMA_VERSION,
+};
+
+const SOC: &str = "Ascend910B2";
+
+fn soc() -> SocSpec {
+    SocSpec {
+        version: SOC.into(),
+        core_count: 24,
+        core_type: "AiCore".into(),
+    }
+}
+
+fn descriptor(i: i64) -> OpDescriptor {
+    let t = |shape: Vec<i64>, dtype| TensorDesc {
+        ori_shape: shape.clone(),
+        shape,
+        dtype,
+        format: Format::ND,
+        ori_format: Format::ND,
+    };
+    OpDescriptor {
+        op_type: if i % 2 == 0 { "MatMul" } else { "Add" }.into(),
+        fused_ops: vec![],
+        inputs: vec![
+            t(vec![16 * i, 64], DType::Float16),
+            t(vec![64, 32], DType::Float32),
+        ],
+        outputs: vec![t(vec![16 * i, 32], DType::Float16)],
+        attrs: BTreeMap::from([
+            ("alpha".to_owned(), AttrValue::Float(0.1 * i as f64)),
+            ("axes".to_owned(), AttrValue::Ints(vec![-1, i])),
+        ]),
+        impl_mode: ImplMode::HighPerformance,
+        cube_math: CubeMath::Native,
+        soc: soc(),
+    }
+}
+
+fn record(i: i64, us: f64, algorithm: &str) -> Record {
+    Record {
+        key_schema_version: KEY_SCHEMA_VERSION,
+        kind: RecordKind::Op,
+        descriptor: Descriptor::Op(descriptor(i)),
+        options: BTreeMap::from([
+            ("precision_mode".to_owned(), "force_fp16".to_owned()),
+            ("soc_version".to_owned(), SOC.to_owned()),
+        ]),
+        strategy: BTreeMap::from([
+            ("baseM".to_owned(), serde_json::json!(128)),
+            ("ratio".to_owned(), serde_json::json!(1.0 / 3.0 + i as f64)),
+            (
+                "nested".to_owned(),
+                serde_json::json!({"z": [1, 2.5e-7, null], "a": {"k": "é"}}),
+            ),
+        ]),
+        performance: Performance {
+            baseline_us: 58.781,
+            tuned_us: us,
+            samples_us: vec![us, us * 1.01, 0.1 + us],
+            runner: "sim:Ascend910B2".into(),
+        },
+        provenance: Provenance {
+            tool_version: "0.1.0".into(),
+            algorithm: algorithm.into(),
+            trials: 200,
+            seed: i as u64,
+            unix_time: 1_790_000_000 + i as u64,
+            origin: Origin::Tuned,
+        },
+    }
+}
+
+fn open(path: &Path) -> Bank {
+    Bank::builder(RecordKind::Op, SOC)
+        .custom_path(path)
+        .no_default_builtin()
+        .open()
+        .unwrap()
+}
+
+fn export(bank: &Bank) -> Vec<u8> {
+    let mut out = Vec::new();
+    let report = export_store(bank.layer_store(LayerId::Custom).unwrap(), &mut out).unwrap();
+    assert!(report.damaged.is_empty());
+    out
+}
+
+#[test]
+fn export_import_export_is_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = open(&dir.path().join("a.redb"));
+    a.write_batch(
+        &(1..=40)
+            .map(|i| record(i, 10.0 + i as f64, "ensemble"))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let first = export(&a);
+    let text = String::from_utf8(first.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 40);
+    // Keys ascend, one record a line, fields in declaration order.
+    let keys: Vec<String> = lines.iter().map(|l| l[8..72].to_owned()).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    assert!(lines[0].starts_with(r#"{"key":""#));
+    assert!(
+        lines[0].contains(r#","record":{"key_schema_version":1,"kind":"op","descriptor":{"op":"#)
+    );
+
+    let b = open(&dir.path().join("b.redb"));
+    let report = merge_into(&b, read_export(first.as_slice()).unwrap()).unwrap();
+    assert_eq!(report.added, 40);
+    assert_eq!(export(&b), first);
+    // The records themselves are equal, floats included.
+    for (key, rec) in read_export(first.as_slice()).unwrap() {
+        assert_eq!(b.get_record(LayerId::Custom, &key).unwrap().unwrap(), rec);
+    }
+}
+
+#[test]
+fn import_refuses_edited_lines_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = open(&dir.path().join("a.redb"));
+    a.write_batch(&[record(1, 10.0, "x"), record(2, 10.0, "x")])
+        .unwrap();
+    let text = String::from_utf8(export(&a)).unwrap();
+    let edited = text.replacen("\"MatMul\"", "\"BatchMatMul\"", 1);
+    let err = read_export(edited.as_bytes()).unwrap_err().to_string();
+    assert!(err.starts_with("line "), "{err}");
+    assert!(
+        err.contains("is not the key of the record's descriptor"),
+        "{err}"
+    );
+    let err = read_export(format!("{text}{{\"key\": 1}}\n").as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("line 3:"), "{err}");
+}
+
+#[test]
+fn merge_keeps_the_faster_strategy_and_reports_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = open(&dir.path().join("t.redb"));
+    // Target: 1..=4; source: 3..=6. Key 3: source faster; key 4: target faster.
+    target
+        .write_batch(&[
+            record(1, 10.0, "t"),
+            record(2, 10.0, "t"),
+            record(3, 30.0, "t"),
+            record(4, 5.0, "t"),
+        ])
+        .unwrap();
+    let source_bank = open(&dir.path().join("s.redb"));
+    source_bank
+        .write_batch(&[
+            record(3, 20.0, "s"),
+            record(4, 9.0, "s"),
+            record(5, 1.0, "s"),
+            record(6, 1.0, "s"),
+        ])
+        .unwrap();
+    let read = interchange::read_store(source_bank.layer_store(LayerId::Custom).unwrap()).unwrap();
+    assert!(read.damaged.is_empty());
+    let report = merge_into(&target, read.records).unwrap();
+    assert_eq!(
+        (
+            report.target_before,
+            report.added,
+            report.source_won,
+            report.target_won
+        ),
+        (4, 2, 1, 1)
+    );
+    assert_eq!(report.target_after(), 6);
+    let key = |i| descriptor_key(&Descriptor::Op(descriptor(i))).unwrap();
+    let get = |i| {
+        target
+            .get_record(LayerId::Custom, &key(i))
+            .unwrap()
+            .unwrap()
+    };
+    assert_eq!(get(3).performance.tuned_us, 20.0);
+    assert_eq!(get(4).performance.tuned_us, 5.0);
+    assert_eq!(get(5).provenance.algorithm, "s");
+    let c3 = report.conflicts.iter().find(|c| c.key == key(3)).unwrap();
+    assert_eq!(c3.winner, Side::Source);
+    assert_eq!(
+        (
+            c3.winner_provenance.algorithm.as_str(),
+            c3.loser_provenance.algorithm.as_str()
+        ),
+        ("s", "t")
+    );
+    let c4 = report.conflicts.iter().find(|c| c.key == key(4)).unwrap();
+    assert_eq!(c4.winner, Side::Target);
+    assert_eq!(c4.loser_us, 9.0);
+    let summary = report.summary();
+    assert!(
+        summary.contains("contributed 2 new and won 1 conflicts"),
+        "{summary}"
+    );
+    // Merging the same again changes nothing.
+    let again = merge_into(
+        &target,
+        interchange::read_store(source_bank.layer_store(LayerId::Custom).unwrap())
+            .unwrap()
+            .records,
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            again.added,
+            again.source_won,
+            again.target_won,
+            again.identical
+        ),
+        (0, 0, 1, 3)
+    );
+}
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/aoe/unified_bank.json")
+}
+
+#[test]
+fn aoe_md5s_are_verified_and_mismatches_rejected() {
+    let text = std::fs::read_to_string(fixture()).unwrap();
+    let parsed = aoe::parse_unified_bank(&text).unwrap();
+    assert_eq!(parsed.accepted.len(), 5);
+    assert_eq!(parsed.rejected.len(), 2);
+    for r in &parsed.rejected {
+        assert!(matches!(r.reason, AoeReject::Md5Mismatch { .. }), "{r:?}");
+    }
+    let rejected_ops: BTreeSet<String> = parsed
+        .rejected
+        .iter()
+        .map(|r| {
+            let root = PyJson::parse(&text).unwrap();
+            let entry = &root.get(&r.md5).unwrap();
+            let PyJson::List(items) = entry else { panic!() };
+            items[r.index]
+                .get("info_dict")
+                .unwrap()
+                .get("op_type")
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        rejected_ops,
+        BTreeSet::from(["Relu".to_owned(), "Gelu".to_owned()])
+    );
+    for e in &parsed.accepted {
+        assert_eq!(info_dict_md5(&e.info_dict), e.md5);
+    }
+    // Not an object of lists: bad input.
+    assert!(aoe::parse_unified_bank("[1, 2]").is_err());
+}
+
+#[test]
+fn aoe_import_keeps_entries_verbatim_findable_and_usable_as_a_builtin_layer() {
+    let dir = tempfile::tempdir().unwrap();
+    let builtin = dir.path().join("builtin.redb");
+    let text = std::fs::read_to_string(fixture()).unwrap();
+    let parsed = aoe::parse_unified_bank(&text).unwrap();
+    let report = aoe::import_aoe(&open(&builtin), &parsed, &soc(), Origin::BuiltIn, 0).unwrap();
+    // Two MatMul entries share a key (the faster is kept); the Softmax has a dynamic dim.
+    assert_eq!(report.merge.added, 4);
+    assert_eq!(report.unmapped.len(), 1);
+    assert!(
+        report.unmapped[0].1.contains("not a static dim"),
+        "{:?}",
+        report.unmapped
+    );
+
+    let bank = Bank::builder(RecordKind::Op, SOC)
+        .custom_path(dir.path().join("custom.redb"))
+        .builtin_path(&builtin)
+        .no_default_builtin()
+        .open()
+        .unwrap();
+    for e in &parsed.accepted {
+        let (layer, rec) = aoe::find_by_info_dict(&bank, &e.info_dict, &soc())
+            .unwrap()
+            .unwrap();
+        assert_eq!(layer, LayerId::BuiltIn(0));
+        assert_eq!(rec.provenance.origin, Origin::BuiltIn);
+        let stored_info = rec.strategy["aoe_info_dict"].as_str().unwrap();
+        assert_eq!(stored_info, e.info_dict.dumps());
+        assert_eq!(
+            tunebank::bank::interchange::md5_hex(stored_info.as_bytes()),
+            e.md5
+        );
+        assert_eq!(rec.strategy["aoe_md5"], e.md5.as_str());
+        let knowledge = PyJson::parse(rec.strategy["aoe_knowledge"].as_str().unwrap()).unwrap();
+        if e.md5 == parsed.accepted[0].md5 {
+            // The faster of the two MatMul entries, key order as AOE wrote it.
+            assert_eq!(rec.performance.tuned_us, 26.876);
+            assert_eq!(
+                knowledge.dumps(),
+                r#"{"tiling": {"baseN": 256, "baseM": 128, "baseK": 64}, "dbL0C": 1}"#
+            );
+        } else {
+            assert_eq!(knowledge, e.knowledge);
+        }
+    }
+    // A converter resolving the same MatMul from a model hits the built-in layer.
+    let op: OpTemplate = serde_json::from_value(serde_json::json!({
+        "node_name": "fc1", "op_type": "MatMul",
+        "inputs": [{"shape": [128, 768], "dtype": "float16"}, {"shape": [768, 3072], "dtype": "float16"}],
+        "outputs": [{"shape": [128, 3072], "dtype": "float16"}],
+        "attrs": {"transpose_x1": {"bool": false}, "transpose_x2": {"bool": false}}
+    }))
+    .unwrap();
+    let options = ResolvedOptions::from_args([format!("--soc_version={SOC}")], &FsReader).unwrap();
+    let key = derive_op_keys(&op, &options, &options.soc().unwrap()).unwrap()[0].key;
+    let Lookup::Hit(hit) = bank.lookup(&key).unwrap() else {
+        panic!("the imported MatMul must answer a converter's look-up");
+    };
+    assert_eq!(hit.layer, LayerId::BuiltIn(0));
+}
+
+fn bin(name: &str) -> Command {
+    Command::new(match name {
+        "tunebank" => env!("CARGO_BIN_EXE_tunebank"),
+        _ => env!("CARGO_BIN_EXE_bank-inspect"),
+    })
+}
+
+#[test]
+fn cli_export_import_merge_and_aoe() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.redb");
+    open(&a)
+        .write_batch(&(1..=12).map(|i| record(i, 10.0, "a")).collect::<Vec<_>>())
+        .unwrap();
+    let export_of = |bank: &Path| {
+        let out = bin("tunebank")
+            .args(["bank", "export", "--bank"])
+            .arg(bank)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let first = export_of(&a);
+    let file = dir.path().join("a.jsonl");
+    std::fs::write(&file, &first).unwrap();
+    let b = dir.path().join("b.redb");
+    let out = bin("tunebank")
+        .args(["bank", "import"])
+        .arg(&file)
+        .arg("--bank")
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(export_of(&b), first);
+
+    // Merge a faster copy of record 1 from a bank file.
+    let c = dir.path().join("c.redb");
+    open(&c)
+        .write_batch(&[record(1, 2.0, "c"), record(99, 2.0, "c")])
+        .unwrap();
+    let out = bin("tunebank")
+        .args(["bank", "merge"])
+        .arg(&c)
+        .arg("--bank")
+        .arg(&b)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc[0]["report"]["added"], 1);
+    assert_eq!(doc[0]["report"]["source_won"], 1);
+    assert_eq!(
+        doc[0]["report"]["conflicts"][0]["loser_provenance"]["algorithm"],
+        "a"
+    );
+
+    // diff: b now differs from a in one changed and one added record.
+    let out = bin("bank-inspect")
+        .arg("diff")
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("0 only in") && text.contains("1 changed, 11 same"),
+        "{text}"
+    );
+    let out = bin("bank-inspect")
+        .arg("diff")
+        .arg(&a)
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+
+    // AOE import: the two bad md5s are reported, exit 1, the rest imported.
+    let aoe_bank = dir.path().join("aoe.redb");
+    let out = bin("tunebank")
+        .args([
+            "bank",
+            "import",
+            "--aoe",
+            "--as-builtin",
+            "--soc_version=Ascend910B2",
+            "--bank",
+        ])
+        .arg(&aoe_bank)
+        .arg(fixture())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("5 entries verified, 2 rejected"), "{text}");
+    assert_eq!(text.matches("md5 mismatch").count(), 2, "{text}");
+
+    // list / stats / show over the imported bank.
+    let out = bin("bank-inspect")
+        .args(["list", "--origin", "built_in", "--json", "--bank"])
+        .arg(&aoe_bank)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 4);
+    let out = bin("bank-inspect")
+        .args([
+            "list",
+            "--soc",
+            SOC,
+            "--kind",
+            "op",
+            "--op-type",
+            "matmul",
+            "--bank",
+        ])
+        .arg(&aoe_bank)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 1);
+    let key = listed[0]["record"]["key"].as_str().unwrap().to_owned();
+    let out = bin("bank-inspect")
+        .args(["show", &key, "--bank"])
+        .arg(&aoe_bank)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("aoe_knowledge"));
+    let out = bin("bank-inspect")
+        .args(["show", &"0".repeat(64), "--bank"])
+        .arg(&aoe_bank)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let out = bin("bank-inspect")
+        .args(["stats", "--json", "--bank"])
+        .arg(&aoe_bank)
+        .output()
+        .unwrap();
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats[0]["stats"]["records"], 4);
+    assert_eq!(stats[0]["stats"]["by_origin"]["built_in"], 4);
+
+    // Bad input: a missing bank file is exit 2.
+    let out = bin("bank-inspect")
+        .args(["stats", "--bank"])
+        .arg(dir.path().join("nope.redb"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Rewrites the stored values of `victims` with one byte flipped at a different place each.
+fn corrupt(path: &Path, victims: &[BankKey], records: &BTreeMap<BankKey, Record>) {
+    let store = RedbStore::open(path).unwrap();
+    for (n, key) in victims.iter().enumerate() {
+        let mut value = Vec::new();
+        store.get_with(key, &mut |v| value = v.to_vec()).unwrap();
+        let at = [0, 5, 8, 20, 60, value.len() / 2, value.len() - 1][n % 7];
+        value[at] ^= 0x40;
+        store
+            .put_batch(&[StoreEntry {
+                key: *key,
+                value: &value,
+                index: index_key(&records[key]),
+            }])
+            .unwrap();
+    }
+}
+
+#[test]
+fn verify_finds_every_damaged_record_and_none_in_a_clean_bank() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.redb");
+    let records: Vec<Record> = (1..=60).map(|i| record(i, 10.0, "v")).collect();
+    let keys = open(&path).write_batch(&records).unwrap();
+    let by_key: BTreeMap<BankKey, Record> = keys.iter().copied().zip(records).collect();
+    let verify = || {
+        let out = bin("bank-inspect")
+            .args(["verify", "--json", "--bank"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let damaged: BTreeSet<String> = doc["layers"][0]["damaged_keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap().to_owned())
+            .collect();
+        (out.status.code(), damaged)
+    };
+    assert_eq!(verify(), (Some(0), BTreeSet::new()));
+    let victims: Vec<BankKey> = keys.iter().copied().step_by(8).collect();
+    corrupt(&path, &victims, &by_key);
+    let expected: BTreeSet<String> = victims.iter().map(ToString::to_string).collect();
+    assert_eq!(verify(), (Some(1), expected));
+    // Export leaves the damaged records out and says so.
+    let out = bin("tunebank")
+        .args(["bank", "export", "--bank"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap().lines().count(),
+        60 - victims.len()
+    );
+}
+
+#[test]
+fn get_many_reads_the_keys_held_in_the_order_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.redb");
+    let keys = open(&path)
+        .write_batch(&[
+            record(1, 1.0, "g"),
+            record(2, 1.0, "g"),
+            record(3, 1.0, "g"),
+        ])
+        .unwrap();
+    let store = RedbStore::open_read_only(&path).unwrap();
+    let absent = BankKey([0; 32]);
+    let asked = [keys[2], absent, keys[0]];
+    let mut seen = Vec::new();
+    store
+        .get_many_with(&asked, &mut |k, v| {
+            let mut single = Vec::new();
+            store.get_with(k, &mut |s| single = s.to_vec()).unwrap();
+            assert_eq!(v, single.as_slice());
+            seen.push(*k);
+        })
+        .unwrap();
+    assert_eq!(seen, [keys[2], keys[0]]);
+}
+
+/// A random JSON document in Python's text form (PyJson::dumps), for the cross-check below.
+fn random_doc(rng: &mut rand::rngs::StdRng, depth: u32) -> PyJson {
+    use rand::Rng;
+    let pick = if depth == 0 {
+        rng.gen_range(0..5)
+    } else {
+        rng.gen_range(0..7)
+    };
+    match pick {
+        0 => PyJson::Null,
+        1 => PyJson::Bool(rng.gen()),
+        2 => PyJson::Int(
+            rng.gen_range(-1_000_000_000_000i64..1_000_000_000_000)
+                .into(),
+        ),
+        3 => {
+            let mantissa: f64 = rng.gen_range(-10.0..10.0);
+            let exp = rng.gen_range(-30..30);
+            PyJson::Float(mantissa * 10f64.powi(exp))
+        }
+        4 => {
+            let alphabet = [
+                'a', 'Z', ' ', '"', '\\', '\n', '\t', '\u{1}', '\u{7f}', 'é', '层', '𝄞',
+            ];
+            let n = rng.gen_range(0..8);
+            PyJson::Str(
+                (0..n)
+                    .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                    .collect(),
+            )
+        }
+        5 => PyJson::List(
+            (0..rng.gen_range(0..4))
+                .map(|_| random_doc(rng, depth - 1))
+                .collect(),
+        ),
+        _ => {
+            let mut entries: Vec<(String, PyJson)> = Vec::new();
+            for i in 0..rng.gen_range(0..5) {
+                // Keys deliberately out of sorted order.
+                entries.push((format!("{}k{i}", 9 - i), random_doc(rng, depth - 1)));
+            }
+            PyJson::Dict(entries)
+        }
+    }
+}
+
+/// `PyJson::dumps` must be byte-identical to CPython's `json.dumps(json.loads(text))`; run when a
+/// `python3` is on the PATH (the fixture's md5s check the same thing without Python).
+#[test]
+fn dumps_matches_cpython_byte_for_byte() {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let docs: Vec<String> = (0..300).map(|_| random_doc(&mut rng, 4).dumps()).collect();
+    let script =
+        "import json, sys\nfor line in sys.stdin:\n    print(json.dumps(json.loads(line)))\n";
+    let child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        eprintln!("python3 not found: cross-check skipped");
+        return;
+    };
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    let input = docs.join("\n") + "\n";
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()).unwrap());
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(out.status.success());
+    let python = String::from_utf8(out.stdout).unwrap();
+    for (ours, theirs) in docs.iter().zip(python.lines()) {
+        assert_eq!(ours, theirs);
+        // And our parse of Python's text dumps back to it.
+        assert_eq!(PyJson::parse(theirs).unwrap().dumps(), theirs);
+    }
+    assert_eq!(python.lines().count(), docs.len());
+}
