@@ -14,11 +14,11 @@ use tunebank::bank::record::Origin;
 use tunebank::bank::store::{RedbStore, Store};
 use tunebank::bank::{Bank, LayerId};
 use tunebank::inspect::{
-    self, catalog::Filter, why_descriptor, why_templates, Verdict, WhyConfig, WhyReport,
+    self, catalog::Filter, why_descriptor, why_resolved, why_templates, Verdict, WhyConfig,
+    WhyReport,
 };
-use tunebank::key::{
-    BankKey, FsReader, OpDescriptor, OpTemplate, RecordKind, ResolvedOptions, OPTIONS,
-};
+use tunebank::key::options::split_atc_args;
+use tunebank::key::{BankKey, FsReader, OpDescriptor, OpTemplate, RecordKind, ResolvedOptions};
 
 /// bank-inspect: explain missed bank hits; show, list, count, verify and compare banks.
 ///
@@ -39,12 +39,12 @@ enum Command {
     Why {
         /// JSON file with the model's op templates (one object or a list), as a model import
         /// produces them.
-        #[arg(
-            long,
-            conflicts_with = "op_descriptor",
-            required_unless_present = "op_descriptor"
-        )]
+        #[arg(long, conflicts_with_all = ["op_descriptor", "model"])]
         ops: Option<PathBuf>,
+        /// ONNX model: imported, shape-inferred per dynamic profile and fused into tuning units
+        /// exactly as `tunebank tune` and `tunebank convert` do.
+        #[arg(long, conflicts_with = "op_descriptor")]
+        model: Option<PathBuf>,
         /// JSON file with one resolved op descriptor.
         #[arg(long)]
         op_descriptor: Option<PathBuf>,
@@ -132,30 +132,6 @@ struct BankArgs {
 }
 
 /// Splits the arguments into bank-inspect's own and ATC options (names in the options table).
-fn split_atc(args: Vec<String>) -> (Vec<String>, Vec<String>) {
-    let is_atc = |a: &str| {
-        let Some(body) = a.strip_prefix("--") else {
-            return false;
-        };
-        let name = body.split('=').next().unwrap_or("").replace('-', "_");
-        OPTIONS.iter().any(|o| o.name == name)
-    };
-    let (mut own, mut atc) = (Vec::new(), Vec::new());
-    let mut it = args.into_iter();
-    while let Some(a) = it.next() {
-        if is_atc(&a) {
-            let needs_value = !a.contains('=');
-            atc.push(a);
-            if needs_value {
-                atc.extend(it.next());
-            }
-        } else {
-            own.push(a);
-        }
-    }
-    (own, atc)
-}
-
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path, expected: &str) -> Result<T> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -325,6 +301,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
     match cli.command {
         Command::Why {
             ops,
+            model,
             op_descriptor,
             bank,
             nearest,
@@ -342,6 +319,23 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                 },
             };
             let report = match (ops, op_descriptor) {
+                _ if model.is_some() => {
+                    let path = model.as_ref().expect("checked");
+                    let model = tunebank::model::load_onnx(path)?;
+                    let soc = options.soc()?;
+                    let mut resolved = Vec::new();
+                    for profile in model.tuning_units(&options)? {
+                        let units = tunebank::model::resolve_units(
+                            &profile.units,
+                            &profile.graph.profile,
+                            &options,
+                            &soc,
+                        )?;
+                        resolved.extend(units.into_iter().map(|u| (u.unit.template, u.resolved)));
+                    }
+                    let bank = open_bank(&bank, &atc)?;
+                    why_resolved(&bank, &resolved, &options, &config, &|_| true)?
+                }
                 (Some(path), _) => {
                     let templates = read_templates(&path)?;
                     let bank = open_bank(&bank, &atc)?;
@@ -356,7 +350,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                     let opts = (!atc.is_empty()).then_some(&options);
                     why_descriptor(&bank, &d, opts, &config, &|_| true)?
                 }
-                (None, None) => bail!("give --ops FILE or --op-descriptor FILE"),
+                (None, None) => bail!("give --model FILE, --ops FILE or --op-descriptor FILE"),
             };
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
@@ -563,7 +557,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let (own, atc) = split_atc(std::env::args().skip(1).collect());
+    let (own, atc) = split_atc_args(std::env::args().skip(1).collect(), &["model"]);
     let cli = match Cli::try_parse_from(std::iter::once("bank-inspect".to_owned()).chain(own)) {
         Ok(c) => c,
         Err(e) => {

@@ -19,8 +19,8 @@ pub use catalog::{
 };
 pub use fields::{descriptor_diffs, distance, FieldClass, FieldDiff};
 pub use why::{
-    why_descriptor, why_templates, Explanation, MissCause, MissDiagnosis, NearEntry, OpDiagnosis,
-    OptionDiff, SearchScope, Summary, Verdict, WhyConfig, WhyReport,
+    why_descriptor, why_resolved, why_templates, Explanation, MissCause, MissDiagnosis, NearEntry,
+    OpDiagnosis, OptionDiff, SearchScope, Summary, Verdict, WhyConfig, WhyReport,
 };
 
 use crate::bank::{BankError, RecordError};

@@ -15,7 +15,7 @@ use crate::key::options::option_spec;
 use crate::key::soc::SOCS;
 use crate::key::{
     derive_op_keys, BankKey, FsReader, KeyEffect, OpDescriptor, OpTemplate, Profile, RecordKind,
-    ResolvedOptions, SocSpec, KEY_SCHEMA_VERSION, OPTIONS,
+    ResolvedOp, ResolvedOptions, SocSpec, KEY_SCHEMA_VERSION, OPTIONS,
 };
 
 /// Limits of the near-miss search.
@@ -323,6 +323,30 @@ pub fn why_templates(
             });
         }
     }
+    diagnose(bank, queries, Some(options), config, valid)
+}
+
+/// Diagnoses ops that are already resolved, one entry per (template, profile): what a model
+/// import gives, since it infers each dynamic profile's shapes deep in the graph itself
+/// (`model::resolve_units`). `options` are this conversion's options; each template is
+/// re-resolved under a stored record's options to explain a difference.
+pub fn why_resolved(
+    bank: &Bank,
+    ops: &[(OpTemplate, ResolvedOp)],
+    options: &ResolvedOptions,
+    config: &WhyConfig,
+    valid: &dyn Fn(&Answer) -> bool,
+) -> Result<WhyReport, InspectError> {
+    let queries = ops
+        .iter()
+        .map(|(t, r)| Query {
+            template: Some(t),
+            node: t.node_name.clone(),
+            profile: Some(r.profile.clone()),
+            descriptor: r.descriptor.clone(),
+            key: r.key,
+        })
+        .collect();
     diagnose(bank, queries, Some(options), config, valid)
 }
 

@@ -1359,3 +1359,32 @@ fn profiles_text(p: &[Vec<i64>]) -> String {
         .collect::<Vec<_>>()
         .join(";")
 }
+
+/// Splits a command line into a tool's own arguments and ATC options: an argument
+/// `--name[=value]` is an ATC option when `name` (with `-` read as `_`) is in [`OPTIONS`] and not
+/// in `own_flags`; `--name value` takes the next argument as its value. Everything else stays in
+/// the tool's own list, in order. Tools whose flags share a name with an ATC option (`--model`,
+/// for instance) list it in `own_flags`.
+pub fn split_atc_args(args: Vec<String>, own_flags: &[&str]) -> (Vec<String>, Vec<String>) {
+    let is_atc = |a: &str| {
+        let Some(body) = a.strip_prefix("--") else {
+            return false;
+        };
+        let name = canonical_name(body.split('=').next().unwrap_or(""));
+        !own_flags.contains(&name.as_str()) && OPTIONS.iter().any(|o| o.name == name)
+    };
+    let (mut own, mut atc) = (Vec::new(), Vec::new());
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        if is_atc(&a) {
+            let needs_value = !a.contains('=');
+            atc.push(a);
+            if needs_value {
+                atc.extend(it.next());
+            }
+        } else {
+            own.push(a);
+        }
+    }
+    (own, atc)
+}
