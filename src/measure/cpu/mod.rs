@@ -369,7 +369,7 @@ fn gemm_space_params(m: usize, k: usize, n: usize, threads: Vec<i64>) -> Vec<Par
 }
 
 /// Tolerance check: every output within `atol + rtol·|reference|`; the reason names the worst.
-fn check(out: &[f32], reference: &[f32], atol: f32, rtol: f32) -> Result<(), String> {
+pub fn check_output(out: &[f32], reference: &[f32], atol: f32, rtol: f32) -> Result<(), String> {
     if out.len() != reference.len() {
         return Err(format!(
             "output has {} values, reference {}",
@@ -526,7 +526,7 @@ impl CpuRunner {
             let t0 = Instant::now();
             runner(&mut out);
             let first = t0.elapsed();
-            if let Err(r) = check(&out, reference, atol, rtol) {
+            if let Err(r) = check_output(&out, reference, atol, rtol) {
                 return Err(Outcome::fail(FailureKind::PrecisionFail, r));
             }
             if first > timeout {
