@@ -241,7 +241,9 @@ impl CpuRunner {
         })
     }
 
-    fn default_gemm() -> GemmTiling {
+    /// The default (baseline) GEMM blocking: 64×128×512 cache blocks, the 4×8 micro-tile, one
+    /// thread.
+    pub fn default_gemm() -> GemmTiling {
         GemmTiling {
             mc: 64,
             kc: 128,
@@ -294,7 +296,9 @@ fn gemm_dims(task: &TuningTask) -> Result<(usize, usize, usize, usize, bool), Me
     Ok((batch.max(1), m, k, n, b_batch <= 1))
 }
 
-fn gemm_params(strategy: &StrategyMap) -> Result<GemmTiling, String> {
+/// The GEMM blocking a strategy names (`mc`, `kc`, `nc`, `micro`, `loop_order`, `threads`),
+/// or the `build_fail` reason.
+pub fn gemm_tiling_of(strategy: &StrategyMap) -> Result<GemmTiling, String> {
     let pos = |n: &str| -> Result<usize, String> {
         let v = get_int(strategy, n)?;
         usize::try_from(v)
@@ -411,7 +415,7 @@ impl CpuRunner {
                 b_shared,
                 ..
             } => {
-                let t = match gemm_params(s) {
+                let t = match gemm_tiling_of(s) {
                     Ok(t) => t,
                     Err(r) => return Outcome::fail(FailureKind::BuildFail, r),
                 };
@@ -447,7 +451,7 @@ impl CpuRunner {
                 out = vec![0f32; conv.n * conv.cout * conv.ho * conv.wo];
                 match algo.as_str() {
                     "im2col" => {
-                        let t = match gemm_params(s) {
+                        let t = match gemm_tiling_of(s) {
                             Ok(t) => t,
                             Err(r) => return Outcome::fail(FailureKind::BuildFail, r),
                         };
