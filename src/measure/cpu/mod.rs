@@ -27,6 +27,9 @@ use super::{
     TimingSettings, TuningTask,
 };
 
+/// One kernel invocation writing into the output buffer.
+type KernelRun<'a> = Box<dyn FnMut(&mut Vec<f32>) + 'a>;
+
 /// Serialises measurements within the process.
 static MEASURE_LOCK: Mutex<()> = Mutex::new(());
 
@@ -384,7 +387,8 @@ pub fn check_output(out: &[f32], reference: &[f32], atol: f32, rtol: f32) -> Res
     let mut worst: Option<(usize, f32)> = None;
     for (i, (&o, &r)) in out.iter().zip(reference).enumerate() {
         let err = (o - r).abs();
-        if !(err <= atol + rtol * r.abs()) && worst.is_none_or(|(_, e)| err > e || e.is_nan()) {
+        let within = err <= atol + rtol * r.abs();
+        if !within && worst.is_none_or(|(_, e)| err > e || e.is_nan()) {
             worst = Some((i, err));
         }
     }
@@ -404,7 +408,7 @@ impl CpuRunner {
         let mut out: Vec<f32>;
         let mut col = Vec::new();
         // Build (validate) the kernel.
-        let runner: Box<dyn FnMut(&mut Vec<f32>) + '_> = match p {
+        let runner: KernelRun<'_> = match p {
             Prepared::Gemm {
                 batch,
                 m,

@@ -260,13 +260,13 @@ impl CubeTiling {
                 t.block_dim_m * t.block_dim_n
             ));
         }
-        if t.base_m % 16 != 0 || t.base_n % 16 != 0 {
+        if !t.base_m.is_multiple_of(16) || !t.base_n.is_multiple_of(16) {
             return Err(format!(
                 "misaligned: baseM {} and baseN {} must be multiples of the 16-row fractal",
                 t.base_m, t.base_n
             ));
         }
-        if t.base_k % c0 != 0 {
+        if !t.base_k.is_multiple_of(c0) {
             return Err(format!(
                 "misaligned: baseK {} must be a multiple of C0 = {c0} for {s}-byte inputs",
                 t.base_k
@@ -441,11 +441,11 @@ impl CubeTiling {
         let n_tiles = sc_n.div_ceil(t.base_n);
         let m_sizes = [
             (t.base_m, sc_m / t.base_m),
-            (sc_m % t.base_m, u64::from(sc_m % t.base_m > 0)),
+            (sc_m % t.base_m, u64::from(!sc_m.is_multiple_of(t.base_m))),
         ];
         let n_sizes = [
             (t.base_n, sc_n / t.base_n),
-            (sc_n % t.base_n, u64::from(sc_n % t.base_n > 0)),
+            (sc_n % t.base_n, u64::from(!sc_n.is_multiple_of(t.base_n))),
         ];
         // Chip-wide bandwidth: every core's reads and writes share the L2 / memory.
         let a_rows_reads = p.batch as f64
