@@ -340,3 +340,45 @@ fn tracks_real_ascend910b2_matmul_times() {
         "{r:?}"
     );
 }
+
+#[test]
+fn runners_are_built_from_their_command_line_spelling() {
+    use tunebank::measure::{runner_from_spec, MeasureError};
+    assert_eq!(runner_from_spec("sim").unwrap().identity(), "sim:v1");
+    assert!(runner_from_spec("sim:7")
+        .unwrap()
+        .identity()
+        .contains("seed=7"));
+    assert!(runner_from_spec("cpu")
+        .unwrap()
+        .identity()
+        .starts_with("cpu:"));
+    assert!(runner_from_spec("exec:python3 runner.py")
+        .unwrap()
+        .identity()
+        .starts_with("exec:"));
+    assert!(matches!(
+        runner_from_spec("gpu"),
+        Err(MeasureError::UnknownRunner(_))
+    ));
+    assert!(matches!(
+        runner_from_spec("exec:"),
+        Err(MeasureError::Runner { .. })
+    ));
+}
+
+#[test]
+fn outcomes_report_median_and_spread() {
+    let o = Outcome::Measurement {
+        samples_us: vec![5.0, 1.0, 3.0, 2.0, 4.0],
+    };
+    assert_eq!(o.median_us(), Some(3.0));
+    assert_eq!(o.quartiles_us(), Some((2.0, 4.0)));
+    let f = Outcome::fail(FailureKind::RunCrash, "x");
+    assert_eq!(f.median_us(), None);
+    assert_eq!(f.quartiles_us(), None);
+    for k in FailureKind::ALL {
+        assert_eq!(FailureKind::parse(k.as_str()), Some(k));
+        assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+    }
+}

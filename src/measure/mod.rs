@@ -160,6 +160,20 @@ impl Outcome {
         }
     }
 
+    /// The spread of the samples: first and third quartile (nearest rank), or `None` for a
+    /// failure.
+    pub fn quartiles_us(&self) -> Option<(f64, f64)> {
+        match self {
+            Outcome::Measurement { samples_us } if !samples_us.is_empty() => {
+                let mut v = samples_us.clone();
+                v.sort_by(f64::total_cmp);
+                let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+                Some((q(0.25), q(0.75)))
+            }
+            _ => None,
+        }
+    }
+
     /// The failure, if this is one.
     pub fn failure(&self) -> Option<&Failure> {
         match self {

@@ -176,22 +176,24 @@ pub fn sgemm(
     }
     match t.order {
         LoopOrder::Nkm => {
-            let mut bpack = vec![0f32; kc * nc];
+            let mut bbuf = PackBuf::new(kc * nc);
+            let bpack = bbuf.as_mut_slice();
             let mut per_thread: Vec<Vec<(usize, &mut [f32])>> =
                 (0..threads).map(|_| Vec::new()).collect();
             for (j, blk) in blocks.into_iter().enumerate() {
                 per_thread[j % threads].push(blk);
             }
-            let mut apacks: Vec<Vec<f32>> = (0..threads).map(|_| vec![0f32; mc * kc]).collect();
+            let mut abufs: Vec<PackBuf> = (0..threads).map(|_| PackBuf::new(mc * kc)).collect();
+            let mut apacks: Vec<&mut [f32]> = abufs.iter_mut().map(|b| b.as_mut_slice()).collect();
             let mut jc = 0;
             while jc < n {
                 let ncb = nc.min(n - jc);
                 let mut pc = 0;
                 while pc < k {
                     let kcb = kc.min(k - pc);
-                    pack_b(&mut bpack, b, ldb, pc, kcb, jc, ncb, nr);
+                    pack_b(bpack, b, ldb, pc, kcb, jc, ncb, nr);
                     let bp = &bpack[..];
-                    let run = |blocks: &mut Vec<(usize, &mut [f32])>, apack: &mut Vec<f32>| {
+                    let run = |blocks: &mut Vec<(usize, &mut [f32])>, apack: &mut [f32]| {
                         for (ic, cblk) in blocks.iter_mut() {
                             let mcb = mc.min(m - *ic);
                             pack_a(apack, a, lda, *ic, mcb, pc, kcb, mr);
@@ -209,7 +211,7 @@ pub fn sgemm(
                         }
                     };
                     if threads == 1 {
-                        run(&mut per_thread[0], &mut apacks[0]);
+                        run(&mut per_thread[0], apacks[0]);
                     } else {
                         thread::scope(|s| {
                             for (blks, ap) in per_thread.iter_mut().zip(apacks.iter_mut()) {
@@ -229,25 +231,27 @@ pub fn sgemm(
                 per_thread[j % threads].push(blk);
             }
             let run = |blocks: &mut Vec<(usize, &mut [f32])>| {
-                let mut apack = vec![0f32; mc * kc];
-                let mut bpack = vec![0f32; kc * nc];
+                let mut abuf = PackBuf::new(mc * kc);
+                let mut bbuf = PackBuf::new(kc * nc);
+                let apack = abuf.as_mut_slice();
+                let bpack = bbuf.as_mut_slice();
                 for (ic, cblk) in blocks.iter_mut() {
                     let mcb = mc.min(m - *ic);
                     let mut pc = 0;
                     while pc < k {
                         let kcb = kc.min(k - pc);
-                        pack_a(&mut apack, a, lda, *ic, mcb, pc, kcb, mr);
+                        pack_a(apack, a, lda, *ic, mcb, pc, kcb, mr);
                         let mut jc = 0;
                         while jc < n {
                             let ncb = nc.min(n - jc);
-                            pack_b(&mut bpack, b, ldb, pc, kcb, jc, ncb, nr);
+                            pack_b(bpack, b, ldb, pc, kcb, jc, ncb, nr);
                             macro_kernel(
                                 kernel,
                                 mcb,
                                 kcb,
                                 ncb,
-                                &apack,
-                                &bpack,
+                                apack,
+                                bpack,
                                 &mut cblk[jc..],
                                 ldc,
                                 pc > 0,
@@ -268,6 +272,31 @@ pub fn sgemm(
                 });
             }
         }
+    }
+}
+
+/// A packing buffer aligned to 64 bytes, so that packed panels start on cache lines (512-bit
+/// loads that straddle two lines are much slower).
+struct PackBuf {
+    blocks: Vec<Line>,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([f32; 16]);
+
+impl PackBuf {
+    fn new(len: usize) -> PackBuf {
+        PackBuf {
+            blocks: vec![Line([0.0; 16]); len.div_ceil(16)],
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [f32] {
+        let len = self.blocks.len() * 16;
+        // SAFETY: `Line` is `repr(C)` over 16 f32 with no padding (64 bytes), so the blocks
+        // are `len` contiguous, initialised f32 values owned by `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.blocks.as_mut_ptr().cast::<f32>(), len) }
     }
 }
 

@@ -242,13 +242,18 @@ pub fn row_op(
 }
 
 #[inline(always)]
-fn lanes_reduce<const L: usize>(x: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
+fn lanes_reduce<const L: usize>(
+    x: &[f32],
+    init: f32,
+    map: impl Fn(f32) -> f32,
+    f: impl Fn(f32, f32) -> f32,
+) -> f32 {
     let mut acc = [init; L];
     let chunks = x.chunks_exact(L);
     let rem = chunks.remainder();
     for ch in chunks {
         for l in 0..L {
-            acc[l] = f(acc[l], ch[l]);
+            acc[l] = f(acc[l], map(ch[l]));
         }
     }
     let mut r = init;
@@ -256,7 +261,7 @@ fn lanes_reduce<const L: usize>(x: &[f32], init: f32, f: impl Fn(f32, f32) -> f3
         r = f(r, a);
     }
     for &v in rem {
-        r = f(r, v);
+        r = f(r, map(v));
     }
     r
 }
@@ -264,11 +269,11 @@ fn lanes_reduce<const L: usize>(x: &[f32], init: f32, f: impl Fn(f32, f32) -> f3
 fn row<const L: usize>(op: RowOp, s: &[f32], d: &mut [f32]) {
     match op {
         RowOp::Softmax => {
-            let mx = lanes_reduce::<L>(s, f32::MIN, f32::max);
+            let mx = lanes_reduce::<L>(s, f32::MIN, |v| v, f32::max);
             for (o, &v) in d.iter_mut().zip(s) {
                 *o = (v - mx).exp();
             }
-            let sum = lanes_reduce::<L>(d, 0.0, |a, b| a + b);
+            let sum = lanes_reduce::<L>(d, 0.0, |v| v, |a, b| a + b);
             let inv = 1.0 / sum;
             for o in d.iter_mut() {
                 *o *= inv;
@@ -276,11 +281,11 @@ fn row<const L: usize>(op: RowOp, s: &[f32], d: &mut [f32]) {
         }
         RowOp::LayerNorm => {
             let n = s.len() as f32;
-            let mean = lanes_reduce::<L>(s, 0.0, |a, b| a + b) / n;
+            let mean = lanes_reduce::<L>(s, 0.0, |v| v, |a, b| a + b) / n;
             for (o, &v) in d.iter_mut().zip(s) {
                 *o = v - mean;
             }
-            let var = lanes_reduce::<L>(d, 0.0, |a, b| a + b * b) / n;
+            let var = lanes_reduce::<L>(d, 0.0, |v| v * v, |a, b| a + b) / n;
             let inv = 1.0 / (var + 1e-5).sqrt();
             for o in d.iter_mut() {
                 *o *= inv;

@@ -27,6 +27,9 @@ use super::{
     TimingSettings, TuningTask,
 };
 
+/// One kernel invocation writing into the output buffer.
+type KernelRun<'a> = Box<dyn FnMut(&mut Vec<f32>) + 'a>;
+
 /// Serialises measurements within the process.
 static MEASURE_LOCK: Mutex<()> = Mutex::new(());
 
@@ -241,7 +244,9 @@ impl CpuRunner {
         })
     }
 
-    fn default_gemm() -> GemmTiling {
+    /// The default (baseline) GEMM blocking: 64×128×512 cache blocks, the 4×8 micro-tile, one
+    /// thread.
+    pub fn default_gemm() -> GemmTiling {
         GemmTiling {
             mc: 64,
             kc: 128,
@@ -294,7 +299,9 @@ fn gemm_dims(task: &TuningTask) -> Result<(usize, usize, usize, usize, bool), Me
     Ok((batch.max(1), m, k, n, b_batch <= 1))
 }
 
-fn gemm_params(strategy: &StrategyMap) -> Result<GemmTiling, String> {
+/// The GEMM blocking a strategy names (`mc`, `kc`, `nc`, `micro`, `loop_order`, `threads`),
+/// or the `build_fail` reason.
+pub fn gemm_tiling_of(strategy: &StrategyMap) -> Result<GemmTiling, String> {
     let pos = |n: &str| -> Result<usize, String> {
         let v = get_int(strategy, n)?;
         usize::try_from(v)
@@ -369,7 +376,7 @@ fn gemm_space_params(m: usize, k: usize, n: usize, threads: Vec<i64>) -> Vec<Par
 }
 
 /// Tolerance check: every output within `atol + rtol·|reference|`; the reason names the worst.
-fn check(out: &[f32], reference: &[f32], atol: f32, rtol: f32) -> Result<(), String> {
+pub fn check_output(out: &[f32], reference: &[f32], atol: f32, rtol: f32) -> Result<(), String> {
     if out.len() != reference.len() {
         return Err(format!(
             "output has {} values, reference {}",
@@ -380,7 +387,8 @@ fn check(out: &[f32], reference: &[f32], atol: f32, rtol: f32) -> Result<(), Str
     let mut worst: Option<(usize, f32)> = None;
     for (i, (&o, &r)) in out.iter().zip(reference).enumerate() {
         let err = (o - r).abs();
-        if !(err <= atol + rtol * r.abs()) && worst.is_none_or(|(_, e)| err > e || e.is_nan()) {
+        let within = err <= atol + rtol * r.abs();
+        if !within && worst.is_none_or(|(_, e)| err > e || e.is_nan()) {
             worst = Some((i, err));
         }
     }
@@ -400,7 +408,7 @@ impl CpuRunner {
         let mut out: Vec<f32>;
         let mut col = Vec::new();
         // Build (validate) the kernel.
-        let runner: Box<dyn FnMut(&mut Vec<f32>) + '_> = match p {
+        let runner: KernelRun<'_> = match p {
             Prepared::Gemm {
                 batch,
                 m,
@@ -411,7 +419,7 @@ impl CpuRunner {
                 b_shared,
                 ..
             } => {
-                let t = match gemm_params(s) {
+                let t = match gemm_tiling_of(s) {
                     Ok(t) => t,
                     Err(r) => return Outcome::fail(FailureKind::BuildFail, r),
                 };
@@ -447,7 +455,7 @@ impl CpuRunner {
                 out = vec![0f32; conv.n * conv.cout * conv.ho * conv.wo];
                 match algo.as_str() {
                     "im2col" => {
-                        let t = match gemm_params(s) {
+                        let t = match gemm_tiling_of(s) {
                             Ok(t) => t,
                             Err(r) => return Outcome::fail(FailureKind::BuildFail, r),
                         };
@@ -526,7 +534,7 @@ impl CpuRunner {
             let t0 = Instant::now();
             runner(&mut out);
             let first = t0.elapsed();
-            if let Err(r) = check(&out, reference, atol, rtol) {
+            if let Err(r) = check_output(&out, reference, atol, rtol) {
                 return Err(Outcome::fail(FailureKind::PrecisionFail, r));
             }
             if first > timeout {

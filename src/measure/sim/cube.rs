@@ -260,13 +260,13 @@ impl CubeTiling {
                 t.block_dim_m * t.block_dim_n
             ));
         }
-        if t.base_m % 16 != 0 || t.base_n % 16 != 0 {
+        if !t.base_m.is_multiple_of(16) || !t.base_n.is_multiple_of(16) {
             return Err(format!(
                 "misaligned: baseM {} and baseN {} must be multiples of the 16-row fractal",
                 t.base_m, t.base_n
             ));
         }
-        if t.base_k % c0 != 0 {
+        if !t.base_k.is_multiple_of(c0) {
             return Err(format!(
                 "misaligned: baseK {} must be a multiple of C0 = {c0} for {s}-byte inputs",
                 t.base_k
@@ -383,12 +383,10 @@ impl CubeTiling {
         // Multi-core split; K is never split across cores.
         let sc_m = align(ma.div_ceil(t.block_dim_m), 16);
         let sc_n = align(na.div_ceil(t.block_dim_n), 16);
-        let used_mn = ma.div_ceil(sc_m) * na.div_ceil(sc_n);
         let block_b = p
             .batch
             .min((u64::from(cores) / (t.block_dim_m * t.block_dim_n)).max(1));
         let batches_per_core = p.batch.div_ceil(block_b);
-        let used_cores = (used_mn * block_b).min(u64::from(cores)).max(1);
 
         // K loop of one output tile of mt × nt.
         let k_steps = ka.div_ceil(t.base_k);
@@ -441,11 +439,11 @@ impl CubeTiling {
         let n_tiles = sc_n.div_ceil(t.base_n);
         let m_sizes = [
             (t.base_m, sc_m / t.base_m),
-            (sc_m % t.base_m, u64::from(sc_m % t.base_m > 0)),
+            (sc_m % t.base_m, u64::from(!sc_m.is_multiple_of(t.base_m))),
         ];
         let n_sizes = [
             (t.base_n, sc_n / t.base_n),
-            (sc_n % t.base_n, u64::from(sc_n % t.base_n > 0)),
+            (sc_n % t.base_n, u64::from(!sc_n.is_multiple_of(t.base_n))),
         ];
         // Chip-wide bandwidth: every core's reads and writes share the L2 / memory.
         let a_rows_reads = p.batch as f64
@@ -569,7 +567,6 @@ impl CubeTiling {
                 }
             }
         }
-        let _ = (m_tiles, n_tiles);
         const FILL: f64 = 1200.0;
         let core_cycles = FILL + batches_per_core as f64 * core + max_fix;
         let core_us = core_cycles / (soc.clock_ghz * 1e3);
@@ -582,7 +579,6 @@ impl CubeTiling {
             (reads / soc.chip_read_bw(0)).max(unique / soc.chip_mem_bw) * 1e6
         };
         let chip_write_us = p.c_bytes() as f64 / soc.chip_write_bw(ws) * 1e6;
-        let _ = used_cores;
         core_us.max(chip_read_us).max(chip_write_us)
     }
 }

@@ -154,10 +154,9 @@ impl ElemProblem {
     pub fn time_us(&self, t: &VecTiling, soc: &SocModel) -> f64 {
         let ws = (self.n as f64 * (self.in_bytes_per + self.out_bytes as f64)) as u64;
         let (rd, wr) = (soc.core_read_bpc(ws), soc.core_write_bpc(ws));
-        let (block_len, tile_len) = self.lengths(t);
+        let (_, tile_len) = self.lengths(t);
         // Each core loops tileNum · bufferNum times over tiles of tileLength (the last ones
         // padded), as Ascend C kernels do.
-        let _ = block_len;
         let iters = t.tile * t.buffer_num;
         let tile_cycles = |len: u64| -> (f64, f64, f64) {
             let mte2 = ISSUE + len as f64 * self.in_bytes_per / rd;
