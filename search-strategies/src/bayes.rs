@@ -32,7 +32,7 @@ impl Default for BayesConfig {
         Self {
             initial: 10,
             max_train: 80,
-            random_candidates: 300,
+            random_candidates: 1000,
             local_parents: 5,
             refit_every: 8,
             xi: 0.0,
@@ -227,9 +227,23 @@ impl Strategy for BayesOpt {
             if cands.is_empty() {
                 break;
             }
+            // Branch and bound: EI grows with the variance, which is at most 1, so
+            // EI(mean, 1) bounds a candidate's EI from the cheap mean alone. Exact EI (an
+            // O(n²) solve) is computed in bound order until no bound can beat the best.
+            let mut bounded: Vec<(f64, ConfigId)> = cands
+                .iter()
+                .map(|&c| {
+                    let mu = gp.mean(space.features(c));
+                    (expected_improvement(mu, 1.0, best, self.cfg.xi), c)
+                })
+                .collect();
+            bounded.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             let mut scratch = Vec::new();
             let mut pick: Option<(ConfigId, f64)> = None;
-            for &c in &cands {
+            for &(bound, c) in &bounded {
+                if pick.is_some_and(|(_, e)| bound <= e) {
+                    break;
+                }
                 let (mu, v) = gp.predict(space.features(c), &mut scratch);
                 let ei = expected_improvement(mu, v, best, self.cfg.xi);
                 if pick.is_none_or(|(_, e)| ei > e) {

@@ -148,12 +148,20 @@ fn run(args: Args) -> Result<(), String> {
         table
             .rows
             .extend(Table::score(&other, &baselines, args.budget, "kt:").rows);
-        let mut theirs = curves(&other, &baselines, args.budget, "kt:");
-        theirs.sort_by(|a, b| {
-            let s = |c: &Vec<f64>| c.iter().sum::<f64>();
-            s(&a.1).total_cmp(&s(&b.1))
-        });
-        lines.extend(theirs.into_iter().take(3));
+        // Draw the other tuner's three best strategies by mean standardised score.
+        let best: Vec<String> = table
+            .means()
+            .into_iter()
+            .map(|(name, _)| name)
+            .filter(|n| n.starts_with("kt:"))
+            .take(3)
+            .collect();
+        let theirs = curves(&other, &baselines, args.budget, "kt:");
+        for name in &best {
+            if let Some(c) = theirs.iter().find(|c| &c.0 == name) {
+                lines.push(c.clone());
+            }
+        }
     }
     print!("{}", table.render());
     if let Some(p) = &args.svg {
