@@ -1,7 +1,7 @@
 //! Moving records between banks: JSON-lines export and import, merge with the conflict rule of
 //! DESIGN.md §5, and import of AOE `unified_bank` files ([`aoe`]).
 //!
-//! Formats and the AOE mapping are specified in `INTERCHANGE.md` beside this module.
+//! Formats and the AOE mapping are specified in ARCHITECTURE.md ("Bank interchange formats").
 //!
 //! Export format: one line per record, keys in ascending byte order, each line the compact JSON
 //! object `{"key": "<64 hex>", "record": <Record>}` with the record's fields in declaration order

@@ -446,7 +446,7 @@ fn group(
     let mut out = Vec::with_capacity(keys.len());
     let mut stale = 0;
     store.get_many_with(&keys, &mut |key, bytes| {
-        // The key schema version is header bytes 6..10 (FORMAT.md): an entry keyed under an
+        // The key schema version is header bytes 6..10 (ARCHITECTURE.md, "Bank storage format"): an entry keyed under an
         // older schema counts as stale even when this build can no longer decode its body.
         let version = bytes
             .get(6..10)
