@@ -74,3 +74,5 @@ pub mod bank;
 pub mod key;
 pub mod measure;
 pub mod model;
+pub mod report;
+pub mod tune;

@@ -13,6 +13,9 @@ use tunebank::bank::record::{Descriptor, Origin, Performance, Provenance, Record
 use tunebank::bank::{Bank, LayerId, Lookup};
 use tunebank::key::{derive_op_keys, FsReader, OpTemplate, RecordKind, ResolvedOptions, OPTIONS};
 
+#[path = "cli/tune.rs"]
+mod tune_cli;
+
 /// tunebank: a content-addressed tuning-knowledge bank for Ascend-style operator tuning.
 ///
 /// ATC options (`--precision_mode=...`, `--soc_version=...`, `--input_shape=...` …) may be given
@@ -42,6 +45,14 @@ enum Command {
     /// Bank maintenance.
     #[command(subcommand)]
     Bank(BankCommand),
+    /// Operator tuning (OPAT) of an ONNX model: `--model=m.onnx --job_type=2
+    /// --soc_version=...` plus ATC options; winners go to the custom bank and an AOE result
+    /// file is rewritten after every op. Exit 0 done, 1 some op failed, 2 bad input,
+    /// 130 interrupted (a rerun continues).
+    Tune(tune_cli::TuneArgs),
+    /// The converter's view: every op of `--model=m.onnx` resolved against the bank under the
+    /// given ATC options, hit or miss per op.
+    Convert(tune_cli::ConvertArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -167,8 +178,13 @@ fn open_bank(args: &BankArgs, soc: &str, read_only: bool) -> Result<Bank> {
 }
 
 fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
+    let command = match cli.command {
+        Command::Tune(args) => return tune_cli::tune(args, &atc),
+        Command::Convert(args) => return tune_cli::convert(args, &atc),
+        other => other,
+    };
     let mut out = std::io::stdout().lock();
-    match cli.command {
+    match command {
         Command::Key(ops) => {
             let ctx = context(&atc)?;
             let templates = read_templates(&ops.op)?;
@@ -287,6 +303,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Command::Tune(_) | Command::Convert(_) => unreachable!("handled above"),
         Command::Bank(BankCommand::Add {
             ops,
             bank,
