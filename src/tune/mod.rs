@@ -250,28 +250,35 @@ pub struct TaskOutcome {
     pub record: Option<Record>,
     /// Time inside `Measure::measure` for this task.
     pub measure_time: Duration,
+    /// Time inside the runner's `space` and `default_strategy` for this task.
+    pub setup_time: Duration,
     /// Time of the whole task on its worker.
     pub task_time: Duration,
 }
 
-/// Time accounting of a job.
+/// Time accounting of a job. Thread times are summed over threads, so with several workers
+/// they exceed the wall time.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TuneStats {
     /// Wall time of [`run`].
     pub wall: Duration,
-    /// Time inside `Measure::measure`, summed over workers.
+    /// Time inside `Measure::measure`.
     pub measure: Duration,
-    /// Everything else the job did, summed over threads: search strategy, space building,
-    /// look-ups, bank writes, result-file writes.
+    /// Time inside the runner's other methods (`space`: enumerating the valid strategies;
+    /// `default_strategy`).
+    pub runner_setup: Duration,
+    /// Everything else, the driver's own work: search strategy, look-ups, bank writes,
+    /// result-file writes.
     pub outside: Duration,
     /// Candidates measured in searches.
     pub trials: u64,
 }
 
 impl TuneStats {
-    /// `outside / (outside + measure)`: the share of the job's work that is not measurement.
+    /// `outside / (outside + runner_setup + measure)`: the share of the job's work that is
+    /// neither measurement nor the runner's own preparation.
     pub fn outside_share(&self) -> f64 {
-        let total = (self.outside + self.measure).as_secs_f64();
+        let total = (self.outside + self.runner_setup + self.measure).as_secs_f64();
         if total > 0.0 {
             self.outside.as_secs_f64() / total
         } else {
@@ -308,6 +315,7 @@ impl TuneObserver for () {
 struct TimedRunner {
     inner: Box<dyn Measure + Send>,
     spent: Duration,
+    setup: Duration,
 }
 
 impl Measure for TimedRunner {
@@ -315,10 +323,16 @@ impl Measure for TimedRunner {
         self.inner.identity()
     }
     fn space(&mut self, task: &TuningTask) -> Result<TaskSpace, MeasureError> {
-        self.inner.space(task)
+        let t = Instant::now();
+        let r = self.inner.space(task);
+        self.setup += t.elapsed();
+        r
     }
     fn default_strategy(&mut self, task: &TuningTask) -> Result<StrategyMap, MeasureError> {
-        self.inner.default_strategy(task)
+        let t = Instant::now();
+        let r = self.inner.default_strategy(task);
+        self.setup += t.elapsed();
+        r
     }
     fn measure(
         &mut self,
@@ -480,6 +494,7 @@ pub fn run(
                         failure: None,
                         record: None,
                         measure_time: Duration::ZERO,
+                        setup_time: Duration::ZERO,
                         task_time: Duration::ZERO,
                     });
                 }
@@ -568,6 +583,7 @@ pub fn run(
                     Ok(r) => TimedRunner {
                         inner: r,
                         spent: Duration::ZERO,
+                        setup: Duration::ZERO,
                     },
                     Err(e) => {
                         let _ = tx.send(Err(e.into()));
@@ -602,8 +618,9 @@ pub fn run(
                 Ok(o) => {
                     let t = Instant::now();
                     stats.measure += o.measure_time;
+                    stats.runner_setup += o.setup_time;
                     stats.trials += o.trials;
-                    worker_outside += o.task_time.saturating_sub(o.measure_time);
+                    worker_outside += o.task_time.saturating_sub(o.measure_time + o.setup_time);
                     if first_error.is_none() {
                         if let Err(e) = finish(o, &mut report, &mut outcomes) {
                             first_error = Some(e);
@@ -661,6 +678,7 @@ fn tune_one(
 ) -> TaskOutcome {
     let started = Instant::now();
     let measured_before = runner.spent;
+    let setup_before = runner.setup;
     let t = &plan.tasks[job.task];
     let task = TuningTask::new(t.descriptor.clone());
     let hit = job.hit.is_some();
@@ -678,10 +696,12 @@ fn tune_one(
         failure: None,
         record: None,
         measure_time: Duration::ZERO,
+        setup_time: Duration::ZERO,
         task_time: Duration::ZERO,
     };
     let finish = |mut out: TaskOutcome, runner: &TimedRunner| {
         out.measure_time = runner.spent - measured_before;
+        out.setup_time = runner.setup - setup_before;
         out.task_time = started.elapsed();
         out
     };
