@@ -244,8 +244,12 @@ pub struct TaskOutcome {
     pub trials: u64,
     /// Why the search stopped, if one ran.
     pub stop: Option<StopReason>,
-    /// Why the op could not be tuned (the runner's task-level error), if so.
+    /// Why the op could not be tuned (the runner's task-level error), if so. Such ops are
+    /// listed in `tuning_failed_operators`.
     pub failure: Option<String>,
+    /// Why the runner does not tune this op at all (`MeasureError::Unsupported`), if so: a
+    /// clear skip, counted as unsatisfied (or reserved on a hit), not a failure.
+    pub unsupported: Option<String>,
     /// The record written (add/update).
     pub record: Option<Record>,
     /// Time inside `Measure::measure` for this task.
@@ -492,6 +496,7 @@ pub fn run(
                         trials: 0,
                         stop: None,
                         failure: None,
+                        unsupported: None,
                         record: None,
                         measure_time: Duration::ZERO,
                         setup_time: Duration::ZERO,
@@ -694,6 +699,7 @@ fn tune_one(
         trials: 0,
         stop: None,
         failure: None,
+        unsupported: None,
         record: None,
         measure_time: Duration::ZERO,
         setup_time: Duration::ZERO,
@@ -710,6 +716,10 @@ fn tune_one(
         .and_then(|s| Ok((s, runner.default_strategy(&task)?)));
     let (space, default) = match prepared {
         Ok(x) => x,
+        Err(e @ MeasureError::Unsupported { .. }) => {
+            out.unsupported = Some(e.to_string());
+            return finish(out, runner);
+        }
         Err(e) => {
             out.failure = Some(e.to_string());
             return finish(out, runner);
@@ -740,9 +750,16 @@ fn tune_one(
     };
     out.trials = search.history.len() as u64;
     out.stop = Some(search.stop);
-    if let Some(e) = error {
-        out.failure = Some(e.to_string());
-        return finish(out, runner);
+    match error {
+        Some(e @ MeasureError::Unsupported { .. }) => {
+            out.unsupported = Some(e.to_string());
+            return finish(out, runner);
+        }
+        Some(e) => {
+            out.failure = Some(e.to_string());
+            return finish(out, runner);
+        }
+        None => {}
     }
     let Some(best) = search.history.best() else {
         return finish(out, runner); // every candidate failed: nothing to write

@@ -242,11 +242,11 @@ impl TuneObserver for Progress {
                 (Some(b), Some(a)) => format!("  {b:.3} -> {a:.3} us"),
                 _ => String::new(),
             };
-            let fail = o
-                .failure
-                .as_ref()
-                .map(|f| format!("  (failed: {f})"))
-                .unwrap_or_default();
+            let fail = match (&o.failure, &o.unsupported) {
+                (Some(f), _) => format!("  (failed: {f})"),
+                (None, Some(u)) => format!("  (not tuned: {u})"),
+                _ => String::new(),
+            };
             let _ = writeln!(
                 err,
                 "[{done}/{total}] {:<11} {}{times}{fail}",
