@@ -112,7 +112,7 @@ mod tests {
 
     /// Deterministic noisy samples: `base · (1 + sigma·|z|)` like the simulator's noise.
     fn noisy(base: f64, sigma: f64, seed: u64, n: usize) -> Vec<f64> {
-        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut s = crate::measure::sim::splitmix(seed) | 1;
         (0..n)
             .map(|_| {
                 s ^= s << 13;
@@ -136,13 +136,18 @@ mod tests {
     }
 
     #[test]
-    fn same_distribution_under_noise_is_not_a_win() {
+    fn same_distribution_under_noise_is_rarely_a_win() {
+        // The false-win rate is bounded by alpha (1 %); allow that, not more.
         let r = WinRule::default();
-        for seed in 0..50 {
-            let base = noisy(10.0, 0.05, seed, 30);
-            let cand = noisy(10.0, 0.05, seed + 1000, 30);
-            assert!(!r.is_clear_win(&base, &cand), "seed {seed}");
-        }
+        let n = 400;
+        let false_wins = (0..n)
+            .filter(|&seed| {
+                let base = noisy(10.0, 0.05, seed, 30);
+                let cand = noisy(10.0, 0.05, seed + 100_000, 30);
+                r.is_clear_win(&base, &cand)
+            })
+            .count();
+        assert!(false_wins * 100 <= 2 * n as usize, "{false_wins} of {n}");
     }
 
     #[test]

@@ -574,7 +574,6 @@ pub fn run(
         deadline: settings.total_time.map(|d| start + d),
     };
     let next = AtomicUsize::new(0);
-    let ran_out = AtomicBool::new(false);
     let workers = settings.workers.clamp(1, jobs.len().max(1));
     let (tx, rx) = mpsc::channel::<Result<TaskOutcome, TuneError>>();
     let mut worker_outside = Duration::ZERO;
@@ -582,7 +581,7 @@ pub fn run(
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let tx = tx.clone();
-            let (jobs, next, budget, ran_out) = (&jobs, &next, &budget, &ran_out);
+            let (jobs, next, budget) = (&jobs, &next, &budget);
             scope.spawn(move || {
                 let mut runner = match runner_from_spec(&settings.runner) {
                     Ok(r) => TimedRunner {
@@ -603,8 +602,7 @@ pub fn run(
                     let Some(job) = jobs.get(i) else { return };
                     let granted = budget.reserve(settings.trials_per_op as u64);
                     if granted == 0 {
-                        ran_out.store(true, Ordering::Relaxed);
-                        return;
+                        return; // the job's trials or time are used up
                     }
                     let out = tune_one(plan, job, &mut runner, settings, granted, budget, cancel);
                     if cancel.load(Ordering::Relaxed) {
@@ -662,7 +660,6 @@ pub fn run(
     main_outside += t.elapsed();
     stats.wall = start.elapsed();
     stats.outside = main_outside + worker_outside;
-    let _ = ran_out;
     Ok(TuneSummary {
         report,
         outcomes,

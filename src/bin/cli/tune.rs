@@ -13,7 +13,7 @@ use tunebank::bank::{Bank, Lookup};
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
 use tunebank::model::load_onnx;
 use tunebank::report::ResultFile;
-use tunebank::tune::{self, memory, Decision, TaskOutcome, TuneObserver, TunePlan, TuneSettings};
+use tunebank::tune::{self, memory, TaskOutcome, TuneObserver, TunePlan, TuneSettings};
 
 /// Set by SIGINT/SIGTERM; the driver stops cooperatively when it is set.
 static CANCEL: AtomicBool = AtomicBool::new(false);
@@ -140,7 +140,6 @@ fn repeat_tune() -> Result<bool> {
 }
 
 struct Loaded {
-    options: ResolvedOptions,
     soc: tunebank::key::SocSpec,
     model_path: String,
     plan: TunePlan,
@@ -159,7 +158,6 @@ fn load(atc: &[String], only: Option<&BTreeSet<String>>) -> Result<Loaded> {
     let model = load_onnx(&model_path)?;
     let plan = tune::plan(&model, &options, &soc, only)?;
     Ok(Loaded {
-        options,
         soc,
         model_path,
         plan,
@@ -391,7 +389,6 @@ pub fn tune(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
         start: Instant::now(),
         started: false,
     };
-    let _ = &loaded.options;
     let summary = tune::run(
         &loaded.plan,
         &bank,
@@ -476,7 +473,6 @@ fn print_summary(
         workers
     )?;
     writeln!(out, "result file: {}", result.path.display())?;
-    let _ = Decision::Add;
     Ok(())
 }
 
@@ -550,7 +546,6 @@ pub fn convert(args: ConvertArgs, atc: &[String]) -> Result<ExitCode> {
         };
         writeln!(out, "{hits}/{total} ops hit ({pct:.1}%)")?;
     }
-    let _ = &loaded.options;
     Ok(if args.error_on_miss && hits < total {
         ExitCode::from(1)
     } else {
