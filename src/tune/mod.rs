@@ -604,7 +604,29 @@ pub fn run(
                     if granted == 0 {
                         return; // the job's trials or time are used up
                     }
-                    let out = tune_one(plan, job, &mut runner, settings, granted, budget, cancel);
+                    // A runner that panics fails this op only; the worker goes on with a
+                    // fresh runner.
+                    let started = Instant::now();
+                    let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        tune_one(plan, job, &mut runner, settings, granted, budget, cancel)
+                    })) {
+                        Ok(out) => out,
+                        Err(payload) => {
+                            let what = payload
+                                .downcast_ref::<&str>()
+                                .map(|s| s.to_string())
+                                .or_else(|| payload.downcast_ref::<String>().cloned())
+                                .unwrap_or_else(|| "unknown panic".into());
+                            if let Ok(fresh) = runner_from_spec(&settings.runner) {
+                                runner.inner = fresh;
+                            }
+                            failed_outcome(
+                                job,
+                                format!("runner {} panicked: {what}", settings.runner),
+                                started.elapsed(),
+                            )
+                        }
+                    };
                     if cancel.load(Ordering::Relaxed) {
                         return; // an interrupted search is discarded, never written
                     }
@@ -666,6 +688,28 @@ pub fn run(
         interrupted,
         stats,
     })
+}
+
+/// The outcome of a task whose runner broke down.
+fn failed_outcome(job: &Job, why: String, task_time: Duration) -> TaskOutcome {
+    TaskOutcome {
+        task: job.task,
+        decision: if job.hit.is_some() {
+            Decision::Reserved
+        } else {
+            Decision::Unsatisfied
+        },
+        before_us: None,
+        after_us: None,
+        trials: 0,
+        stop: None,
+        failure: Some(why),
+        unsupported: None,
+        record: None,
+        measure_time: Duration::ZERO,
+        setup_time: Duration::ZERO,
+        task_time,
+    }
 }
 
 /// Searches and decides one task on this worker's runner.
