@@ -523,3 +523,51 @@ fn tune_ops_file_selects_ops() {
     let s = summary(parts(json.as_ref().unwrap()).1);
     assert_eq!(s.total, 1, "{s:?}");
 }
+
+/// `convert` on a bad model is bad input too (exit 2), and on a sound one it never writes.
+#[test]
+fn convert_bad_model_is_exit_2_and_never_writes() {
+    let sb = Sandbox::new();
+    let bank = sb.bank();
+    let out = sb
+        .cmd(&[
+            "convert",
+            "--model",
+            &fixture("garbage.onnx"),
+            "--soc_version=Ascend910B2",
+            "--bank",
+            bank.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("garbage.onnx"));
+    let out = sb.convert(&["--json", "--error-on-miss"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "everything misses in an empty bank"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hits"], 0);
+    assert_eq!(v["misses"], 72);
+    assert!(!bank.exists(), "convert opens the bank read-only");
+}
+
+/// The job's total time budget stops it between ops: the report is incomplete but valid, and
+/// the ops it finished are counted consistently.
+#[test]
+fn total_time_budget_stops_between_ops() {
+    let sb = Sandbox::new();
+    let (out, json) = sb.tune(
+        &fixture("resnet50.onnx"),
+        &["--total-time-s", "0.3"],
+        &[("TUNING_PARALLEL_NUM", "1")],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("total budget ran out"));
+    let (basic, opat) = parts(json.as_ref().unwrap());
+    assert_eq!(opat["opat_tuning_result"], "tuning incomplete");
+    assert!(basic.get("tuning_time(s)").is_none());
+    assert!(summary(opat).total < 30);
+}
