@@ -272,8 +272,12 @@ pub struct TuneStats {
     /// `default_strategy`).
     pub runner_setup: Duration,
     /// Everything else, the driver's own work: search strategy, look-ups, bank writes,
-    /// result-file writes.
+    /// result-file writes (`search + bank_report`).
     pub outside: Duration,
+    /// The part of `outside` on the workers: the search strategy and search bookkeeping.
+    pub search: Duration,
+    /// The part of `outside` on the calling thread: look-ups, bank writes, result files.
+    pub bank_report: Duration,
     /// Candidates measured in searches.
     pub trials: u64,
 }
@@ -508,9 +512,12 @@ pub fn run(
         }
     }
     let total = plan.tasks.len();
+    // `write`: rewrite the result file now. Reused hits write nothing to the bank, so their
+    // report lines are written once, together.
     let mut finish = |o: TaskOutcome,
                       report: &mut OpatReport,
-                      outcomes: &mut Vec<TaskOutcome>|
+                      outcomes: &mut Vec<TaskOutcome>,
+                      write: bool|
      -> Result<(), TuneError> {
         if let Some(r) = &o.record {
             bank.write_batch(std::slice::from_ref(r))?;
@@ -553,7 +560,9 @@ pub fn run(
         if o.failure.is_some() {
             report.failed_ops.extend(task.op_names.iter().cloned());
         }
-        write_report(report)?;
+        if write {
+            write_report(report)?;
+        }
         outcomes.push(o);
         observer.finished(
             plan,
@@ -564,10 +573,10 @@ pub fn run(
         Ok(())
     };
     for o in reused {
-        let t = Instant::now();
-        finish(o, &mut report, &mut outcomes)?;
-        main_outside += t.elapsed();
+        finish(o, &mut report, &mut outcomes, false)?;
     }
+    write_report(&report)?;
+    main_outside += start.elapsed();
 
     let budget = Budget {
         trials_left: settings.total_trials.map(AtomicU64::new),
@@ -647,7 +656,7 @@ pub fn run(
                     stats.trials += o.trials;
                     worker_outside += o.task_time.saturating_sub(o.measure_time + o.setup_time);
                     if first_error.is_none() {
-                        if let Err(e) = finish(o, &mut report, &mut outcomes) {
+                        if let Err(e) = finish(o, &mut report, &mut outcomes, true) {
                             first_error = Some(e);
                             cancel.store(true, Ordering::Relaxed);
                         }
@@ -682,6 +691,8 @@ pub fn run(
     main_outside += t.elapsed();
     stats.wall = start.elapsed();
     stats.outside = main_outside + worker_outside;
+    stats.search = worker_outside;
+    stats.bank_report = main_outside;
     Ok(TuneSummary {
         report,
         outcomes,

@@ -463,12 +463,14 @@ fn print_summary(
     let st = &summary.stats;
     writeln!(
         out,
-        "time: wall {:.2} s; {} candidates measured; thread time: runner measuring {:.3} s, runner building spaces {:.3} s, outside the runner (strategy, bank, report) {:.3} s ({:.2}% of work, {} worker(s))",
+        "time: wall {:.2} s; {} candidates measured; thread time: runner measuring {:.3} s, runner building spaces {:.3} s, outside the runner {:.3} s = search strategy {:.3} s + bank and result file {:.3} s ({:.2}% of work, {} worker(s))",
         st.wall.as_secs_f64(),
         st.trials,
         st.measure.as_secs_f64(),
         st.runner_setup.as_secs_f64(),
         st.outside.as_secs_f64(),
+        st.search.as_secs_f64(),
+        st.bank_report.as_secs_f64(),
         100.0 * st.outside_share(),
         workers
     )?;
