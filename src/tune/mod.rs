@@ -24,6 +24,42 @@
 //!
 //! Time spent inside [`Measure::measure`] is accounted separately from everything else
 //! (strategy, space building, bank, report), see [`TuneStats`].
+//!
+//! ```
+//! use std::collections::BTreeSet;
+//! use std::sync::atomic::AtomicBool;
+//! use tunebank::bank::Bank;
+//! use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
+//! use tunebank::model::load_onnx;
+//! use tunebank::tune::{self, TuneSettings};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! let model = load_onnx(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/models/resnet50.onnx"))?;
+//! let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader)?;
+//! let only: BTreeSet<String> = ["Gemm".to_string()].into(); // AOE's tune_ops_file
+//! let plan = tune::plan(&model, &options, &options.soc()?, Some(&only))?;
+//! let bank = Bank::builder(RecordKind::Op, "Ascend910B2")
+//!     .custom_path(dir.path().join("op.redb"))
+//!     .no_default_builtin()
+//!     .open()?;
+//! let settings = TuneSettings {
+//!     runner: "sim".into(),
+//!     trials_per_op: 16,
+//!     options_given: options.given().clone(),
+//!     ..TuneSettings::default()
+//! };
+//! let cancel = AtomicBool::new(false); // a signal handler may set it
+//! let first = tune::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ())?;
+//! let s = first.report.summary;
+//! assert_eq!((s.total, s.add), (1, 1)); // the default Gemm tiling is beaten clearly
+//!
+//! // A rerun finds the winner in the bank and measures nothing.
+//! let again = tune::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ())?;
+//! assert_eq!((again.report.summary.hit, again.stats.trials), (1, 0));
+//! # Ok(())
+//! # }
+//! ```
 
 mod decision;
 pub mod memory;
