@@ -75,3 +75,5 @@ pub mod inspect;
 pub mod key;
 pub mod measure;
 pub mod model;
+pub mod report;
+pub mod tune;

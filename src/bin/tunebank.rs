@@ -18,6 +18,9 @@ use tunebank::key::{
     derive_op_keys, BankKey, FsReader, OpTemplate, RecordKind, ResolvedOptions, OPTIONS,
 };
 
+#[path = "cli/tune.rs"]
+mod tune_cli;
+
 /// tunebank: a content-addressed tuning-knowledge bank for Ascend-style operator tuning.
 ///
 /// ATC options (`--precision_mode=...`, `--soc_version=...`, `--input_shape=...` …) may be given
@@ -47,6 +50,27 @@ enum Command {
     /// Bank maintenance.
     #[command(subcommand)]
     Bank(BankCommand),
+    /// Operator tuning (OPAT) of an ONNX model: `--model=m.onnx --job_type=2
+    /// --soc_version=...` plus ATC options; winners go to the custom bank and an AOE result
+    /// file is rewritten after every op. Exit 0 done, 1 some op failed, 2 bad input,
+    /// 130 interrupted (a rerun continues).
+    #[command(
+        after_help = "AOE/ATC flags: --model=FILE (required), --job_type=2 | --job-type op \
+(subgraph and gradient tuning are not supported yet), --framework=5, --soc_version=SOC \
+(required), --tune_ops_file=FILE (op names or op types, one per line), and every ATC option \
+(--precision_mode, --input_shape, --dynamic_batch_size, ...).\n\nEnvironment: TUNE_BANK_PATH, \
+ASCEND_CACHE_PATH (bank location), ASCEND_WORK_PATH (result file), REPEAT_TUNE=True|False, \
+TUNING_PARALLEL_NUM (workers, capped by available memory), TE_PARALLEL_COMPILER (candidates per \
+search round), AOE_MODE (2 only), ASCEND_DEVICE_ID."
+    )]
+    Tune(tune_cli::TuneArgs),
+    /// The converter's view: every op of `--model=m.onnx` resolved against the bank under the
+    /// given ATC options, hit or miss per op.
+    #[command(
+        after_help = "AOE/ATC flags: --model=FILE (required), --soc_version=SOC (required) \
+and every ATC option; they must match those used for tuning for the ops to hit."
+    )]
+    Convert(tune_cli::ConvertArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -255,8 +279,13 @@ fn read_source(path: &PathBuf) -> Result<(Vec<(BankKey, Record)>, usize)> {
 }
 
 fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
+    let command = match cli.command {
+        Command::Tune(args) => return tune_cli::tune(args, &atc),
+        Command::Convert(args) => return tune_cli::convert(args, &atc),
+        other => other,
+    };
     let mut out = std::io::stdout().lock();
-    match cli.command {
+    match command {
         Command::Key(ops) => {
             let ctx = context(&atc)?;
             let templates = read_templates(&ops.op)?;
@@ -375,6 +404,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Command::Tune(_) | Command::Convert(_) => unreachable!("handled above"),
         Command::Bank(BankCommand::Add {
             ops,
             bank,

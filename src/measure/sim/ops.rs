@@ -172,7 +172,7 @@ pub fn model(task: &TuningTask, soc: &SocModel, runner: &str) -> Result<OpModel,
                 useful_flops,
             })
         }
-        "conv2d" => super::conv::model(task, soc, runner),
+        "conv2d" | "conv" => super::conv::model(task, soc, runner),
         "add" | "sub" | "mul" | "div" | "realdiv" | "maximum" | "minimum" | "addn" | "biasadd"
         | "relu" | "relu6" | "leakyrelu" | "abs" | "neg" | "cast" | "sqrt" | "rsqrt" | "exp"
         | "log" | "sigmoid" | "tanh" | "gelu" | "fastgelu" | "swish" | "silu" | "erf" | "muls"
