@@ -14,9 +14,8 @@ use tunebank::bank::interchange::{self, aoe};
 use tunebank::bank::record::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::bank::store::RedbStore;
 use tunebank::bank::{Bank, LayerId, Lookup};
-use tunebank::key::{
-    derive_op_keys, BankKey, FsReader, OpTemplate, RecordKind, ResolvedOptions, OPTIONS,
-};
+use tunebank::key::options::split_atc_args;
+use tunebank::key::{derive_op_keys, BankKey, FsReader, OpTemplate, RecordKind, ResolvedOptions};
 
 #[path = "cli/tune.rs"]
 mod tune_cli;
@@ -156,32 +155,6 @@ struct BankArgs {
     /// Extra read-only built-in bank file (repeatable), consulted after the custom bank.
     #[arg(long = "builtin-bank")]
     builtin: Vec<PathBuf>,
-}
-
-/// Splits the arguments after the program name into tunebank's own and ATC options (any
-/// `--name[=value]` whose name is in the options table).
-fn split_atc(args: Vec<String>) -> (Vec<String>, Vec<String>) {
-    let is_atc = |a: &str| {
-        let Some(body) = a.strip_prefix("--") else {
-            return false;
-        };
-        let name = body.split('=').next().unwrap_or("").replace('-', "_");
-        OPTIONS.iter().any(|o| o.name == name)
-    };
-    let (mut own, mut atc) = (Vec::new(), Vec::new());
-    let mut it = args.into_iter();
-    while let Some(a) = it.next() {
-        if is_atc(&a) {
-            let needs_value = !a.contains('=');
-            atc.push(a);
-            if needs_value {
-                atc.extend(it.next());
-            }
-        } else {
-            own.push(a);
-        }
-    }
-    (own, atc)
 }
 
 fn read_templates(path: &PathBuf) -> Result<Vec<OpTemplate>> {
@@ -620,7 +593,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let (own, atc) = split_atc(std::env::args().skip(1).collect());
+    let (own, atc) = split_atc_args(std::env::args().skip(1).collect(), &[]);
     let cli = match Cli::try_parse_from(std::iter::once("tunebank".to_owned()).chain(own)) {
         Ok(c) => c,
         Err(e) => {
