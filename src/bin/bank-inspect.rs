@@ -4,6 +4,9 @@
 //! record, `diff` found differences); 2 bad input (malformed JSON, unknown option value, missing
 //! bank …).
 
+#[path = "cli/entry.rs"]
+mod entry;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,7 +20,6 @@ use tunebank::inspect::{
     self, catalog::Filter, why_descriptor, why_resolved, why_templates, Verdict, WhyConfig,
     WhyReport,
 };
-use tunebank::key::options::split_atc_args;
 use tunebank::key::{BankKey, FsReader, OpDescriptor, OpTemplate, RecordKind, ResolvedOptions};
 
 /// bank-inspect: explain missed bank hits; show, list, count, verify and compare banks.
@@ -557,25 +559,5 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let (own, atc) = split_atc_args(std::env::args().skip(1).collect(), &["model"]);
-    let cli = match Cli::try_parse_from(std::iter::once("bank-inspect".to_owned()).chain(own)) {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
-    };
-    match run(cli, atc) {
-        Ok(code) => code,
-        Err(e) => {
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            {
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("bank-inspect: error: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+    entry::main::<Cli>("bank-inspect", &["model"], run)
 }

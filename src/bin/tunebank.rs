@@ -4,6 +4,9 @@
 //! missed, `bank export`/`merge` left damaged records out, `bank import --aoe` rejected entries
 //! whose md5 did not verify); 2 bad input (unknown option value, malformed JSON, bad bank path …), nothing written.
 
+#[path = "cli/entry.rs"]
+mod entry;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,7 +17,6 @@ use tunebank::bank::interchange::{self, aoe};
 use tunebank::bank::record::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::bank::store::RedbStore;
 use tunebank::bank::{Bank, LayerId, Lookup};
-use tunebank::key::options::split_atc_args;
 use tunebank::key::{derive_op_keys, BankKey, FsReader, OpTemplate, RecordKind, ResolvedOptions};
 
 #[path = "cli/tune.rs"]
@@ -593,25 +595,5 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let (own, atc) = split_atc_args(std::env::args().skip(1).collect(), &[]);
-    let cli = match Cli::try_parse_from(std::iter::once("tunebank".to_owned()).chain(own)) {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
-    };
-    match run(cli, atc) {
-        Ok(code) => code,
-        Err(e) => {
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            {
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("tunebank: error: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+    entry::main::<Cli>("tunebank", &[], run)
 }

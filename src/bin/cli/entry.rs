@@ -1,0 +1,37 @@
+//! The entry point both command lines share: split ATC options from the tool's own flags, parse
+//! the flags, run, and map the outcome to an exit code (a usage error or any failure is 2 and
+//! prints the whole cause chain; a closed output pipe is success).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tunebank::key::options::split_atc_args;
+
+/// Runs the tool `name`, whose own flags that share a name with an ATC option are `own_flags`.
+pub fn main<C: Parser>(
+    name: &str,
+    own_flags: &[&str],
+    run: impl FnOnce(C, Vec<String>) -> anyhow::Result<ExitCode>,
+) -> ExitCode {
+    let (own, atc) = split_atc_args(std::env::args().skip(1).collect(), own_flags);
+    let cli = match C::try_parse_from(std::iter::once(name.to_owned()).chain(own)) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli, atc) {
+        Ok(code) => code,
+        Err(e) => {
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("{name}: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
