@@ -20,7 +20,7 @@ use tunebank::inspect::{
     self, catalog::Filter, why_descriptor, why_resolved, why_templates, Verdict, WhyConfig,
     WhyReport,
 };
-use tunebank::key::{BankKey, FsReader, OpDescriptor, OpTemplate, RecordKind, ResolvedOptions};
+use tunebank::key::{BankKey, FsReader, OpDescriptor, RecordKind, ResolvedOptions};
 
 /// bank-inspect: explain missed bank hits; show, list, count, verify and compare banks.
 ///
@@ -138,26 +138,6 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path, expected: &str) -> Res
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{}: expected {expected}", path.display()))
-}
-
-fn read_templates(path: &Path) -> Result<Vec<OpTemplate>> {
-    let value: serde_json::Value = read_json(path, "JSON")?;
-    let list = match value {
-        serde_json::Value::Array(items) => items,
-        other => vec![other],
-    };
-    list.into_iter()
-        .enumerate()
-        .map(|(i, v)| {
-            serde_json::from_value(v).with_context(|| {
-                format!(
-                    "op file {} entry {i}: expected an op template \
-                     {{node_name, op_type, inputs: [{{shape, dtype, ...}}], outputs, attrs}}",
-                    path.display()
-                )
-            })
-        })
-        .collect()
 }
 
 /// Opens the bank read-only: `--bank` and `--builtin-bank`, or the custom bank the environment
@@ -339,7 +319,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                     why_resolved(&bank, &resolved, &options, &config, &|_| true)?
                 }
                 (Some(path), _) => {
-                    let templates = read_templates(&path)?;
+                    let templates = entry::read_templates(&path)?;
                     let bank = open_bank(&bank, &atc)?;
                     why_templates(&bank, &templates, &options, &config, &|_| true)?
                 }

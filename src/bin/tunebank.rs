@@ -17,7 +17,7 @@ use tunebank::bank::interchange::{self, aoe};
 use tunebank::bank::record::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::bank::store::RedbStore;
 use tunebank::bank::{Bank, LayerId, Lookup};
-use tunebank::key::{derive_op_keys, BankKey, FsReader, OpTemplate, RecordKind, ResolvedOptions};
+use tunebank::key::{derive_op_keys, BankKey, FsReader, RecordKind, ResolvedOptions};
 
 #[path = "cli/tune.rs"]
 mod tune_cli;
@@ -159,33 +159,6 @@ struct BankArgs {
     builtin: Vec<PathBuf>,
 }
 
-fn read_templates(path: &PathBuf) -> Result<Vec<OpTemplate>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read op file {}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "op file {}: not valid JSON; expected an op template object or a list of them",
-            path.display()
-        )
-    })?;
-    let list = match value {
-        serde_json::Value::Array(items) => items,
-        other => vec![other],
-    };
-    list.into_iter()
-        .enumerate()
-        .map(|(i, v)| {
-            serde_json::from_value(v).with_context(|| {
-                format!(
-                    "op file {} entry {i}: expected an op template \
-                     {{node_name, op_type, inputs: [{{shape, dtype, ...}}], outputs, attrs}}",
-                    path.display()
-                )
-            })
-        })
-        .collect()
-}
-
 struct Context_ {
     options: ResolvedOptions,
     soc: tunebank::key::SocSpec,
@@ -263,7 +236,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
     match command {
         Command::Key(ops) => {
             let ctx = context(&atc)?;
-            let templates = read_templates(&ops.op)?;
+            let templates = entry::read_templates(&ops.op)?;
             let mut rows = Vec::new();
             for t in &templates {
                 for r in derive_op_keys(t, &ctx.options, &ctx.soc)? {
@@ -291,7 +264,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
             error_on_miss,
         } => {
             let ctx = context(&atc)?;
-            let templates = read_templates(&ops.op)?;
+            let templates = entry::read_templates(&ops.op)?;
             let bank = open_bank(&bank, &ctx.soc.version, true)?;
             let mut rows = Vec::new();
             let (mut hits, mut total) = (0u64, 0u64);
@@ -389,7 +362,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
             runner,
         }) => {
             let ctx = context(&atc)?;
-            let templates = read_templates(&ops.op)?;
+            let templates = entry::read_templates(&ops.op)?;
             let strategy: tunebank::bank::Strategy =
                 serde_json::from_str(&strategy).with_context(|| {
                     format!("--strategy {strategy:?}: expected a JSON object of parameters")

@@ -2,10 +2,14 @@
 //! the flags, run, and map the outcome to an exit code (a usage error or any failure is 2 and
 //! prints the whole cause chain; a closed output pipe is success).
 
+use std::path::Path;
 use std::process::ExitCode;
+
+use anyhow::Context;
 
 use clap::Parser;
 use tunebank::key::options::split_atc_args;
+use tunebank::key::OpTemplate;
 
 /// Runs the tool `name`, whose own flags that share a name with an ATC option are `own_flags`.
 pub fn main<C: Parser>(
@@ -34,4 +38,33 @@ pub fn main<C: Parser>(
             ExitCode::from(2)
         }
     }
+}
+
+/// Reads an op file: one op template (as a model import produces it) or a JSON list of them.
+/// Errors name the file, the entry and the expected form.
+pub fn read_templates(path: &Path) -> anyhow::Result<Vec<OpTemplate>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read op file {}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "op file {}: not valid JSON; expected an op template object or a list of them",
+            path.display()
+        )
+    })?;
+    let list = match value {
+        serde_json::Value::Array(items) => items,
+        other => vec![other],
+    };
+    list.into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            serde_json::from_value(v).with_context(|| {
+                format!(
+                    "op file {} entry {i}: expected an op template \
+                     {{node_name, op_type, inputs: [{{shape, dtype, ...}}], outputs, attrs}}",
+                    path.display()
+                )
+            })
+        })
+        .collect()
 }
