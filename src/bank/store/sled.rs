@@ -87,6 +87,9 @@ fn parse_index_key(bytes: &[u8]) -> Option<(IndexKey, BankKey)> {
     Some((IndexKey { soc, kind, op_type }, BankKey(key)))
 }
 
+/// How long an open waits for the directory lock before reporting [`StoreError::Busy`].
+pub const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl SledStore {
     /// Opens (creating if needed) the bank directory at `path` for reading and writing.
     ///
@@ -108,13 +111,25 @@ impl SledStore {
         Self::open_inner(path, true)
     }
 
+    /// Opens the directory, waiting up to [`BUSY_WAIT`] for its lock: sled releases the lock of
+    /// a dropped handle asynchronously (its flusher thread holds the last reference), so a reopen
+    /// right after a drop in the same process would otherwise see its own old handle as busy.
     fn open_inner(path: &Path, read_only: bool) -> Result<Self, StoreError> {
         let err = |e: ::sled::Error| map_err(path, e);
-        let db = ::sled::Config::new()
-            .path(path)
-            .cache_capacity(DEFAULT_CACHE_BYTES)
-            .open()
-            .map_err(err)?;
+        let deadline = std::time::Instant::now() + BUSY_WAIT;
+        let db = loop {
+            match ::sled::Config::new()
+                .path(path)
+                .cache_capacity(DEFAULT_CACHE_BYTES)
+                .open()
+                .map_err(err)
+            {
+                Err(StoreError::Busy { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => break other?,
+            }
+        };
         Ok(SledStore {
             path: path.to_owned(),
             records: db.open_tree(RECORDS_TREE).map_err(err)?,
