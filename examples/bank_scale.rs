@@ -75,6 +75,7 @@ fn record(i: u64) -> (Record, IndexKey) {
             tuned_us: 30.0,
             samples_us: vec![30.0, 30.1, 29.9],
             runner: "sim".into(),
+            default_confirmed: false,
         },
         provenance: Provenance {
             tool_version: "0.1.0".into(),

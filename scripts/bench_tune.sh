@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reproducible timing of the tuning driver (README main job):
 #   1. the main job: ResNet-50 on the simulated Ascend910B2, budget 64 per op, fresh bank;
-#   2. the bank-warm rerun of the same job (every added op is a hit);
+#   2. the bank-warm rerun of the same job (every op is a hit, nothing is measured);
 #   3. BERT layer on the host CPU runner, where measurement takes real time, for the share of
 #      work spent outside the runner (strategy, bank, result file).
 # Each run prints its own time accounting ("time: ..."); wall times come from the shell.

@@ -35,6 +35,7 @@ fn tune(bank_file: &Path, precision_mode: &str) -> usize {
                     tuned_us: 10.0,
                     samples_us: vec![10.0],
                     runner: "test".into(),
+                    default_confirmed: false,
                 },
                 provenance: Provenance {
                     tool_version: "0.1.0".into(),

@@ -61,6 +61,7 @@ fn record(descriptor: tunebank::key::OpDescriptor, given: &ResolvedOptions, us: 
             tuned_us: us,
             samples_us: vec![us],
             runner: "test".into(),
+            default_confirmed: false,
         },
         provenance: Provenance {
             tool_version: "0.1.0".into(),

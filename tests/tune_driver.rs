@@ -149,7 +149,12 @@ fn under_noise_only_clear_wins_are_written() {
                 };
                 assert_eq!(d, &plan.tasks[o.task].descriptor);
             }
-            Decision::Unsatisfied => assert!(o.record.is_none()),
+            Decision::Unsatisfied => {
+                // No clear win: the default, re-measured, is stored as confirmed.
+                let r = o.record.as_ref().expect("a confirmed default");
+                assert!(o.default_confirmed && r.performance.default_confirmed);
+                assert_eq!(r.performance.baseline_us, r.performance.tuned_us);
+            }
             other => panic!("no hit was possible: {other:?}"),
         }
     }
@@ -172,6 +177,112 @@ fn under_noise_only_clear_wins_are_written() {
     .unwrap();
     let sum = again.report.summary;
     assert!(sum.is_consistent());
-    assert_eq!(sum.hit, wins);
+    assert_eq!(sum.hit, 3, "every task is a hit: its winner or its confirmed default");
     assert_eq!(sum.add, 0);
+}
+
+/// The sim's GlobalAveragePool default is the best of its space, so no search beats it.
+fn gap_plan() -> (TunePlan, ResolvedOptions) {
+    let (plan, options) = resnet_plan(Some(&["GlobalAveragePool"]));
+    assert_eq!(plan.tasks.len(), 1);
+    (plan, options)
+}
+
+fn custom_record(bank: &Bank, plan: &TunePlan) -> Option<tunebank::bank::Record> {
+    bank.get_record(tunebank::bank::LayerId::Custom, &plan.tasks[0].key)
+        .unwrap()
+}
+
+/// A miss whose search finds no clear win stores the runner's default as confirmed: reported
+/// unsatisfied (never add), then a hit for reruns; REPEAT_TUNE searches again and leaves it.
+#[test]
+fn a_miss_without_a_win_stores_the_default_as_confirmed() {
+    use tunebank::measure::{Measure, TuningTask};
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, options) = gap_plan();
+    let bank = bank(&dir);
+    let settings = TuneSettings {
+        trials_per_op: 32,
+        ..settings(&options)
+    };
+    let run = |settings: &TuneSettings| {
+        tune::run(
+            &plan,
+            &bank,
+            settings,
+            "resnet50",
+            None,
+            &AtomicBool::new(false),
+            &mut (),
+        )
+        .unwrap()
+    };
+    let first = run(&settings);
+    let sum = first.report.summary;
+    assert!(sum.is_consistent());
+    assert_eq!((sum.total, sum.add, sum.unsatisfied), (1, 0, 1));
+    assert!(first.report.modified.is_empty(), "not a modified op");
+    let o = &first.outcomes[0];
+    assert_eq!(o.decision, Decision::Unsatisfied);
+    assert!(o.default_confirmed);
+    assert!(o.trials > 0);
+    let stored = custom_record(&bank, &plan).expect("the confirmed default is in the bank");
+    let default = tunebank::measure::sim::SimRunner::new()
+        .default_strategy(&TuningTask::new(plan.tasks[0].descriptor.clone()))
+        .unwrap();
+    assert_eq!(stored.strategy, default);
+    assert!(stored.performance.default_confirmed);
+    assert_eq!(stored.performance.baseline_us, stored.performance.tuned_us);
+    assert!(!stored.performance.samples_us.is_empty());
+    assert_eq!(stored.provenance.trials, o.trials);
+    let hit = bank.lookup(&plan.tasks[0].key).unwrap();
+    assert!(hit.hit().unwrap().answer.performance.default_confirmed);
+
+    // A rerun reuses it: a hit, nothing measured.
+    let second = run(&settings);
+    assert_eq!(
+        (second.report.summary.hit, second.report.summary.reserved),
+        (1, 1)
+    );
+    assert_eq!(second.stats.trials, 0);
+
+    // REPEAT_TUNE searches again; without a win the entry is reserved and left untouched.
+    let third = run(&TuneSettings {
+        repeat_tune: true,
+        ..settings.clone()
+    });
+    assert_eq!(
+        (third.report.summary.hit, third.report.summary.reserved),
+        (1, 1)
+    );
+    assert!(third.stats.trials > 0);
+    assert!(third.outcomes[0].record.is_none());
+    assert_eq!(custom_record(&bank, &plan), Some(stored));
+}
+
+/// A search the job's overall budget cut short confirms nothing: the task stays a miss.
+#[test]
+fn a_search_cut_short_by_the_job_budget_confirms_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, options) = gap_plan();
+    let bank = bank(&dir);
+    let s = tune::run(
+        &plan,
+        &bank,
+        &TuneSettings {
+            trials_per_op: 32,
+            total_trials: Some(4),
+            ..settings(&options)
+        },
+        "resnet50",
+        None,
+        &AtomicBool::new(false),
+        &mut (),
+    )
+    .unwrap();
+    assert_eq!(s.report.summary.unsatisfied, 1);
+    assert!(s.stats.trials > 0 && s.stats.trials <= 4);
+    assert!(!s.outcomes[0].default_confirmed);
+    assert_eq!(custom_record(&bank, &plan), None);
+    assert!(bank.lookup(&plan.tasks[0].key).unwrap().hit().is_none());
 }

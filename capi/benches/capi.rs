@@ -85,6 +85,7 @@ fn record(i: u64) -> Record {
             tuned_us: 25.0,
             samples_us: vec![25.0],
             runner: "bench".into(),
+            default_confirmed: false,
         },
         provenance: Provenance {
             tool_version: "0.1.0".into(),

@@ -38,6 +38,18 @@ pub struct Performance {
     pub samples_us: Vec<f64>,
     /// Identity string of the runner that measured it (`Measure::identity`).
     pub runner: String,
+    /// The search found no clear win over the default strategy: `strategy` is the runner's
+    /// default, confirmed by a finished search and stored so that a rerun reuses it and a
+    /// converter hits instead of missing. `baseline_us` and `tuned_us` are then both the
+    /// default's time. A tuning run reports such a task `unsatisfied`, never add or update.
+    /// Absent from the encoding when false, so records without it decode (and encode) as
+    /// before.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub default_confirmed: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Where a record came from.
@@ -527,6 +539,7 @@ mod tests {
                 tuned_us: 26.876,
                 samples_us: vec![26.8, 26.9],
                 runner: "sim".into(),
+                default_confirmed: false,
             },
             provenance: Provenance {
                 tool_version: "0.1.0".into(),

@@ -201,8 +201,12 @@ fn print_why(out: &mut dyn Write, report: &WhyReport) -> Result<()> {
                 layer,
                 shadowed,
                 rejected_above,
+                default_confirmed,
             } => {
                 let mut how = format!("hit ({layer})");
+                if *default_confirmed {
+                    how.push_str(", default confirmed");
+                }
                 if !shadowed.is_empty() {
                     let s: Vec<String> = shadowed.iter().map(ToString::to_string).collect();
                     how.push_str(&format!(", shadows {}", s.join(", ")));
@@ -405,8 +409,18 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                     } else {
                         writeln!(
                             out,
-                            "{layer}\t{}\t{}\t{:?}\t{}\t{:?}\t{} µs",
-                            l.key, l.soc, l.kind, l.op_type, l.origin, l.tuned_us
+                            "{layer}\t{}\t{}\t{:?}\t{}\t{:?}\t{} µs{}",
+                            l.key,
+                            l.soc,
+                            l.kind,
+                            l.op_type,
+                            l.origin,
+                            l.tuned_us,
+                            if l.default_confirmed {
+                                "\tdefault confirmed"
+                            } else {
+                                ""
+                            }
                         )?;
                     }
                 }
@@ -440,6 +454,13 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                 }
                 for (o, n) in &s.by_origin {
                     writeln!(out, "  {n:>10}  origin {o}")?;
+                }
+                if s.default_confirmed > 0 {
+                    writeln!(
+                        out,
+                        "  {:>10}  default strategy confirmed (no clear win found)",
+                        s.default_confirmed
+                    )?;
                 }
             }
             if json {

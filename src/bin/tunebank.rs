@@ -281,6 +281,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                                 "layer": h.layer.to_string(),
                                 "shadowed": h.shadowed.iter().map(LayerId::to_string).collect::<Vec<_>>(),
                                 "strategy": h.answer.strategy,
+                                "default_confirmed": h.answer.performance.default_confirmed,
                             })
                         }
                         Lookup::Miss { rejected } => serde_json::json!({
@@ -291,10 +292,13 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                     };
                     if !ops.json {
                         let how = match &answer {
+                            Lookup::Hit(h) if h.answer.performance.default_confirmed => {
+                                format!("hit ({}, default)", h.layer)
+                            }
                             Lookup::Hit(h) => format!("hit ({})", h.layer),
                             Lookup::Miss { .. } => "miss".to_owned(),
                         };
-                        writeln!(out, "{how:<16}{}\t{:?}\t{}", t.node_name, r.profile, r.key)?;
+                        writeln!(out, "{how:<26}{}\t{:?}\t{}", t.node_name, r.profile, r.key)?;
                     }
                     rows.push(row);
                 }
@@ -392,6 +396,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
                             tuned_us: time_us,
                             samples_us: vec![time_us],
                             runner: runner.clone(),
+                            default_confirmed: false,
                         },
                         provenance: Provenance {
                             tool_version: env!("CARGO_PKG_VERSION").to_owned(),

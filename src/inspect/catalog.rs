@@ -59,6 +59,8 @@ pub struct Listed {
     pub origin: Origin,
     /// Tuned time, µs.
     pub tuned_us: f64,
+    /// The strategy is the default, confirmed by a search without a clear win.
+    pub default_confirmed: bool,
     /// Key schema version.
     pub key_schema_version: u32,
 }
@@ -75,6 +77,7 @@ fn listed(key: &BankKey, r: &Record) -> Listed {
         },
         origin: r.provenance.origin,
         tuned_us: r.performance.tuned_us,
+        default_confirmed: r.performance.default_confirmed,
         key_schema_version: r.key_schema_version,
     }
 }
@@ -143,6 +146,8 @@ pub struct BankStats {
     pub by_group: BTreeMap<String, u64>,
     /// Records by origin.
     pub by_origin: BTreeMap<String, u64>,
+    /// Records whose strategy is the default, confirmed by a search without a clear win.
+    pub default_confirmed: u64,
 }
 
 /// Counts one store's records by group and origin (a full scan).
@@ -156,6 +161,7 @@ pub fn stats(store: &dyn Store) -> Result<BankStats, InspectError> {
                 if r.key_schema_version < KEY_SCHEMA_VERSION {
                     s.stale += 1;
                 }
+                s.default_confirmed += u64::from(l.default_confirmed);
                 let kind = crate::inspect::fields::serde_name(&l.kind);
                 *s.by_group
                     .entry(format!("{} / {kind} / {}", l.soc, l.op_type))

@@ -188,6 +188,8 @@ pub enum Verdict {
         /// Higher layers whose entry was rejected.
         #[serde(serialize_with = "ser_layers")]
         rejected_above: Vec<LayerId>,
+        /// The stored strategy is the default, confirmed by a search without a clear win.
+        default_confirmed: bool,
     },
     /// No layer answered.
     Miss(Box<MissDiagnosis>),
@@ -390,6 +392,7 @@ fn diagnose(
                     layer: hit.layer,
                     shadowed: hit.shadowed.clone(),
                     rejected_above: hit.rejected_above.clone(),
+                    default_confirmed: hit.answer.performance.default_confirmed,
                 }
             }
             Lookup::Miss { rejected } => {

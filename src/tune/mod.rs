@@ -11,9 +11,16 @@
 //!   per-op budget (trials and time, both also capped by the job's overall budget), then
 //!   re-measure the best strategy and the baseline (the bank entry on a hit, else the runner's
 //!   default strategy) side by side and apply the [`WinRule`];
-//! - only a clear win is written: `add` (no entry before) or `update` (entry before); otherwise
-//!   the task is `reserved` (hit) or `unsatisfied` (miss). So `hit = update + reserved` and
-//!   `total = add + hit + unsatisfied` always hold, also for a job stopped part way.
+//! - only a clear win is written as a tuned strategy: `add` (no entry before) or `update`
+//!   (entry before); otherwise the task is `reserved` (hit) or `unsatisfied` (miss). So
+//!   `hit = update + reserved` and `total = add + hit + unsatisfied` always hold, also for a job
+//!   stopped part way;
+//! - a miss whose search ran its whole per-op budget without a clear win stores the default
+//!   strategy, re-measured, as *confirmed* (`Performance::default_confirmed`). The task is still
+//!   reported `unsatisfied` and never listed as modified, but from then on it is a hit: a rerun
+//!   measures nothing and a converter finds every tuned op. `REPEAT_TUNE` searches it again and
+//!   replaces it only on a clear win (`update`). A search cut short by the job's overall budget,
+//!   a runner failure or an unsupported op confirms nothing.
 //!
 //! Tasks run on `workers` threads (`std::thread::scope`), each with its own runner built from
 //! the runner spec (runners need not be `Sync`). Results come back to the calling thread, which
@@ -286,8 +293,11 @@ pub struct TaskOutcome {
     /// Why the runner does not tune this op at all (`MeasureError::Unsupported`), if so: a
     /// clear skip, counted as unsatisfied (or reserved on a hit), not a failure.
     pub unsupported: Option<String>,
-    /// The record written (add/update).
+    /// The record written: the winner (add/update), or the default confirmed by a search
+    /// without a clear win on a miss (decision unsatisfied, `default_confirmed` set).
     pub record: Option<Record>,
+    /// Whether `record` stores the default as confirmed.
+    pub default_confirmed: bool,
     /// Time inside `Measure::measure` for this task.
     pub measure_time: Duration,
     /// Time inside the runner's `space` and `default_strategy` for this task.
@@ -486,9 +496,10 @@ pub fn check_settings(settings: &TuneSettings) -> Result<(), TuneError> {
 /// `result_file` after every finished task, and returns the summary. `cancel` stops the job
 /// cooperatively; the bank is then consistent and the report says `tuning incomplete`.
 ///
-/// Contract: a record is written only for a clear win; each finished task's record is written
-/// before the task appears in the result file; the report's summary counts only finished
-/// tasks and always satisfies AOE's invariants.
+/// Contract: a tuned strategy is written only for a clear win, and a miss whose full search
+/// found none stores its default as confirmed (see the module docs); each finished task's
+/// record is written before the task appears in the result file; the report's summary counts
+/// only finished tasks and always satisfies AOE's invariants.
 pub fn run(
     plan: &TunePlan,
     bank: &Bank,
@@ -538,6 +549,7 @@ pub fn run(
                         failure: None,
                         unsupported: None,
                         record: None,
+                        default_confirmed: false,
                         measure_time: Duration::ZERO,
                         setup_time: Duration::ZERO,
                         task_time: Duration::ZERO,
@@ -753,6 +765,7 @@ fn failed_outcome(job: &Job, why: String, task_time: Duration) -> TaskOutcome {
         failure: Some(why),
         unsupported: None,
         record: None,
+        default_confirmed: false,
         measure_time: Duration::ZERO,
         setup_time: Duration::ZERO,
         task_time,
@@ -789,6 +802,7 @@ fn tune_one(
         failure: None,
         unsupported: None,
         record: None,
+        default_confirmed: false,
         measure_time: Duration::ZERO,
         setup_time: Duration::ZERO,
         task_time: Duration::ZERO,
@@ -853,13 +867,24 @@ fn tune_one(
         return finish(out, runner); // every candidate failed: nothing to write
     };
     let best_strategy = space.strategy(best.id);
-    if best_strategy == baseline {
-        return finish(out, runner);
+    let same = best_strategy == baseline;
+    // The search had the whole per-op budget it was given: the job's overall trials or time
+    // did not cut it short. Only such a search may confirm the default.
+    let full_search = granted >= settings.trials_per_op as u64
+        && !budget.deadline.is_some_and(|d| Instant::now() >= d);
+    if same && (hit || !full_search) {
+        return finish(out, runner); // nothing to compare and nothing to store
     }
-    // Side by side: each round measures baseline and candidate in one batch.
+    // Side by side: each round measures baseline and candidate in one batch (the baseline
+    // alone when the search's best is the baseline itself).
     let (mut base_samples, mut best_samples) = (Vec::new(), Vec::new());
+    let batch = if same {
+        vec![baseline.clone()]
+    } else {
+        vec![baseline.clone(), best_strategy.clone()]
+    };
     for _ in 0..settings.confirm_rounds.max(1) {
-        match runner.measure(&task, &[baseline.clone(), best_strategy.clone()]) {
+        match runner.measure(&task, &batch) {
             Ok(o) => {
                 if let Some(Outcome::Measurement { samples_us }) = o.first() {
                     base_samples.extend_from_slice(samples_us);
@@ -874,34 +899,36 @@ fn tune_one(
             }
         }
     }
-    let after = crate::measure::median(&best_samples);
+    let base_median = crate::measure::median(&base_samples);
+    let after = if same {
+        base_median
+    } else {
+        crate::measure::median(&best_samples)
+    };
     out.after_us = after;
     // A baseline that no longer builds or runs (a stale bank entry) loses to any working
     // candidate; its stored time stands in for the report.
-    let (before, clear) = match crate::measure::median(&base_samples) {
+    let (before, clear) = match base_median {
         Some(b) => (
             Some(b),
-            settings.win.is_clear_win(&base_samples, &best_samples),
+            !same && settings.win.is_clear_win(&base_samples, &best_samples),
         ),
-        None => (job.hit.as_ref().map(|h| h.1), after.is_some()),
+        None => (job.hit.as_ref().map(|h| h.1), !same && after.is_some()),
     };
     out.before_us = before;
-    if clear {
-        let (Some(b), Some(a)) = (before, after) else {
-            return finish(out, runner);
-        };
-        out.decision = if hit { Decision::Update } else { Decision::Add };
-        out.record = Some(Record {
+    let record = |strategy: StrategyMap, baseline_us: f64, tuned_us: f64, samples_us, confirmed| {
+        Record {
             key_schema_version: crate::key::KEY_SCHEMA_VERSION,
             kind: RecordKind::Op,
             descriptor: Descriptor::Op(t.descriptor.clone()),
             options: settings.options_given.clone(),
-            strategy: best_strategy,
+            strategy,
             performance: Performance {
-                baseline_us: b,
-                tuned_us: a,
-                samples_us: best_samples,
+                baseline_us,
+                tuned_us,
+                samples_us,
                 runner: runner.identity(),
+                default_confirmed: confirmed,
             },
             provenance: Provenance {
                 tool_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -911,7 +938,21 @@ fn tune_one(
                 unix_time: unix_now(),
                 origin: Origin::Tuned,
             },
-        });
+        }
+    };
+    match (clear, before, after) {
+        (true, Some(b), Some(a)) => {
+            out.decision = if hit { Decision::Update } else { Decision::Add };
+            out.record = Some(record(best_strategy, b, a, best_samples, false));
+        }
+        // A miss whose finished search found no clear win over the default, measured just
+        // now: the default is stored as confirmed (reported unsatisfied), so the task is a hit
+        // from now on. A hit without a win keeps its entry untouched.
+        (false, Some(b), _) if !hit && full_search => {
+            out.record = Some(record(baseline, b, b, base_samples, true));
+        }
+        _ => {}
     }
+    out.default_confirmed = out.record.as_ref().is_some_and(|r| r.performance.default_confirmed);
     finish(out, runner)
 }

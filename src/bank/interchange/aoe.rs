@@ -391,6 +391,7 @@ pub fn aoe_record(entry: &AoeEntry, soc: &SocSpec, origin: Origin, unix_time: u6
             tuned_us: entry.cost_time,
             samples_us: vec![entry.cost_time],
             runner: "aoe".into(),
+            default_confirmed: false,
         },
         provenance: Provenance {
             tool_version: env!("CARGO_PKG_VERSION").into(),

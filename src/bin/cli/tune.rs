@@ -243,6 +243,7 @@ impl TuneObserver for Progress {
             let fail = match (&o.failure, &o.unsupported) {
                 (Some(f), _) => format!("  (failed: {f})"),
                 (None, Some(u)) => format!("  (not tuned: {u})"),
+                _ if o.default_confirmed => "  (default confirmed, stored)".to_owned(),
                 _ => String::new(),
             };
             let _ = writeln!(
@@ -429,6 +430,7 @@ fn print_summary(
         let t = &plan.tasks[o.task];
         let f = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
         let gain = match (o.before_us, o.after_us) {
+            _ if o.default_confirmed => "default".into(),
             (Some(b), Some(a)) if o.record.is_some() => tunebank::report::improvement(b, a),
             _ => "-".into(),
         };
@@ -460,6 +462,17 @@ fn print_summary(
         s.reserved,
         s.unsatisfied
     )?;
+    let confirmed = summary
+        .outcomes
+        .iter()
+        .filter(|o| o.default_confirmed)
+        .count();
+    if confirmed > 0 {
+        writeln!(
+            out,
+            "{confirmed} unsatisfied op(s) kept the default strategy, now stored as confirmed: reruns and convert hit it; REPEAT_TUNE=True searches again"
+        )?;
+    }
     let st = &summary.stats;
     writeln!(
         out,
@@ -492,16 +505,18 @@ pub fn convert(args: ConvertArgs, atc: &[String]) -> Result<ExitCode> {
     }
     let bank = builder.open()?;
     let mut out = std::io::stdout().lock();
-    let (mut hits, mut rows) = (0u64, Vec::new());
+    let (mut hits, mut defaults, mut rows) = (0u64, 0u64, Vec::new());
     for u in &loaded.plan.units {
         let r = &u.resolved;
         let answer = bank.lookup(&r.key)?;
-        let (result, layer) = match &answer {
+        let (result, layer, default_confirmed) = match &answer {
             Lookup::Hit(h) => {
                 hits += 1;
-                ("hit", Some(h.layer.to_string()))
+                let d = h.answer.performance.default_confirmed;
+                defaults += u64::from(d);
+                ("hit", Some(h.layer.to_string()), d)
             }
-            Lookup::Miss { .. } => ("miss", None),
+            Lookup::Miss { .. } => ("miss", None, false),
         };
         if args.json {
             rows.push(serde_json::json!({
@@ -511,15 +526,17 @@ pub fn convert(args: ConvertArgs, atc: &[String]) -> Result<ExitCode> {
                 "key": r.key.to_string(),
                 "result": result,
                 "layer": layer,
+                "default_confirmed": default_confirmed,
             }));
         } else {
             let how = match &layer {
+                Some(l) if default_confirmed => format!("hit ({l}, default)"),
                 Some(l) => format!("hit ({l})"),
                 None => "miss".to_owned(),
             };
             writeln!(
                 out,
-                "{how:<16}{}\t{}\t{}",
+                "{how:<26}{}\t{}\t{}",
                 r.key,
                 u.unit.op_types.join("+"),
                 u.unit.name
@@ -533,6 +550,7 @@ pub fn convert(args: ConvertArgs, atc: &[String]) -> Result<ExitCode> {
             "soc_version": loaded.soc.version,
             "ops": rows,
             "hits": hits,
+            "default_confirmed_hits": defaults,
             "misses": total - hits,
             "total": total,
             "skipped": loaded.plan.skipped.iter().map(|s| serde_json::json!({
@@ -547,6 +565,12 @@ pub fn convert(args: ConvertArgs, atc: &[String]) -> Result<ExitCode> {
             100.0
         };
         writeln!(out, "{hits}/{total} ops hit ({pct:.1}%)")?;
+        if defaults > 0 {
+            writeln!(
+                out,
+                "{defaults} of the hits are a default strategy confirmed by tuning (no clear win found)"
+            )?;
+        }
     }
     Ok(if args.error_on_miss && hits < total {
         ExitCode::from(1)
