@@ -177,7 +177,10 @@ fn under_noise_only_clear_wins_are_written() {
     .unwrap();
     let sum = again.report.summary;
     assert!(sum.is_consistent());
-    assert_eq!(sum.hit, 3, "every task is a hit: its winner or its confirmed default");
+    assert_eq!(
+        sum.hit, 3,
+        "every task is a hit: its winner or its confirmed default"
+    );
     assert_eq!(sum.add, 0);
 }
 

@@ -105,6 +105,7 @@ fn c_lookup(handle: TunebankBank, key: &BankKey, buf: &mut [c_char], with_text: 
         shadowed: 0,
         tuned_us: 0.0,
         baseline_us: 0.0,
+        default_confirmed: 0,
     };
     let len_ptr = if with_text {
         &mut len as *mut usize

@@ -110,6 +110,9 @@ typedef struct {
   double tuned_us;
   // Measured time of the baseline it was compared with, µs.
   double baseline_us;
+  // 1 when the stored strategy is the default, confirmed by a tuning search that found no
+  // clear win (then `tuned_us` equals `baseline_us`); 0 for a tuned winner or a miss.
+  uint32_t default_confirmed;
 } TunebankHitInfo;
 
 #ifdef __cplusplus

@@ -82,6 +82,9 @@ pub struct TunebankHitInfo {
     pub tuned_us: f64,
     /// Measured time of the baseline it was compared with, µs.
     pub baseline_us: f64,
+    /// 1 when the stored strategy is the default, confirmed by a tuning search that found no
+    /// clear win (then `tuned_us` equals `baseline_us`); 0 for a tuned winner or a miss.
+    pub default_confirmed: u32,
 }
 
 impl TunebankHitInfo {
@@ -90,6 +93,7 @@ impl TunebankHitInfo {
         shadowed: 0,
         tuned_us: 0.0,
         baseline_us: 0.0,
+        default_confirmed: 0,
     };
 }
 
@@ -306,6 +310,7 @@ unsafe fn lookup_into(
                     shadowed: u32::try_from(hit.shadowed.len()).unwrap_or(u32::MAX),
                     tuned_us: hit.answer.performance.tuned_us,
                     baseline_us: hit.answer.performance.baseline_us,
+                    default_confirmed: u32::from(hit.answer.performance.default_confirmed),
                 };
             }
             if strategy_len.is_null() {

@@ -99,6 +99,7 @@ fn lookup_key(
         shadowed: 99,
         tuned_us: -1.0,
         baseline_us: -1.0,
+        default_confirmed: 99,
     };
     let ptr = if capacity == 0 {
         null_mut()
@@ -132,7 +133,7 @@ fn keys_and_answers_equal_the_rust_api() {
     let options = common::options();
     let soc = options.soc().unwrap();
     let array_options = c(&serde_json::to_string(common::ATC_ARGS).unwrap());
-    let (mut hits, mut misses) = (0, 0);
+    let (mut hits, mut misses, mut defaults) = (0, 0, 0);
     for (i, t) in templates().iter().enumerate() {
         let resolved = derive_op_keys(t, &options, &soc).unwrap();
         // Both option forms give the Rust API's keys.
@@ -154,6 +155,11 @@ fn keys_and_answers_equal_the_rust_api() {
                     assert_eq!(info.shadowed as usize, h.shadowed.len());
                     assert_eq!(info.tuned_us, h.answer.performance.tuned_us);
                     assert_eq!(info.baseline_us, h.answer.performance.baseline_us);
+                    assert_eq!(
+                        info.default_confirmed,
+                        u32::from(h.answer.performance.default_confirmed)
+                    );
+                    defaults += info.default_confirmed;
                     let layer = match h.layer {
                         tunebank::bank::LayerId::Custom => TUNEBANK_LAYER_CUSTOM,
                         tunebank::bank::LayerId::BuiltIn(n) => n as i32 + 1,
@@ -200,6 +206,7 @@ fn keys_and_answers_equal_the_rust_api() {
         }
     }
     assert!(hits >= 5 && misses >= 2, "hits {hits} misses {misses}");
+    assert!(defaults >= 1, "the confirmed default is reported as such");
     assert_eq!(tunebank_close(handle), S::Ok);
 }
 

@@ -916,8 +916,8 @@ fn tune_one(
         None => (job.hit.as_ref().map(|h| h.1), !same && after.is_some()),
     };
     out.before_us = before;
-    let record = |strategy: StrategyMap, baseline_us: f64, tuned_us: f64, samples_us, confirmed| {
-        Record {
+    let record =
+        |strategy: StrategyMap, baseline_us: f64, tuned_us: f64, samples_us, confirmed| Record {
             key_schema_version: crate::key::KEY_SCHEMA_VERSION,
             kind: RecordKind::Op,
             descriptor: Descriptor::Op(t.descriptor.clone()),
@@ -938,8 +938,7 @@ fn tune_one(
                 unix_time: unix_now(),
                 origin: Origin::Tuned,
             },
-        }
-    };
+        };
     match (clear, before, after) {
         (true, Some(b), Some(a)) => {
             out.decision = if hit { Decision::Update } else { Decision::Add };
@@ -953,6 +952,9 @@ fn tune_one(
         }
         _ => {}
     }
-    out.default_confirmed = out.record.as_ref().is_some_and(|r| r.performance.default_confirmed);
+    out.default_confirmed = out
+        .record
+        .as_ref()
+        .is_some_and(|r| r.performance.default_confirmed);
     finish(out, runner)
 }
