@@ -871,7 +871,7 @@ fn tune_one(
     // The search had the whole per-op budget it was given: the job's overall trials or time
     // did not cut it short. Only such a search may confirm the default.
     let full_search = granted >= settings.trials_per_op as u64
-        && !budget.deadline.is_some_and(|d| Instant::now() >= d);
+        && budget.deadline.is_none_or(|d| Instant::now() < d);
     if same && (hit || !full_search) {
         return finish(out, runner); // nothing to compare and nothing to store
     }
