@@ -1,6 +1,7 @@
 #![no_main]
 //! Fuzzes the restriction parser and evaluator: any input must give a value or a typed error,
-//! never a panic, a hang or a stack overflow.
+//! never a panic, a hang or a stack overflow; and where the integer fast path answers, it
+//! must give the generic interpreter's value.
 use libfuzzer_sys::fuzz_target;
 use search_strategies::{parse_restriction, Restriction, Value};
 
@@ -21,6 +22,23 @@ fuzz_target!(|data: &[u8]| {
                 })
                 .collect();
             let _ = r.holds(&values);
+        }
+        let ints = vec![true; names.len()];
+        let fast = Restriction::compile_typed(text, &refs, &Default::default(), &ints)
+            .expect("compile accepted it, so compile_typed must too");
+        for seed in [0i64, 1, -3, 32, i64::MAX, i64::MIN] {
+            let ints: Vec<i64> = (0..names.len() as i64)
+                .map(|i| seed.wrapping_add(i))
+                .collect();
+            let values: Vec<Value> = ints.iter().map(|&i| Value::Int(i)).collect();
+            if let Some(v) = fast.eval_int(&ints) {
+                let w = match r.eval(&values) {
+                    Ok(Value::Int(i)) => i,
+                    Ok(Value::Bool(b)) => i64::from(b),
+                    other => panic!("fast path gave {v}, generic path {other:?}"),
+                };
+                assert_eq!(v, w, "fast and generic paths disagree");
+            }
         }
     }
 });

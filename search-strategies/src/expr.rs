@@ -6,11 +6,23 @@
 //! short-circuit semantics, parentheses, and the functions `min`, `max`, `abs`, `int`, `float`.
 //! Names are resolved when an expression is compiled, so an unknown name is an error up front,
 //! never a silently false restriction.
+//!
+//! Evaluation has two paths with one result. The generic interpreter works on [`Value`]s and
+//! handles everything above. A restriction compiled with [`Restriction::compile_typed`] whose
+//! parameters all take only int (or bool) values and whose every node is integer-closed also
+//! gets an integer fast path ([`Restriction::eval_int`]): a flat postfix program on `i64`s with
+//! no allocation. The fast path is exact: where it answers, its value is the generic path's
+//! (a bool as 0 or 1); on overflow, division or modulo by zero or a negative exponent it does
+//! not answer, and the generic path decides for that evaluation.
 
 use std::collections::HashMap;
 use std::fmt;
 
 use thiserror::Error;
+
+mod int_path;
+
+use int_path::IntProgram;
 
 /// A value an expression works on: a parameter value, a constant or an intermediate result.
 #[derive(Debug, Clone, PartialEq)]
@@ -145,11 +157,22 @@ enum Node {
 }
 
 /// A restriction compiled against a list of parameter names.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Two restrictions are equal when their sources and compiled expressions are; whether one has
+/// the integer fast path (see [`Restriction::compile_typed`]) does not take part, since both
+/// paths give one result.
+#[derive(Debug, Clone)]
 pub struct Restriction {
     source: String,
     root: Node,
     params: Vec<usize>,
+    int_path: Option<IntProgram>,
+}
+
+impl PartialEq for Restriction {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source && self.root == other.root && self.params == other.params
+    }
 }
 
 impl Restriction {
@@ -188,7 +211,47 @@ impl Restriction {
             source: source.to_string(),
             root,
             params,
+            int_path: None,
         })
+    }
+
+    /// Like [`Restriction::compile`], and also builds the integer fast path when it applies:
+    /// `int_params[i]` says that every value parameter `i` can take is a [`Value::Int`] or a
+    /// [`Value::Bool`] (a parameter missing from `int_params` counts as not integer), and the
+    /// fast path is built when every parameter the restriction reads is integer and every node
+    /// is integer-closed: int and bool literals and constants, unary `-`/`+`, `not`,
+    /// `+ - * // % **`, `abs`, `min`, `max`, `int`, comparisons (chained too), `in`/`not in` over
+    /// lists of int or bool literals and constants, `and`/`or`. Anything else (`/`, floats,
+    /// strings, `float()`) compiles exactly as [`Restriction::compile`] does, without a fast
+    /// path. Errors are those of [`Restriction::compile`].
+    pub fn compile_typed(
+        source: &str,
+        param_names: &[&str],
+        constants: &HashMap<String, Value>,
+        int_params: &[bool],
+    ) -> Result<Self, RestrictionError> {
+        let mut r = Self::compile(source, param_names, constants)?;
+        r.int_path = IntProgram::compile(&r.root, int_params);
+        Ok(r)
+    }
+
+    /// True when the restriction has the integer fast path (see
+    /// [`Restriction::compile_typed`]).
+    pub fn has_int_path(&self) -> bool {
+        self.int_path.is_some()
+    }
+
+    /// Evaluates the restriction on the integer fast path, with `ints[i]` the value of
+    /// parameter `i` (a bool as 0 or 1; only the parameters in [`Restriction::params`] are
+    /// read).
+    ///
+    /// `Some(v)` is exact: [`Restriction::eval`] on the same values gives `Int(v)`, or a `Bool`
+    /// that is `v` as 0 or 1, so `v != 0` is [`Restriction::holds`]. `None` when the
+    /// restriction has no fast path, or when this evaluation overflows `i64`, divides or takes
+    /// a modulo by zero, raises to a negative power or reads an unbound parameter: the generic
+    /// path then decides for these values.
+    pub fn eval_int(&self, ints: &[i64]) -> Option<i64> {
+        self.int_path.as_ref()?.run(ints)
     }
 
     /// The restriction as written.

@@ -90,17 +90,61 @@ impl Space {
     /// resolve to parameters first, then to `constants`) and enumerates its valid set.
     ///
     /// Enumeration is depth-first in parameter order; a restriction is checked as soon as the
-    /// last parameter it reads is bound, so invalid subtrees are never expanded.
+    /// last parameter it reads is bound, so invalid subtrees are never expanded. Restrictions
+    /// over integer-valued parameters are compiled with [`Restriction::compile_typed`] and run
+    /// on the integer fast path, which is exact: the valid set is the one the generic
+    /// interpreter gives.
     pub fn enumerate(
         params: Vec<Parameter>,
         restrictions: &[String],
         constants: &HashMap<String, Value>,
     ) -> Result<Self, SpaceError> {
+        Self::enumerate_with(params, restrictions, constants, true)
+    }
+
+    /// [`Space::enumerate`] with every restriction on the generic interpreter, for tests and
+    /// benchmarks that compare the two paths. The result is identical.
+    #[doc(hidden)]
+    pub fn enumerate_generic(
+        params: Vec<Parameter>,
+        restrictions: &[String],
+        constants: &HashMap<String, Value>,
+    ) -> Result<Self, SpaceError> {
+        Self::enumerate_with(params, restrictions, constants, false)
+    }
+
+    fn enumerate_with(
+        params: Vec<Parameter>,
+        restrictions: &[String],
+        constants: &HashMap<String, Value>,
+        int_path: bool,
+    ) -> Result<Self, SpaceError> {
         check_params(&params)?;
         let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+        // ints[j]: parameter j's values as integers, when they all are ints or bools.
+        let ints: Vec<Option<Vec<i64>>> = params
+            .iter()
+            .map(|p| {
+                p.values
+                    .iter()
+                    .map(|v| match v {
+                        Value::Int(i) => Some(*i),
+                        Value::Bool(b) => Some(i64::from(*b)),
+                        Value::Float(_) | Value::Str(_) => None,
+                    })
+                    .collect()
+            })
+            .collect();
+        let int_params: Vec<bool> = ints.iter().map(Option::is_some).collect();
         let compiled = restrictions
             .iter()
-            .map(|r| Restriction::compile(r, &names, constants))
+            .map(|r| {
+                if int_path {
+                    Restriction::compile_typed(r, &names, constants, &int_params)
+                } else {
+                    Restriction::compile(r, &names, constants)
+                }
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let d = params.len();
         // by_depth[k]: restrictions whose last parameter is k; constant ones go at depth 0.
@@ -111,17 +155,18 @@ impl Space {
         }
         let mut configs = Vec::new();
         if d > 0 {
-            let mut cur: Vec<Value> = params.iter().map(|p| p.values[0].clone()).collect();
-            let mut idx = vec![0u16; d];
-            enumerate_rec(
-                &params,
-                &compiled,
-                &by_depth,
-                0,
-                &mut cur,
-                &mut idx,
-                &mut configs,
-            );
+            let mut e = Enumeration {
+                params: &params,
+                ints: &ints,
+                rs: &compiled,
+                by_depth: &by_depth,
+                keep_values: compiled.iter().any(|r| !r.has_int_path()),
+                cur: params.iter().map(|p| p.values[0].clone()).collect(),
+                cur_int: vec![0; d],
+                idx: vec![0; d],
+                out: &mut configs,
+            };
+            e.rec(0);
         }
         Self::finish(params, compiled, configs)
     }
@@ -351,27 +396,68 @@ fn check_params(params: &[Parameter]) -> Result<(), SpaceError> {
     Ok(())
 }
 
-fn enumerate_rec(
-    params: &[Parameter],
-    rs: &[Restriction],
-    by_depth: &[Vec<usize>],
-    depth: usize,
-    cur: &mut Vec<Value>,
-    idx: &mut Vec<u16>,
-    out: &mut Vec<u16>,
-) {
-    let p = &params[depth];
-    for (vi, v) in p.values.iter().enumerate() {
-        cur[depth] = v.clone();
-        idx[depth] = vi as u16;
-        if !by_depth[depth].iter().all(|&r| rs[r].holds(cur)) {
-            continue;
+/// The state of one depth-first enumeration.
+struct Enumeration<'a> {
+    params: &'a [Parameter],
+    /// Each parameter's values as integers, when they all are ints or bools.
+    ints: &'a [Option<Vec<i64>>],
+    rs: &'a [Restriction],
+    by_depth: &'a [Vec<usize>],
+    /// Whether `cur` is kept up to date: some restriction has no integer fast path.
+    keep_values: bool,
+    /// The bound values (only while `keep_values`).
+    cur: Vec<Value>,
+    /// The bound values of integer parameters (0 for the others, which the fast path never
+    /// reads).
+    cur_int: Vec<i64>,
+    idx: Vec<u16>,
+    out: &'a mut Vec<u16>,
+}
+
+impl Enumeration<'_> {
+    fn rec(&mut self, depth: usize) {
+        let p = &self.params[depth];
+        let ints = self.ints[depth].as_deref();
+        for vi in 0..p.values.len() {
+            self.idx[depth] = vi as u16;
+            if let Some(ints) = ints {
+                self.cur_int[depth] = ints[vi];
+            }
+            if self.keep_values {
+                self.cur[depth] = p.values[vi].clone();
+            }
+            if !self.by_depth[depth].iter().all(|&r| self.holds(r, depth)) {
+                continue;
+            }
+            if depth + 1 == self.params.len() {
+                self.out.extend_from_slice(&self.idx);
+            } else {
+                self.rec(depth + 1);
+            }
         }
-        if depth + 1 == params.len() {
-            out.extend_from_slice(idx);
-        } else {
-            enumerate_rec(params, rs, by_depth, depth + 1, cur, idx, out);
+    }
+
+    /// Whether restriction `r`, whose parameters are all bound at `depth`, holds: on the
+    /// integer fast path when it answers, else on the generic interpreter.
+    fn holds(&self, r: usize, depth: usize) -> bool {
+        let r = &self.rs[r];
+        if let Some(v) = r.eval_int(&self.cur_int) {
+            return v != 0;
         }
+        if self.keep_values {
+            return r.holds(&self.cur);
+        }
+        // Rare: the fast path declined (overflow, division by zero …) and `cur` is not kept.
+        let vals: Vec<Value> = self
+            .params
+            .iter()
+            .enumerate()
+            .map(|(j, p)| {
+                let i = if j <= depth { self.idx[j] } else { 0 };
+                p.values[usize::from(i)].clone()
+            })
+            .collect();
+        r.holds(&vals)
     }
 }
 
