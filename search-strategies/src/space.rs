@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use rand::Rng;
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use thiserror::Error;
 
@@ -80,7 +81,7 @@ pub struct Space {
     restrictions: Vec<Restriction>,
     dims: usize,
     configs: Vec<u16>,
-    index: HashMap<Config, ConfigId>,
+    index: Index,
     features: Vec<f64>,
     feature_dims: usize,
 }
@@ -204,13 +205,7 @@ impl Space {
                 max: ConfigId::MAX as usize,
             });
         }
-        let mut index = HashMap::with_capacity(n);
-        for i in 0..n {
-            index.insert(
-                Config::from_slice(&configs[i * dims..(i + 1) * dims]),
-                i as ConfigId,
-            );
-        }
+        let index = Index::build(&params, &configs, n);
         // Features: each parameter with more than one value becomes one coordinate in [0, 1],
         // its value's rank (numeric order when all values are numbers, list order otherwise).
         let mut ranks: Vec<Option<Vec<f64>>> = Vec::with_capacity(dims);
@@ -297,7 +292,7 @@ impl Space {
 
     /// The id of a configuration, or `None` if it is not in the valid set.
     pub fn id_of(&self, config: &[u16]) -> Option<ConfigId> {
-        self.index.get(config).copied()
+        self.index.get(config)
     }
 
     /// True when every restriction holds for `config` (it need not be in the valid set; a
@@ -339,7 +334,7 @@ impl Space {
             let k = self.params[j].values.len() as u16;
             let mut visit = |v: u16, c: &mut Config| {
                 c[j] = v;
-                if let Some(&n) = self.index.get(c) {
+                if let Some(n) = self.index.get(c) {
                     f(n);
                 }
             };
@@ -394,6 +389,68 @@ fn check_params(params: &[Parameter]) -> Result<(), SpaceError> {
         }
     }
     Ok(())
+}
+
+/// The configuration → id map. Keys are a configuration's number in the mixed radix of the
+/// parameters' value counts when the raw space fits a `u64` (always, in practice), else the
+/// configurations themselves; either way hashed with FxHash. Only looked up, never iterated,
+/// so the hasher cannot change a result.
+#[derive(Debug, Clone)]
+enum Index {
+    /// `radix[j]`: parameter j's number of values; key = Σ config[j] · Π_{k>j} radix[k].
+    Packed {
+        radix: Vec<u64>,
+        map: FxHashMap<u64, ConfigId>,
+    },
+    Wide(FxHashMap<Config, ConfigId>),
+}
+
+impl Index {
+    fn build(params: &[Parameter], configs: &[u16], n: usize) -> Self {
+        let dims = params.len();
+        let radix: Vec<u64> = params.iter().map(|p| p.values.len() as u64).collect();
+        let fits = radix
+            .iter()
+            .try_fold(1u64, |acc, &r| acc.checked_mul(r))
+            .is_some();
+        let rows = (0..n).map(|i| &configs[i * dims..(i + 1) * dims]);
+        if fits {
+            let mut map = FxHashMap::with_capacity_and_hasher(n, Default::default());
+            for (i, c) in rows.enumerate() {
+                map.insert(pack(&radix, c), i as ConfigId);
+            }
+            Index::Packed { radix, map }
+        } else {
+            let mut map = FxHashMap::with_capacity_and_hasher(n, Default::default());
+            for (i, c) in rows.enumerate() {
+                map.insert(Config::from_slice(c), i as ConfigId);
+            }
+            Index::Wide(map)
+        }
+    }
+
+    fn get(&self, config: &[u16]) -> Option<ConfigId> {
+        match self {
+            Index::Packed { radix, map } => {
+                // Out-of-range indices would alias another configuration's number.
+                if config.len() != radix.len()
+                    || config.iter().zip(radix).any(|(&i, &r)| u64::from(i) >= r)
+                {
+                    return None;
+                }
+                map.get(&pack(radix, config)).copied()
+            }
+            Index::Wide(map) => map.get(config).copied(),
+        }
+    }
+}
+
+/// `config` as a number in the mixed radix `radix` (indices in range, product fits a `u64`).
+fn pack(radix: &[u64], config: &[u16]) -> u64 {
+    config
+        .iter()
+        .zip(radix)
+        .fold(0u64, |acc, (&i, &r)| acc * r + u64::from(i))
 }
 
 /// The state of one depth-first enumeration.
@@ -513,6 +570,43 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn id_of_refuses_configurations_outside_the_parameters() {
+        let s = demo();
+        assert!(matches!(s.index, Index::Packed { .. }));
+        let c = s.config(0).to_vec();
+        assert_eq!(s.id_of(&c), Some(0));
+        // Index 4 of `by` would alias the next `bx` value in a mixed-radix number.
+        let mut out = c.clone();
+        out[1] = 4;
+        assert_eq!(s.id_of(&out), None);
+        assert_eq!(s.id_of(&c[..2]), None);
+        assert_eq!(s.id_of(&[c.clone(), vec![0]].concat()), None);
+    }
+
+    #[test]
+    fn a_raw_space_wider_than_u64_is_indexed_by_configuration() {
+        // 65,535^5 > 2^64 raw configurations; the restrictions keep two.
+        let values: Vec<i64> = (0..65_535).collect();
+        let params: Vec<Parameter> = (0..5)
+            .map(|i| Parameter::ints(format!("p{i}"), &values))
+            .collect();
+        let rs: Vec<String> = (0..5)
+            .map(|i| format!("p{i} == {i} or p{i} == 65534 and {i} == 4"))
+            .collect();
+        let s = Space::enumerate(params, &rs, &HashMap::new()).unwrap();
+        assert!(matches!(s.index, Index::Wide(_)));
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.id_of(&[0, 1, 2, 3, 4]), Some(0));
+        assert_eq!(s.id_of(&[0, 1, 2, 3, 65534]), Some(1));
+        assert_eq!(s.id_of(&[0, 1, 2, 3, 5]), None);
+        assert_eq!(
+            s.neighbours(0, Neighbourhood::Hamming),
+            vec![1],
+            "neighbours go through the same index"
+        );
     }
 
     #[test]
