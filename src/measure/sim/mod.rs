@@ -28,6 +28,13 @@ use super::{
     FailureKind, Measure, MeasureError, Outcome, StrategyMap, TaskSpace, TimingSettings, TuningTask,
 };
 
+/// A strategy space before enumeration: parameters, restrictions, named constants.
+pub(crate) type SpaceSpec = (
+    Vec<search_strategies::Parameter>,
+    Vec<String>,
+    std::collections::HashMap<String, search_strategies::Value>,
+);
+
 /// Version of the simulator's model; it is part of the runner identity, so records measured by
 /// an older model can be told apart.
 pub const SIM_MODEL_VERSION: u32 = 1;
@@ -94,6 +101,16 @@ impl SimRunner {
             (soc.vector_units * c / soc.cube_cores).max(1)
         };
         (cube, vector)
+    }
+
+    /// The task's strategy space before enumeration: parameters, restrictions, constants.
+    pub(crate) fn space_spec(task: &TuningTask) -> Result<SpaceSpec, MeasureError> {
+        let (m, soc, c, v) = Self::model(task)?;
+        Ok(match &m {
+            OpModel::Cube { problem, .. } => cube::space(problem, soc, c),
+            OpModel::Elem(p) => vector::elem_space(p, soc, v),
+            OpModel::Row(p) => vector::row_space(p, soc, v),
+        })
     }
 
     pub(crate) fn model(
@@ -184,12 +201,7 @@ impl Measure for SimRunner {
     }
 
     fn space(&mut self, task: &TuningTask) -> Result<TaskSpace, MeasureError> {
-        let (m, soc, c, v) = Self::model(task)?;
-        let (params, restrictions, constants) = match &m {
-            OpModel::Cube { problem, .. } => cube::space(problem, soc, c),
-            OpModel::Elem(p) => vector::elem_space(p, soc, v),
-            OpModel::Row(p) => vector::row_space(p, soc, v),
-        };
+        let (params, restrictions, constants) = Self::space_spec(task)?;
         Ok(TaskSpace::enumerate(params, &restrictions, &constants)?)
     }
 
@@ -248,4 +260,59 @@ fn hash_str(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use search_strategies::Space;
+
+    use super::*;
+    use crate::key::{OpDescriptor, SocSpec};
+
+    /// The sim's real spaces (the distinct fixture ops of ResNet-50 and BERT on both SoCs:
+    /// every vector space, the first few cube spaces per SoC and file, as those take ~0.2 s
+    /// each) enumerate to the identical configuration list on the integer fast path and on the
+    /// generic interpreter.
+    #[test]
+    fn real_spaces_enumerate_identically_on_both_evaluation_paths() {
+        const CUBE_SPACES: usize = 4;
+        let mut seen = HashSet::new();
+        let mut checked = 0;
+        for f in ["resnet50_ops.json", "bert_base_ops.json"] {
+            let path = format!("{}/fixtures/ops/{f}", env!("CARGO_MANIFEST_DIR"));
+            let ops: Vec<OpDescriptor> =
+                serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+            for soc in ["Ascend910B2", "Ascend310P3"] {
+                let mut cube = 0;
+                for op in &ops {
+                    let mut op = op.clone();
+                    op.soc = SocSpec::from_version(soc).unwrap();
+                    let Ok(spec) = SimRunner::space_spec(&TuningTask::new(op)) else {
+                        continue;
+                    };
+                    let is_cube = spec.0.iter().any(|p| p.name == "baseK");
+                    if (is_cube && cube == CUBE_SPACES) || !seen.insert(format!("{spec:?}")) {
+                        continue;
+                    }
+                    cube += usize::from(is_cube);
+                    let (params, rs, consts) = spec;
+                    let fast = Space::enumerate(params.clone(), &rs, &consts).unwrap();
+                    assert!(
+                        fast.restrictions().iter().all(|r| r.has_int_path()),
+                        "{rs:?}"
+                    );
+                    let generic = Space::enumerate_generic(params, &rs, &consts).unwrap();
+                    assert!(!fast.is_empty());
+                    assert_eq!(fast.len(), generic.len(), "{rs:?}");
+                    for id in 0..fast.len() as u32 {
+                        assert_eq!(fast.config(id), generic.config(id));
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 20, "only {checked} distinct spaces");
+    }
 }
