@@ -264,6 +264,20 @@ fn non_integer_expressions_stay_on_the_generic_path() {
     assert!(!r.has_int_path());
     let r = Restriction::compile_typed("a < c", &names, &c, &[true, false, true, true]).unwrap();
     assert!(r.has_int_path());
+    // An expression deeper than the fast path's stack stays generic, with the generic result.
+    let deep = (0..20).fold("a".to_string(), |e, _| format!("a - ({e})"));
+    let r = Restriction::compile_typed(&deep, &names, &c, &[true; 4]).unwrap();
+    assert!(!r.has_int_path());
+    let vals = [
+        Value::Int(1),
+        Value::Int(0),
+        Value::Int(0),
+        Value::Bool(false),
+    ];
+    assert_eq!(r.eval(&vals), Ok(Value::Int(1)));
+    let shallow = (0..12).fold("a".to_string(), |e, _| format!("a - ({e})"));
+    let r = Restriction::compile_typed(&shallow, &names, &c, &[true; 4]).unwrap();
+    assert_eq!(r.eval_int(&[1, 0, 0, 0]), Some(1));
     // Missing flags count as not integer.
     let r = Restriction::compile_typed("a < c", &names, &c, &[true]).unwrap();
     assert!(!r.has_int_path());

@@ -13,6 +13,11 @@
 //! `max`, `int`, comparisons (chained too), `in`/`not in` over lists of int or bool literals
 //! and constants, `and`/`or`. Anything else (`/`, floats, strings, `float()`, a list as a value)
 //! stays on the generic path.
+//!
+//! Compilation folds every subexpression that reads no parameter to its value (when it
+//! evaluates without an event; otherwise it is kept and declines at run time), and a binary
+//! operator whose right operand is a parameter or a constant reads it directly instead of
+//! through the stack. `abs(i64::MIN)` saturates to `i64::MAX` on both paths.
 
 use super::{BinOp, CmpOp, Func, Node, Value};
 
