@@ -68,6 +68,29 @@ fn valid_set_sizes_match_kernel_tuner() {
         if name.starts_with("benchmark_hub") {
             assert_eq!(r.source, ValidSetSource::Restrictions, "{name}");
             assert!(find_restrictions(&path).is_some());
+            // Every restriction is integer, so the enumeration above ran on the fast path; the
+            // same valid set, in the same order, on the generic interpreter.
+            assert!(
+                r.space.restrictions().iter().all(|x| x.has_int_path()),
+                "{name}"
+            );
+            let sources: Vec<String> = r
+                .space
+                .restrictions()
+                .iter()
+                .map(|x| x.source().to_string())
+                .collect();
+            let generic = search_strategies::Space::enumerate_generic(
+                r.space.params().to_vec(),
+                &sources,
+                &Default::default(),
+            )
+            .unwrap();
+            assert_eq!(generic.len(), r.space.len(), "{name}");
+            assert!(
+                (0..generic.len() as u32).all(|id| generic.config(id) == r.space.config(id)),
+                "{name}: fast and generic enumerations differ"
+            );
         } else {
             assert_eq!(r.source, ValidSetSource::CacheKeys, "{name}");
         }
