@@ -107,7 +107,12 @@ fn export_import_export_is_byte_identical() {
     let a = open(&dir.path().join("a.redb"));
     a.write_batch(
         &(1..=40)
-            .map(|i| record(i, 10.0 + i as f64, "ensemble"))
+            .map(|i| {
+                let mut r = record(i, 10.0 + i as f64, "ensemble");
+                // Every fifth is a default confirmed by tuning; the flag must survive too.
+                r.performance.default_confirmed = i % 5 == 0;
+                r
+            })
             .collect::<Vec<_>>(),
     )
     .unwrap();
@@ -115,6 +120,14 @@ fn export_import_export_is_byte_identical() {
     let text = String::from_utf8(first.clone()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 40);
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains(r#""default_confirmed":true"#))
+            .count(),
+        8
+    );
+    assert!(!text.contains(r#""default_confirmed":false"#));
     // Keys ascend, one record a line, fields in declaration order.
     let keys: Vec<String> = lines.iter().map(|l| l[8..72].to_owned()).collect();
     let mut sorted = keys.clone();

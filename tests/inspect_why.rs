@@ -523,3 +523,46 @@ fn an_entry_for_another_soc_is_found_when_this_soc_has_none() {
         "1 ops: 0 hits, 1 misses (soc: 1)"
     );
 }
+
+/// A default confirmed by tuning is a hit, and `why` says which kind of hit it is.
+#[test]
+fn a_confirmed_default_is_a_hit_labelled_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = open(&dir.path().join("b.redb"));
+    let model = model();
+    let given = options(&["--input_shape=x:16,64;img:1,3,224,224"]);
+    let soc = given.soc().unwrap();
+    let mut records = Vec::new();
+    for (i, t) in model.iter().enumerate() {
+        for r in derive_op_keys(t, &given, &soc).unwrap() {
+            let mut rec = record(r.descriptor, &given, 10.0);
+            rec.performance.default_confirmed = i == 0;
+            records.push(rec);
+        }
+    }
+    bank.write_batch(&records).unwrap();
+    let report = why(&bank, &model, &given);
+    let mut seen = (0, 0);
+    for op in &report.ops {
+        let Verdict::Hit {
+            default_confirmed, ..
+        } = &op.verdict
+        else {
+            panic!("{} should hit: {:?}", op.node, op.verdict);
+        };
+        assert_eq!(
+            *default_confirmed,
+            op.node == model[0].node_name,
+            "{}",
+            op.node
+        );
+        if *default_confirmed {
+            seen.0 += 1;
+        } else {
+            seen.1 += 1;
+        }
+    }
+    assert!(seen.0 >= 1 && seen.1 >= 1, "{seen:?}");
+    let json = serde_json::to_value(&report.ops[0].verdict).unwrap();
+    assert_eq!(json["default_confirmed"], true, "{json}");
+}

@@ -573,6 +573,32 @@ mod tests {
         assert_eq!(answer.key_schema_version, 1);
     }
 
+    /// `default_confirmed` is written only when true: a record without it keeps the bytes it had
+    /// before the field existed, and a confirmed default round-trips through both decoders.
+    #[test]
+    fn default_confirmed_is_encoded_only_when_true() {
+        let (key, mut record) = sample();
+        let plain = encode(&key, &record);
+        let name = b"default_confirmed";
+        assert!(!plain.windows(name.len()).any(|w| w == name));
+        assert!(
+            !decode_answer(&key, &plain)
+                .unwrap()
+                .performance
+                .default_confirmed
+        );
+        record.performance.default_confirmed = true;
+        let confirmed = encode(&key, &record);
+        assert!(confirmed.windows(name.len()).any(|w| w == name));
+        assert_eq!(decode(&key, &confirmed).unwrap(), record);
+        assert!(
+            decode_answer(&key, &confirmed)
+                .unwrap()
+                .performance
+                .default_confirmed
+        );
+    }
+
     #[test]
     fn answer_does_not_parse_details() {
         let (key, record) = sample();
