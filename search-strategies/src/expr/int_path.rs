@@ -33,6 +33,22 @@ enum Rhs {
     Param(u32),
 }
 
+impl Rhs {
+    /// The right operand: popped off `st` (lowering `sp`), a constant, or parameter `i` of
+    /// `ints` (`None` when unbound).
+    #[inline(always)]
+    fn take(self, st: &[i64; STACK], sp: &mut usize, ints: &[i64]) -> Option<i64> {
+        match self {
+            Rhs::Stack => {
+                *sp -= 1;
+                Some(st[*sp])
+            }
+            Rhs::Const(k) => Some(k),
+            Rhs::Param(i) => ints.get(i as usize).copied(),
+        }
+    }
+}
+
 /// One instruction. Jump targets are instruction indices; a jump lands on the instruction
 /// after the construct it leaves, with that construct's one result on the stack.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -127,14 +143,7 @@ impl IntProgram {
                 Op::Not => st[sp - 1] = i64::from(st[sp - 1] == 0),
                 Op::Abs => st[sp - 1] = st[sp - 1].saturating_abs(),
                 Op::Bin(b, rhs) => {
-                    let y = match rhs {
-                        Rhs::Stack => {
-                            sp -= 1;
-                            st[sp]
-                        }
-                        Rhs::Const(k) => k,
-                        Rhs::Param(i) => *ints.get(i as usize)?,
-                    };
+                    let y = rhs.take(&st, &mut sp, ints)?;
                     st[sp - 1] = arith(b, st[sp - 1], y)?;
                 }
                 Op::Min(n) => {
@@ -150,25 +159,11 @@ impl IntProgram {
                     st[sp - 1] = v;
                 }
                 Op::Cmp(o, rhs) => {
-                    let y = match rhs {
-                        Rhs::Stack => {
-                            sp -= 1;
-                            st[sp]
-                        }
-                        Rhs::Const(k) => k,
-                        Rhs::Param(i) => *ints.get(i as usize)?,
-                    };
+                    let y = rhs.take(&st, &mut sp, ints)?;
                     st[sp - 1] = i64::from(cmp(o, st[sp - 1], y));
                 }
                 Op::CmpKeep(o, rhs, target) => {
-                    let y = match rhs {
-                        Rhs::Stack => {
-                            sp -= 1;
-                            st[sp]
-                        }
-                        Rhs::Const(k) => k,
-                        Rhs::Param(i) => *ints.get(i as usize)?,
-                    };
+                    let y = rhs.take(&st, &mut sp, ints)?;
                     if cmp(o, st[sp - 1], y) {
                         st[sp - 1] = y;
                     } else {
