@@ -112,6 +112,37 @@ fn replace<B: Backend>() {
     assert_eq!(index_scan(&store, IndexPrefix::default()).len(), 1);
 }
 
+/// `put_batch_if_absent` writes only keys that hold nothing at commit time, index included,
+/// and counts what it wrote; the same key twice in one batch keeps the first.
+fn put_if_absent_never_replaces<B: Backend>() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = B::open(&bank_path(&dir));
+    let held = one("a", "Ascend910B2", "MatMul", 1);
+    store.put_batch(&[held.entry()]).unwrap();
+    let rival = Owned::new(held.key, &op_record("Ascend910B2", "Conv2D", 2, 0, 1));
+    let fresh = one("b", "Ascend910B2", "Add", 3);
+    let twice = Owned::new(fresh.key, &op_record("Ascend910B2", "Add", 4, 0, 1));
+    let written = store
+        .put_batch_if_absent(&[rival.entry(), fresh.entry(), twice.entry()])
+        .unwrap();
+    assert_eq!(written, 1);
+    assert_eq!(get(&store, &held.key).unwrap(), held.value);
+    assert_eq!(get(&store, &fresh.key).unwrap(), fresh.value);
+    assert_eq!(store.len().unwrap(), 2);
+    // The skipped entry left the index alone (op types are indexed lower-cased): no conv2d.
+    let index = index_scan(&store, IndexPrefix::default());
+    let types: Vec<&str> = index.iter().map(|(ik, _)| ik.op_type.as_str()).collect();
+    assert_eq!(types.len(), 2, "{types:?}");
+    assert!(
+        types.contains(&"matmul") && types.contains(&"add"),
+        "{types:?}"
+    );
+    assert_eq!(store.put_batch_if_absent(&[]).unwrap(), 0);
+    assert_eq!(store.put_batch_if_absent(&[held.entry()]).unwrap(), 0);
+    let report = tunebank::bank::verify::verify_store(&store);
+    assert!(report.is_clean(), "{report:?}");
+}
+
 fn scan_order_and_early_stop<B: Backend>() {
     let dir = tempfile::tempdir().unwrap();
     let store = B::open(&bank_path(&dir));
@@ -396,6 +427,10 @@ macro_rules! conformance {
             #[test]
             fn replace() {
                 super::replace::<$backend>()
+            }
+            #[test]
+            fn put_if_absent_never_replaces() {
+                super::put_if_absent_never_replaces::<$backend>()
             }
             #[test]
             fn scan_order_and_early_stop() {

@@ -260,7 +260,24 @@ fn a_miss_without_a_win_stores_the_default_as_confirmed() {
     );
     assert!(third.stats.trials > 0);
     assert!(third.outcomes[0].record.is_none());
-    assert_eq!(custom_record(&bank, &plan), Some(stored));
+    assert_eq!(custom_record(&bank, &plan), Some(stored.clone()));
+
+    // A confirmed default is written only where the key holds nothing at commit time, so a
+    // winner another process stored after this one's look-up is never replaced by it.
+    let other_process = Bank::builder(RecordKind::Op, "Ascend910B2")
+        .custom_path(dir.path().join("op.redb"))
+        .no_default_builtin()
+        .open()
+        .unwrap();
+    let mut winner = stored.clone();
+    winner.performance.default_confirmed = false;
+    winner.performance.tuned_us = stored.performance.tuned_us / 2.0;
+    winner
+        .strategy
+        .insert("marker".into(), serde_json::json!("winner"));
+    other_process.write_batch(&[winner.clone()]).unwrap();
+    assert_eq!(bank.write_batch_if_absent(&[stored]).unwrap(), 0);
+    assert_eq!(custom_record(&bank, &plan), Some(winner));
 }
 
 /// A search the job's overall budget cut short confirms nothing: the task stays a miss.

@@ -430,6 +430,21 @@ impl Bank {
     /// key derived from its own descriptor (so a record can never sit under a wrong key), and
     /// returns those keys. Either every record is written or none.
     pub fn write_batch(&self, records: &[Record]) -> Result<Vec<BankKey>, BankError> {
+        self.write(records, false).map(|(keys, _)| keys)
+    }
+
+    /// Like [`Bank::write_batch`], but a record whose key already holds a value in the custom
+    /// layer when the transaction commits is skipped, so a record another process wrote since
+    /// this one looked the key up is never replaced. Returns how many records were written.
+    pub fn write_batch_if_absent(&self, records: &[Record]) -> Result<usize, BankError> {
+        self.write(records, true).map(|(_, written)| written)
+    }
+
+    fn write(
+        &self,
+        records: &[Record],
+        if_absent: bool,
+    ) -> Result<(Vec<BankKey>, usize), BankError> {
         let layer = self
             .layers
             .iter()
@@ -456,8 +471,13 @@ impl Bank {
                 index: index.clone(),
             })
             .collect();
-        layer.store.put_batch(&entries)?;
-        Ok(keys)
+        let written = if if_absent {
+            layer.store.put_batch_if_absent(&entries)?
+        } else {
+            layer.store.put_batch(&entries)?;
+            entries.len()
+        };
+        Ok((keys, written))
     }
 
     /// Checks every layer: record checksums and decoding, and index consistency.

@@ -20,7 +20,9 @@
 //!   reported `unsatisfied` and never listed as modified, but from then on it is a hit: a rerun
 //!   measures nothing and a converter finds every tuned op. `REPEAT_TUNE` searches it again and
 //!   replaces it only on a clear win (`update`). A search cut short by the job's overall budget,
-//!   a runner failure or an unsupported op confirms nothing.
+//!   a runner failure or an unsupported op confirms nothing. A confirmed default is written
+//!   only if the key is still empty at commit ([`Bank::write_batch_if_absent`]): a record
+//!   another process stored since the look-up wins.
 //!
 //! Tasks run on `workers` threads (`std::thread::scope`), each with its own runner built from
 //! the runner spec (runners need not be `Sync`). Results come back to the calling thread, which
@@ -568,7 +570,13 @@ pub fn run(
                       write: bool|
      -> Result<(), TuneError> {
         if let Some(r) = &o.record {
-            bank.write_batch(std::slice::from_ref(r))?;
+            if r.performance.default_confirmed {
+                // Another process may have written this key (a winner, say) since the look-up:
+                // a confirmed default never replaces it.
+                bank.write_batch_if_absent(std::slice::from_ref(r))?;
+            } else {
+                bank.write_batch(std::slice::from_ref(r))?;
+            }
         }
         let task = &plan.tasks[o.task];
         let s = &mut report.summary;

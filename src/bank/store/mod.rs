@@ -207,6 +207,12 @@ pub trait Store: Send + Sync {
     /// Writes all entries atomically and durably.
     fn put_batch(&self, entries: &[StoreEntry<'_>]) -> Result<(), StoreError>;
 
+    /// Like [`Store::put_batch`], but an entry whose key already holds a value when the batch
+    /// commits is skipped: the check and the writes are one transaction, so a record another
+    /// writer (process) committed in the meantime is never replaced. Returns the number of
+    /// entries written.
+    fn put_batch_if_absent(&self, entries: &[StoreEntry<'_>]) -> Result<usize, StoreError>;
+
     /// Visits every (key, value) in ascending key order.
     fn scan(&self, f: &mut dyn FnMut(&BankKey, &[u8]) -> ControlFlow<()>)
         -> Result<(), StoreError>;

@@ -334,6 +334,68 @@ impl std::fmt::Debug for RedbStore {
     }
 }
 
+impl RedbStore {
+    /// One durable write transaction for `entries`; with `if_absent`, entries whose key holds
+    /// a value (read inside the same transaction) are skipped. Returns the number written.
+    fn write(&self, entries: &[StoreEntry<'_>], if_absent: bool) -> Result<usize, StoreError> {
+        let db = match &self.db {
+            Handle::ReadWrite(db) => db,
+            Handle::ReadOnly(_) => {
+                return Err(StoreError::ReadOnly {
+                    path: self.path.clone(),
+                })
+            }
+        };
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let mut written = 0;
+        let mut txn = db.begin_write().map_err(|e| self.err(e))?;
+        txn.set_durability(Durability::Immediate)
+            .map_err(|e| StoreError::Backend {
+                path: self.path.clone(),
+                detail: e.to_string(),
+            })?;
+        {
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            if meta.get(LAYOUT_KEY).map_err(|e| self.err(e))?.is_none() {
+                meta.insert(LAYOUT_KEY, LAYOUT_VERSION)
+                    .map_err(|e| self.err(e))?;
+            }
+            let mut records = txn.open_table(RECORDS).map_err(|e| self.err(e))?;
+            let mut index = txn.open_table(INDEX).map_err(|e| self.err(e))?;
+            let mut index_of = txn.open_table(INDEX_OF).map_err(|e| self.err(e))?;
+            for entry in entries {
+                let raw = &entry.key.0;
+                if if_absent && records.get(raw).map_err(|e| self.err(e))?.is_some() {
+                    continue;
+                }
+                written += 1;
+                records.insert(raw, entry.value).map_err(|e| self.err(e))?;
+                let kind = kind_byte(entry.index.kind);
+                let new = (entry.index.soc.as_str(), kind, entry.index.op_type.as_str());
+                let old = index_of
+                    .insert(raw, new)
+                    .map_err(|e| self.err(e))?
+                    .map(|g| {
+                        let (s, b, o) = g.value();
+                        (s.to_owned(), b, o.to_owned())
+                    });
+                if let Some((s, b, o)) = old {
+                    index
+                        .remove((s.as_str(), b, o.as_str(), raw))
+                        .map_err(|e| self.err(e))?;
+                }
+                index
+                    .insert((new.0, new.1, new.2, raw), ())
+                    .map_err(|e| self.err(e))?;
+            }
+        }
+        txn.commit().map_err(|e| self.err(e))?;
+        Ok(written)
+    }
+}
+
 impl Store for RedbStore {
     fn path(&self) -> &Path {
         &self.path
@@ -371,55 +433,11 @@ impl Store for RedbStore {
     }
 
     fn put_batch(&self, entries: &[StoreEntry<'_>]) -> Result<(), StoreError> {
-        let db = match &self.db {
-            Handle::ReadWrite(db) => db,
-            Handle::ReadOnly(_) => {
-                return Err(StoreError::ReadOnly {
-                    path: self.path.clone(),
-                })
-            }
-        };
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let mut txn = db.begin_write().map_err(|e| self.err(e))?;
-        txn.set_durability(Durability::Immediate)
-            .map_err(|e| StoreError::Backend {
-                path: self.path.clone(),
-                detail: e.to_string(),
-            })?;
-        {
-            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            if meta.get(LAYOUT_KEY).map_err(|e| self.err(e))?.is_none() {
-                meta.insert(LAYOUT_KEY, LAYOUT_VERSION)
-                    .map_err(|e| self.err(e))?;
-            }
-            let mut records = txn.open_table(RECORDS).map_err(|e| self.err(e))?;
-            let mut index = txn.open_table(INDEX).map_err(|e| self.err(e))?;
-            let mut index_of = txn.open_table(INDEX_OF).map_err(|e| self.err(e))?;
-            for entry in entries {
-                let raw = &entry.key.0;
-                records.insert(raw, entry.value).map_err(|e| self.err(e))?;
-                let kind = kind_byte(entry.index.kind);
-                let new = (entry.index.soc.as_str(), kind, entry.index.op_type.as_str());
-                let old = index_of
-                    .insert(raw, new)
-                    .map_err(|e| self.err(e))?
-                    .map(|g| {
-                        let (s, b, o) = g.value();
-                        (s.to_owned(), b, o.to_owned())
-                    });
-                if let Some((s, b, o)) = old {
-                    index
-                        .remove((s.as_str(), b, o.as_str(), raw))
-                        .map_err(|e| self.err(e))?;
-                }
-                index
-                    .insert((new.0, new.1, new.2, raw), ())
-                    .map_err(|e| self.err(e))?;
-            }
-        }
-        txn.commit().map_err(|e| self.err(e))
+        self.write(entries, false).map(|_| ())
+    }
+
+    fn put_batch_if_absent(&self, entries: &[StoreEntry<'_>]) -> Result<usize, StoreError> {
+        self.write(entries, true)
     }
 
     fn scan(

@@ -182,6 +182,52 @@ impl std::fmt::Debug for SledStore {
     }
 }
 
+impl SledStore {
+    /// One transaction for `entries`, then a flush; with `if_absent`, entries whose key holds
+    /// a value (read inside the same transaction) are skipped. Returns the number written.
+    fn write(&self, entries: &[StoreEntry<'_>], if_absent: bool) -> Result<usize, StoreError> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let _batch = self.batch_lock.write().unwrap_or_else(|e| e.into_inner());
+        let prefixes: Vec<Vec<u8>> = entries.iter().map(|e| index_prefix(&e.index)).collect();
+        let written = (&self.records, &self.index, &self.index_of)
+            .transaction(|(records, index, index_of)| {
+                let mut written = 0;
+                for (entry, prefix) in entries.iter().zip(&prefixes) {
+                    if if_absent && records.get(entry.key.0)?.is_some() {
+                        continue;
+                    }
+                    written += 1;
+                    records.insert(&entry.key.0, entry.value)?;
+                    if let Some(old) = index_of.insert(&entry.key.0, prefix.as_slice())? {
+                        let mut old_key = old.to_vec();
+                        old_key.extend_from_slice(&entry.key.0);
+                        index.remove(old_key)?;
+                    }
+                    let mut new_key = prefix.clone();
+                    new_key.extend_from_slice(&entry.key.0);
+                    index.insert(new_key, &[][..])?;
+                }
+                Ok::<usize, ConflictableTransactionError<()>>(written)
+            })
+            .map_err(|e| match e {
+                TransactionError::Storage(e) => self.err(e),
+                TransactionError::Abort(()) => StoreError::Backend {
+                    path: self.path.clone(),
+                    detail: "transaction aborted".to_owned(),
+                },
+            })?;
+        self.db.flush().map_err(|e| self.err(e))?;
+        Ok(written)
+    }
+}
+
 impl Store for SledStore {
     fn path(&self) -> &Path {
         &self.path
@@ -199,40 +245,11 @@ impl Store for SledStore {
     }
 
     fn put_batch(&self, entries: &[StoreEntry<'_>]) -> Result<(), StoreError> {
-        if self.read_only {
-            return Err(StoreError::ReadOnly {
-                path: self.path.clone(),
-            });
-        }
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let _batch = self.batch_lock.write().unwrap_or_else(|e| e.into_inner());
-        let prefixes: Vec<Vec<u8>> = entries.iter().map(|e| index_prefix(&e.index)).collect();
-        (&self.records, &self.index, &self.index_of)
-            .transaction(|(records, index, index_of)| {
-                for (entry, prefix) in entries.iter().zip(&prefixes) {
-                    records.insert(&entry.key.0, entry.value)?;
-                    if let Some(old) = index_of.insert(&entry.key.0, prefix.as_slice())? {
-                        let mut old_key = old.to_vec();
-                        old_key.extend_from_slice(&entry.key.0);
-                        index.remove(old_key)?;
-                    }
-                    let mut new_key = prefix.clone();
-                    new_key.extend_from_slice(&entry.key.0);
-                    index.insert(new_key, &[][..])?;
-                }
-                Ok::<(), ConflictableTransactionError<()>>(())
-            })
-            .map_err(|e| match e {
-                TransactionError::Storage(e) => self.err(e),
-                TransactionError::Abort(()) => StoreError::Backend {
-                    path: self.path.clone(),
-                    detail: "transaction aborted".to_owned(),
-                },
-            })?;
-        self.db.flush().map_err(|e| self.err(e))?;
-        Ok(())
+        self.write(entries, false).map(|_| ())
+    }
+
+    fn put_batch_if_absent(&self, entries: &[StoreEntry<'_>]) -> Result<usize, StoreError> {
+        self.write(entries, true)
     }
 
     fn scan(
