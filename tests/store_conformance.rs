@@ -113,7 +113,8 @@ fn replace<B: Backend>() {
 }
 
 /// `put_batch_if_absent` writes only keys that hold nothing at commit time, index included,
-/// and counts what it wrote; the same key twice in one batch keeps the first.
+/// and counts what it wrote; the same key twice in one batch keeps the first. `put_batch_if`
+/// replaces exactly where its decision says so.
 fn put_if_absent_never_replaces<B: Backend>() {
     let dir = tempfile::tempdir().unwrap();
     let store = B::open(&bank_path(&dir));
@@ -139,6 +140,23 @@ fn put_if_absent_never_replaces<B: Backend>() {
     );
     assert_eq!(store.put_batch_if_absent(&[]).unwrap(), 0);
     assert_eq!(store.put_batch_if_absent(&[held.entry()]).unwrap(), 0);
+    // `put_batch_if` replaces where the decision, shown the current value, says so; the index
+    // follows the replacement.
+    let decide = |k: &BankKey, old: &[u8]| *k == held.key && old == held.value.as_slice();
+    assert_eq!(
+        store
+            .put_batch_if(&[rival.entry(), twice.entry()], &decide)
+            .unwrap(),
+        1
+    );
+    assert_eq!(get(&store, &held.key).unwrap(), rival.value);
+    assert_eq!(get(&store, &fresh.key).unwrap(), fresh.value);
+    let index = index_scan(&store, IndexPrefix::default());
+    let types: Vec<&str> = index.iter().map(|(ik, _)| ik.op_type.as_str()).collect();
+    assert!(
+        types.contains(&"conv2d") && !types.contains(&"matmul"),
+        "{types:?}"
+    );
     let report = tunebank::bank::verify::verify_store(&store);
     assert!(report.is_clean(), "{report:?}");
 }

@@ -1,6 +1,7 @@
 //! The layered bank: a writable custom layer consulted before read-only built-in layers, with
 //! look-up answers that say which layer answered and what it shadowed.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -430,20 +431,43 @@ impl Bank {
     /// key derived from its own descriptor (so a record can never sit under a wrong key), and
     /// returns those keys. Either every record is written or none.
     pub fn write_batch(&self, records: &[Record]) -> Result<Vec<BankKey>, BankError> {
-        self.write(records, false).map(|(keys, _)| keys)
+        self.write(records, None).map(|(keys, _)| keys)
     }
 
-    /// Like [`Bank::write_batch`], but a record whose key already holds a value in the custom
-    /// layer when the transaction commits is skipped, so a record another process wrote since
-    /// this one looked the key up is never replaced. Returns how many records were written.
+    /// Like [`Bank::write_batch`], but where the custom layer already holds the record's key
+    /// when the transaction commits, the record is written only if `replace(record, current)`
+    /// says so; `current` is the stored answer, or the error that names its damage. Decision
+    /// and writes are one transaction, so a record another process wrote since this one looked
+    /// the key up is seen and judged, never blindly overwritten. Returns how many records were
+    /// written. `replace` may be called more than once per record and must answer the same.
+    pub fn write_batch_if(
+        &self,
+        records: &[Record],
+        replace: &dyn Fn(&Record, Result<Answer, RecordError>) -> bool,
+    ) -> Result<usize, BankError> {
+        let keyed: HashMap<BankKey, &Record> = records
+            .iter()
+            .filter_map(|r| Some((descriptor_key(&r.descriptor).ok()?, r)))
+            .collect();
+        let decide = |key: &BankKey, old: &[u8]| {
+            keyed
+                .get(key)
+                .is_some_and(|r| replace(r, record::decode_answer(key, old)))
+        };
+        self.write(records, Some(&decide))
+            .map(|(_, written)| written)
+    }
+
+    /// [`Bank::write_batch_if`] that never replaces: only keys the custom layer does not hold
+    /// are written.
     pub fn write_batch_if_absent(&self, records: &[Record]) -> Result<usize, BankError> {
-        self.write(records, true).map(|(_, written)| written)
+        self.write_batch_if(records, &|_, _| false)
     }
 
     fn write(
         &self,
         records: &[Record],
-        if_absent: bool,
+        replace: Option<&crate::bank::store::Replace<'_>>,
     ) -> Result<(Vec<BankKey>, usize), BankError> {
         let layer = self
             .layers
@@ -471,8 +495,8 @@ impl Bank {
                 index: index.clone(),
             })
             .collect();
-        let written = if if_absent {
-            layer.store.put_batch_if_absent(&entries)?
+        let written = if let Some(replace) = replace {
+            layer.store.put_batch_if(&entries, replace)?
         } else {
             layer.store.put_batch(&entries)?;
             entries.len()

@@ -20,9 +20,12 @@
 //!   reported `unsatisfied` and never listed as modified, but from then on it is a hit: a rerun
 //!   measures nothing and a converter finds every tuned op. `REPEAT_TUNE` searches it again and
 //!   replaces it only on a clear win (`update`). A search cut short by the job's overall budget,
-//!   a runner failure or an unsupported op confirms nothing. A confirmed default is written
-//!   only if the key is still empty at commit ([`Bank::write_batch_if_absent`]): a record
-//!   another process stored since the look-up wins.
+//!   a runner failure or an unsupported op confirms nothing;
+//! - a bank shared by several processes may change between a task's look-up and its write, so
+//!   the write decides inside its transaction ([`Bank::write_batch_if`]) against what the key
+//!   holds then: a winner replaces only the baseline it beat, a confirmed default, a damaged or
+//!   a slower record; a confirmed default replaces only a damaged one. A faster record another
+//!   process stored meanwhile stays (the report still says what this job found).
 //!
 //! Tasks run on `workers` threads (`std::thread::scope`), each with its own runner built from
 //! the runner spec (runners need not be `Sync`). Results come back to the calling thread, which
@@ -300,6 +303,9 @@ pub struct TaskOutcome {
     pub record: Option<Record>,
     /// Whether `record` stores the default as confirmed.
     pub default_confirmed: bool,
+    /// The strategy the search's best was compared against: the bank entry on a hit, else
+    /// the runner's default (`None` when no search ran).
+    pub baseline: Option<StrategyMap>,
     /// Time inside `Measure::measure` for this task.
     pub measure_time: Duration,
     /// Time inside the runner's `space` and `default_strategy` for this task.
@@ -552,6 +558,7 @@ pub fn run(
                         unsupported: None,
                         record: None,
                         default_confirmed: false,
+                        baseline: None,
                         measure_time: Duration::ZERO,
                         setup_time: Duration::ZERO,
                         task_time: Duration::ZERO,
@@ -570,13 +577,7 @@ pub fn run(
                       write: bool|
      -> Result<(), TuneError> {
         if let Some(r) = &o.record {
-            if r.performance.default_confirmed {
-                // Another process may have written this key (a winner, say) since the look-up:
-                // a confirmed default never replaces it.
-                bank.write_batch_if_absent(std::slice::from_ref(r))?;
-            } else {
-                bank.write_batch(std::slice::from_ref(r))?;
-            }
+            write_outcome(bank, r, o.baseline.as_ref())?;
         }
         let task = &plan.tasks[o.task];
         let s = &mut report.summary;
@@ -757,6 +758,32 @@ pub fn run(
     })
 }
 
+/// Writes a finished task's record. Another process sharing the bank may have written the key
+/// since this job looked it up, so the decision is taken inside the write transaction against
+/// what the key holds then (an empty key is always written):
+///
+/// - a confirmed default replaces only a damaged record;
+/// - a winner replaces a damaged record, the very baseline it beat (nobody else changed the
+///   key), a confirmed default, or a record slower than itself (the merge rule); a faster
+///   record another process stored meanwhile stays.
+fn write_outcome(
+    bank: &Bank,
+    record: &Record,
+    baseline: Option<&StrategyMap>,
+) -> Result<usize, BankError> {
+    bank.write_batch_if(std::slice::from_ref(record), &|new, current| {
+        let Ok(current) = current else {
+            return true; // damaged: anything sound is better
+        };
+        if new.performance.default_confirmed {
+            return false;
+        }
+        baseline == Some(&current.strategy)
+            || current.performance.default_confirmed
+            || current.performance.tuned_us > new.performance.tuned_us
+    })
+}
+
 /// The outcome of a task whose runner broke down.
 fn failed_outcome(job: &Job, why: String, task_time: Duration) -> TaskOutcome {
     TaskOutcome {
@@ -774,6 +801,7 @@ fn failed_outcome(job: &Job, why: String, task_time: Duration) -> TaskOutcome {
         unsupported: None,
         record: None,
         default_confirmed: false,
+        baseline: None,
         measure_time: Duration::ZERO,
         setup_time: Duration::ZERO,
         task_time,
@@ -811,6 +839,7 @@ fn tune_one(
         unsupported: None,
         record: None,
         default_confirmed: false,
+        baseline: None,
         measure_time: Duration::ZERO,
         setup_time: Duration::ZERO,
         task_time: Duration::ZERO,
@@ -839,6 +868,7 @@ fn tune_one(
         Some((s, _)) => s.clone(),
         None => default,
     };
+    out.baseline = Some(baseline.clone());
     let Some(inner) = by_name(&settings.strategy, task_seed(settings.seed, &t.key)) else {
         out.failure = Some(format!("unknown strategy {}", settings.strategy));
         return finish(out, runner);
@@ -965,4 +995,109 @@ fn tune_one(
         .as_ref()
         .is_some_and(|r| r.performance.default_confirmed);
     finish(out, runner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bank::store::StoreEntry;
+    use crate::bank::{layered::index_key, LayerId};
+    use crate::key::FsReader;
+
+    /// A record for the ResNet-50 fixture's Gemm with strategy `{"v": tag}`.
+    fn record(tag: i64, tuned_us: f64, default_confirmed: bool) -> Record {
+        let model = crate::model::load_onnx(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/models/resnet50.onnx"
+        ))
+        .unwrap();
+        let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
+        let only: BTreeSet<String> = ["Gemm".to_string()].into();
+        let plan = plan(&model, &options, &options.soc().unwrap(), Some(&only)).unwrap();
+        Record {
+            key_schema_version: crate::key::KEY_SCHEMA_VERSION,
+            kind: RecordKind::Op,
+            descriptor: Descriptor::Op(plan.tasks[0].descriptor.clone()),
+            options: options.given().clone(),
+            strategy: [("v".to_owned(), serde_json::json!(tag))].into(),
+            performance: Performance {
+                baseline_us: 100.0,
+                tuned_us,
+                samples_us: vec![tuned_us],
+                runner: "test".into(),
+                default_confirmed,
+            },
+            provenance: Provenance {
+                tool_version: "0".into(),
+                algorithm: "test".into(),
+                trials: 1,
+                seed: 0,
+                unix_time: 0,
+                origin: Origin::Tuned,
+            },
+        }
+    }
+
+    /// What the key holds after `write_outcome(new)` over a bank holding `current`.
+    fn after(current: Option<&Record>, new: &Record, baseline: Option<i64>) -> i64 {
+        let dir = tempfile::tempdir().unwrap();
+        let bank = Bank::builder(RecordKind::Op, "Ascend910B2")
+            .custom_path(dir.path().join("op.redb"))
+            .no_default_builtin()
+            .open()
+            .unwrap();
+        if let Some(c) = current {
+            bank.write_batch(std::slice::from_ref(c)).unwrap();
+        }
+        let baseline: Option<StrategyMap> =
+            baseline.map(|b| [("v".to_owned(), serde_json::json!(b))].into());
+        write_outcome(&bank, new, baseline.as_ref()).unwrap();
+        let key = crate::bank::layered::descriptor_key(&new.descriptor).unwrap();
+        let stored = bank.get_record(LayerId::Custom, &key).unwrap().unwrap();
+        stored.strategy["v"].as_i64().unwrap()
+    }
+
+    #[test]
+    fn a_write_judges_what_another_process_stored_since_the_look_up() {
+        let win = |tag, us| record(tag, us, false);
+        let confirmed = |tag, us| record(tag, us, true);
+        // Empty key: always written.
+        assert_eq!(after(None, &win(1, 5.0), Some(0)), 1);
+        assert_eq!(after(None, &confirmed(1, 5.0), Some(1)), 1);
+        // A winner replaces the baseline it beat, a confirmed default, or a slower record...
+        assert_eq!(after(Some(&win(0, 1.0)), &win(1, 5.0), Some(0)), 1);
+        assert_eq!(after(Some(&confirmed(9, 1.0)), &win(1, 5.0), Some(0)), 1);
+        assert_eq!(after(Some(&win(9, 8.0)), &win(1, 5.0), Some(0)), 1);
+        // ...but not a faster winner someone else stored meanwhile.
+        assert_eq!(after(Some(&win(9, 4.0)), &win(1, 5.0), Some(0)), 9);
+        // A confirmed default never replaces a sound record, even a slower one.
+        assert_eq!(after(Some(&win(9, 8.0)), &confirmed(1, 5.0), Some(1)), 9);
+        assert_eq!(
+            after(Some(&confirmed(9, 8.0)), &confirmed(1, 5.0), Some(1)),
+            9
+        );
+    }
+
+    #[test]
+    fn a_damaged_record_is_replaced_by_any_sound_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let bank = Bank::builder(RecordKind::Op, "Ascend910B2")
+            .custom_path(dir.path().join("op.redb"))
+            .no_default_builtin()
+            .open()
+            .unwrap();
+        let new = record(1, 5.0, true);
+        let key = crate::bank::layered::descriptor_key(&new.descriptor).unwrap();
+        bank.layer_store(LayerId::Custom)
+            .unwrap()
+            .put_batch(&[StoreEntry {
+                key,
+                value: b"not a record",
+                index: index_key(&new),
+            }])
+            .unwrap();
+        assert!(bank.get_record(LayerId::Custom, &key).is_err());
+        assert_eq!(write_outcome(&bank, &new, None).unwrap(), 1);
+        assert_eq!(bank.get_record(LayerId::Custom, &key).unwrap(), Some(new));
+    }
 }

@@ -171,6 +171,10 @@ pub struct BackendCheck {
     pub index_problems: Vec<IndexProblem>,
 }
 
+/// The decision of a conditional write ([`Store::put_batch_if`]): given a key and the value it
+/// holds inside the write transaction, whether the new entry replaces it.
+pub type Replace<'a> = dyn Fn(&BankKey, &[u8]) -> bool + 'a;
+
 /// A transactional key-value store holding encoded records.
 ///
 /// Contract, checked by the conformance suite in `tests/store_conformance.rs` for every backend:
@@ -208,10 +212,22 @@ pub trait Store: Send + Sync {
     fn put_batch(&self, entries: &[StoreEntry<'_>]) -> Result<(), StoreError>;
 
     /// Like [`Store::put_batch`], but an entry whose key already holds a value when the batch
-    /// commits is skipped: the check and the writes are one transaction, so a record another
-    /// writer (process) committed in the meantime is never replaced. Returns the number of
-    /// entries written.
-    fn put_batch_if_absent(&self, entries: &[StoreEntry<'_>]) -> Result<usize, StoreError>;
+    /// commits is written only if `replace(key, current value)` says so; an absent key is
+    /// always written. The reads and the writes are one transaction, so the decision sees what
+    /// other writers (processes) committed up to that moment, and nothing can slip in between.
+    /// Within a batch a later entry sees an earlier entry's value. `replace` may be called more
+    /// than once for an entry (a backend may retry a conflicting transaction) and must answer
+    /// the same for the same input. Returns the number of entries written.
+    fn put_batch_if(
+        &self,
+        entries: &[StoreEntry<'_>],
+        replace: &Replace<'_>,
+    ) -> Result<usize, StoreError>;
+
+    /// [`Store::put_batch_if`] that never replaces: only keys holding nothing are written.
+    fn put_batch_if_absent(&self, entries: &[StoreEntry<'_>]) -> Result<usize, StoreError> {
+        self.put_batch_if(entries, &|_, _| false)
+    }
 
     /// Visits every (key, value) in ascending key order.
     fn scan(&self, f: &mut dyn FnMut(&BankKey, &[u8]) -> ControlFlow<()>)

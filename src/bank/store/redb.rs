@@ -335,9 +335,14 @@ impl std::fmt::Debug for RedbStore {
 }
 
 impl RedbStore {
-    /// One durable write transaction for `entries`; with `if_absent`, entries whose key holds
-    /// a value (read inside the same transaction) are skipped. Returns the number written.
-    fn write(&self, entries: &[StoreEntry<'_>], if_absent: bool) -> Result<usize, StoreError> {
+    /// One durable write transaction for `entries`; with `replace`, an entry whose key holds
+    /// a value (read inside the same transaction) is written only if `replace` says so.
+    /// Returns the number written.
+    fn write(
+        &self,
+        entries: &[StoreEntry<'_>],
+        replace: Option<&crate::bank::store::Replace<'_>>,
+    ) -> Result<usize, StoreError> {
         let db = match &self.db {
             Handle::ReadWrite(db) => db,
             Handle::ReadOnly(_) => {
@@ -367,8 +372,14 @@ impl RedbStore {
             let mut index_of = txn.open_table(INDEX_OF).map_err(|e| self.err(e))?;
             for entry in entries {
                 let raw = &entry.key.0;
-                if if_absent && records.get(raw).map_err(|e| self.err(e))?.is_some() {
-                    continue;
+                if let Some(replace) = replace {
+                    let keep_old = match records.get(raw).map_err(|e| self.err(e))? {
+                        Some(old) => !replace(&entry.key, old.value()),
+                        None => false,
+                    };
+                    if keep_old {
+                        continue;
+                    }
                 }
                 written += 1;
                 records.insert(raw, entry.value).map_err(|e| self.err(e))?;
@@ -433,11 +444,15 @@ impl Store for RedbStore {
     }
 
     fn put_batch(&self, entries: &[StoreEntry<'_>]) -> Result<(), StoreError> {
-        self.write(entries, false).map(|_| ())
+        self.write(entries, None).map(|_| ())
     }
 
-    fn put_batch_if_absent(&self, entries: &[StoreEntry<'_>]) -> Result<usize, StoreError> {
-        self.write(entries, true)
+    fn put_batch_if(
+        &self,
+        entries: &[StoreEntry<'_>],
+        replace: &crate::bank::store::Replace<'_>,
+    ) -> Result<usize, StoreError> {
+        self.write(entries, Some(replace))
     }
 
     fn scan(

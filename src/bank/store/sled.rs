@@ -183,9 +183,14 @@ impl std::fmt::Debug for SledStore {
 }
 
 impl SledStore {
-    /// One transaction for `entries`, then a flush; with `if_absent`, entries whose key holds
-    /// a value (read inside the same transaction) are skipped. Returns the number written.
-    fn write(&self, entries: &[StoreEntry<'_>], if_absent: bool) -> Result<usize, StoreError> {
+    /// One transaction for `entries`, then a flush; with `replace`, an entry whose key holds
+    /// a value (read inside the same transaction) is written only if `replace` says so.
+    /// Returns the number written.
+    fn write(
+        &self,
+        entries: &[StoreEntry<'_>],
+        replace: Option<&crate::bank::store::Replace<'_>>,
+    ) -> Result<usize, StoreError> {
         if self.read_only {
             return Err(StoreError::ReadOnly {
                 path: self.path.clone(),
@@ -200,8 +205,12 @@ impl SledStore {
             .transaction(|(records, index, index_of)| {
                 let mut written = 0;
                 for (entry, prefix) in entries.iter().zip(&prefixes) {
-                    if if_absent && records.get(entry.key.0)?.is_some() {
-                        continue;
+                    if let Some(replace) = replace {
+                        if let Some(old) = records.get(entry.key.0)? {
+                            if !replace(&entry.key, &old) {
+                                continue;
+                            }
+                        }
                     }
                     written += 1;
                     records.insert(&entry.key.0, entry.value)?;
@@ -245,11 +254,15 @@ impl Store for SledStore {
     }
 
     fn put_batch(&self, entries: &[StoreEntry<'_>]) -> Result<(), StoreError> {
-        self.write(entries, false).map(|_| ())
+        self.write(entries, None).map(|_| ())
     }
 
-    fn put_batch_if_absent(&self, entries: &[StoreEntry<'_>]) -> Result<usize, StoreError> {
-        self.write(entries, true)
+    fn put_batch_if(
+        &self,
+        entries: &[StoreEntry<'_>],
+        replace: &crate::bank::store::Replace<'_>,
+    ) -> Result<usize, StoreError> {
+        self.write(entries, Some(replace))
     }
 
     fn scan(
