@@ -314,6 +314,33 @@ pub struct TaskOutcome {
     pub task_time: Duration,
 }
 
+impl TaskOutcome {
+    /// Task `task` left as it was: `reserved` on a hit, else `unsatisfied`; nothing measured,
+    /// nothing written. Tuning fills in what it does.
+    fn untouched(task: usize, hit: bool) -> Self {
+        TaskOutcome {
+            task,
+            decision: if hit {
+                Decision::Reserved
+            } else {
+                Decision::Unsatisfied
+            },
+            before_us: None,
+            after_us: None,
+            trials: 0,
+            stop: None,
+            failure: None,
+            unsupported: None,
+            record: None,
+            default_confirmed: false,
+            baseline: None,
+            measure_time: Duration::ZERO,
+            setup_time: Duration::ZERO,
+            task_time: Duration::ZERO,
+        }
+    }
+}
+
 /// Time accounting of a job. Thread times are summed over threads, so with several workers
 /// they exceed the wall time.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -547,22 +574,7 @@ pub fn run(
                         hit: Some((h.answer.strategy.clone(), h.answer.performance.tuned_us)),
                     });
                 } else {
-                    reused.push(TaskOutcome {
-                        task: i,
-                        decision: Decision::Reserved,
-                        before_us: None,
-                        after_us: None,
-                        trials: 0,
-                        stop: None,
-                        failure: None,
-                        unsupported: None,
-                        record: None,
-                        default_confirmed: false,
-                        baseline: None,
-                        measure_time: Duration::ZERO,
-                        setup_time: Duration::ZERO,
-                        task_time: Duration::ZERO,
-                    });
+                    reused.push(TaskOutcome::untouched(i, true));
                 }
             }
             Lookup::Miss { .. } => jobs.push(Job { task: i, hit: None }),
@@ -787,24 +799,9 @@ fn write_outcome(
 /// The outcome of a task whose runner broke down.
 fn failed_outcome(job: &Job, why: String, task_time: Duration) -> TaskOutcome {
     TaskOutcome {
-        task: job.task,
-        decision: if job.hit.is_some() {
-            Decision::Reserved
-        } else {
-            Decision::Unsatisfied
-        },
-        before_us: None,
-        after_us: None,
-        trials: 0,
-        stop: None,
         failure: Some(why),
-        unsupported: None,
-        record: None,
-        default_confirmed: false,
-        baseline: None,
-        measure_time: Duration::ZERO,
-        setup_time: Duration::ZERO,
         task_time,
+        ..TaskOutcome::untouched(job.task, job.hit.is_some())
     }
 }
 
@@ -824,26 +821,7 @@ fn tune_one(
     let t = &plan.tasks[job.task];
     let task = TuningTask::new(t.descriptor.clone());
     let hit = job.hit.is_some();
-    let mut out = TaskOutcome {
-        task: job.task,
-        decision: if hit {
-            Decision::Reserved
-        } else {
-            Decision::Unsatisfied
-        },
-        before_us: None,
-        after_us: None,
-        trials: 0,
-        stop: None,
-        failure: None,
-        unsupported: None,
-        record: None,
-        default_confirmed: false,
-        baseline: None,
-        measure_time: Duration::ZERO,
-        setup_time: Duration::ZERO,
-        task_time: Duration::ZERO,
-    };
+    let mut out = TaskOutcome::untouched(job.task, hit);
     let finish = |mut out: TaskOutcome, runner: &TimedRunner| {
         out.measure_time = runner.spent - measured_before;
         out.setup_time = runner.setup - setup_before;
