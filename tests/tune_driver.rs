@@ -152,7 +152,7 @@ fn under_noise_only_clear_wins_are_written() {
             Decision::Unsatisfied => {
                 // No clear win: the default, re-measured, is stored as confirmed.
                 let r = o.record.as_ref().expect("a confirmed default");
-                assert!(o.default_confirmed && r.performance.default_confirmed);
+                assert!(o.default_confirmed() && r.performance.default_confirmed);
                 assert_eq!(r.performance.baseline_us, r.performance.tuned_us);
             }
             other => panic!("no hit was possible: {other:?}"),
@@ -227,7 +227,7 @@ fn a_miss_without_a_win_stores_the_default_as_confirmed() {
     assert!(first.report.modified.is_empty(), "not a modified op");
     let o = &first.outcomes[0];
     assert_eq!(o.decision, Decision::Unsatisfied);
-    assert!(o.default_confirmed);
+    assert!(o.default_confirmed());
     assert!(o.trials > 0);
     let stored = custom_record(&bank, &plan).expect("the confirmed default is in the bank");
     let default = tunebank::measure::sim::SimRunner::new()
@@ -302,7 +302,7 @@ fn a_search_cut_short_by_the_job_budget_confirms_nothing() {
     .unwrap();
     assert_eq!(s.report.summary.unsatisfied, 1);
     assert!(s.stats.trials > 0 && s.stats.trials <= 4);
-    assert!(!s.outcomes[0].default_confirmed);
+    assert!(!s.outcomes[0].default_confirmed());
     assert_eq!(custom_record(&bank, &plan), None);
     assert!(bank.lookup(&plan.tasks[0].key).unwrap().hit().is_none());
 }

@@ -299,10 +299,8 @@ pub struct TaskOutcome {
     /// clear skip, counted as unsatisfied (or reserved on a hit), not a failure.
     pub unsupported: Option<String>,
     /// The record written: the winner (add/update), or the default confirmed by a search
-    /// without a clear win on a miss (decision unsatisfied, `default_confirmed` set).
+    /// without a clear win on a miss (decision unsatisfied; see [`TaskOutcome::default_confirmed`]).
     pub record: Option<Record>,
-    /// Whether `record` stores the default as confirmed.
-    pub default_confirmed: bool,
     /// The strategy the search's best was compared against: the bank entry on a hit, else
     /// the runner's default (`None` when no search ran).
     pub baseline: Option<StrategyMap>,
@@ -315,6 +313,14 @@ pub struct TaskOutcome {
 }
 
 impl TaskOutcome {
+    /// Whether the record written stores the default as confirmed (a miss without a clear
+    /// win; the decision is `unsatisfied`).
+    pub fn default_confirmed(&self) -> bool {
+        self.record
+            .as_ref()
+            .is_some_and(|r| r.performance.default_confirmed)
+    }
+
     /// Task `task` left as it was: `reserved` on a hit, else `unsatisfied`; nothing measured,
     /// nothing written. Tuning fills in what it does.
     fn untouched(task: usize, hit: bool) -> Self {
@@ -332,7 +338,6 @@ impl TaskOutcome {
             failure: None,
             unsupported: None,
             record: None,
-            default_confirmed: false,
             baseline: None,
             measure_time: Duration::ZERO,
             setup_time: Duration::ZERO,
@@ -968,10 +973,6 @@ fn tune_one(
         }
         _ => {}
     }
-    out.default_confirmed = out
-        .record
-        .as_ref()
-        .is_some_and(|r| r.performance.default_confirmed);
     finish(out, runner)
 }
 

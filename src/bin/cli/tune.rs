@@ -243,7 +243,7 @@ impl TuneObserver for Progress {
             let fail = match (&o.failure, &o.unsupported) {
                 (Some(f), _) => format!("  (failed: {f})"),
                 (None, Some(u)) => format!("  (not tuned: {u})"),
-                _ if o.default_confirmed => "  (default confirmed, stored)".to_owned(),
+                _ if o.default_confirmed() => "  (default confirmed, stored)".to_owned(),
                 _ => String::new(),
             };
             let _ = writeln!(
@@ -430,7 +430,7 @@ fn print_summary(
         let t = &plan.tasks[o.task];
         let f = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
         let gain = match (o.before_us, o.after_us) {
-            _ if o.default_confirmed => "default".into(),
+            _ if o.default_confirmed() => "default".into(),
             (Some(b), Some(a)) if o.record.is_some() => tunebank::report::improvement(b, a),
             _ => "-".into(),
         };
@@ -465,7 +465,7 @@ fn print_summary(
     let confirmed = summary
         .outcomes
         .iter()
-        .filter(|o| o.default_confirmed)
+        .filter(|o| o.default_confirmed())
         .count();
     if confirmed > 0 {
         writeln!(
