@@ -1017,14 +1017,20 @@ mod tests {
         }
     }
 
-    /// What the key holds after `write_outcome(new)` over a bank holding `current`.
-    fn after(current: Option<&Record>, new: &Record, baseline: Option<i64>) -> i64 {
+    /// An empty bank in a temporary directory (kept alive by the returned guard).
+    fn fresh_bank() -> (tempfile::TempDir, Bank) {
         let dir = tempfile::tempdir().unwrap();
         let bank = Bank::builder(RecordKind::Op, "Ascend910B2")
             .custom_path(dir.path().join("op.redb"))
             .no_default_builtin()
             .open()
             .unwrap();
+        (dir, bank)
+    }
+
+    /// What the key holds after `write_outcome(new)` over a bank holding `current`.
+    fn after(current: Option<&Record>, new: &Record, baseline: Option<i64>) -> i64 {
+        let (_dir, bank) = fresh_bank();
         if let Some(c) = current {
             bank.write_batch(std::slice::from_ref(c)).unwrap();
         }
@@ -1059,12 +1065,7 @@ mod tests {
 
     #[test]
     fn a_damaged_record_is_replaced_by_any_sound_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let bank = Bank::builder(RecordKind::Op, "Ascend910B2")
-            .custom_path(dir.path().join("op.redb"))
-            .no_default_builtin()
-            .open()
-            .unwrap();
+        let (_dir, bank) = fresh_bank();
         let new = record(1, 5.0, true);
         let key = crate::bank::layered::descriptor_key(&new.descriptor).unwrap();
         bank.layer_store(LayerId::Custom)
