@@ -206,7 +206,10 @@ fn token_lines(code: &str, word: &str) -> Vec<usize> {
             let before = line[..at].chars().next_back();
             let after = line[at + word.len()..].chars().next();
             let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-            if !ident(before) && !(word.ends_with(|c: char| c.is_alphanumeric()) && ident(after)) {
+            // `print!` ends in punctuation, so any character may follow; `unsafe` must not
+            // run on into a longer identifier.
+            let open_end = !word.ends_with(|c: char| c.is_alphanumeric());
+            if !ident(before) && (open_end || !ident(after)) {
                 out.push(n + 1);
                 break;
             }
