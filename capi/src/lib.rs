@@ -28,20 +28,22 @@
 //! The Rust functions `lookup` and `strategy_json` are exactly what the C look-ups perform,
 //! so Rust programs (and the tests) can compare answers byte for byte.
 #![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
+mod args;
 mod registry;
+mod resolve;
 mod status;
 
-use std::ffi::{c_char, CStr};
+use std::ffi::c_char;
 use std::ptr;
 
 use tunebank::bank::{Bank, Lookup, Record, Strategy};
-use tunebank::key::{
-    derive_op_keys, parse_args, BankKey, FsReader, OpTemplate, RecordKind, ResolvedOp,
-    ResolvedOptions, KEY_SCHEMA_VERSION,
-};
+use tunebank::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 
+use crate::args::{check_buffer, deliver, key_arg, text};
 use crate::registry::OpenBank;
+use crate::resolve::resolve;
 pub use crate::status::TunebankStatus;
 use crate::status::{guard, Fail};
 
@@ -116,155 +118,9 @@ pub fn strategy_json(strategy: &Strategy) -> String {
     serde_json::to_string(strategy).expect("a strategy map always serialises")
 }
 
-/// The options JSON the C API accepts (see `tunebank_derive_keys`) as `(name, value)` pairs.
-fn option_pairs(json: &str) -> Result<Vec<(String, String)>, Fail> {
-    let bad = |what: String| {
-        Fail::bad_input(format!(
-            "options: {what}; expected a JSON object of ATC options \
-             {{\"soc_version\": \"Ascend910B2\", \"precision_mode\": \"...\"}}, \
-             or an array of arguments [\"--soc_version=Ascend910B2\", ...]"
-        ))
-    };
-    let value: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| bad(format!("not valid JSON ({e})")))?;
-    match value {
-        serde_json::Value::Null => Ok(Vec::new()),
-        serde_json::Value::Object(map) => map
-            .into_iter()
-            .map(|(name, v)| match v {
-                serde_json::Value::String(s) => Ok((name, s)),
-                serde_json::Value::Number(n) => Ok((name, n.to_string())),
-                serde_json::Value::Bool(b) => Ok((name, b.to_string())),
-                other => Err(bad(format!("value of {name:?} is {other}, not a string"))),
-            })
-            .collect(),
-        serde_json::Value::Array(items) => {
-            let args = items
-                .into_iter()
-                .map(|v| match v {
-                    serde_json::Value::String(s) => Ok(s),
-                    other => Err(bad(format!("array item {other} is not a string"))),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            parse_args(&args).map_err(|e| bad(e.to_string()))
-        }
-        other => Err(bad(format!("got {other}"))),
-    }
-}
-
-/// Resolves the options JSON. `bank_soc` (a look-up's bank) fills in a missing `soc_version`
-/// and must equal a given one.
-fn resolve_options(json: &str, bank_soc: Option<&str>) -> Result<ResolvedOptions, Fail> {
-    let mut pairs = option_pairs(json)?;
-    if let Some(bank_soc) = bank_soc {
-        // Option names match as the options table matches them: leading dashes dropped, `-`
-        // and `_` interchangeable.
-        let given = pairs
-            .iter()
-            .find(|(name, _)| name.trim_start_matches('-').replace('-', "_") == "soc_version");
-        match given {
-            Some((_, soc)) if soc.trim() != bank_soc => {
-                return Err(Fail::bad_input(format!(
-                    "options: soc_version {soc:?} differs from the bank's SoC {bank_soc:?}; \
-                     expected the SoC the bank was opened for, or no soc_version"
-                )))
-            }
-            Some(_) => {}
-            None => pairs.push(("soc_version".to_owned(), bank_soc.to_owned())),
-        }
-    }
-    ResolvedOptions::from_pairs(pairs, &FsReader)
-        .map_err(|e| Fail::bad_input(format!("options: {e}")))
-}
-
-/// Resolves an op template JSON under options JSON into one entry per dynamic profile.
-fn resolve(
-    op_json: &str,
-    options_json: &str,
-    bank_soc: Option<&str>,
-) -> Result<Vec<ResolvedOp>, Fail> {
-    let options = resolve_options(options_json, bank_soc)?;
-    let soc = options
-        .soc()
-        .map_err(|e| Fail::bad_input(format!("options: {e}")))?;
-    let template: OpTemplate = serde_json::from_str(op_json).map_err(|e| {
-        Fail::bad_input(format!(
-            "op descriptor: {e}; expected an op template {{\"node_name\", \"op_type\", \
-             \"inputs\": [{{\"shape\", \"dtype\", ...}}], \"outputs\", \"attrs\"}}"
-        ))
-    })?;
-    derive_op_keys(&template, &options, &soc).map_err(|e| Fail::bad_input(e.to_string()))
-}
-
 // ---------------------------------------------------------------------------------------------
-// Pointer and buffer helpers.
+// Look-up answers through the C out-params.
 // ---------------------------------------------------------------------------------------------
-
-/// Reads a required NUL-terminated UTF-8 string argument.
-///
-/// # Safety
-/// `p` is NULL or points to a NUL-terminated string valid for the call.
-unsafe fn text<'a>(p: *const c_char, what: &str) -> Result<&'a str, Fail> {
-    if p.is_null() {
-        return Err(Fail::bad_input(format!("{what} is NULL")));
-    }
-    CStr::from_ptr(p)
-        .to_str()
-        .map_err(|e| Fail::bad_input(format!("{what} is not valid UTF-8 ({e})")))
-}
-
-/// Reads a required 32-byte key argument.
-///
-/// # Safety
-/// `p` is NULL or points to at least 32 readable bytes.
-unsafe fn key_arg(p: *const u8) -> Result<BankKey, Fail> {
-    if p.is_null() {
-        return Err(Fail::bad_input("key is NULL"));
-    }
-    let mut key = [0u8; TUNEBANK_KEY_LEN];
-    ptr::copy_nonoverlapping(p, key.as_mut_ptr(), TUNEBANK_KEY_LEN);
-    Ok(BankKey(key))
-}
-
-/// Checks an output buffer argument before any work: a non-zero capacity needs a buffer.
-fn check_buffer<T>(buf: *mut T, capacity: usize, what: &str) -> Result<(), Fail> {
-    if buf.is_null() && capacity > 0 {
-        return Err(Fail::bad_input(format!(
-            "{what} is NULL but its capacity is {capacity}; pass a buffer or capacity 0"
-        )));
-    }
-    Ok(())
-}
-
-/// Delivers `bytes` with the required-size protocol. With `len` NULL nothing is delivered.
-///
-/// # Safety
-/// `buf` is valid for `capacity` bytes of writes (or NULL with capacity 0); `len` is NULL or
-/// valid for a write.
-unsafe fn deliver(
-    bytes: &[u8],
-    buf: *mut c_char,
-    capacity: usize,
-    len: *mut usize,
-    what: &str,
-) -> Result<(), Fail> {
-    if len.is_null() {
-        return Ok(());
-    }
-    *len = bytes.len();
-    if capacity <= bytes.len() {
-        return Err(Fail::new(
-            TunebankStatus::BufferTooSmall,
-            format!(
-                "{what} needs {} bytes plus the NUL; the buffer holds {capacity}",
-                bytes.len()
-            ),
-        ));
-    }
-    ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len());
-    *buf.add(bytes.len()) = 0;
-    Ok(())
-}
 
 /// "no bank layer holds key <hex>", built without the formatting machinery: a miss is a
 /// normal answer on a converter's hot path.
@@ -300,30 +156,37 @@ unsafe fn lookup_into(
     info: *mut TunebankHitInfo,
 ) -> Result<(), Fail> {
     if !info.is_null() {
-        *info = TunebankHitInfo::NONE;
+        // SAFETY: `info` is not NULL, so it is valid for a write (the caller's contract).
+        unsafe { *info = TunebankHitInfo::NONE };
     }
     match lookup(&open.bank, key)? {
         Lookup::Hit(hit) => {
             if !info.is_null() {
-                *info = TunebankHitInfo {
+                let hit_info = TunebankHitInfo {
                     layer: layer_number(hit.layer),
                     shadowed: u32::try_from(hit.shadowed.len()).unwrap_or(u32::MAX),
                     tuned_us: hit.answer.performance.tuned_us,
                     baseline_us: hit.answer.performance.baseline_us,
                     default_confirmed: u32::from(hit.answer.performance.default_confirmed),
                 };
+                // SAFETY: as above, `info` is valid for a write.
+                unsafe { *info = hit_info };
             }
             if strategy_len.is_null() {
                 return Ok(());
             }
             let json = strategy_json(&hit.answer.strategy);
-            deliver(
-                json.as_bytes(),
-                strategy,
-                capacity,
-                strategy_len,
-                "the strategy",
-            )
+            // SAFETY: `strategy`, `capacity` and `strategy_len` are the caller's, under the
+            // contract `deliver` requires.
+            unsafe {
+                deliver(
+                    json.as_bytes(),
+                    strategy,
+                    capacity,
+                    strategy_len,
+                    "the strategy",
+                )
+            }
         }
         Lookup::Miss { rejected } if rejected.is_empty() => {
             Err(Fail::new(TunebankStatus::Miss, miss_message(key)))
@@ -376,8 +239,10 @@ pub unsafe extern "C" fn tunebank_open(
         if out_bank.is_null() {
             return Err(Fail::bad_input("out_bank is NULL"));
         }
-        *out_bank = 0;
-        let soc = text(soc_version, "soc_version")?;
+        // SAFETY: `out_bank` is not NULL, so it is valid for a write (this function's contract).
+        unsafe { *out_bank = 0 };
+        // SAFETY: `soc_version` is a NUL-terminated string (this function's contract).
+        let soc = unsafe { text(soc_version, "soc_version") }?;
         if flags & !(TUNEBANK_OPEN_READ_ONLY | TUNEBANK_OPEN_NO_DEFAULT_BUILTIN) != 0 {
             return Err(Fail::bad_input(format!(
                 "flags {flags:#x}: unknown bits; expected TUNEBANK_OPEN_* flags"
@@ -394,16 +259,23 @@ pub unsafe extern "C" fn tunebank_open(
             builder = builder.no_default_builtin();
         }
         if !bank_path.is_null() {
-            builder = builder.custom_path(text(bank_path, "bank_path")?);
+            // SAFETY: a non-NULL `bank_path` is a NUL-terminated string (this function's
+            // contract).
+            builder = builder.custom_path(unsafe { text(bank_path, "bank_path") }?);
         }
         for i in 0..builtin_count {
-            builder = builder.builtin_path(text(*builtin_paths.add(i), "builtin_paths[i]")?);
+            // SAFETY: `builtin_paths` is not NULL here (checked above for a non-zero count) and
+            // points to `builtin_count` NUL-terminated strings (this function's contract).
+            let path = unsafe { text(*builtin_paths.add(i), "builtin_paths[i]") }?;
+            builder = builder.builtin_path(path);
         }
         let bank = builder.open()?;
-        *out_bank = registry::insert(OpenBank {
+        let handle = registry::insert(OpenBank {
             bank,
             soc: soc.to_owned(),
         })?;
+        // SAFETY: as above, `out_bank` is valid for a write.
+        unsafe { *out_bank = handle };
         Ok(())
     })
 }
@@ -444,12 +316,17 @@ pub unsafe extern "C" fn tunebank_derive_keys(
             return Err(Fail::bad_input("key_count is NULL"));
         }
         check_buffer(keys_out, keys_capacity, "keys_out")?;
-        let resolved = resolve(
-            text(op_json, "op_json")?,
-            text(options_json, "options_json")?,
-            None,
-        )?;
-        *key_count = resolved.len();
+        // SAFETY: `op_json` and `options_json` are NUL-terminated strings (this function's
+        // contract).
+        let (op_json, options_json) = unsafe {
+            (
+                text(op_json, "op_json")?,
+                text(options_json, "options_json")?,
+            )
+        };
+        let resolved = resolve(op_json, options_json, None)?;
+        // SAFETY: `key_count` is not NULL (checked above), so it is valid for a write.
+        unsafe { *key_count = resolved.len() };
         if keys_capacity < resolved.len() {
             return Err(Fail::new(
                 TunebankStatus::BufferTooSmall,
@@ -460,11 +337,17 @@ pub unsafe extern "C" fn tunebank_derive_keys(
             ));
         }
         for (i, r) in resolved.iter().enumerate() {
-            ptr::copy_nonoverlapping(
-                r.key.0.as_ptr(),
-                keys_out.add(i * TUNEBANK_KEY_LEN),
-                TUNEBANK_KEY_LEN,
-            );
+            // SAFETY: `i < resolved.len() ≤ keys_capacity`, and `keys_out` is valid for
+            // `keys_capacity * 32` bytes of writes (this function's contract; not NULL, since
+            // a NULL buffer has capacity 0 and the loop then has no iteration); the key is
+            // memory of this library, so the two do not overlap.
+            unsafe {
+                ptr::copy_nonoverlapping(
+                    r.key.0.as_ptr(),
+                    keys_out.add(i * TUNEBANK_KEY_LEN),
+                    TUNEBANK_KEY_LEN,
+                )
+            };
         }
         Ok(())
     })
@@ -491,13 +374,19 @@ pub unsafe extern "C" fn tunebank_resolve_op(
             return Err(Fail::bad_input("out_len is NULL"));
         }
         check_buffer(out, capacity, "out")?;
-        let resolved = resolve(
-            text(op_json, "op_json")?,
-            text(options_json, "options_json")?,
-            None,
-        )?;
+        // SAFETY: `op_json` and `options_json` are NUL-terminated strings (this function's
+        // contract).
+        let (op_json, options_json) = unsafe {
+            (
+                text(op_json, "op_json")?,
+                text(options_json, "options_json")?,
+            )
+        };
+        let resolved = resolve(op_json, options_json, None)?;
         let json = serde_json::to_string(&resolved).expect("resolved ops serialise");
-        deliver(json.as_bytes(), out, capacity, out_len, "the resolved op")
+        // SAFETY: `out` is valid for `capacity` bytes of writes (or NULL with capacity 0) and
+        // `out_len` for a write (this function's contract), as `deliver` requires.
+        unsafe { deliver(json.as_bytes(), out, capacity, out_len, "the resolved op") }
     })
 }
 
@@ -524,9 +413,11 @@ pub unsafe extern "C" fn tunebank_lookup_key(
 ) -> TunebankStatus {
     guard(|| {
         check_buffer(strategy, capacity, "strategy")?;
-        let key = key_arg(key)?;
+        // SAFETY: `key` points to 32 readable bytes (this function's contract).
+        let key = unsafe { key_arg(key) }?;
         let open = registry::get(bank)?;
-        lookup_into(&open, &key, strategy, capacity, strategy_len, info)
+        // SAFETY: the out-params are this function's, under the contract `lookup_into` takes.
+        unsafe { lookup_into(&open, &key, strategy, capacity, strategy_len, info) }
     })
 }
 
@@ -554,11 +445,18 @@ pub unsafe extern "C" fn tunebank_lookup_op(
 ) -> TunebankStatus {
     guard(|| {
         if !info.is_null() {
-            *info = TunebankHitInfo::NONE;
+            // SAFETY: a non-NULL `info` is valid for a write (this function's contract).
+            unsafe { *info = TunebankHitInfo::NONE };
         }
         check_buffer(strategy, capacity, "strategy")?;
-        let op_json = text(op_json, "op_json")?;
-        let options_json = text(options_json, "options_json")?;
+        // SAFETY: `op_json` and `options_json` are NUL-terminated strings (this function's
+        // contract).
+        let (op_json, options_json) = unsafe {
+            (
+                text(op_json, "op_json")?,
+                text(options_json, "options_json")?,
+            )
+        };
         let open = registry::get(bank)?;
         let resolved = resolve(op_json, options_json, Some(&open.soc))?;
         let Some(r) = resolved.get(profile) else {
@@ -568,9 +466,12 @@ pub unsafe extern "C" fn tunebank_lookup_op(
             )));
         };
         if !key_out.is_null() {
-            ptr::copy_nonoverlapping(r.key.0.as_ptr(), key_out, TUNEBANK_KEY_LEN);
+            // SAFETY: a non-NULL `key_out` is valid for 32 bytes of writes (this function's
+            // contract); the key is memory of this library, so the two do not overlap.
+            unsafe { ptr::copy_nonoverlapping(r.key.0.as_ptr(), key_out, TUNEBANK_KEY_LEN) };
         }
-        lookup_into(&open, &r.key, strategy, capacity, strategy_len, info)
+        // SAFETY: the out-params are this function's, under the contract `lookup_into` takes.
+        unsafe { lookup_into(&open, &r.key, strategy, capacity, strategy_len, info) }
     })
 }
 
@@ -614,7 +515,9 @@ pub unsafe extern "C" fn tunebank_lookup_batch(
         let open = registry::get(bank)?;
         let mut text: Vec<u8> = Vec::new();
         for i in 0..count {
-            let key = key_arg(keys.add(i * TUNEBANK_KEY_LEN))?;
+            // SAFETY: `keys` is not NULL (count > 0) and points to `count * 32` readable bytes
+            // (this function's contract), so key `i < count` is inside it.
+            let key = unsafe { key_arg(keys.add(i * TUNEBANK_KEY_LEN)) }?;
             let (status, offset) = match lookup(&open.bank, &key) {
                 Ok(Lookup::Hit(hit)) => {
                     let at = text.len();
@@ -634,15 +537,19 @@ pub unsafe extern "C" fn tunebank_lookup_batch(
                     _ => return Err(e.into()),
                 },
             };
-            *statuses.add(i) = status;
+            // SAFETY: `statuses` is not NULL (count > 0) and valid for `count` writes (this
+            // function's contract); `i < count`.
+            unsafe { *statuses.add(i) = status };
             if !offsets.is_null() {
-                *offsets.add(i) = offset;
+                // SAFETY: a non-NULL `offsets` is valid for `count` writes; `i < count`.
+                unsafe { *offsets.add(i) = offset };
             }
         }
         if strategies_len.is_null() {
             return Ok(());
         }
-        *strategies_len = text.len();
+        // SAFETY: a non-NULL `strategies_len` is valid for a write (this function's contract).
+        unsafe { *strategies_len = text.len() };
         if capacity < text.len() {
             return Err(Fail::new(
                 TunebankStatus::BufferTooSmall,
@@ -652,7 +559,12 @@ pub unsafe extern "C" fn tunebank_lookup_batch(
                 ),
             ));
         }
-        ptr::copy_nonoverlapping(text.as_ptr(), strategies.cast::<u8>(), text.len());
+        if !text.is_empty() {
+            // SAFETY: `0 < text.len() ≤ capacity`, so `strategies` is not NULL and valid for
+            // `capacity` bytes of writes (this function's contract); `text` is this library's
+            // memory, so the two do not overlap.
+            unsafe { ptr::copy_nonoverlapping(text.as_ptr(), strategies.cast::<u8>(), text.len()) };
+        }
         Ok(())
     })
 }
@@ -675,7 +587,8 @@ pub unsafe extern "C" fn tunebank_write_record(
     key_out: *mut u8,
 ) -> TunebankStatus {
     guard(|| {
-        let json = text(record_json, "record_json")?;
+        // SAFETY: `record_json` is a NUL-terminated string (this function's contract).
+        let json = unsafe { text(record_json, "record_json") }?;
         let open = registry::get(bank)?;
         let record: Record = serde_json::from_str(json).map_err(|e| {
             Fail::bad_input(format!(
@@ -684,7 +597,9 @@ pub unsafe extern "C" fn tunebank_write_record(
         })?;
         let keys = open.bank.write_batch(std::slice::from_ref(&record))?;
         if !key_out.is_null() {
-            ptr::copy_nonoverlapping(keys[0].0.as_ptr(), key_out, TUNEBANK_KEY_LEN);
+            // SAFETY: a non-NULL `key_out` is valid for 32 bytes of writes (this function's
+            // contract); the key is memory of this library, so the two do not overlap.
+            unsafe { ptr::copy_nonoverlapping(keys[0].0.as_ptr(), key_out, TUNEBANK_KEY_LEN) };
         }
         Ok(())
     })

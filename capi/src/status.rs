@@ -190,11 +190,14 @@ mod tests {
     fn a_panic_becomes_internal_with_its_message() {
         let status = guard(|| panic!("boom {}", 7));
         assert_eq!(status, TunebankStatus::Internal);
+        // SAFETY: the last-error pointer is a NUL-terminated string owned by this thread, valid
+        // until its next status-returning call.
         let msg = unsafe { CStr::from_ptr(last_error_ptr()) }
             .to_str()
             .unwrap();
         assert!(msg.contains("boom 7"), "{msg}");
         assert_eq!(guard(|| Ok(())), TunebankStatus::Ok);
+        // SAFETY: as above.
         assert_eq!(unsafe { CStr::from_ptr(last_error_ptr()) }.to_bytes(), b"");
     }
 

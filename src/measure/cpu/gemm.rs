@@ -150,127 +150,168 @@ pub fn sgemm(
         return;
     }
     let (mr, nr) = t.micro.shape();
-    let mc = round_up(t.mc.max(mr), mr);
-    let kc = t.kc.max(1);
-    let nc = round_up(t.nc.max(nr), nr);
-    let threads = t.threads.max(1).min(m.div_ceil(mc));
-    let c = &mut c[..(m - 1) * ldc + n];
-    let kernel = Kernel::select(t.micro);
-    // Row blocks of C: disjoint mutable slices dealt to threads.
-    let mut blocks: Vec<(usize, &mut [f32])> = Vec::new();
-    {
+    let g = Blocked {
+        kernel: Kernel::select(t.micro),
+        m,
+        k,
+        n,
+        a,
+        lda,
+        b,
+        ldb,
+        ldc,
+        mc: round_up(t.mc.max(mr), mr),
+        kc: t.kc.max(1),
+        nc: round_up(t.nc.max(nr), nr),
+        mr,
+        nr,
+    };
+    let threads = t.threads.max(1).min(m.div_ceil(g.mc));
+    let per_thread = g.deal_row_blocks(&mut c[..(m - 1) * ldc + n], threads);
+    match t.order {
+        LoopOrder::Nkm => g.nkm(per_thread),
+        LoopOrder::Mkn => g.mkn(per_thread),
+    }
+}
+
+/// Row blocks of C one thread computes: (first row, the block's slice of C).
+type RowBlocks<'c> = Vec<(usize, &'c mut [f32])>;
+
+/// One GEMM's operands and its effective blocking (cache blocks rounded to the micro-tile).
+struct Blocked<'a> {
+    kernel: Kernel,
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &'a [f32],
+    lda: usize,
+    b: &'a [f32],
+    ldb: usize,
+    ldc: usize,
+    mc: usize,
+    kc: usize,
+    nc: usize,
+    mr: usize,
+    nr: usize,
+}
+
+impl Blocked<'_> {
+    /// Splits C (rows `0..m`, trimmed to its last element) into disjoint `mc`-row blocks and
+    /// deals them to `threads` threads round robin.
+    fn deal_row_blocks<'c>(&self, c: &'c mut [f32], threads: usize) -> Vec<RowBlocks<'c>> {
+        let mut per_thread: Vec<RowBlocks<'c>> = (0..threads).map(|_| Vec::new()).collect();
         let mut rest = c;
         let mut i = 0;
-        while i < m {
-            let rows = mc.min(m - i);
-            let take = if i + rows == m {
+        let mut j = 0;
+        while i < self.m {
+            let rows = self.mc.min(self.m - i);
+            let take = if i + rows == self.m {
                 rest.len()
             } else {
-                rows * ldc
+                rows * self.ldc
             };
             let (head, tail) = rest.split_at_mut(take);
-            blocks.push((i, head));
+            per_thread[j % threads].push((i, head));
+            j += 1;
             rest = tail;
             i += rows;
         }
+        per_thread
     }
-    match t.order {
-        LoopOrder::Nkm => {
-            let mut bbuf = PackBuf::new(kc * nc);
-            let bpack = bbuf.as_mut_slice();
-            let mut per_thread: Vec<Vec<(usize, &mut [f32])>> =
-                (0..threads).map(|_| Vec::new()).collect();
-            for (j, blk) in blocks.into_iter().enumerate() {
-                per_thread[j % threads].push(blk);
-            }
-            let mut abufs: Vec<PackBuf> = (0..threads).map(|_| PackBuf::new(mc * kc)).collect();
-            let mut apacks: Vec<&mut [f32]> = abufs.iter_mut().map(|b| b.as_mut_slice()).collect();
-            let mut jc = 0;
-            while jc < n {
-                let ncb = nc.min(n - jc);
-                let mut pc = 0;
-                while pc < k {
-                    let kcb = kc.min(k - pc);
-                    pack_b(bpack, b, ldb, pc, kcb, jc, ncb, nr);
-                    let bp = &bpack[..];
-                    let run = |blocks: &mut Vec<(usize, &mut [f32])>, apack: &mut [f32]| {
-                        for (ic, cblk) in blocks.iter_mut() {
-                            let mcb = mc.min(m - *ic);
-                            pack_a(apack, a, lda, *ic, mcb, pc, kcb, mr);
-                            macro_kernel(
-                                kernel,
-                                mcb,
-                                kcb,
-                                ncb,
-                                apack,
-                                bp,
-                                &mut cblk[jc..],
-                                ldc,
-                                pc > 0,
-                            );
+
+    /// N blocks outermost, then K, then M: each B panel is packed once and shared by the
+    /// threads, each thread packing A for its own row blocks.
+    fn nkm(&self, mut per_thread: Vec<RowBlocks<'_>>) {
+        let threads = per_thread.len();
+        let mut bbuf = PackBuf::new(self.kc * self.nc);
+        let bpack = bbuf.as_mut_slice();
+        let mut abufs: Vec<PackBuf> = (0..threads)
+            .map(|_| PackBuf::new(self.mc * self.kc))
+            .collect();
+        let mut apacks: Vec<&mut [f32]> = abufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+        let mut jc = 0;
+        while jc < self.n {
+            let ncb = self.nc.min(self.n - jc);
+            let mut pc = 0;
+            while pc < self.k {
+                let kcb = self.kc.min(self.k - pc);
+                pack_b(bpack, self.b, self.ldb, pc, kcb, jc, ncb, self.nr);
+                let bp = &bpack[..];
+                let run = |blocks: &mut RowBlocks<'_>, apack: &mut [f32]| {
+                    for (ic, cblk) in blocks.iter_mut() {
+                        let mcb = self.mc.min(self.m - *ic);
+                        pack_a(apack, self.a, self.lda, *ic, mcb, pc, kcb, self.mr);
+                        macro_kernel(
+                            self.kernel,
+                            mcb,
+                            kcb,
+                            ncb,
+                            apack,
+                            bp,
+                            &mut cblk[jc..],
+                            self.ldc,
+                            pc > 0,
+                        );
+                    }
+                };
+                if threads == 1 {
+                    run(&mut per_thread[0], apacks[0]);
+                } else {
+                    thread::scope(|s| {
+                        for (blks, ap) in per_thread.iter_mut().zip(apacks.iter_mut()) {
+                            s.spawn(move || run(blks, ap));
                         }
-                    };
-                    if threads == 1 {
-                        run(&mut per_thread[0], apacks[0]);
-                    } else {
-                        thread::scope(|s| {
-                            for (blks, ap) in per_thread.iter_mut().zip(apacks.iter_mut()) {
-                                s.spawn(move || run(blks, ap));
-                            }
-                        });
+                    });
+                }
+                pc += kcb;
+            }
+            jc += ncb;
+        }
+    }
+
+    /// M blocks outermost, then K, then N: each thread packs an A block once and repacks B
+    /// for every row block.
+    fn mkn(&self, mut per_thread: Vec<RowBlocks<'_>>) {
+        let run = |blocks: &mut RowBlocks<'_>| {
+            let mut abuf = PackBuf::new(self.mc * self.kc);
+            let mut bbuf = PackBuf::new(self.kc * self.nc);
+            let apack = abuf.as_mut_slice();
+            let bpack = bbuf.as_mut_slice();
+            for (ic, cblk) in blocks.iter_mut() {
+                let mcb = self.mc.min(self.m - *ic);
+                let mut pc = 0;
+                while pc < self.k {
+                    let kcb = self.kc.min(self.k - pc);
+                    pack_a(apack, self.a, self.lda, *ic, mcb, pc, kcb, self.mr);
+                    let mut jc = 0;
+                    while jc < self.n {
+                        let ncb = self.nc.min(self.n - jc);
+                        pack_b(bpack, self.b, self.ldb, pc, kcb, jc, ncb, self.nr);
+                        macro_kernel(
+                            self.kernel,
+                            mcb,
+                            kcb,
+                            ncb,
+                            apack,
+                            bpack,
+                            &mut cblk[jc..],
+                            self.ldc,
+                            pc > 0,
+                        );
+                        jc += ncb;
                     }
                     pc += kcb;
                 }
-                jc += ncb;
             }
-        }
-        LoopOrder::Mkn => {
-            let mut per_thread: Vec<Vec<(usize, &mut [f32])>> =
-                (0..threads).map(|_| Vec::new()).collect();
-            for (j, blk) in blocks.into_iter().enumerate() {
-                per_thread[j % threads].push(blk);
-            }
-            let run = |blocks: &mut Vec<(usize, &mut [f32])>| {
-                let mut abuf = PackBuf::new(mc * kc);
-                let mut bbuf = PackBuf::new(kc * nc);
-                let apack = abuf.as_mut_slice();
-                let bpack = bbuf.as_mut_slice();
-                for (ic, cblk) in blocks.iter_mut() {
-                    let mcb = mc.min(m - *ic);
-                    let mut pc = 0;
-                    while pc < k {
-                        let kcb = kc.min(k - pc);
-                        pack_a(apack, a, lda, *ic, mcb, pc, kcb, mr);
-                        let mut jc = 0;
-                        while jc < n {
-                            let ncb = nc.min(n - jc);
-                            pack_b(bpack, b, ldb, pc, kcb, jc, ncb, nr);
-                            macro_kernel(
-                                kernel,
-                                mcb,
-                                kcb,
-                                ncb,
-                                apack,
-                                bpack,
-                                &mut cblk[jc..],
-                                ldc,
-                                pc > 0,
-                            );
-                            jc += ncb;
-                        }
-                        pc += kcb;
-                    }
+        };
+        if per_thread.len() == 1 {
+            run(&mut per_thread[0]);
+        } else {
+            thread::scope(|s| {
+                for blks in per_thread.iter_mut() {
+                    s.spawn(move || run(blks));
                 }
-            };
-            if threads == 1 {
-                run(&mut per_thread[0]);
-            } else {
-                thread::scope(|s| {
-                    for blks in per_thread.iter_mut() {
-                        s.spawn(move || run(blks));
-                    }
-                });
-            }
+            });
         }
     }
 }

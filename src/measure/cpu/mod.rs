@@ -10,25 +10,22 @@
 //! (`precision_fail` otherwise). Then warm-up runs, timed repeats, samples in µs. Only one
 //! measurement runs at a time in a process (a global lock), so candidates do not compete.
 
+mod candidate;
 pub mod gemm;
 pub mod kernels;
 
 use std::collections::HashMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
-use std::time::Instant;
 
 use search_strategies::{Parameter, Value};
 
+pub use self::candidate::check_output;
 use self::gemm::{GemmTiling, LoopOrder, MicroTile};
 use self::kernels::{Conv, ElemOp, RowOp};
 use super::{
-    get_int, get_str, FailureKind, Measure, MeasureError, Outcome, StrategyMap, TaskSpace,
-    TimingSettings, TuningTask,
+    get_int, get_str, Measure, MeasureError, Outcome, StrategyMap, TaskSpace, TimingSettings,
+    TuningTask,
 };
-
-/// One kernel invocation writing into the output buffer.
-type KernelRun<'a> = Box<dyn FnMut(&mut Vec<f32>) + 'a>;
 
 /// Serialises measurements within the process.
 static MEASURE_LOCK: Mutex<()> = Mutex::new(());
@@ -373,200 +370,6 @@ fn gemm_space_params(m: usize, k: usize, n: usize, threads: Vec<i64>) -> Vec<Par
         strs("loop_order", &["nkm", "mkn"]),
         ints("threads", &threads),
     ]
-}
-
-/// Tolerance check: every output within `atol + rtol·|reference|`; the reason names the worst.
-pub fn check_output(out: &[f32], reference: &[f32], atol: f32, rtol: f32) -> Result<(), String> {
-    if out.len() != reference.len() {
-        return Err(format!(
-            "output has {} values, reference {}",
-            out.len(),
-            reference.len()
-        ));
-    }
-    let mut worst: Option<(usize, f32)> = None;
-    for (i, (&o, &r)) in out.iter().zip(reference).enumerate() {
-        let err = (o - r).abs();
-        let within = err <= atol + rtol * r.abs();
-        if !within && worst.is_none_or(|(_, e)| err > e || e.is_nan()) {
-            worst = Some((i, err));
-        }
-    }
-    match worst {
-        None => Ok(()),
-        Some((i, e)) => Err(format!(
-            "output[{i}] = {} differs from the reference {} by {e}",
-            out[i], reference[i]
-        )),
-    }
-}
-
-/// Validates `strategy` for `kind` and returns the closure running one kernel invocation into
-/// `out`, plus the check of that output.
-impl CpuRunner {
-    fn run_candidate(&self, p: &Prepared, s: &StrategyMap) -> Outcome {
-        let mut out: Vec<f32>;
-        let mut col = Vec::new();
-        // Build (validate) the kernel.
-        let runner: KernelRun<'_> = match p {
-            Prepared::Gemm {
-                batch,
-                m,
-                k,
-                n,
-                a,
-                b,
-                b_shared,
-                ..
-            } => {
-                let t = match gemm_tiling_of(s) {
-                    Ok(t) => t,
-                    Err(r) => return Outcome::fail(FailureKind::BuildFail, r),
-                };
-                let (batch, m, k, n, b_shared) = (*batch, *m, *k, *n, *b_shared);
-                out = vec![0f32; batch * m * n];
-                Box::new(move |o: &mut Vec<f32>| {
-                    for i in 0..batch {
-                        let bb = if b_shared {
-                            &b[..]
-                        } else {
-                            &b[i * k * n..(i + 1) * k * n]
-                        };
-                        gemm::sgemm(
-                            &t,
-                            m,
-                            k,
-                            n,
-                            &a[i * m * k..(i + 1) * m * k],
-                            k,
-                            bb,
-                            n,
-                            &mut o[i * m * n..(i + 1) * m * n],
-                            n,
-                        );
-                    }
-                })
-            }
-            Prepared::Conv { conv, x, w, .. } => {
-                let algo = match get_str(s, "algo") {
-                    Ok(a) => a.to_string(),
-                    Err(r) => return Outcome::fail(FailureKind::BuildFail, r),
-                };
-                out = vec![0f32; conv.n * conv.cout * conv.ho * conv.wo];
-                match algo.as_str() {
-                    "im2col" => {
-                        let t = match gemm_tiling_of(s) {
-                            Ok(t) => t,
-                            Err(r) => return Outcome::fail(FailureKind::BuildFail, r),
-                        };
-                        Box::new(move |o: &mut Vec<f32>| conv.im2col(&t, x, w, o, &mut col))
-                    }
-                    "direct" => {
-                        let (ob, th) = match (get_int(s, "oc_block"), get_int(s, "threads")) {
-                            (Ok(a), Ok(b)) if a > 0 && b > 0 => (a as usize, b as usize),
-                            _ => {
-                                return Outcome::fail(
-                                    FailureKind::BuildFail,
-                                    "oc_block and threads must be positive integers",
-                                )
-                            }
-                        };
-                        Box::new(move |o: &mut Vec<f32>| conv.direct(ob, th, x, w, o))
-                    }
-                    other => {
-                        return Outcome::fail(
-                            FailureKind::BuildFail,
-                            format!("unknown algo {other:?} (im2col or direct)"),
-                        )
-                    }
-                }
-            }
-            Prepared::Row { op, len, x, .. } => {
-                let (rb, lanes, th) = match (
-                    get_int(s, "row_block"),
-                    get_int(s, "lanes"),
-                    get_int(s, "threads"),
-                ) {
-                    (Ok(a), Ok(l), Ok(t)) if a > 0 && t > 0 && [1, 4, 8, 16].contains(&l) => {
-                        (a as usize, l as usize, t as usize)
-                    }
-                    _ => {
-                        return Outcome::fail(
-                            FailureKind::BuildFail,
-                            "row_block and threads must be positive, lanes 1, 4, 8 or 16",
-                        )
-                    }
-                };
-                let (op, len) = (*op, *len);
-                out = vec![0f32; x.len()];
-                Box::new(move |o: &mut Vec<f32>| kernels::row_op(op, x, o, len, rb, lanes, th))
-            }
-            Prepared::Elem { op, a, b, .. } => {
-                let (tile, th) = match (get_int(s, "tile"), get_int(s, "threads")) {
-                    (Ok(t), Ok(h)) if t > 0 && h > 0 => (t as usize, h as usize),
-                    _ => {
-                        return Outcome::fail(
-                            FailureKind::BuildFail,
-                            "tile and threads must be positive integers",
-                        )
-                    }
-                };
-                let op = *op;
-                out = vec![0f32; a.len()];
-                Box::new(move |o: &mut Vec<f32>| op.run(a, b, o, tile, th))
-            }
-        };
-        let mut runner = runner;
-        let (reference, atol, rtol) = match p {
-            Prepared::Gemm { reference, k, .. } => (reference, 1e-5 * *k as f32, 1e-4),
-            Prepared::Conv {
-                reference, conv, ..
-            } => (
-                reference,
-                1e-5 * (conv.cin * conv.kh * conv.kw) as f32,
-                1e-4,
-            ),
-            Prepared::Row { reference, .. } => (reference, 1e-5, 1e-4),
-            Prepared::Elem { reference, .. } => (reference, 1e-5, 1e-4),
-        };
-        let timeout = std::time::Duration::from_millis(self.timing.timeout_ms.max(1));
-        let result = catch_unwind(AssertUnwindSafe(|| -> Result<Vec<f64>, Outcome> {
-            let t0 = Instant::now();
-            runner(&mut out);
-            let first = t0.elapsed();
-            if let Err(r) = check_output(&out, reference, atol, rtol) {
-                return Err(Outcome::fail(FailureKind::PrecisionFail, r));
-            }
-            if first > timeout {
-                return Err(Outcome::fail(
-                    FailureKind::RunTimeout,
-                    format!("one run took {first:?}, over the {timeout:?} limit"),
-                ));
-            }
-            for _ in 1..self.timing.warmup {
-                runner(&mut out);
-            }
-            let mut samples = Vec::with_capacity(self.timing.repeats as usize);
-            for _ in 0..self.timing.repeats.max(1) {
-                let t0 = Instant::now();
-                runner(&mut out);
-                samples.push((t0.elapsed().as_secs_f64() * 1e6).max(1e-3));
-            }
-            Ok(samples)
-        }));
-        match result {
-            Ok(Ok(samples_us)) => Outcome::Measurement { samples_us },
-            Ok(Err(o)) => o,
-            Err(panic) => {
-                let why = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "kernel panicked".into());
-                Outcome::fail(FailureKind::RunCrash, why)
-            }
-        }
-    }
 }
 
 impl Measure for CpuRunner {

@@ -51,210 +51,333 @@ fn numel(shape: &[u64]) -> u64 {
     shape.iter().product::<u64>().max(1)
 }
 
-/// Builds the model of `task` on `soc`.
+/// An op family's model builder.
+type FamilyModel = fn(&Ctx<'_>) -> Result<OpModel, MeasureError>;
+
+/// The op families the simulator models: the (lower-case) op types of each and its builder.
+const FAMILIES: [(&[&str], FamilyModel); 5] = [
+    (
+        &[
+            "matmul",
+            "matmulv2",
+            "gemm",
+            "batchmatmul",
+            "batchmatmulv2",
+            "batchmatmulv3",
+        ],
+        matmul,
+    ),
+    (&["conv2d", "conv"], conv),
+    (
+        &[
+            "add",
+            "sub",
+            "mul",
+            "div",
+            "realdiv",
+            "maximum",
+            "minimum",
+            "addn",
+            "biasadd",
+            "relu",
+            "relu6",
+            "leakyrelu",
+            "abs",
+            "neg",
+            "cast",
+            "sqrt",
+            "rsqrt",
+            "exp",
+            "log",
+            "sigmoid",
+            "tanh",
+            "gelu",
+            "fastgelu",
+            "swish",
+            "silu",
+            "erf",
+            "muls",
+            "adds",
+            "transdata",
+            "transpose",
+        ],
+        elementwise,
+    ),
+    (&["maxpool", "maxpoolv3", "avgpool", "avgpoolv2"], pool),
+    (
+        &[
+            "softmax",
+            "softmaxv2",
+            "layernorm",
+            "rmsnorm",
+            "reducesum",
+            "reducemean",
+            "reducemax",
+            "reducesumd",
+            "reducemeand",
+            "globalaveragepool",
+        ],
+        rows,
+    ),
+];
+
+/// Builds the model of `task` on `soc`: the builder of the task's op family
+/// (`FAMILIES`); an op type of no family is unsupported.
 pub fn model(task: &TuningTask, soc: &SocModel, runner: &str) -> Result<OpModel, MeasureError> {
-    let op = task.op_type();
-    let unsupported = |what: String| MeasureError::Unsupported {
-        runner: runner.to_string(),
-        what,
+    let cx = Ctx {
+        task,
+        soc,
+        runner,
+        op: task.op_type(),
     };
-    let dtype_of = |d: DType, cube: bool| {
-        elem_bytes(d, soc, cube)
-            .ok_or_else(|| unsupported(format!("{op} in {d:?} on {}", soc.version)))
-    };
-    let shape_of = |t: &TensorDesc| -> Result<Vec<u64>, MeasureError> {
+    match FAMILIES
+        .iter()
+        .find(|(types, _)| types.contains(&cx.op.as_str()))
+    {
+        Some((_, build)) => build(&cx),
+        None => Err(cx.unsupported(format!("op type {}", task.op.op_type))),
+    }
+}
+
+/// A task being modelled, with accessors whose errors name its op.
+struct Ctx<'a> {
+    task: &'a TuningTask,
+    soc: &'a SocModel,
+    runner: &'a str,
+    /// The lower-case op type.
+    op: String,
+}
+
+impl Ctx<'_> {
+    fn unsupported(&self, what: String) -> MeasureError {
+        MeasureError::Unsupported {
+            runner: self.runner.to_string(),
+            what,
+        }
+    }
+
+    /// Element bytes of `d` on the SoC (in the cube or the vector unit).
+    fn dtype_of(&self, d: DType, cube: bool) -> Result<u64, MeasureError> {
+        elem_bytes(d, self.soc, cube).ok_or_else(|| {
+            self.unsupported(format!("{} in {d:?} on {}", self.op, self.soc.version))
+        })
+    }
+
+    /// The tensor's logical shape; every dimension must be positive.
+    fn shape_of(&self, t: &TensorDesc) -> Result<Vec<u64>, MeasureError> {
         logical(t)
             .iter()
             .map(|&d| {
                 u64::try_from(d).ok().filter(|&d| d > 0).ok_or_else(|| {
                     MeasureError::InvalidTask(format!(
-                        "{op}: shape {:?} has a non-positive dimension",
+                        "{}: shape {:?} has a non-positive dimension",
+                        self.op,
                         logical(t)
                     ))
                 })
             })
             .collect()
-    };
-    let input = |i: usize| -> Result<&TensorDesc, MeasureError> {
-        task.op
+    }
+
+    fn input(&self, i: usize) -> Result<&TensorDesc, MeasureError> {
+        self.task
+            .op
             .inputs
             .get(i)
-            .ok_or_else(|| MeasureError::InvalidTask(format!("{op} has no input {i}")))
-    };
-    let output = || -> Result<&TensorDesc, MeasureError> {
-        task.op
+            .ok_or_else(|| MeasureError::InvalidTask(format!("{} has no input {i}", self.op)))
+    }
+
+    fn output(&self) -> Result<&TensorDesc, MeasureError> {
+        self.task
+            .op
             .outputs
             .first()
-            .ok_or_else(|| MeasureError::InvalidTask(format!("{op} has no output")))
-    };
-    match op.as_str() {
-        "matmul" | "matmulv2" | "gemm" | "batchmatmul" | "batchmatmulv2" | "batchmatmulv3" => {
-            let a = input(0)?;
-            let b = input(1)?;
-            let sa = shape_of(a)?;
-            let sb = shape_of(b)?;
-            if sa.len() < 2 || sb.len() < 2 {
-                return Err(MeasureError::InvalidTask(format!(
-                    "{op}: inputs must have rank ≥ 2, got {sa:?} and {sb:?}"
-                )));
-            }
-            let ta = task.attr_bool("transpose_x1")
-                || task.attr_bool("transpose_a")
-                || task.attr_bool("adj_x1")
-                || task.attr_int("transA") == Some(1);
-            let tb = task.attr_bool("transpose_x2")
-                || task.attr_bool("transpose_b")
-                || task.attr_bool("adj_x2")
-                || task.attr_int("transB") == Some(1);
-            let (m, k) = if ta {
-                (sa[sa.len() - 1], sa[sa.len() - 2])
-            } else {
-                (sa[sa.len() - 2], sa[sa.len() - 1])
-            };
-            let (k2, n) = if tb {
-                (sb[sb.len() - 1], sb[sb.len() - 2])
-            } else {
-                (sb[sb.len() - 2], sb[sb.len() - 1])
-            };
-            if k != k2 {
-                return Err(MeasureError::InvalidTask(format!(
-                    "{op}: reduction lengths differ ({k} vs {k2}) for {sa:?} · {sb:?}"
-                )));
-            }
-            let batch = numel(&sa[..sa.len() - 2]);
-            let b_batch = numel(&sb[..sb.len() - 2]);
-            let in_bytes = dtype_of(a.dtype, true)?;
-            let out_bytes = dtype_of(output()?.dtype, false)?;
-            let a_nz = a.format == Format::FractalNz;
-            let b_nz = matches!(b.format, Format::FractalNz | Format::FractalZ);
-            let problem = GemmProblem {
-                batch,
-                m,
-                k,
-                n,
-                in_bytes,
-                out_bytes,
-                bias: task.op.inputs.len() >= 3,
-                a: ASource::Matrix {
-                    transposed: ta,
-                    nz: a_nz || !soc.nd_nz_on_the_fly,
-                },
-                b_transposed: tb,
-                b_nz: b_nz || !soc.nd_nz_on_the_fly,
-                b_shared: b_batch == 1,
-            };
-            let mut trans = Vec::new();
-            if !soc.nd_nz_on_the_fly {
-                // ND tensors are converted by explicit TransData kernels: A and C always (they
-                // are activations); B only when it is not a constant weight (batched).
-                let conv = |elems: u64, bytes: u64| ElemProblem {
-                    n: elems,
-                    in_bytes_per: bytes as f64,
-                    out_bytes: bytes,
-                    elem_bytes: bytes,
-                    passes: 2,
-                    queues: 2,
-                };
-                if !a_nz {
-                    trans.push(conv(batch * align(m, 16) * align(k, 16), in_bytes));
-                }
-                if !b_nz && b_batch > 1 {
-                    trans.push(conv(b_batch * align(k, 16) * align(n, 16), in_bytes));
-                }
-                if output()?.format != Format::FractalNz {
-                    trans.push(conv(batch * align(m, 16) * align(n, 16), out_bytes));
-                }
-            }
-            let useful_flops = problem.flops();
-            Ok(OpModel::Cube {
-                problem,
-                trans,
-                useful_flops,
-            })
-        }
-        "conv2d" | "conv" => super::conv::model(task, soc, runner),
-        "add" | "sub" | "mul" | "div" | "realdiv" | "maximum" | "minimum" | "addn" | "biasadd"
-        | "relu" | "relu6" | "leakyrelu" | "abs" | "neg" | "cast" | "sqrt" | "rsqrt" | "exp"
-        | "log" | "sigmoid" | "tanh" | "gelu" | "fastgelu" | "swish" | "silu" | "erf" | "muls"
-        | "adds" | "transdata" | "transpose" => {
-            let out = output()?;
-            let so = shape_of(out)?;
-            let n = numel(&so);
-            let eb = dtype_of(out.dtype, false)?;
-            let mut in_bytes = 0.0;
-            for t in &task.op.inputs {
-                let s = shape_of(t)?;
-                in_bytes += (numel(&s) * dtype_of(t.dtype, false)?) as f64;
-            }
-            let passes = match op.as_str() {
-                "relu" | "relu6" | "abs" | "neg" | "add" | "sub" | "mul" | "maximum"
-                | "minimum" | "addn" | "biasadd" | "muls" | "adds" | "cast" => 1,
-                "leakyrelu" | "div" | "realdiv" | "sqrt" | "rsqrt" | "transdata" | "transpose" => 2,
-                "exp" | "log" => 3,
-                "sigmoid" | "swish" | "silu" => 5,
-                "tanh" | "erf" | "fastgelu" => 6,
-                _ => 9, // gelu
-            };
-            let n_in = task.op.inputs.len().max(1) as u64;
-            let tmp = u64::from(passes >= 5);
-            Ok(OpModel::Elem(ElemProblem {
-                n,
-                in_bytes_per: in_bytes / n as f64,
-                out_bytes: eb,
-                elem_bytes: eb,
-                passes,
-                queues: n_in + 1 + tmp,
-            }))
-        }
-        "maxpool" | "maxpoolv3" | "avgpool" | "avgpoolv2" => {
-            let x = input(0)?;
-            let out = output()?;
-            let sx = shape_of(x)?;
-            let so = shape_of(out)?;
-            let n = numel(&so);
-            let eb = dtype_of(out.dtype, false)?;
-            let ksize = task
-                .attr_ints("ksize")
-                .or_else(|| task.attr_ints("kernel_shape"))
-                .unwrap_or_else(|| vec![3, 3]);
-            let window: i64 = ksize.iter().rev().take(2).product();
-            Ok(OpModel::Elem(ElemProblem {
-                n,
-                in_bytes_per: (numel(&sx) * eb) as f64 / n as f64,
-                out_bytes: eb,
-                elem_bytes: eb,
-                passes: window.max(1) as u64,
-                queues: 2 + window.max(1) as u64 / 4,
-            }))
-        }
-        "softmax" | "softmaxv2" | "layernorm" | "rmsnorm" | "reducesum" | "reducemean"
-        | "reducemax" | "reducesumd" | "reducemeand" | "globalaveragepool" => {
-            let x = input(0)?;
-            let sx = shape_of(x)?;
-            let eb = dtype_of(x.dtype, false)?;
-            let (rows, len, out_per_row, passes) = match op.as_str() {
-                "softmax" | "softmaxv2" => {
-                    let len = *sx.last().unwrap_or(&1);
-                    (numel(&sx) / len, len, len, 8)
-                }
-                "layernorm" | "rmsnorm" => {
-                    let len = *sx.last().unwrap_or(&1);
-                    (numel(&sx) / len, len, len, 9)
-                }
-                _ => {
-                    let so = shape_of(output()?)?;
-                    let rows = numel(&so).min(numel(&sx));
-                    (rows, numel(&sx) / rows, 1, 1)
-                }
-            };
-            Ok(OpModel::Row(RowProblem {
-                rows,
-                len,
-                elem_bytes: eb,
-                out_per_row,
-                passes,
-            }))
-        }
-        _ => Err(unsupported(format!("op type {}", task.op.op_type))),
+            .ok_or_else(|| MeasureError::InvalidTask(format!("{} has no output", self.op)))
     }
+}
+
+/// MatMul, BatchMatMul and Gemm: a cube GEMM, with TransData passes around it on a SoC that
+/// cannot convert ND↔NZ on the fly.
+fn matmul(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
+    let (task, soc, op) = (cx.task, cx.soc, &cx.op);
+    let a = cx.input(0)?;
+    let b = cx.input(1)?;
+    let sa = cx.shape_of(a)?;
+    let sb = cx.shape_of(b)?;
+    if sa.len() < 2 || sb.len() < 2 {
+        return Err(MeasureError::InvalidTask(format!(
+            "{op}: inputs must have rank ≥ 2, got {sa:?} and {sb:?}"
+        )));
+    }
+    let ta = task.attr_bool("transpose_x1")
+        || task.attr_bool("transpose_a")
+        || task.attr_bool("adj_x1")
+        || task.attr_int("transA") == Some(1);
+    let tb = task.attr_bool("transpose_x2")
+        || task.attr_bool("transpose_b")
+        || task.attr_bool("adj_x2")
+        || task.attr_int("transB") == Some(1);
+    let (m, k) = if ta {
+        (sa[sa.len() - 1], sa[sa.len() - 2])
+    } else {
+        (sa[sa.len() - 2], sa[sa.len() - 1])
+    };
+    let (k2, n) = if tb {
+        (sb[sb.len() - 1], sb[sb.len() - 2])
+    } else {
+        (sb[sb.len() - 2], sb[sb.len() - 1])
+    };
+    if k != k2 {
+        return Err(MeasureError::InvalidTask(format!(
+            "{op}: reduction lengths differ ({k} vs {k2}) for {sa:?} · {sb:?}"
+        )));
+    }
+    let batch = numel(&sa[..sa.len() - 2]);
+    let b_batch = numel(&sb[..sb.len() - 2]);
+    let in_bytes = cx.dtype_of(a.dtype, true)?;
+    let out_bytes = cx.dtype_of(cx.output()?.dtype, false)?;
+    let a_nz = a.format == Format::FractalNz;
+    let b_nz = matches!(b.format, Format::FractalNz | Format::FractalZ);
+    let problem = GemmProblem {
+        batch,
+        m,
+        k,
+        n,
+        in_bytes,
+        out_bytes,
+        bias: task.op.inputs.len() >= 3,
+        a: ASource::Matrix {
+            transposed: ta,
+            nz: a_nz || !soc.nd_nz_on_the_fly,
+        },
+        b_transposed: tb,
+        b_nz: b_nz || !soc.nd_nz_on_the_fly,
+        b_shared: b_batch == 1,
+    };
+    let mut trans = Vec::new();
+    if !soc.nd_nz_on_the_fly {
+        // ND tensors are converted by explicit TransData kernels: A and C always (they are
+        // activations); B only when it is not a constant weight (batched).
+        let conv = |elems: u64, bytes: u64| ElemProblem {
+            n: elems,
+            in_bytes_per: bytes as f64,
+            out_bytes: bytes,
+            elem_bytes: bytes,
+            passes: 2,
+            queues: 2,
+        };
+        if !a_nz {
+            trans.push(conv(batch * align(m, 16) * align(k, 16), in_bytes));
+        }
+        if !b_nz && b_batch > 1 {
+            trans.push(conv(b_batch * align(k, 16) * align(n, 16), in_bytes));
+        }
+        if cx.output()?.format != Format::FractalNz {
+            trans.push(conv(batch * align(m, 16) * align(n, 16), out_bytes));
+        }
+    }
+    let useful_flops = problem.flops();
+    Ok(OpModel::Cube {
+        problem,
+        trans,
+        useful_flops,
+    })
+}
+
+/// Conv2D: an implicit GEMM (see `conv.rs`).
+fn conv(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
+    super::conv::model(cx.task, cx.soc, cx.runner)
+}
+
+/// Vector passes over each element of an elementwise op.
+fn elem_passes(op: &str) -> u64 {
+    match op {
+        "relu" | "relu6" | "abs" | "neg" | "add" | "sub" | "mul" | "maximum" | "minimum"
+        | "addn" | "biasadd" | "muls" | "adds" | "cast" => 1,
+        "leakyrelu" | "div" | "realdiv" | "sqrt" | "rsqrt" | "transdata" | "transpose" => 2,
+        "exp" | "log" => 3,
+        "sigmoid" | "swish" | "silu" => 5,
+        "tanh" | "erf" | "fastgelu" => 6,
+        _ => 9, // gelu
+    }
+}
+
+/// Elementwise ops (and TransData/Transpose): an element stream over the output, reading
+/// every input.
+fn elementwise(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
+    let task = cx.task;
+    let out = cx.output()?;
+    let so = cx.shape_of(out)?;
+    let n = numel(&so);
+    let eb = cx.dtype_of(out.dtype, false)?;
+    let mut in_bytes = 0.0;
+    for t in &task.op.inputs {
+        let s = cx.shape_of(t)?;
+        in_bytes += (numel(&s) * cx.dtype_of(t.dtype, false)?) as f64;
+    }
+    let passes = elem_passes(&cx.op);
+    let n_in = task.op.inputs.len().max(1) as u64;
+    let tmp = u64::from(passes >= 5);
+    Ok(OpModel::Elem(ElemProblem {
+        n,
+        in_bytes_per: in_bytes / n as f64,
+        out_bytes: eb,
+        elem_bytes: eb,
+        passes,
+        queues: n_in + 1 + tmp,
+    }))
+}
+
+/// Max and average pooling: an element stream over the output, one pass per window element.
+fn pool(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
+    let task = cx.task;
+    let x = cx.input(0)?;
+    let out = cx.output()?;
+    let sx = cx.shape_of(x)?;
+    let so = cx.shape_of(out)?;
+    let n = numel(&so);
+    let eb = cx.dtype_of(out.dtype, false)?;
+    let ksize = task
+        .attr_ints("ksize")
+        .or_else(|| task.attr_ints("kernel_shape"))
+        .unwrap_or_else(|| vec![3, 3]);
+    let window: i64 = ksize.iter().rev().take(2).product();
+    Ok(OpModel::Elem(ElemProblem {
+        n,
+        in_bytes_per: (numel(&sx) * eb) as f64 / n as f64,
+        out_bytes: eb,
+        elem_bytes: eb,
+        passes: window.max(1) as u64,
+        queues: 2 + window.max(1) as u64 / 4,
+    }))
+}
+
+/// Softmax, normalisations and reductions: a row stream (softmax and norms over the last
+/// axis; reductions over what the output drops).
+fn rows(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
+    let x = cx.input(0)?;
+    let sx = cx.shape_of(x)?;
+    let eb = cx.dtype_of(x.dtype, false)?;
+    let (rows, len, out_per_row, passes) = match cx.op.as_str() {
+        "softmax" | "softmaxv2" => {
+            let len = *sx.last().unwrap_or(&1);
+            (numel(&sx) / len, len, len, 8)
+        }
+        "layernorm" | "rmsnorm" => {
+            let len = *sx.last().unwrap_or(&1);
+            (numel(&sx) / len, len, len, 9)
+        }
+        _ => {
+            let so = cx.shape_of(cx.output()?)?;
+            let rows = numel(&so).min(numel(&sx));
+            (rows, numel(&sx) / rows, 1, 1)
+        }
+    };
+    Ok(OpModel::Row(RowProblem {
+        rows,
+        len,
+        elem_bytes: eb,
+        out_per_row,
+        passes,
+    }))
 }
