@@ -93,6 +93,7 @@
 //! To compare it with the built-in strategies on replayed spaces, add it to
 //! [`strategies::by_name`] and run `search-bench`.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod bayes;
 pub mod bench;

@@ -1,5 +1,6 @@
 //! `search-bench`: replays strategies on measured spaces, writes traces, prints score tables
 //! and draws the mean best-so-far curves.
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
