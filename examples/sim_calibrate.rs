@@ -1,22 +1,67 @@
 //! Compares the simulated Ascend910B2's best MatMul time per shape with the 3,200 real times of
-//! CANN's MatMul tiling repository (`../shared/data/ascend/`, relative to the repository root).
+//! CANN's MatMul tiling repository (the public data's `ascend/` folder, see
+//! `fixtures/ascend/README.md`).
 //!
-//! `cargo run --release --example sim_calibrate -- [SAMPLES] [EVERY]`: best of the default
+//! `cargo run --release --example sim_calibrate -- [SAMPLES] [EVERY] [FILE]`: best of the default
 //! and SAMPLES random valid tilings per record (default 300), every EVERY-th record (default 1).
+//! FILE defaults to `$TUNEBANK_DATA/ascend/repository_Ascend910B2_matmul.dev.jsonl.gz`;
+//! the committed subset `fixtures/ascend/repository_Ascend910B2_matmul.every16.jsonl.gz` works too.
 
 use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 use tunebank::measure::sim::calibration::{report, sim_default_and_best, CalibrationRecord};
 use tunebank::measure::sim::soc::ASCEND910B2;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// The repository file: the third argument, else the one under `$TUNEBANK_DATA`.
+fn data_file(arg: Option<&String>) -> Result<PathBuf, String> {
+    let path = match (arg, std::env::var_os("TUNEBANK_DATA")) {
+        (Some(p), _) => PathBuf::from(p),
+        (None, Some(root)) => {
+            PathBuf::from(root).join("ascend/repository_Ascend910B2_matmul.dev.jsonl.gz")
+        }
+        (None, None) => {
+            return Err(
+                "needs the public MatMul data: set TUNEBANK_DATA to the folder holding \
+                        ascend/, or pass the file as the third argument (see \
+                        fixtures/ascend/README.md)"
+                    .into(),
+            )
+        }
+    };
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} not found: set TUNEBANK_DATA to the folder holding ascend/, or pass the file \
+             as the third argument (see fixtures/ascend/README.md)",
+            path.display()
+        ))
+    }
+}
+
+fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
+    let path = match data_file(args.get(3)) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("sim_calibrate: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args, path) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sim_calibrate: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &[String], path: PathBuf) -> Result<(), Box<dyn std::error::Error>> {
     let samples: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(300);
     let every: usize = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(1);
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/data/ascend/repository_Ascend910B2_matmul.dev.jsonl.gz"
-    );
     let file = std::fs::File::open(path)?;
     let reader = BufReader::new(flate2::read::GzDecoder::new(file));
     let mut triples = Vec::new();

@@ -1,115 +1,27 @@
-//! Valid-set sizes of the 15 replayed spaces agree with Kernel Tuner's, derived two ways.
+//! Valid-set sizes of the committed fixture spaces agree with Kernel Tuner's, derived two ways
+//! (`full_data.rs` checks all 15 spaces of the full data).
 
 mod common;
 
-use std::collections::HashSet;
-
-use common::{replay_dir, SPACES};
-use search_strategies::replay::{
-    find_restrictions, read_json, read_restrictions, ReplaySpace, ValidSetSource,
-};
-
-/// Kernel Tuner's space sizes (KT_BASELINE_dev.txt: "KT space = all cache entries
-/// (4362 / 11130)" for benchmark_hub; the cache keys for schoonhoven2022) and failed counts.
-fn expected(name: &str) -> (usize, usize) {
-    match name {
-        n if n.contains("convolution_milo_A100") || n.contains("convolution_milo_A4000") => {
-            (4362, 161)
-        }
-        n if n.contains("convolution_milo") => (4362, 0),
-        n if n.contains("dedispersion_milo") => (11130, 0),
-        n if n.contains("GEMM") => (17956, 0),
-        n if n.contains("pnpoly_RTX_2070") => (7896, 0),
-        n if n.contains("pnpoly") => (7886, 0),
-        n if n.contains("convolution") => (5776, 0),
-        n => panic!("unexpected space {n}"),
-    }
-}
+use common::{check_valid_set, fixture_dir, fixture_expected};
+use search_strategies::replay::ValidSetSource;
 
 #[test]
 fn valid_set_sizes_match_kernel_tuner() {
-    let dir = replay_dir();
-    for name in SPACES {
-        let path = dir.join(name);
-        let r = ReplaySpace::load_auto(&path).unwrap();
-        let (size, failed) = expected(name);
-        assert_eq!(r.space.len(), size, "{name}: valid-set size");
+    let (spaces, _) = fixture_expected();
+    assert!(spaces
+        .iter()
+        .any(|e| e.source == ValidSetSource::Restrictions));
+    assert!(spaces.iter().any(|e| e.source == ValidSetSource::CacheKeys));
+    for e in &spaces {
+        let path = fixture_dir().join(&e.name);
+        let r = check_valid_set(&path, e.configurations, e.failures, e.source);
         assert_eq!(
-            r.table.iter().filter(|v| v.is_none()).count(),
-            failed,
-            "{name}: failures"
+            r.outside, 0,
+            "{}: cache entries outside the valid set",
+            e.name
         );
-        assert_eq!(
-            r.missing, 0,
-            "{name}: valid configurations missing from the cache"
-        );
-
-        // Independent count: distinct cache keys that satisfy the restrictions, checked one by
-        // one against the compiled restrictions (not through the enumeration).
-        let json = read_json(&path).unwrap();
-        let keys: HashSet<&String> = json["cache"].as_object().unwrap().keys().collect();
-        let satisfying = keys
-            .iter()
-            .filter(|k| {
-                let values: Vec<&str> = k.split(',').collect();
-                let config: Vec<u16> = values
-                    .iter()
-                    .zip(r.space.params())
-                    .map(|(v, p)| p.values.iter().position(|x| x.to_string() == *v).unwrap() as u16)
-                    .collect();
-                r.space.satisfies(&config)
-            })
-            .count();
-        assert_eq!(
-            satisfying,
-            r.space.len(),
-            "{name}: cache keys satisfying the restrictions"
-        );
-        if name.starts_with("benchmark_hub") {
-            assert_eq!(r.source, ValidSetSource::Restrictions, "{name}");
-            assert!(find_restrictions(&path).is_some());
-            // Every restriction is integer, so the enumeration above ran on the fast path; the
-            // same valid set, in the same order, on the generic interpreter.
-            assert!(
-                r.space.restrictions().iter().all(|x| x.has_int_path()),
-                "{name}"
-            );
-            let sources: Vec<String> = r
-                .space
-                .restrictions()
-                .iter()
-                .map(|x| x.source().to_string())
-                .collect();
-            let generic = search_strategies::Space::enumerate_generic(
-                r.space.params().to_vec(),
-                &sources,
-                &Default::default(),
-            )
-            .unwrap();
-            assert_eq!(generic.len(), r.space.len(), "{name}");
-            assert!(
-                (0..generic.len() as u32).all(|id| generic.config(id) == r.space.config(id)),
-                "{name}: fast and generic enumerations differ"
-            );
-        } else {
-            assert_eq!(r.source, ValidSetSource::CacheKeys, "{name}");
-        }
-    }
-}
-
-#[test]
-fn restriction_lists_match_the_spec_conditions() {
-    let dir = replay_dir().join("benchmark_hub");
-    for kernel in ["convolution_milo", "dedispersion_milo"] {
-        let list = read_restrictions(&dir.join(format!("{kernel}.restrictions.json"))).unwrap();
-        let spec = read_json(&dir.join(format!("{kernel}.spec.json"))).unwrap();
-        let conditions: Vec<String> = spec["ConfigurationSpace"]["Conditions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["Expression"].as_str().unwrap().to_string())
-            .collect();
-        assert_eq!(list, conditions, "{kernel}");
+        assert_eq!(r.optimum(), Some(e.optimum), "{}: optimum", e.name);
     }
 }
 

@@ -113,7 +113,7 @@ fn same_seed_same_trace_different_seeds_differ() {
 
 #[test]
 fn replayed_runs_are_deterministic_and_beat_random() {
-    let dir = common::replay_dir();
+    let dir = common::fixture_dir();
     let r = ReplaySpace::load_auto(&dir.join("schoonhoven2022/convolution_P100.json.gz")).unwrap();
     let a = run_one(&r, "ensemble", 5, 60).unwrap();
     let b = run_one(&r, "ensemble", 5, 60).unwrap();

@@ -1,0 +1,86 @@
+//! The full-data suite of this crate: the committed MatMul calibration subset
+//! (`fixtures/ascend/`) is what its `make.py` derives from the public data, every record of the
+//! full file reads, and the simulator's calibration holds on records outside the subset.
+//!
+//! Every test here is ignored by default and reads `$TUNEBANK_DATA/ascend` (the folder holding
+//! `replay/` and `ascend/`, see `fixtures/ascend/README.md`); `.ci/run` runs them when the data is
+//! present. Run alone with
+//! `TUNEBANK_DATA=../shared/data cargo nextest run --release --test full_data --run-ignored only`.
+//! Without the data they panic naming the variable; they never pass.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use tunebank::measure::sim::calibration::{report, sim_default_and_best, CalibrationRecord};
+
+/// The environment variable naming the full data: the folder holding `replay/` and `ascend/`.
+const DATA_ENV: &str = "TUNEBANK_DATA";
+
+/// Every 16th record of the full file (`fixtures/ascend/make.py`).
+const STRIDE: usize = 16;
+
+/// The full MatMul repository file, `$TUNEBANK_DATA/ascend/…`. Panics naming the variable when
+/// it is unset or does not hold the file.
+fn full_matmul_file() -> PathBuf {
+    let root = std::env::var_os(DATA_ENV).unwrap_or_else(|| {
+        panic!(
+            "full-data test without its data: set {DATA_ENV} to the folder holding the public \
+             replay/ and ascend/ data (see fixtures/ascend/README.md)"
+        )
+    });
+    let file = PathBuf::from(root).join("ascend/repository_Ascend910B2_matmul.dev.jsonl.gz");
+    assert!(
+        file.is_file(),
+        "full-data test: {DATA_ENV} holds no {}",
+        file.display()
+    );
+    file
+}
+
+fn gz_lines(path: &Path) -> Vec<String> {
+    let file = std::fs::File::open(path).unwrap();
+    BufReader::new(flate2::read::GzDecoder::new(file))
+        .lines()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+#[ignore = "full data: needs TUNEBANK_DATA; .ci/run runs it when ../shared/data is present"]
+fn matmul_subset_is_every_16th_record_of_the_full_file() {
+    let full = gz_lines(&full_matmul_file());
+    let subset = gz_lines(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/ascend/repository_Ascend910B2_matmul.every16.jsonl.gz"),
+    );
+    let want: Vec<&String> = full.iter().step_by(STRIDE).collect();
+    assert_eq!(subset.iter().collect::<Vec<_>>(), want);
+    // Every record reads but the two failure markers (cost_time ≥ 10⁶ µs).
+    assert_eq!(full.len(), 3200);
+    let read = full
+        .iter()
+        .filter(|l| CalibrationRecord::from_json_line(l).is_some())
+        .count();
+    assert_eq!(read, 3198);
+}
+
+#[test]
+#[ignore = "full data: needs TUNEBANK_DATA; .ci/run runs it when ../shared/data is present"]
+fn calibration_holds_outside_the_committed_subset() {
+    // Lines 8, 24, 40, …: as many records as the subset, none of them in it.
+    let full = gz_lines(&full_matmul_file());
+    let mut triples = Vec::new();
+    for (i, line) in full.iter().enumerate().skip(STRIDE / 2).step_by(STRIDE) {
+        if let Some(rec) = CalibrationRecord::from_json_line(line) {
+            let (d, best) = sim_default_and_best(&rec.task(), 40, i as u64).unwrap();
+            triples.push((best, d, rec.real_us));
+        }
+    }
+    let r = report(&triples, 3.0);
+    assert!(r.records >= 198, "{r:?}");
+    assert!(r.spearman > 0.85, "rank correlation {}", r.spearman);
+    assert!(
+        r.ratio_quantiles[2] > 0.5 && r.ratio_quantiles[2] < 2.0,
+        "{r:?}"
+    );
+}
