@@ -227,6 +227,12 @@ fn rank_format(rank: usize, input_format: Format) -> Format {
 }
 
 /// Resolves one profile of an op template into a static descriptor (without deriving its key).
+///
+/// Steps: the precision options give what each float tensor asks for and the cube math mode
+/// (`precision`); the impl-mode options give the impl mode (`impl_mode`); graph-fed inputs
+/// take their shapes from `input_shape` (`prepare_inputs`), which under a static profile also
+/// implies the values of the op's other -1 dims (`implied_profile`); then every input and
+/// output gets its dtype, filled dims and layout (`tensor`).
 pub fn resolve_op(
     template: &OpTemplate,
     options: &ResolvedOptions,
@@ -237,17 +243,85 @@ pub fn resolve_op(
     let t = template.op_type.to_lowercase();
     let cube = is_cube(&t);
     let facts = soc.facts();
+    let op_precision = options.op_precision.get(node, &t);
+    let precision = precision(template, options, &t, cube, facts, op_precision);
+    let impl_mode = impl_mode(options, &t, op_precision);
+    let (prepared, replaced) = prepare_inputs(template, options)?;
+    let implied = implied_profile(profile, &replaced);
 
-    // Precision: what each float input and output asks for, and the cube math mode.
-    let reduced = |bf16: bool| {
-        if bf16 {
-            DType::Bfloat16
-        } else {
-            DType::Float16
-        }
-    };
-    let keep = Want::OrigThen(DType::Float16);
-    let (mut want_in, mut want_out) = match options.precision_mode {
+    let mut inputs = Vec::with_capacity(prepared.len());
+    for (i, (p, tt)) in prepared.into_iter().zip(&template.inputs).enumerate() {
+        let dtype = choose(p.dtype, precision.want_in, &t, cube, facts);
+        let fill = if p.fed { profile } else { &implied };
+        inputs.push(tensor(
+            node,
+            &format!("input {i}"),
+            &p.shape,
+            dtype,
+            p.ori_format,
+            tt.format,
+            options,
+            fill,
+            p.offset,
+        )?);
+    }
+    let mut outputs = Vec::with_capacity(template.outputs.len());
+    for (i, tt) in template.outputs.iter().enumerate() {
+        let dtype = choose(tt.dtype, precision.want_out, &t, precision.out_cube, facts);
+        outputs.push(tensor(
+            node,
+            &format!("output {i}"),
+            &tt.shape,
+            dtype,
+            tt.ori_format,
+            tt.format,
+            options,
+            &implied,
+            0,
+        )?);
+    }
+    let mut cube_math = precision.cube_math;
+    if cube_math == CubeMath::Hf32
+        && !inputs
+            .iter()
+            .any(|i: &TensorDesc| i.dtype == DType::Float32)
+    {
+        cube_math = CubeMath::Native;
+    }
+
+    Ok(OpDescriptor {
+        op_type: template.op_type.clone(),
+        fused_ops: template.fused_ops.clone(),
+        inputs,
+        outputs,
+        attrs: template.attrs.clone(),
+        impl_mode,
+        cube_math,
+        soc: soc.clone(),
+    })
+}
+
+/// The original dtype if supported, else fp16 (what keeping the dtype asks).
+const KEEP: Want = Want::OrigThen(DType::Float16);
+
+/// The reduced float type: bf16 or fp16.
+fn reduced(bf16: bool) -> DType {
+    if bf16 {
+        DType::Bfloat16
+    } else {
+        DType::Float16
+    }
+}
+
+/// What `precision_mode` (with the mixlist under mixed precision) asks of the op's float
+/// inputs and outputs. `t` is the case-folded op type; `cube` whether it runs on the cube.
+fn mode_wants(
+    template: &OpTemplate,
+    options: &ResolvedOptions,
+    t: &str,
+    cube: bool,
+) -> (Want, Want) {
+    match options.precision_mode {
         PrecisionMode::ForceFp16 => (Want::Prefer(DType::Float16), Want::Prefer(DType::Float16)),
         PrecisionMode::ForceFp32 => (Want::Prefer(DType::Float32), Want::Prefer(DType::Float32)),
         PrecisionMode::CubeFp16InFp32Out if cube => {
@@ -264,24 +338,50 @@ pub fn resolve_op(
                 (Want::OrigThen(r), Want::OrigThen(r))
             }
         }
-        PrecisionMode::KeepOrigin => (keep, keep),
+        PrecisionMode::KeepOrigin => (KEEP, KEEP),
         PrecisionMode::MixFp16 | PrecisionMode::MixBf16 => {
             let r = reduced(options.precision_mode == PrecisionMode::MixBf16);
-            let w = match options.mixlist.class(&t) {
+            let w = match options.mixlist.class(t) {
                 MixClass::White => Want::Prefer(r),
-                MixClass::Black => keep,
+                MixClass::Black => KEEP,
                 MixClass::Gray => template
                     .inputs
                     .iter()
                     .filter_map(|i| i.producer_dtype)
                     .find(|d| is_float(*d))
-                    .map_or(keep, Want::Prefer),
+                    .map_or(KEEP, Want::Prefer),
             };
             (w, w)
         }
-    };
+    }
+}
+
+/// The precision an op resolves to: what its float inputs and outputs ask for, its cube math
+/// mode (before checking that an input is fp32), and whether its outputs follow the cube's
+/// dtype support.
+struct Precision {
+    /// What the float inputs ask for.
+    want_in: Want,
+    /// What the float outputs ask for.
+    want_out: Want,
+    /// The cube math mode, `Hf32` only where the op's entry asks for it and the SoC has it.
+    cube_math: CubeMath,
+    /// Whether the outputs' dtypes follow the cube's support table.
+    out_cube: bool,
+}
+
+/// `precision_mode`, then the op's `op_precision_mode` entry, then `keep_dtype`, in that
+/// order of precedence from weakest to strongest.
+fn precision(
+    template: &OpTemplate,
+    options: &ResolvedOptions,
+    t: &str,
+    cube: bool,
+    facts: Option<&SocFacts>,
+    op_precision: Option<OpPrecision>,
+) -> Precision {
+    let (mut want_in, mut want_out) = mode_wants(template, options, t, cube);
     let mut cube_math = CubeMath::Native;
-    let op_precision = options.op_precision.get(node, &t);
     match op_precision {
         Some(OpPrecision::KeepFp16) => {
             want_in = Want::Prefer(DType::Float16);
@@ -292,25 +392,35 @@ pub fn resolve_op(
             want_out = want_in;
             if op_precision == Some(OpPrecision::Hf32)
                 && cube
-                && supports(&t, cube, DType::Float32, facts)
+                && supports(t, cube, DType::Float32, facts)
             {
                 cube_math = CubeMath::Hf32;
             }
         }
         _ => {}
     }
-    if options.keep_dtype.keeps(node, &t) {
-        want_in = keep;
-        want_out = keep;
+    if options.keep_dtype.keeps(&template.node_name, t) {
+        want_in = KEEP;
+        want_out = KEEP;
         cube_math = CubeMath::Native;
     }
     // cube_fp16in_fp32out writes fp32 from the cube's fp32 accumulator on every SoC.
     let out_cube = cube
         && !(options.precision_mode == PrecisionMode::CubeFp16InFp32Out
             && want_out == Want::Prefer(DType::Float32));
+    Precision {
+        want_in,
+        want_out,
+        cube_math,
+        out_cube,
+    }
+}
 
-    // Impl mode.
-    let impl_mode = match op_precision {
+/// The impl mode: the op's `op_precision_mode` entry if it names one, else
+/// `op_select_implmode` restricted to `optypelist_for_implmode` (or, without that list, to
+/// the built-in impl-mode list unless `high_precision_for_all`).
+fn impl_mode(options: &ResolvedOptions, t: &str, op_precision: Option<OpPrecision>) -> ImplMode {
+    match op_precision {
         Some(OpPrecision::HighPrecision) => ImplMode::HighPrecision,
         Some(OpPrecision::HighPerformance) => ImplMode::HighPerformance,
         Some(OpPrecision::SuperPerformance) => ImplMode::SuperPerformance,
@@ -323,7 +433,7 @@ pub fn resolve_op(
                 _ => ImplMode::HighPerformance,
             };
             if !options.impl_op_types.is_empty() {
-                if options.impl_op_types.contains(&t) {
+                if options.impl_op_types.contains(t) {
                     chosen
                 } else {
                     ImplMode::HighPerformance
@@ -331,24 +441,37 @@ pub fn resolve_op(
             } else {
                 match options.impl_mode {
                     ImplModeOption::HighPrecisionForAll => ImplMode::HighPrecision,
-                    ImplModeOption::HighPrecision if IMPL_MODE_LIST.contains(&t.as_str()) => {
+                    ImplModeOption::HighPrecision if IMPL_MODE_LIST.contains(&t) => {
                         ImplMode::HighPrecision
                     }
                     _ => ImplMode::HighPerformance,
                 }
             }
         }
-    };
-
-    // Graph-fed inputs take their shapes from `input_shape`; under a static profile the values
-    // that replaced the model's -1 dims there also fill the op's other -1 dims.
-    struct Prepared {
-        shape: Vec<i64>,
-        dtype: DType,
-        ori_format: Option<Format>,
-        offset: usize,
-        fed: bool,
     }
+}
+
+/// An input before its dtype and dims are resolved.
+struct Prepared {
+    /// Shape: `input_shape`'s for a graph-fed input named there, else the template's.
+    shape: Vec<i64>,
+    /// The model's dtype, or fp16 under `input_fp16_nodes`.
+    dtype: DType,
+    /// Original format (decided by `input_format` for a graph-fed input).
+    ori_format: Option<Format>,
+    /// How many -1 dims of `input_shape` precede this input's (its first `dynamic_dims` value).
+    offset: usize,
+    /// Whether the input is fed by a graph input.
+    fed: bool,
+}
+
+/// The inputs with graph-fed ones set up by `input_shape`, `input_format` and
+/// `input_fp16_nodes`, and the (dim, value) pairs where `input_shape` replaced a model -1 dim.
+/// Errors: `input_shape` gives a graph-fed input another rank than the model.
+fn prepare_inputs(
+    template: &OpTemplate,
+    options: &ResolvedOptions,
+) -> Result<(Vec<Prepared>, Vec<(usize, i64)>), ResolveError> {
     let mut prepared = Vec::with_capacity(template.inputs.len());
     let mut replaced: Vec<(usize, i64)> = Vec::new();
     for (i, tt) in template.inputs.iter().enumerate() {
@@ -369,7 +492,7 @@ pub fn resolve_op(
             {
                 if !tt.shape.is_empty() && tt.shape.len() != dims.len() {
                     return Err(ResolveError::RankMismatch {
-                        node: node.to_string(),
+                        node: template.node_name.clone(),
                         input: i,
                         graph_input: g.clone(),
                         given: dims.clone(),
@@ -395,7 +518,14 @@ pub fn resolve_op(
         }
         prepared.push(p);
     }
-    let implied = match profile {
+    Ok((prepared, replaced))
+}
+
+/// The profile that fills the -1 dims of tensors not fed by a graph input: under a static
+/// profile, the values `input_shape` put in place of the model's -1 dims (a batch when they
+/// all sit on dim 0 with one value); otherwise the profile itself.
+fn implied_profile(profile: &Profile, replaced: &[(usize, i64)]) -> Profile {
+    match profile {
         Profile::Static if !replaced.is_empty() => {
             if replaced.iter().all(|&(d, v)| d == 0 && v == replaced[0].1) {
                 Profile::Batch(replaced[0].1)
@@ -404,57 +534,7 @@ pub fn resolve_op(
             }
         }
         _ => profile.clone(),
-    };
-
-    let mut inputs = Vec::with_capacity(prepared.len());
-    for (i, (p, tt)) in prepared.into_iter().zip(&template.inputs).enumerate() {
-        let dtype = choose(p.dtype, want_in, &t, cube, facts);
-        let fill = if p.fed { profile } else { &implied };
-        inputs.push(tensor(
-            node,
-            &format!("input {i}"),
-            &p.shape,
-            dtype,
-            p.ori_format,
-            tt.format,
-            options,
-            fill,
-            p.offset,
-        )?);
     }
-    let mut outputs = Vec::with_capacity(template.outputs.len());
-    for (i, tt) in template.outputs.iter().enumerate() {
-        let dtype = choose(tt.dtype, want_out, &t, out_cube, facts);
-        outputs.push(tensor(
-            node,
-            &format!("output {i}"),
-            &tt.shape,
-            dtype,
-            tt.ori_format,
-            tt.format,
-            options,
-            &implied,
-            0,
-        )?);
-    }
-    if cube_math == CubeMath::Hf32
-        && !inputs
-            .iter()
-            .any(|i: &TensorDesc| i.dtype == DType::Float32)
-    {
-        cube_math = CubeMath::Native;
-    }
-
-    Ok(OpDescriptor {
-        op_type: template.op_type.clone(),
-        fused_ops: template.fused_ops.clone(),
-        inputs,
-        outputs,
-        attrs: template.attrs.clone(),
-        impl_mode,
-        cube_math,
-        soc: soc.clone(),
-    })
 }
 
 #[allow(clippy::too_many_arguments)]
