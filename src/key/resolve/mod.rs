@@ -6,18 +6,24 @@
 //! precision options pick each float tensor's dtype; `op_select_implmode`,
 //! `optypelist_for_implmode` and `op_precision_mode` pick the impl mode; `input_format` and the
 //! template's formats pick formats.
+//!
+//! [`resolve_op`] runs the steps in order; the precision and impl-mode ones live in `modes`,
+//! input preparation, dim filling and layouts here.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::key::options::{Dynamic, ImplModeOption, OpPrecision, OptionError, PrecisionMode};
-use crate::key::precision::{is_cube, supports, MixClass, IMPL_MODE_LIST};
-use crate::key::soc::SocFacts;
+use crate::key::options::{Dynamic, OptionError};
+use crate::key::precision::is_cube;
 use crate::key::{
-    AttrValue, BankKey, CubeMath, DType, Format, ImplMode, KeyError, OpDescriptor, ResolvedOptions,
-    SocSpec, TensorDesc,
+    AttrValue, BankKey, CubeMath, DType, Format, KeyError, OpDescriptor, ResolvedOptions, SocSpec,
+    TensorDesc,
 };
+
+mod modes;
+
+use modes::{choose, impl_mode, is_float, precision};
 
 /// A tensor of an op as the model has it: shape possibly with -1, the model's dtype.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -188,37 +194,6 @@ pub fn derive_op_keys(
         .collect()
 }
 
-fn is_float(d: DType) -> bool {
-    matches!(d, DType::Float16 | DType::Bfloat16 | DType::Float32)
-}
-
-/// What the precision options ask of a float tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Want {
-    /// This dtype if supported, else the original, else fp16.
-    Prefer(DType),
-    /// The original if supported, else this dtype, else fp16.
-    OrigThen(DType),
-}
-
-fn choose(orig: DType, want: Want, t: &str, cube: bool, facts: Option<&SocFacts>) -> DType {
-    if !is_float(orig) {
-        return orig;
-    }
-    let ok = |d: DType| supports(t, cube, d, facts);
-    let (first, second) = match want {
-        Want::Prefer(d) => (d, orig),
-        Want::OrigThen(d) => (orig, d),
-    };
-    if ok(first) {
-        first
-    } else if ok(second) {
-        second
-    } else {
-        DType::Float16
-    }
-}
-
 fn rank_format(rank: usize, input_format: Format) -> Format {
     match (input_format, rank) {
         (Format::NCHW | Format::NHWC, 4) | (Format::NCDHW | Format::NDHWC, 5) => input_format,
@@ -227,6 +202,12 @@ fn rank_format(rank: usize, input_format: Format) -> Format {
 }
 
 /// Resolves one profile of an op template into a static descriptor (without deriving its key).
+///
+/// Steps: the precision options give what each float tensor asks for and the cube math mode
+/// (`precision`); the impl-mode options give the impl mode (`impl_mode`); graph-fed inputs
+/// take their shapes from `input_shape` (`prepare_inputs`), which under a static profile also
+/// implies the values of the op's other -1 dims (`implied_profile`); then every input and
+/// output gets its dtype, filled dims and layout (`tensor`).
 pub fn resolve_op(
     template: &OpTemplate,
     options: &ResolvedOptions,
@@ -237,118 +218,85 @@ pub fn resolve_op(
     let t = template.op_type.to_lowercase();
     let cube = is_cube(&t);
     let facts = soc.facts();
-
-    // Precision: what each float input and output asks for, and the cube math mode.
-    let reduced = |bf16: bool| {
-        if bf16 {
-            DType::Bfloat16
-        } else {
-            DType::Float16
-        }
-    };
-    let keep = Want::OrigThen(DType::Float16);
-    let (mut want_in, mut want_out) = match options.precision_mode {
-        PrecisionMode::ForceFp16 => (Want::Prefer(DType::Float16), Want::Prefer(DType::Float16)),
-        PrecisionMode::ForceFp32 => (Want::Prefer(DType::Float32), Want::Prefer(DType::Float32)),
-        PrecisionMode::CubeFp16InFp32Out if cube => {
-            (Want::Prefer(DType::Float16), Want::Prefer(DType::Float32))
-        }
-        PrecisionMode::CubeFp16InFp32Out => {
-            (Want::Prefer(DType::Float32), Want::Prefer(DType::Float32))
-        }
-        PrecisionMode::Fp32ToFp16 | PrecisionMode::Fp32ToBf16 => {
-            let r = reduced(options.precision_mode == PrecisionMode::Fp32ToBf16);
-            if cube {
-                (Want::Prefer(r), Want::Prefer(r))
-            } else {
-                (Want::OrigThen(r), Want::OrigThen(r))
-            }
-        }
-        PrecisionMode::KeepOrigin => (keep, keep),
-        PrecisionMode::MixFp16 | PrecisionMode::MixBf16 => {
-            let r = reduced(options.precision_mode == PrecisionMode::MixBf16);
-            let w = match options.mixlist.class(&t) {
-                MixClass::White => Want::Prefer(r),
-                MixClass::Black => keep,
-                MixClass::Gray => template
-                    .inputs
-                    .iter()
-                    .filter_map(|i| i.producer_dtype)
-                    .find(|d| is_float(*d))
-                    .map_or(keep, Want::Prefer),
-            };
-            (w, w)
-        }
-    };
-    let mut cube_math = CubeMath::Native;
     let op_precision = options.op_precision.get(node, &t);
-    match op_precision {
-        Some(OpPrecision::KeepFp16) => {
-            want_in = Want::Prefer(DType::Float16);
-            want_out = want_in;
-        }
-        Some(OpPrecision::Fp32) | Some(OpPrecision::Hf32) => {
-            want_in = Want::Prefer(DType::Float32);
-            want_out = want_in;
-            if op_precision == Some(OpPrecision::Hf32)
-                && cube
-                && supports(&t, cube, DType::Float32, facts)
-            {
-                cube_math = CubeMath::Hf32;
-            }
-        }
-        _ => {}
+    let precision = precision(template, options, &t, cube, facts, op_precision);
+    let impl_mode = impl_mode(options, &t, op_precision);
+    let (prepared, replaced) = prepare_inputs(template, options)?;
+    let implied = implied_profile(profile, &replaced);
+
+    let mut inputs = Vec::with_capacity(prepared.len());
+    for (i, (p, tt)) in prepared.into_iter().zip(&template.inputs).enumerate() {
+        let dtype = choose(p.dtype, precision.want_in, &t, cube, facts);
+        let fill = if p.fed { profile } else { &implied };
+        inputs.push(tensor(
+            node,
+            &format!("input {i}"),
+            &p.shape,
+            dtype,
+            p.ori_format,
+            tt.format,
+            options,
+            fill,
+            p.offset,
+        )?);
     }
-    if options.keep_dtype.keeps(node, &t) {
-        want_in = keep;
-        want_out = keep;
+    let mut outputs = Vec::with_capacity(template.outputs.len());
+    for (i, tt) in template.outputs.iter().enumerate() {
+        let dtype = choose(tt.dtype, precision.want_out, &t, precision.out_cube, facts);
+        outputs.push(tensor(
+            node,
+            &format!("output {i}"),
+            &tt.shape,
+            dtype,
+            tt.ori_format,
+            tt.format,
+            options,
+            &implied,
+            0,
+        )?);
+    }
+    let mut cube_math = precision.cube_math;
+    if cube_math == CubeMath::Hf32
+        && !inputs
+            .iter()
+            .any(|i: &TensorDesc| i.dtype == DType::Float32)
+    {
         cube_math = CubeMath::Native;
     }
-    // cube_fp16in_fp32out writes fp32 from the cube's fp32 accumulator on every SoC.
-    let out_cube = cube
-        && !(options.precision_mode == PrecisionMode::CubeFp16InFp32Out
-            && want_out == Want::Prefer(DType::Float32));
 
-    // Impl mode.
-    let impl_mode = match op_precision {
-        Some(OpPrecision::HighPrecision) => ImplMode::HighPrecision,
-        Some(OpPrecision::HighPerformance) => ImplMode::HighPerformance,
-        Some(OpPrecision::SuperPerformance) => ImplMode::SuperPerformance,
-        Some(OpPrecision::SupportOutOfBoundIndex) => ImplMode::SupportOutOfBoundIndex,
-        _ => {
-            let chosen = match options.impl_mode {
-                ImplModeOption::HighPrecision | ImplModeOption::HighPrecisionForAll => {
-                    ImplMode::HighPrecision
-                }
-                _ => ImplMode::HighPerformance,
-            };
-            if !options.impl_op_types.is_empty() {
-                if options.impl_op_types.contains(&t) {
-                    chosen
-                } else {
-                    ImplMode::HighPerformance
-                }
-            } else {
-                match options.impl_mode {
-                    ImplModeOption::HighPrecisionForAll => ImplMode::HighPrecision,
-                    ImplModeOption::HighPrecision if IMPL_MODE_LIST.contains(&t.as_str()) => {
-                        ImplMode::HighPrecision
-                    }
-                    _ => ImplMode::HighPerformance,
-                }
-            }
-        }
-    };
+    Ok(OpDescriptor {
+        op_type: template.op_type.clone(),
+        fused_ops: template.fused_ops.clone(),
+        inputs,
+        outputs,
+        attrs: template.attrs.clone(),
+        impl_mode,
+        cube_math,
+        soc: soc.clone(),
+    })
+}
 
-    // Graph-fed inputs take their shapes from `input_shape`; under a static profile the values
-    // that replaced the model's -1 dims there also fill the op's other -1 dims.
-    struct Prepared {
-        shape: Vec<i64>,
-        dtype: DType,
-        ori_format: Option<Format>,
-        offset: usize,
-        fed: bool,
-    }
+/// An input before its dtype and dims are resolved.
+struct Prepared {
+    /// Shape: `input_shape`'s for a graph-fed input named there, else the template's.
+    shape: Vec<i64>,
+    /// The model's dtype, or fp16 under `input_fp16_nodes`.
+    dtype: DType,
+    /// Original format (decided by `input_format` for a graph-fed input).
+    ori_format: Option<Format>,
+    /// How many -1 dims of `input_shape` precede this input's (its first `dynamic_dims` value).
+    offset: usize,
+    /// Whether the input is fed by a graph input.
+    fed: bool,
+}
+
+/// The inputs with graph-fed ones set up by `input_shape`, `input_format` and
+/// `input_fp16_nodes`, and the (dim, value) pairs where `input_shape` replaced a model -1 dim.
+/// Errors: `input_shape` gives a graph-fed input another rank than the model.
+fn prepare_inputs(
+    template: &OpTemplate,
+    options: &ResolvedOptions,
+) -> Result<(Vec<Prepared>, Vec<(usize, i64)>), ResolveError> {
     let mut prepared = Vec::with_capacity(template.inputs.len());
     let mut replaced: Vec<(usize, i64)> = Vec::new();
     for (i, tt) in template.inputs.iter().enumerate() {
@@ -369,7 +317,7 @@ pub fn resolve_op(
             {
                 if !tt.shape.is_empty() && tt.shape.len() != dims.len() {
                     return Err(ResolveError::RankMismatch {
-                        node: node.to_string(),
+                        node: template.node_name.clone(),
                         input: i,
                         graph_input: g.clone(),
                         given: dims.clone(),
@@ -395,7 +343,14 @@ pub fn resolve_op(
         }
         prepared.push(p);
     }
-    let implied = match profile {
+    Ok((prepared, replaced))
+}
+
+/// The profile that fills the -1 dims of tensors not fed by a graph input: under a static
+/// profile, the values `input_shape` put in place of the model's -1 dims (a batch when they
+/// all sit on dim 0 with one value); otherwise the profile itself.
+fn implied_profile(profile: &Profile, replaced: &[(usize, i64)]) -> Profile {
+    match profile {
         Profile::Static if !replaced.is_empty() => {
             if replaced.iter().all(|&(d, v)| d == 0 && v == replaced[0].1) {
                 Profile::Batch(replaced[0].1)
@@ -404,57 +359,7 @@ pub fn resolve_op(
             }
         }
         _ => profile.clone(),
-    };
-
-    let mut inputs = Vec::with_capacity(prepared.len());
-    for (i, (p, tt)) in prepared.into_iter().zip(&template.inputs).enumerate() {
-        let dtype = choose(p.dtype, want_in, &t, cube, facts);
-        let fill = if p.fed { profile } else { &implied };
-        inputs.push(tensor(
-            node,
-            &format!("input {i}"),
-            &p.shape,
-            dtype,
-            p.ori_format,
-            tt.format,
-            options,
-            fill,
-            p.offset,
-        )?);
     }
-    let mut outputs = Vec::with_capacity(template.outputs.len());
-    for (i, tt) in template.outputs.iter().enumerate() {
-        let dtype = choose(tt.dtype, want_out, &t, out_cube, facts);
-        outputs.push(tensor(
-            node,
-            &format!("output {i}"),
-            &tt.shape,
-            dtype,
-            tt.ori_format,
-            tt.format,
-            options,
-            &implied,
-            0,
-        )?);
-    }
-    if cube_math == CubeMath::Hf32
-        && !inputs
-            .iter()
-            .any(|i: &TensorDesc| i.dtype == DType::Float32)
-    {
-        cube_math = CubeMath::Native;
-    }
-
-    Ok(OpDescriptor {
-        op_type: template.op_type.clone(),
-        fused_ops: template.fused_ops.clone(),
-        inputs,
-        outputs,
-        attrs: template.attrs.clone(),
-        impl_mode,
-        cube_math,
-        soc: soc.clone(),
-    })
 }
 
 #[allow(clippy::too_many_arguments)]
