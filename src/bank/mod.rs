@@ -10,4 +10,6 @@ pub mod verify;
 pub use layered::{
     descriptor_key, index_key, Bank, BankBuilder, BankError, Counters, Hit, LayerId, Lookup,
 };
-pub use record::{Descriptor, Origin, Performance, Provenance, Record, RecordError, Strategy};
+pub use record::{
+    Descriptor, ManualTiming, Origin, Performance, Provenance, Record, RecordError, Strategy,
+};
