@@ -246,7 +246,13 @@ fn manual_records_say_so_and_round_trip() {
         baseline_us: 58.781,
         runner: "bench".into(),
     };
-    let r = Record::manual(op, sample.options.clone(), sample.strategy.clone(), &timing, 7);
+    let r = Record::manual(
+        op,
+        sample.options.clone(),
+        sample.strategy.clone(),
+        &timing,
+        7,
+    );
     assert_eq!(r.kind, RecordKind::Op);
     assert_eq!(r.key_schema_version, crate::key::KEY_SCHEMA_VERSION);
     assert_eq!(r.performance.samples_us, vec![26.876]);
