@@ -1,22 +1,29 @@
 //! `why`: for each op, a hit (which layer, what it shadowed) or a diagnosed miss.
+//!
+//! A miss is diagnosed in three steps: [`candidates`] reads the stored entries to compare with
+//! (probes and bounded index groups, never a whole-bank scan), [`rank`] orders them by distance
+//! and keeps the nearest, [`explain`] names the differing fields, the options that explain them,
+//! and the cause. [`WhyReport`] is the answer, as JSON (`Serialize`) or as the text
+//! `bank-inspect why` prints (`Display`).
 
-use std::collections::{BTreeMap, HashMap};
-use std::ops::ControlFlow;
-use std::rc::Rc;
+use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::Serialize;
 
-use crate::bank::record::{self, Answer, Descriptor, Origin, Record};
-use crate::bank::store::IndexPrefix;
+use crate::bank::record::{Answer, Origin};
 use crate::bank::{Bank, LayerId, Lookup};
-use crate::inspect::fields::{descriptor_diffs, distance, FieldClass, FieldDiff};
+use crate::inspect::fields::{FieldClass, FieldDiff};
 use crate::inspect::InspectError;
-use crate::key::options::option_spec;
-use crate::key::soc::SOCS;
 use crate::key::{
-    derive_op_keys, BankKey, FsReader, KeyEffect, OpDescriptor, OpTemplate, Profile, RecordKind,
-    ResolvedOp, ResolvedOptions, SocSpec, KEY_SCHEMA_VERSION, OPTIONS,
+    derive_op_keys, BankKey, OpDescriptor, OpTemplate, Profile, ResolvedOp, ResolvedOptions,
 };
+
+mod candidates;
+mod explain;
+mod rank;
+
+use candidates::GroupCache;
 
 /// Limits of the near-miss search.
 #[derive(Clone, Debug)]
@@ -252,40 +259,111 @@ pub struct WhyReport {
     pub summary: Summary,
 }
 
+/// The text `bank-inspect why` prints: one line per op (node, op type, profile, key, verdict),
+/// under each miss its nearest entries with their explained and unexplained differences, then
+/// the summary. Every line ends in a newline.
+impl fmt::Display for WhyReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for op in &self.ops {
+            write!(f, "{op}")?;
+        }
+        writeln!(f, "{}", self.summary)
+    }
+}
+
+/// The op's line and, for a miss, the diagnosis under it (every line ends in a newline).
+impl fmt::Display for OpDiagnosis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let profile = self
+            .profile
+            .as_ref()
+            .map(|p| format!("{p:?}"))
+            .unwrap_or_default();
+        let (node, op_type, key) = (&self.node, &self.op_type, &self.key);
+        match &self.verdict {
+            Verdict::Hit {
+                layer,
+                shadowed,
+                rejected_above,
+                default_confirmed,
+            } => {
+                let mut how = format!("hit ({layer})");
+                if *default_confirmed {
+                    how.push_str(", default confirmed");
+                }
+                if !shadowed.is_empty() {
+                    let s: Vec<String> = shadowed.iter().map(ToString::to_string).collect();
+                    how.push_str(&format!(", shadows {}", s.join(", ")));
+                }
+                if !rejected_above.is_empty() {
+                    let s: Vec<String> = rejected_above.iter().map(ToString::to_string).collect();
+                    how.push_str(&format!(", rejected in {}", s.join(", ")));
+                }
+                writeln!(f, "{node}\t{op_type}\t{profile}\t{key}\t{how}")
+            }
+            Verdict::Miss(d) => {
+                let cause = d.cause.label();
+                writeln!(f, "{node}\t{op_type}\t{profile}\t{key}\tmiss: {cause}")?;
+                write!(f, "{d}")
+            }
+        }
+    }
+}
+
+/// The nearest entries, each with its differences, and notes on stale entries and the
+/// candidate limit, indented under the op's line (every line ends in a newline).
+impl fmt::Display for MissDiagnosis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for n in &self.nearest {
+            writeln!(
+                f,
+                "    nearest: {} {} ({:?}, distance {:.1})",
+                n.layer, n.key, n.origin, n.distance
+            )?;
+            for e in &n.explanations {
+                writeln!(f, "      {e}")?;
+            }
+            for d in &n.differences {
+                if !n.explanations.iter().any(|e| e.field == d.field) {
+                    writeln!(f, "      {d}")?;
+                }
+            }
+            if n.explanations.is_empty() {
+                for o in &n.option_differences {
+                    writeln!(
+                        f,
+                        "      option {}: tuned with {}; this conversion uses {}",
+                        o.option, o.stored, o.current
+                    )?;
+                }
+            }
+        }
+        if self.searched.stale_entries > 0 {
+            writeln!(
+                f,
+                "    ({} stored entries of this op type are keyed under an older key \
+                 schema: they never hit until re-tuned or migrated)",
+                self.searched.stale_entries
+            )?;
+        }
+        if self.searched.limited {
+            writeln!(
+                f,
+                "    (searched {} stored entries: the candidate limit was reached; \
+                 --exhaustive searches all)",
+                self.searched.candidates
+            )?;
+        }
+        Ok(())
+    }
+}
+
 fn ser_layer<S: serde::Serializer>(l: &LayerId, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(l)
 }
 
 fn ser_layers<S: serde::Serializer>(l: &[LayerId], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(l.iter().map(ToString::to_string))
-}
-
-/// A stored entry read for comparison.
-struct Candidate {
-    layer: LayerId,
-    key: BankKey,
-    record: Record,
-}
-
-/// An index group of one layer: (layer, SoC, case-folded op type).
-type GroupId = (LayerId, String, String);
-
-/// A candidate with its distance: (distance, layer, key, the list holding it, its index there).
-struct Scored {
-    distance: f64,
-    layer: LayerId,
-    key: BankKey,
-    list: Rc<Vec<Candidate>>,
-    at: usize,
-}
-
-/// What one request reads or derives once: index groups ((layer, SoC, op type) → entries), the
-/// option variants probes resolve under, and stored option sets already resolved.
-#[derive(Default)]
-struct GroupCache {
-    groups: HashMap<GroupId, (Rc<Vec<Candidate>>, bool, u64)>,
-    variants: Option<Rc<Vec<ResolvedOptions>>>,
-    stored_options: HashMap<BTreeMap<String, String>, Option<ResolvedOptions>>,
 }
 
 /// One op to diagnose.
@@ -413,69 +491,7 @@ fn diagnose(
     Ok(WhyReport { ops, summary })
 }
 
-/// Reads (once per request) the index group of one layer.
-fn group(
-    bank: &Bank,
-    layer: LayerId,
-    soc: &str,
-    op_type: &str,
-    limit: usize,
-    cache: &mut GroupCache,
-) -> Result<(Rc<Vec<Candidate>>, bool, u64), InspectError> {
-    let id = (layer, soc.to_owned(), op_type.to_owned());
-    if let Some((g, limited, stale)) = cache.groups.get(&id) {
-        return Ok((g.clone(), *limited, *stale));
-    }
-    let Some(store) = bank.layer_store(layer) else {
-        return Ok((Rc::new(Vec::new()), false, 0));
-    };
-    let mut keys = Vec::new();
-    let mut limited = false;
-    store.scan_index(
-        &IndexPrefix {
-            soc: Some(soc),
-            kind: Some(RecordKind::Op),
-            op_type: Some(op_type),
-        },
-        &mut |_, key| {
-            if keys.len() >= limit {
-                limited = true;
-                return ControlFlow::Break(());
-            }
-            keys.push(*key);
-            ControlFlow::Continue(())
-        },
-    )?;
-    let mut out = Vec::with_capacity(keys.len());
-    let mut stale = 0;
-    store.get_many_with(&keys, &mut |key, bytes| {
-        // The key schema version is header bytes 6..10 (ARCHITECTURE.md, "Bank storage format"): an entry keyed under an
-        // older schema counts as stale even when this build can no longer decode its body.
-        let version = bytes
-            .get(6..10)
-            .filter(|_| bytes.starts_with(&record::RECORD_MAGIC))
-            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
-        if version.is_some_and(|v| v < KEY_SCHEMA_VERSION) {
-            stale += 1;
-        }
-        // Damaged records are `verify`'s business; a diagnosis compares what can be read.
-        if let Ok(record) = record::decode(key, bytes) {
-            out.push(Candidate {
-                layer,
-                key: *key,
-                record,
-            });
-        }
-    })?;
-    let g = Rc::new(out);
-    cache.groups.insert(id, (g.clone(), limited, stale));
-    Ok((g, limited, stale))
-}
-
-fn layer_ids(bank: &Bank) -> Vec<LayerId> {
-    bank.layer_paths().into_iter().map(|(id, _)| id).collect()
-}
-
+/// Diagnoses the miss of `q`: gathers candidates, ranks them, explains the nearest.
 fn diagnose_miss(
     bank: &Bank,
     q: &Query<'_>,
@@ -485,401 +501,12 @@ fn diagnose_miss(
     cache: &mut GroupCache,
 ) -> Result<MissDiagnosis, InspectError> {
     let mut searched = SearchScope::default();
-    let layers = layer_ids(bank);
-    let op_type = q.descriptor.op_type.to_lowercase();
-
-    // Candidates: probes under other option values, then the index groups.
-    let mut scored: Vec<Scored> = Vec::new();
-    let mut probed: Vec<Candidate> = Vec::new();
-    if let (Some(t), Some(opts)) = (q.template, options) {
-        let variants = cache
-            .variants
-            .get_or_insert_with(|| Rc::new(probe_variants(opts)))
-            .clone();
-        for key in probe_keys(t, &variants, &q.descriptor.soc, &q.key) {
-            searched.probes += 1;
-            for &layer in &layers {
-                if let Some(record) = bank.get_record(layer, &key)? {
-                    probed.push(Candidate { layer, key, record });
-                }
-            }
-        }
-    }
-    let probed = Rc::new(probed);
-    for (i, c) in probed.iter().enumerate() {
-        if let Descriptor::Op(d) = &c.record.descriptor {
-            scored.push(Scored {
-                distance: distance(d, &q.descriptor),
-                layer: c.layer,
-                key: c.key,
-                list: probed.clone(),
-                at: i,
-            });
-        }
-    }
-    let mut socs = vec![q.descriptor.soc.version.clone()];
-    let mut found_same_soc = false;
-    let mut s = 0;
-    while s < socs.len() {
-        let soc = socs[s].clone();
-        for &layer in &layers {
-            let (g, limited, stale) =
-                group(bank, layer, &soc, &op_type, config.candidate_limit, cache)?;
-            searched.limited |= limited;
-            searched.stale_entries += stale;
-            searched.candidates += g.len() as u64;
-            for (i, c) in g.iter().enumerate() {
-                if probed.iter().any(|p| p.layer == c.layer && p.key == c.key) {
-                    continue;
-                }
-                if let Descriptor::Op(d) = &c.record.descriptor {
-                    let mut dist = distance(d, &q.descriptor);
-                    if c.record.key_schema_version != KEY_SCHEMA_VERSION {
-                        dist += 0.5;
-                    }
-                    scored.push(Scored {
-                        distance: dist,
-                        layer: c.layer,
-                        key: c.key,
-                        list: g.clone(),
-                        at: i,
-                    });
-                }
-            }
-            if s == 0 && !g.is_empty() {
-                found_same_soc = true;
-            }
-        }
-        // Same op type on other SoCs only when this SoC has none.
-        if s == 0 && !found_same_soc && scored.is_empty() {
-            socs.extend(
-                SOCS.iter()
-                    .map(|f| f.version.to_owned())
-                    .filter(|v| *v != q.descriptor.soc.version),
-            );
-        }
-        s += 1;
-    }
-    let order = |a: &Scored, b: &Scored| {
-        a.distance
-            .total_cmp(&b.distance)
-            .then(a.key.cmp(&b.key))
-            .then(a.layer.cmp(&b.layer))
-    };
-    let k = config.nearest.max(1);
-    if scored.len() > k {
-        scored.select_nth_unstable_by(k - 1, order);
-        scored.truncate(k);
-    }
-    scored.sort_by(order);
-
-    let stored_options_cache = &mut cache.stored_options;
-    let mut nearest = Vec::new();
-    for Scored {
-        distance: dist,
-        layer,
-        key,
-        list,
-        at,
-    } in &scored
-    {
-        let c = &list[*at];
-        let Descriptor::Op(stored) = &c.record.descriptor else {
-            continue;
-        };
-        let mut differences = descriptor_diffs(stored, &q.descriptor);
-        if c.record.key_schema_version != KEY_SCHEMA_VERSION {
-            differences.push(FieldDiff {
-                field: "key_schema_version".into(),
-                class: FieldClass::KeySchema,
-                stored: c.record.key_schema_version.to_string(),
-                current: KEY_SCHEMA_VERSION.to_string(),
-            });
-        }
-        let stored_opts = stored_options_cache
-            .entry(c.record.options.clone())
-            .or_insert_with(|| {
-                ResolvedOptions::from_pairs(
-                    c.record
-                        .options
-                        .iter()
-                        .map(|(k, v)| (k.as_str(), v.as_str())),
-                    &FsReader,
-                )
-                .ok()
-            })
-            .clone();
-        let option_differences = match options {
-            Some(cur) => option_diffs(&c.record.options, stored_opts.as_ref(), cur),
-            None => Vec::new(),
-        };
-        let explanations = match (q.template, options) {
-            (Some(t), Some(cur)) => explain(
-                t,
-                cur,
-                &c.record.options,
-                stored_opts.as_ref(),
-                &option_differences,
-                stored,
-                &q.descriptor,
-                &differences,
-            ),
-            _ => Vec::new(),
-        };
-        nearest.push(NearEntry {
-            layer: *layer,
-            key: *key,
-            key_schema_version: c.record.key_schema_version,
-            origin: c.record.provenance.origin,
-            distance: *dist,
-            differences,
-            explanations,
-            option_differences,
-        });
-    }
-
-    let cause = if !rejected.is_empty() {
-        MissCause::Rejected {
-            layers: rejected.iter().map(ToString::to_string).collect(),
-        }
-    } else if let Some(stale) = nearest.iter().find(|n| {
-        n.key_schema_version < KEY_SCHEMA_VERSION
-            && n.differences
-                .iter()
-                .all(|d| d.class == FieldClass::KeySchema)
-    }) {
-        MissCause::Stale {
-            version: stale.key_schema_version,
-        }
-    } else if let Some(first) = nearest.first() {
-        let mut names: Vec<String> = first
-            .explanations
-            .iter()
-            .flat_map(|e| e.option.split('+').map(str::to_owned))
-            .collect();
-        names.sort();
-        names.dedup();
-        if !names.is_empty() {
-            MissCause::Options { options: names }
-        } else if first.differences.iter().any(|d| d.class == FieldClass::Soc) {
-            MissCause::Soc
-        } else {
-            let mut classes: Vec<FieldClass> = first.differences.iter().map(|d| d.class).collect();
-            classes.sort();
-            classes.dedup();
-            MissCause::Fields { classes }
-        }
-    } else {
-        MissCause::NotTuned
-    };
+    let found = candidates::gather(bank, q, options, config, cache, &mut searched)?;
+    let ranked = rank::nearest(&q.descriptor, found, config.nearest);
+    let nearest = explain::near_entries(q, &ranked, options, &mut cache.stored_options);
     Ok(MissDiagnosis {
-        cause,
+        cause: explain::cause(rejected, &nearest),
         nearest,
         searched,
     })
-}
-
-/// Option values a probe tries: each other value of the one-of options that change op keys most.
-const PROBED: &[&str] = &["precision_mode", "op_select_implmode", "input_format"];
-
-/// The current options with one [`PROBED`] option set to each of its other values (the valid
-/// combinations only).
-fn probe_variants(options: &ResolvedOptions) -> Vec<ResolvedOptions> {
-    let mut out = Vec::new();
-    for name in PROBED {
-        let Some(spec) = option_spec(name) else {
-            continue;
-        };
-        let crate::key::options::ValueKind::OneOf(values) = spec.kind else {
-            continue;
-        };
-        for value in values {
-            if options.canonical(name) == Some(value) {
-                continue;
-            }
-            let mut pairs = options.given().clone();
-            pairs.insert((*name).to_owned(), (*value).to_owned());
-            if let Ok(variant) = ResolvedOptions::from_pairs(&pairs, &FsReader) {
-                out.push(variant);
-            }
-        }
-    }
-    out
-}
-
-/// Keys of the op re-resolved under each probe variant, other than `current`.
-fn probe_keys(
-    t: &OpTemplate,
-    variants: &[ResolvedOptions],
-    soc: &SocSpec,
-    current: &BankKey,
-) -> Vec<BankKey> {
-    let mut out = Vec::new();
-    for variant in variants {
-        if let Ok(resolved) = derive_op_keys(t, variant, soc) {
-            for r in resolved {
-                if r.key != *current && !out.contains(&r.key) {
-                    out.push(r.key);
-                }
-            }
-        }
-    }
-    out
-}
-
-fn option_text(name: &str, given: &BTreeMap<String, String>) -> String {
-    match given.get(name) {
-        Some(v) => format!("{name}={v}"),
-        None => {
-            let default = option_spec(name).map(|s| s.default).unwrap_or("");
-            if default.is_empty() {
-                format!("{name} unset")
-            } else {
-                format!("{name} unset (default {default})")
-            }
-        }
-    }
-}
-
-/// Key-affecting options whose canonical value differs between the stored and current options
-/// (by given text when the stored options no longer resolve).
-fn option_diffs(
-    stored_given: &BTreeMap<String, String>,
-    stored: Option<&ResolvedOptions>,
-    current: &ResolvedOptions,
-) -> Vec<OptionDiff> {
-    OPTIONS
-        .iter()
-        .filter(|s| s.effect.affects_op())
-        .filter(|s| match stored {
-            Some(st) => st.canonical(s.name) != current.canonical(s.name),
-            None => stored_given.get(s.name) != current.given().get(s.name),
-        })
-        .map(|s| OptionDiff {
-            option: s.name.to_owned(),
-            stored: option_text(s.name, stored_given),
-            current: option_text(s.name, current.given()),
-        })
-        .collect()
-}
-
-/// Option groups tried together when one option alone does not resolve (mutually dependent).
-const GROUPS: &[&[&str]] = &[
-    &[
-        "precision_mode",
-        "modify_mixlist",
-        "op_precision_mode",
-        "keep_dtype",
-        "input_fp16_nodes",
-    ],
-    &[
-        "input_shape",
-        "dynamic_batch_size",
-        "dynamic_image_size",
-        "dynamic_dims",
-        "input_format",
-    ],
-    &["op_select_implmode", "optypelist_for_implmode"],
-];
-
-/// For each differing field, the option (or options) whose stored value reproduces it.
-#[allow(clippy::too_many_arguments)]
-fn explain(
-    t: &OpTemplate,
-    current: &ResolvedOptions,
-    stored_given: &BTreeMap<String, String>,
-    stored_opts: Option<&ResolvedOptions>,
-    option_differences: &[OptionDiff],
-    stored: &OpDescriptor,
-    now: &OpDescriptor,
-    differences: &[FieldDiff],
-) -> Vec<Explanation> {
-    let mut out: Vec<Explanation> = Vec::new();
-    let soc = &now.soc;
-    let op_diffs: Vec<&str> = option_differences
-        .iter()
-        .map(|d| d.option.as_str())
-        .filter(|n| option_spec(n).is_some_and(|s| s.effect == KeyEffect::OpAndGraph))
-        .collect();
-    let unexplained = |out: &Vec<Explanation>| -> Vec<&FieldDiff> {
-        differences
-            .iter()
-            .filter(|d| d.class != FieldClass::KeySchema && d.class != FieldClass::Soc)
-            .filter(|d| !out.iter().any(|e| e.field == d.field))
-            .collect()
-    };
-    // Re-resolves with `names` taken from the stored options and records what that explains.
-    let attempt = |names: &[&str], out: &mut Vec<Explanation>| {
-        let mut pairs = current.given().clone();
-        for n in names {
-            match stored_given.get(*n) {
-                Some(v) => {
-                    pairs.insert((*n).to_owned(), v.clone());
-                }
-                None => {
-                    pairs.remove(*n);
-                }
-            }
-        }
-        let Ok(hybrid) = ResolvedOptions::from_pairs(&pairs, &FsReader) else {
-            return false;
-        };
-        let Ok(resolved) = derive_op_keys(t, &hybrid, soc) else {
-            return false;
-        };
-        let Some(best) = resolved
-            .iter()
-            .map(|r| &r.descriptor)
-            .min_by(|a, b| distance(stored, a).total_cmp(&distance(stored, b)))
-        else {
-            return false;
-        };
-        let hybrid_diffs = descriptor_diffs(stored, best);
-        let label = names.join("+");
-        let tuned: Vec<String> = names.iter().map(|n| option_text(n, stored_given)).collect();
-        let conv: Vec<String> = names
-            .iter()
-            .map(|n| option_text(n, current.given()))
-            .collect();
-        let mut any = false;
-        for d in differences {
-            if matches!(d.class, FieldClass::KeySchema | FieldClass::Soc)
-                || out.iter().any(|e| e.field == d.field)
-            {
-                continue;
-            }
-            // Explained when the stored options reproduce the stored value of this field.
-            if !hybrid_diffs.iter().any(|h| h.field == d.field) {
-                out.push(Explanation {
-                    option: label.clone(),
-                    field: d.field.clone(),
-                    tuned_with: tuned.join(", "),
-                    stored: d.stored.clone(),
-                    converted_with: conv.join(", "),
-                    current: d.current.clone(),
-                });
-                any = true;
-            }
-        }
-        any
-    };
-    for name in &op_diffs {
-        attempt(&[name], &mut out);
-    }
-    if !unexplained(&out).is_empty() {
-        for group in GROUPS {
-            let names: Vec<&str> = group
-                .iter()
-                .copied()
-                .filter(|n| op_diffs.contains(n))
-                .collect();
-            if names.len() > 1 {
-                attempt(&names, &mut out);
-            }
-        }
-    }
-    if !unexplained(&out).is_empty() && op_diffs.len() > 1 && stored_opts.is_some() {
-        attempt(&op_diffs, &mut out);
-    }
-    out
 }
