@@ -69,3 +69,39 @@ pub(crate) fn open_store(path: &Path, read_only: bool) -> Result<Box<dyn Store>,
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_is_a_sled_bank_and_anything_else_redb() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(Backend::of(dir.path()), Backend::Sled);
+        let file = dir.path().join("op.redb");
+        assert_eq!(Backend::of(&file), Backend::Redb);
+        std::fs::write(&file, b"").unwrap();
+        assert_eq!(Backend::of(&file), Backend::Redb);
+        assert!(Backend::Redb.available());
+        assert_eq!(Backend::Sled.available(), cfg!(feature = "sled"));
+    }
+
+    #[cfg(not(feature = "sled"))]
+    #[test]
+    fn a_sled_bank_without_the_feature_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = open_store(dir.path(), true).err().expect("no sled backend");
+        assert!(matches!(
+            err,
+            BankError::Unavailable {
+                backend: Backend::Sled,
+                ..
+            }
+        ));
+        let message = err.to_string();
+        assert!(
+            message.contains("sled bank") && message.contains("`sled`"),
+            "{message}"
+        );
+    }
+}

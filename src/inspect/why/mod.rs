@@ -89,7 +89,7 @@ impl std::fmt::Display for Explanation {
 #[derive(Clone, Debug, Serialize)]
 pub struct NearEntry {
     /// Layer holding it.
-    #[serde(serialize_with = "ser_layer")]
+    #[serde(serialize_with = "crate::json::layer")]
     pub layer: LayerId,
     /// Its key.
     pub key: BankKey,
@@ -187,13 +187,13 @@ pub enum Verdict {
     /// A layer answered.
     Hit {
         /// The answering layer.
-        #[serde(serialize_with = "ser_layer")]
+        #[serde(serialize_with = "crate::json::layer")]
         layer: LayerId,
         /// Lower layers holding the key too.
-        #[serde(serialize_with = "ser_layers")]
+        #[serde(serialize_with = "crate::json::layers")]
         shadowed: Vec<LayerId>,
         /// Higher layers whose entry was rejected.
-        #[serde(serialize_with = "ser_layers")]
+        #[serde(serialize_with = "crate::json::layers")]
         rejected_above: Vec<LayerId>,
         /// The stored strategy is the default, confirmed by a search without a clear win.
         default_confirmed: bool,
@@ -356,14 +356,6 @@ impl fmt::Display for MissDiagnosis {
         }
         Ok(())
     }
-}
-
-fn ser_layer<S: serde::Serializer>(l: &LayerId, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(l)
-}
-
-fn ser_layers<S: serde::Serializer>(l: &[LayerId], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(l.iter().map(ToString::to_string))
 }
 
 /// One op to diagnose.
