@@ -313,7 +313,7 @@ pub struct MergeRun {
 
 impl MergeRun {
     /// Merges `source` into the bank's custom layer in one atomic write (see
-    /// [`merge_into`](crate::bank::interchange::merge_into)) and returns what it did.
+    /// [`merge_into`]) and returns what it did.
     pub fn merge(
         &mut self,
         bank: &Bank,

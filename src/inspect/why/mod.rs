@@ -1,8 +1,8 @@
 //! `why`: for each op, a hit (which layer, what it shadowed) or a diagnosed miss.
 //!
-//! A miss is diagnosed in three steps: [`candidates`] reads the stored entries to compare with
-//! (probes and bounded index groups, never a whole-bank scan), [`rank`] orders them by distance
-//! and keeps the nearest, [`explain`] names the differing fields, the options that explain them,
+//! A miss is diagnosed in three steps: `candidates` reads the stored entries to compare with
+//! (probes and bounded index groups, never a whole-bank scan), `rank` orders them by distance
+//! and keeps the nearest, `explain` names the differing fields, the options that explain them,
 //! and the cause. [`WhyReport`] is the answer, as JSON (`Serialize`) or as the text
 //! `bank-inspect why` prints (`Display`).
 
