@@ -73,6 +73,7 @@
 
 pub mod bank;
 pub mod inspect;
+mod json;
 pub mod key;
 pub mod measure;
 pub mod model;

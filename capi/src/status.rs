@@ -103,15 +103,19 @@ pub(crate) fn bank_status(e: &BankError) -> TunebankStatus {
         BankError::Path(tunebank::bank::paths::PathError::BadSoc { .. }) => {
             TunebankStatus::BadInput
         }
-        BankError::Path(_) | BankError::CreateDir { .. } => TunebankStatus::IoError,
+        BankError::Path(_)
+        | BankError::CreateDir { .. }
+        | BankError::NotFound { .. }
+        | BankError::Unavailable { .. } => TunebankStatus::IoError,
         BankError::Store(StoreError::Busy { .. }) => TunebankStatus::Busy,
         BankError::Store(StoreError::Corrupted { .. }) | BankError::Record(_) => {
             TunebankStatus::DamagedRecord
         }
         BankError::Store(_) => TunebankStatus::IoError,
-        BankError::Key(_) | BankError::NotWritable | BankError::WrongKind { .. } => {
-            TunebankStatus::BadInput
-        }
+        BankError::Key(_)
+        | BankError::NotWritable
+        | BankError::NoCustomLayer { .. }
+        | BankError::WrongKind { .. } => TunebankStatus::BadInput,
         BankError::Miss { .. } => TunebankStatus::Miss,
     }
 }

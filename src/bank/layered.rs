@@ -6,11 +6,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::bank::backend::{open_store, Backend};
 use crate::bank::paths::{self, BankEnv, BankLocation, PathError};
 use crate::bank::record::{self, Answer, Descriptor, Record, RecordError};
-use crate::bank::store::redb::RedbStore;
 use crate::bank::store::{IndexKey, Store, StoreEntry, StoreError};
-use crate::bank::verify::{verify_store, VerifyReport};
+use crate::bank::verify::{verify_store, BankVerification, VerifyReport};
 use crate::key::{BankKey, KeyError, RecordKind};
 
 /// Which layer of a [`Bank`] a record came from.
@@ -130,6 +130,26 @@ pub enum BankError {
         /// The record's kind.
         found: RecordKind,
     },
+    /// A bank file that was to be opened alone does not exist.
+    #[error("bank file {} does not exist", path.display())]
+    NotFound {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The bank at this path is of a backend this build does not include.
+    #[error("bank {} is a {backend} bank, which this build cannot open (cargo feature `{backend}`)", path.display())]
+    Unavailable {
+        /// The path.
+        path: PathBuf,
+        /// Its backend.
+        backend: Backend,
+    },
+    /// The operation needs the bank's custom layer, and it does not exist.
+    #[error("no custom bank at {}", path.as_deref().map(|p| p.display().to_string()).unwrap_or_default())]
+    NoCustomLayer {
+        /// Where the custom layer would be, if the bank has one.
+        path: Option<PathBuf>,
+    },
     /// The directory for a new bank file could not be created.
     #[error("cannot create bank directory {path}: {source}")]
     CreateDir {
@@ -244,7 +264,7 @@ impl BankBuilder {
                 if loc.file.exists() {
                     layers.push(Layer {
                         id: LayerId::Custom,
-                        store: Box::new(RedbStore::open_read_only(&loc.file)?),
+                        store: open_store(&loc.file, true)?,
                         writable: false,
                     });
                 }
@@ -257,7 +277,7 @@ impl BankBuilder {
                 }
                 layers.push(Layer {
                     id: LayerId::Custom,
-                    store: Box::new(RedbStore::open(&loc.file)?),
+                    store: open_store(&loc.file, false)?,
                     writable: true,
                 });
             }
@@ -272,7 +292,7 @@ impl BankBuilder {
             if file.exists() {
                 layers.push(Layer {
                     id: LayerId::BuiltIn(n),
-                    store: Box::new(RedbStore::open_read_only(file)?),
+                    store: open_store(file, true)?,
                     writable: false,
                 });
             }
@@ -324,6 +344,32 @@ impl Bank {
             read_only: false,
             error_on_miss: false,
         }
+    }
+
+    /// Opens the bank at `path` alone, read-only, whichever backend holds it (a redb file or a
+    /// sled directory): for tools that read one bank file as a whole (merge sources, diff). Its
+    /// one layer is [`LayerId::Custom`]; no environment is consulted and no built-in layer is
+    /// added. A path holding nothing is [`BankError::NotFound`].
+    pub fn open_file(kind: RecordKind, path: impl AsRef<Path>) -> Result<Bank, BankError> {
+        let path = path.as_ref();
+        if !path.exists() {
+            return Err(BankError::NotFound {
+                path: path.to_owned(),
+            });
+        }
+        Ok(Bank {
+            kind,
+            custom_file: Some(path.to_owned()),
+            layers: vec![Layer {
+                id: LayerId::Custom,
+                store: open_store(path, true)?,
+                writable: false,
+            }],
+            error_on_miss: false,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+        })
     }
 
     /// The kind of record this bank holds.
@@ -510,6 +556,13 @@ impl Bank {
             .iter()
             .map(|l| (l.id, verify_store(l.store.as_ref())))
             .collect()
+    }
+
+    /// [`Bank::verify`] as one report for every layer, rendered as `bank verify` prints it.
+    pub fn verification(&self) -> BankVerification {
+        BankVerification {
+            layers: self.verify(),
+        }
     }
 
     /// The counters since this handle was opened.

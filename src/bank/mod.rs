@@ -1,13 +1,23 @@
 //! Records, storage backends, layered look-ups and bank paths. Only this module touches storage.
 
+pub mod backend;
 pub mod interchange;
 pub mod layered;
+pub mod maintenance;
 pub mod paths;
 pub mod record;
 pub mod store;
 pub mod verify;
 
+pub use backend::Backend;
 pub use layered::{
     descriptor_key, index_key, Bank, BankBuilder, BankError, Counters, Hit, LayerId, Lookup,
 };
-pub use record::{Descriptor, Origin, Performance, Provenance, Record, RecordError, Strategy};
+pub use maintenance::{
+    AddReport, ImportReport, LayerCounts, LayerView, MaintenanceError, MergeRun, MergeSource,
+    SourceMerge,
+};
+pub use record::{
+    Descriptor, ManualTiming, Origin, Performance, Provenance, Record, RecordError, Strategy,
+};
+pub use verify::BankVerification;

@@ -1,11 +1,16 @@
 //! Whole-bank verification: every record's checksum and decoding, the secondary index's agreement
-//! with the records, and the backend's own structures. This is what `bank verify` runs.
+//! with the records, and the backend's own structures. This is what `bank verify` runs;
+//! [`BankVerification`] is its answer for every layer of a bank.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::ops::ControlFlow;
+
+use serde::Serialize;
 
 use crate::bank::record::{self, Descriptor, RecordError};
 use crate::bank::store::{IndexKey, IndexPrefix, IndexProblem, Store, StoreError, StructureCheck};
+use crate::bank::LayerId;
 use crate::key::{BankKey, RecordKind};
 
 /// A disagreement between a record and the secondary index, found through the [`Store`] scans.
@@ -189,4 +194,88 @@ fn disagreement(rec: &record::Record, ik: &IndexKey) -> Option<String> {
         Some(op) => format!("record: {soc}, {kind}, {op}"),
         None => format!("record: {soc}, {kind}"),
     })
+}
+
+/// What verifying every layer of a bank found ([`Bank::verification`](crate::bank::Bank::verification)).
+///
+/// `Display` is the text `bank verify` prints: per layer the records checked and every damaged
+/// record, index mismatch and error, then `clean` or `DAMAGED` (every line ends in a newline).
+/// `Serialize` gives `{"clean": bool, "layers": [{"clean", "damaged", "damaged_keys", "errors",
+/// "index", "layer", "records", "structure"}]}`, messages as text.
+#[derive(Debug, Default)]
+pub struct BankVerification {
+    /// Each layer's report, in look-up order.
+    pub layers: Vec<(LayerId, VerifyReport)>,
+}
+
+impl BankVerification {
+    /// Whether every layer is clean.
+    pub fn is_clean(&self) -> bool {
+        self.layers.iter().all(|(_, r)| r.is_clean())
+    }
+}
+
+impl fmt::Display for BankVerification {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (id, report) in &self.layers {
+            writeln!(f, "{id}: {} records checked", report.records)?;
+            for d in &report.damaged {
+                writeln!(f, "  damaged: {d}")?;
+            }
+            for m in &report.index {
+                writeln!(f, "  index: {m}")?;
+            }
+            for e in &report.errors {
+                writeln!(f, "  error: {e}")?;
+            }
+        }
+        writeln!(f, "{}", if self.is_clean() { "clean" } else { "DAMAGED" })
+    }
+}
+
+/// Each item's text.
+fn texts<T: ToString>(items: &[T]) -> Vec<String> {
+    items.iter().map(ToString::to_string).collect()
+}
+
+/// One layer of a [`BankVerification`] as JSON (keys in ascending order).
+#[derive(Serialize)]
+struct LayerJson {
+    clean: bool,
+    damaged: Vec<String>,
+    damaged_keys: Vec<String>,
+    errors: Vec<String>,
+    index: Vec<String>,
+    layer: String,
+    records: u64,
+    structure: Option<String>,
+}
+
+impl Serialize for BankVerification {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Doc {
+            clean: bool,
+            layers: Vec<LayerJson>,
+        }
+        let layers = self
+            .layers
+            .iter()
+            .map(|(id, r)| LayerJson {
+                clean: r.is_clean(),
+                damaged: texts(&r.damaged),
+                damaged_keys: texts(&r.damaged_keys()),
+                errors: texts(&r.errors),
+                index: texts(&r.index),
+                layer: id.to_string(),
+                records: r.records,
+                structure: r.structure.as_ref().map(|s| format!("{s:?}")),
+            })
+            .collect();
+        Doc {
+            clean: self.is_clean(),
+            layers,
+        }
+        .serialize(s)
+    }
 }

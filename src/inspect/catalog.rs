@@ -1,4 +1,6 @@
-//! Listing, showing, counting and comparing stored records (`bank-inspect show|list|stats|diff`).
+//! Listing, showing, counting and comparing stored records (`bank-inspect show|list|stats|diff`):
+//! the functions here read one store; [`reports`] runs them over every layer of a bank and
+//! renders what they found.
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
@@ -10,6 +12,10 @@ use crate::bank::store::{IndexPrefix, Store};
 use crate::bank::{index_key, Bank, LayerId};
 use crate::inspect::InspectError;
 use crate::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
+
+pub mod reports;
+
+pub use reports::{DiffReport, LayerStats, ListReport, ShowReport, StatsReport};
 
 /// The record (or the damage found instead) that each layer holds under one key.
 pub type LayerRecords = Vec<(LayerId, Result<Record, RecordError>)>;

@@ -6,18 +6,24 @@
 //! the stored options explain a field, the option with both values ([`Explanation`]): "tuned
 //! with precision_mode=allow_fp32_to_fp16 → float16; this conversion uses
 //! precision_mode=must_keep_origin_dtype → float32". Rejected hits and stale entries are causes
-//! of their own. [`catalog`] lists, shows, counts and compares stored records.
+//! of their own. [`catalog`] lists, shows, counts and compares stored records; [`lookup`] gives
+//! the converter's view (keys, look-ups, a model's units).
 //!
 //! A model importer plugs in by producing `&[OpTemplate]`; nothing here reads models.
 
 pub mod catalog;
 pub mod fields;
+pub mod lookup;
 pub mod why;
 
 pub use catalog::{
-    diff_stores, find_record, list_records, stats, BankDiff, BankStats, Filter, Listed,
+    diff_stores, find_record, list_records, stats, BankDiff, BankStats, DiffReport, Filter,
+    LayerStats, ListReport, Listed, ShowReport, StatsReport,
 };
 pub use fields::{descriptor_diffs, distance, FieldClass, FieldDiff};
+pub use lookup::{
+    ConvertReport, ConvertRow, KeyListing, KeyRow, LookupAnswer, LookupReport, LookupRow,
+};
 pub use why::{
     why_descriptor, why_resolved, why_templates, Explanation, MissCause, MissDiagnosis, NearEntry,
     OpDiagnosis, OptionDiff, SearchScope, Summary, Verdict, WhyConfig, WhyReport,

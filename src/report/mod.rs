@@ -18,12 +18,18 @@
 //! `opat_tuning_result` then reads `tuning incomplete`. [`ResultFile::write`] replaces the file
 //! atomically (temporary file in the same directory, fsync, rename), so a reader — or a tuner
 //! killed at any instant — never leaves a half-written file behind.
+//!
+//! [`TuneTable`] renders a finished job's summary as `tunebank tune` prints it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
+
+mod summary;
+
+pub use summary::{shorten, TuneTable};
 
 /// `opat_tuning_result`: how the OPAT job ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,13 +1,18 @@
 //! The entry point both command lines share: split ATC options from the tool's own flags, parse
 //! the flags, run, and map the outcome to an exit code (a usage error or any failure is 2 and
-//! prints the whole cause chain; a closed output pipe is success).
+//! prints the whole cause chain; a closed output pipe is success). Also what every subcommand
+//! uses: reading an op file, printing a report as text or `--json`, exit status 1 for a failed
+//! check.
 
+use std::fmt::Display;
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
 
 use clap::Parser;
+use serde::Serialize;
 use tunebank::key::options::split_atc_args;
 use tunebank::key::OpTemplate;
 
@@ -67,4 +72,25 @@ pub fn read_templates(path: &Path) -> anyhow::Result<Vec<OpTemplate>> {
             })
         })
         .collect()
+}
+
+/// Prints `report` to standard output: its `--json` document (indented, then a newline) when
+/// `json`, else its text (`Display`, whose lines end in newlines).
+pub fn print_report<R: Serialize + Display>(report: &R, json: bool) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(report)?)?;
+    } else {
+        write!(out, "{report}")?;
+    }
+    Ok(())
+}
+
+/// Exit status 1 (a check failed) when `failed`, else success.
+pub fn failed_if(failed: bool) -> ExitCode {
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }

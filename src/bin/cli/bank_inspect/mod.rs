@@ -1,0 +1,68 @@
+//! `bank-inspect`'s subcommands, one module each (its flags and a short `run`), and what they
+//! share: the bank flags and opening the bank read-only.
+
+pub mod diff;
+pub mod list;
+pub mod show;
+pub mod stats;
+pub mod verify;
+pub mod why;
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use tunebank::bank::Bank;
+use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
+
+/// Which bank files make the layered bank.
+#[derive(clap::Args, Debug)]
+pub struct BankArgs {
+    /// Custom bank file; overrides TUNE_BANK_PATH / ASCEND_CACHE_PATH / the $HOME default.
+    #[arg(long)]
+    pub bank: Option<PathBuf>,
+    /// Extra read-only built-in bank file (repeatable), consulted after the custom bank.
+    #[arg(long = "builtin-bank")]
+    pub builtin: Vec<PathBuf>,
+}
+
+/// Opens the bank read-only: `--bank` and `--builtin-bank`, or the custom bank the environment
+/// names for the SoC of the ATC options. A bank that does not exist is bad input.
+pub fn open_bank(args: &BankArgs, atc: &[String]) -> Result<Bank> {
+    for p in args.bank.iter().chain(&args.builtin) {
+        if !p.exists() {
+            bail!("bank file {} does not exist", p.display());
+        }
+    }
+    let soc = match &args.bank {
+        // An explicit file needs no SoC to be found; the name only labels the bank.
+        Some(_) => ResolvedOptions::from_args(atc, &FsReader)
+            .and_then(|o| o.soc())
+            .map(|s| s.version)
+            .unwrap_or_else(|_| "any".to_owned()),
+        None => {
+            ResolvedOptions::from_args(atc, &FsReader)?
+                .soc()
+                .context("no --bank given: the bank is found by --soc_version")?
+                .version
+        }
+    };
+    let mut b = Bank::builder(RecordKind::Op, &soc)
+        .read_only(true)
+        .no_default_builtin();
+    if let Some(p) = &args.bank {
+        b = b.custom_path(p);
+    }
+    for p in &args.builtin {
+        b = b.builtin_path(p);
+    }
+    let bank = b.open()?;
+    if bank.layer_paths().is_empty() {
+        bail!(
+            "no bank found at {}: give --bank FILE",
+            bank.custom_file()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "the default location".into())
+        );
+    }
+    Ok(bank)
+}

@@ -1,0 +1,114 @@
+//! `bank-inspect why`: per op, a hit (which layer, what it shadowed) or a miss with its nearest
+//! stored entries and the options that explain each difference.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use tunebank::inspect::{why_descriptor, why_resolved, why_templates, WhyConfig, WhyReport};
+use tunebank::key::{FsReader, OpDescriptor, OpTemplate, ResolvedOp, ResolvedOptions};
+
+use super::{open_bank, BankArgs};
+use crate::entry::{print_report, read_templates};
+
+/// Flags of `bank-inspect why`.
+#[derive(clap::Args, Debug)]
+pub struct WhyArgs {
+    /// JSON file with the model's op templates (one object or a list), as a model import
+    /// produces them.
+    #[arg(long, conflicts_with_all = ["op_descriptor", "model"])]
+    pub ops: Option<PathBuf>,
+    /// ONNX model: imported, shape-inferred per dynamic profile and fused into tuning units
+    /// exactly as `tunebank tune` and `tunebank convert` do.
+    #[arg(long, conflicts_with = "op_descriptor")]
+    pub model: Option<PathBuf>,
+    /// JSON file with one resolved op descriptor.
+    #[arg(long)]
+    pub op_descriptor: Option<PathBuf>,
+    #[command(flatten)]
+    pub bank: BankArgs,
+    /// Nearest stored entries shown per miss.
+    #[arg(long, default_value_t = 3)]
+    pub nearest: usize,
+    /// Stored entries compared per index group (SoC, op type) and layer.
+    #[arg(long, default_value_t = 2_000)]
+    pub candidate_limit: usize,
+    /// Compare every stored entry of the op's index groups (no limit).
+    #[arg(long)]
+    pub exhaustive: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl WhyArgs {
+    /// The near-miss search limits the flags ask for.
+    fn config(&self) -> WhyConfig {
+        WhyConfig {
+            nearest: self.nearest,
+            candidate_limit: if self.exhaustive {
+                usize::MAX
+            } else {
+                self.candidate_limit
+            },
+        }
+    }
+}
+
+/// Diagnoses the model's units, the op file's templates or the one descriptor, under the ATC
+/// options given.
+pub fn run(args: WhyArgs, atc: &[String]) -> Result<ExitCode> {
+    let options = ResolvedOptions::from_args(atc, &FsReader)?;
+    let report = diagnose(&args, atc, &options)?;
+    print_report(&report, args.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The report for whichever input the flags name; inputs are read before the bank is opened.
+fn diagnose(args: &WhyArgs, atc: &[String], options: &ResolvedOptions) -> Result<WhyReport> {
+    let config = args.config();
+    let all = |_: &_| true;
+    Ok(match (&args.model, &args.ops, &args.op_descriptor) {
+        (Some(model), _, _) => {
+            let resolved = model_ops(model, options)?;
+            let bank = open_bank(&args.bank, atc)?;
+            why_resolved(&bank, &resolved, options, &config, &all)?
+        }
+        (None, Some(path), _) => {
+            let templates = read_templates(path)?;
+            let bank = open_bank(&args.bank, atc)?;
+            why_templates(&bank, &templates, options, &config, &all)?
+        }
+        (None, None, Some(path)) => {
+            let d: OpDescriptor = read_json(
+                path,
+                "one resolved op descriptor {op_type, inputs, outputs, impl_mode, soc, ...}",
+            )?;
+            let bank = open_bank(&args.bank, atc)?;
+            let opts = (!atc.is_empty()).then_some(options);
+            why_descriptor(&bank, &d, opts, &config, &all)?
+        }
+        (None, None, None) => bail!("give --model FILE, --ops FILE or --op-descriptor FILE"),
+    })
+}
+
+/// Every tuning unit of the ONNX model at `path` with its resolution, per dynamic profile, as
+/// `tunebank tune` and `convert` derive them.
+fn model_ops(path: &Path, options: &ResolvedOptions) -> Result<Vec<(OpTemplate, ResolvedOp)>> {
+    let model = tunebank::model::load_onnx(path)?;
+    let soc = options.soc()?;
+    let mut resolved = Vec::new();
+    for profile in model.tuning_units(options)? {
+        let units =
+            tunebank::model::resolve_units(&profile.units, &profile.graph.profile, options, &soc)?;
+        resolved.extend(units.into_iter().map(|u| (u.unit.template, u.resolved)));
+    }
+    Ok(resolved)
+}
+
+/// Reads a JSON file as `T`; errors name the file and the `expected` form.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path, expected: &str) -> Result<T> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}: expected {expected}", path.display()))
+}

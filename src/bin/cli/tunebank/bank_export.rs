@@ -1,0 +1,40 @@
+//! `tunebank bank export`: every record of the custom bank as JSON lines, keys ascending.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::{bank_soc, open_bank, BankArgs};
+use crate::entry::failed_if;
+
+/// Flags of `tunebank bank export`.
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub bank: BankArgs,
+    /// Output file (default: standard output).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Exports the custom layer; damaged records are left out, named on standard error, and make
+/// the exit status 1.
+pub fn run(args: ExportArgs, atc: &[String]) -> Result<ExitCode> {
+    let soc = bank_soc(&args.bank, atc)?;
+    let bank = open_bank(&args.bank, &soc, true)?;
+    let layer = bank.custom_layer()?;
+    let report = match &args.out {
+        Some(path) => {
+            let f = std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            layer.export(&mut std::io::BufWriter::new(f))?
+        }
+        None => layer.export(&mut std::io::stdout().lock())?,
+    };
+    for d in &report.damaged {
+        eprintln!("tunebank: left out of the export: {d}");
+    }
+    eprintln!("exported {} records", report.records);
+    Ok(failed_if(!report.damaged.is_empty()))
+}

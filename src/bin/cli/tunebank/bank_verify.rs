@@ -1,0 +1,16 @@
+//! `tunebank bank verify`: every record's checksum and decoding and the index, per layer.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::{bank_soc, open_bank, BankArgs};
+use crate::entry::{failed_if, print_report};
+
+/// Verifies every layer; exit 1 on damage.
+pub fn run(args: BankArgs, atc: &[String]) -> Result<ExitCode> {
+    let soc = bank_soc(&args, atc)?;
+    let report = open_bank(&args, &soc, true)?.verification();
+    print_report(&report, false)?;
+    Ok(failed_if(!report.is_clean()))
+}

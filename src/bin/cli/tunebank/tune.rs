@@ -1,0 +1,156 @@
+//! `tunebank tune`: operator tuning (OPAT) of an ONNX model. The job is validated
+//! ([`tune_config`](super::tune_config)), the custom bank and the result file are opened, the
+//! library's driver runs with the progress display, and its summary is printed.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+use tunebank::bank::{Bank, BankError};
+use tunebank::key::RecordKind;
+use tunebank::report::{ResultFile, TuneTable};
+use tunebank::tune::{self, TuneSummary};
+
+use super::progress::{install_signal_handlers, Progress, CANCEL};
+use super::tune_config::{configure, env_nonempty, normalise_job_type, TuneJob};
+
+/// tunebank's own flags of `tune` (the model, job type, framework, SoC and every ATC option
+/// are ATC-style flags: `--model=m.onnx --job_type=2 --soc_version=Ascend910B2 ...`).
+#[derive(clap::Args, Debug)]
+pub struct TuneArgs {
+    /// Runner: sim, sim:SEED (simulator with seeded noise), cpu, or exec:COMMAND.
+    #[arg(long, default_value = "sim")]
+    pub runner: String,
+    /// Search strategy: ensemble, bayes_opt, genetic, annealing, random, exhaustive.
+    #[arg(long, default_value = "ensemble")]
+    pub strategy: String,
+    /// Candidates measured per op at most.
+    #[arg(long, default_value_t = 64)]
+    pub budget: usize,
+    /// Seconds of search per op at most.
+    #[arg(long = "time-budget-s")]
+    pub time_budget_s: Option<f64>,
+    /// Candidates measured over the whole job at most.
+    #[arg(long = "total-budget")]
+    pub total_budget: Option<u64>,
+    /// Seconds for the whole job at most; ops not started by then are left for a rerun.
+    #[arg(long = "total-time-s")]
+    pub total_time_s: Option<f64>,
+    /// Seed of the searches.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Custom bank file; overrides TUNE_BANK_PATH / ASCEND_CACHE_PATH / the $HOME default.
+    #[arg(long)]
+    pub bank: Option<PathBuf>,
+    /// Directory of the result file; default $ASCEND_WORK_PATH, else the working directory.
+    #[arg(long = "output-dir")]
+    pub output_dir: Option<PathBuf>,
+}
+
+/// Tunes the model; exit 0 done, 1 some op failed, 130 interrupted (a rerun continues).
+pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
+    let atc = normalise_job_type(atc);
+    let job = configure(&args, &atc)?;
+    // Nothing is written before this point.
+    let bank = open_bank(&args, &job)?;
+    let result = result_file(&args)?;
+    announce(&job, &bank, &result);
+    install_signal_handlers();
+    let mut progress = Progress::new(std::io::stderr().is_terminal());
+    let (plan, settings) = (&job.loaded.plan, &job.settings);
+    let name = tuning_name(&job.loaded.model_path);
+    let summary = tune::run(
+        plan,
+        &bank,
+        settings,
+        &name,
+        Some(&result),
+        &CANCEL,
+        &mut progress,
+    )?;
+    let table = TuneTable {
+        plan,
+        summary: &summary,
+        result_file: &result.path,
+        workers: settings.workers,
+    };
+    write!(std::io::stdout().lock(), "{table}")?;
+    Ok(exit_code(&summary))
+}
+
+/// The custom bank, opened for writing (created if needed).
+fn open_bank(args: &TuneArgs, job: &TuneJob) -> Result<Bank, BankError> {
+    let mut builder = Bank::builder(RecordKind::Op, &job.loaded.soc.version).read_only(false);
+    if let Some(p) = &args.bank {
+        builder = builder.custom_path(p);
+    }
+    builder.open()
+}
+
+/// The result file, in `--output-dir`, else `$ASCEND_WORK_PATH`, else the working directory
+/// (created if needed).
+fn result_file(args: &TuneArgs) -> Result<ResultFile> {
+    let dir = match (&args.output_dir, env_nonempty("ASCEND_WORK_PATH")) {
+        (Some(d), _) => d.clone(),
+        (None, Some(w)) => PathBuf::from(w),
+        (None, None) => std::env::current_dir()?,
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the result directory {}", dir.display()))?;
+    Ok(ResultFile::opat(
+        &dir,
+        SystemTime::now(),
+        std::process::id(),
+    ))
+}
+
+/// The job's name in the result file: the model file's stem.
+fn tuning_name(model_path: &str) -> String {
+    Path::new(model_path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".into())
+}
+
+/// Says on standard error what is tuned, how, and where it goes.
+fn announce(job: &TuneJob, bank: &Bank, result: &ResultFile) {
+    let (loaded, settings) = (&job.loaded, &job.settings);
+    eprintln!(
+        "tunebank: tuning {} ({} ops, {} unique keys) on {} with runner {}, strategy {}, budget {}/op, {} worker(s){}",
+        loaded.model_path,
+        loaded.plan.units.len(),
+        loaded.plan.tasks.len(),
+        loaded.soc.version,
+        settings.runner,
+        settings.strategy,
+        settings.trials_per_op,
+        settings.workers,
+        if settings.repeat_tune { ", REPEAT_TUNE" } else { "" }
+    );
+    eprintln!(
+        "tunebank: bank {}; result file {}",
+        bank.custom_file()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        result.path.display()
+    );
+}
+
+/// 130 when interrupted by a signal, 0 when the total budget ran out (both said on standard
+/// error) or every op finished, 1 when some op failed.
+fn exit_code(summary: &TuneSummary) -> ExitCode {
+    if summary.interrupted && CANCEL.load(Ordering::SeqCst) {
+        eprintln!("tunebank: interrupted; finished ops are in the bank, a rerun continues");
+        ExitCode::from(130)
+    } else if summary.interrupted {
+        eprintln!("tunebank: the job's total budget ran out; a rerun continues");
+        ExitCode::SUCCESS
+    } else if summary.report.failed_ops.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

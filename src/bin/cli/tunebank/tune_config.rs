@@ -1,0 +1,229 @@
+//! Flags and environment of `tunebank tune` and `tunebank convert`, validated into what the
+//! library runs: the job type, AOE's environment variables, budgets, workers capped by memory,
+//! and the loaded model's plan. Everything here can be bad input; nothing here writes.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use tunebank::key::{FsReader, ResolvedOptions, SocSpec};
+use tunebank::model::load_onnx;
+use tunebank::tune::{self, memory, TunePlan, TuneSettings};
+
+use super::tune::TuneArgs;
+
+/// Rewrites `--job-type op|subgraph|gradient` into AOE's `--job_type=2|1|4`.
+pub fn normalise_job_type(atc: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(atc.len());
+    let mut it = atc.iter();
+    while let Some(a) = it.next() {
+        let Some(body) = a.strip_prefix("--") else {
+            out.push(a.clone());
+            continue;
+        };
+        let (name, value) = match body.split_once('=') {
+            Some((n, v)) => (n.replace('-', "_"), Some(v.to_owned())),
+            None => (body.replace('-', "_"), None),
+        };
+        if name != "job_type" {
+            out.push(a.clone());
+            continue;
+        }
+        let value = value.or_else(|| it.next().cloned()).unwrap_or_default();
+        let mapped = match value.as_str() {
+            "op" => "2",
+            "subgraph" => "1",
+            "gradient" => "4",
+            v => v,
+        };
+        out.push(format!("--job_type={mapped}"));
+    }
+    out
+}
+
+/// The variable's value, unless unset or blank.
+pub fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The variable as a positive integer, if set.
+fn env_positive(name: &str) -> Result<Option<usize>> {
+    match env_nonempty(name) {
+        None => Ok(None),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => bail!("environment variable {name}={v:?}: expected a positive integer"),
+        },
+    }
+}
+
+/// `REPEAT_TUNE`: True/1 or False/0 (default false).
+fn repeat_tune() -> Result<bool> {
+    match env_nonempty("REPEAT_TUNE") {
+        None => Ok(false),
+        Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" => Ok(true),
+            "false" | "0" => Ok(false),
+            _ => bail!("environment variable REPEAT_TUNE={v:?}: expected True or False"),
+        },
+    }
+}
+
+/// A model loaded and planned under the options.
+pub struct Loaded {
+    /// The SoC of `--soc_version`.
+    pub soc: SocSpec,
+    /// `--model` as given.
+    pub model_path: String,
+    /// The tasks and units to tune or look up.
+    pub plan: TunePlan,
+}
+
+/// Options, model, plan: everything that can be bad input, before anything is opened for write.
+/// Skipped ops are named on standard error.
+pub fn load(atc: &[String], only: Option<&BTreeSet<String>>) -> Result<Loaded> {
+    let options = ResolvedOptions::from_args(atc, &FsReader)?;
+    let soc = options.soc()?;
+    let model_path = options
+        .given()
+        .get("model")
+        .cloned()
+        .filter(|m| !m.is_empty())
+        .context("--model: expected the ONNX model to tune, e.g. --model=resnet50.onnx")?;
+    let model = load_onnx(&model_path)?;
+    let plan = tune::plan(&model, &options, &soc, only)?;
+    for s in &plan.skipped {
+        eprintln!(
+            "tunebank: skipped {} ({}): {}",
+            s.node_name, s.op_type, s.reason
+        );
+    }
+    Ok(Loaded {
+        soc,
+        model_path,
+        plan,
+    })
+}
+
+/// The op names or op types of a `--tune_ops_file`, one per line (or comma-separated).
+fn read_tune_ops_file(path: &str) -> Result<BTreeSet<String>> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!("--tune_ops_file {path}: cannot read it; expected a file with one op name or op type per line")
+    })?;
+    Ok(text
+        .lines()
+        .flat_map(|l| l.split(','))
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect())
+}
+
+/// Per-worker memory estimate by runner: a simulator is small; host kernels and device
+/// compilations are not. `TUNEBANK_WORKER_MEMORY_MB` overrides it.
+fn worker_memory_bytes(runner: &str) -> Result<u64> {
+    if let Some(mb) = env_positive("TUNEBANK_WORKER_MEMORY_MB")? {
+        return Ok(mb as u64 * (1 << 20));
+    }
+    Ok(if runner.starts_with("sim") {
+        256 << 20
+    } else if runner == "cpu" {
+        1 << 30
+    } else {
+        4 << 30
+    })
+}
+
+/// A `--*-s` flag as a duration, which must be positive.
+fn seconds(s: Option<f64>, flag: &str) -> Result<Option<Duration>> {
+    match s {
+        None => Ok(None),
+        Some(v) if v.is_finite() && v > 0.0 => Ok(Some(Duration::from_secs_f64(v))),
+        Some(v) => bail!("{flag} {v}: expected a positive number of seconds"),
+    }
+}
+
+/// A tuning job, validated: the plan and the settings to run it with.
+pub struct TuneJob {
+    /// The model and its plan.
+    pub loaded: Loaded,
+    /// The settings, workers included.
+    pub settings: TuneSettings,
+}
+
+/// Validates the job (job type, environment, flags, options, model) in the order AOE users
+/// meet the errors, and caps the workers by available memory (said on standard error).
+pub fn configure(args: &TuneArgs, atc: &[String]) -> Result<TuneJob> {
+    if let Some(mode) = env_nonempty("AOE_MODE") {
+        if mode.trim() != "2" {
+            bail!("AOE_MODE={mode}: only operator tuning (2, OPAT) is supported yet; subgraph (1) and gradient (4) tuning are not supported yet");
+        }
+    }
+    // Options first: the job type must be checked before anything else happens.
+    let options = ResolvedOptions::from_args(atc, &FsReader)?;
+    let job = options.canonical("job_type").unwrap_or("2").to_owned();
+    if job != "2" {
+        bail!("--job_type={job}: only operator tuning (--job_type=2, --job-type op) is supported yet; subgraph and gradient tuning are not supported yet");
+    }
+    let only = match options.given().get("tune_ops_file") {
+        Some(f) if !f.is_empty() => Some(read_tune_ops_file(f)?),
+        _ => None,
+    };
+    let (mut settings, requested) = settings(args, &options)?;
+    tune::check_settings(&settings)?;
+    let loaded = load(atc, only.as_ref())?;
+    settings.workers = cap_workers(requested, &settings.runner)?;
+    Ok(TuneJob { loaded, settings })
+}
+
+/// The settings from the environment and the flags (one worker), and the workers requested
+/// (`TUNING_PARALLEL_NUM`, default: the cores, at most 8).
+fn settings(args: &TuneArgs, options: &ResolvedOptions) -> Result<(TuneSettings, usize)> {
+    let repeat_tune = repeat_tune()?;
+    let requested = match env_positive("TUNING_PARALLEL_NUM")? {
+        Some(n) => n,
+        None => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(8),
+    };
+    let batch = env_positive("TE_PARALLEL_COMPILER")?.unwrap_or(8);
+    if let Some(d) = env_nonempty("ASCEND_DEVICE_ID") {
+        if d.trim().parse::<u32>().is_err() {
+            bail!("environment variable ASCEND_DEVICE_ID={d:?}: expected a device number");
+        }
+    }
+    if args.budget == 0 {
+        bail!("--budget 0: expected at least one candidate per op");
+    }
+    let settings = TuneSettings {
+        runner: args.runner.clone(),
+        strategy: args.strategy.clone(),
+        seed: args.seed,
+        trials_per_op: args.budget,
+        time_per_op: seconds(args.time_budget_s, "--time-budget-s")?,
+        total_trials: args.total_budget,
+        total_time: seconds(args.total_time_s, "--total-time-s")?,
+        repeat_tune,
+        workers: 1,
+        batch,
+        options_given: options.given().clone(),
+        ..TuneSettings::default()
+    };
+    Ok((settings, requested))
+}
+
+/// The `requested` workers, capped by available memory for `runner`'s estimate.
+fn cap_workers(requested: usize, runner: &str) -> Result<usize> {
+    let per_worker = worker_memory_bytes(runner)?;
+    let available = memory::available_memory();
+    let (workers, capped) = memory::cap_workers(requested, per_worker, available);
+    if capped {
+        let a = available.map(|a| a.bytes >> 20).unwrap_or(0);
+        eprintln!(
+            "tunebank: TUNING_PARALLEL_NUM={requested} capped to {workers} worker(s): {a} MiB available, about {} MiB needed per worker",
+            per_worker >> 20
+        );
+    }
+    Ok(workers)
+}
