@@ -3,6 +3,7 @@
 pub mod interchange;
 pub mod layered;
 pub mod paths;
+pub mod policy;
 pub mod record;
 pub mod store;
 pub mod verify;

@@ -23,9 +23,11 @@
 //!   a runner failure or an unsupported op confirms nothing;
 //! - a bank shared by several processes may change between a task's look-up and its write, so
 //!   the write decides inside its transaction ([`Bank::write_batch_if`]) against what the key
-//!   holds then: a winner replaces only the baseline it beat, a confirmed default, a damaged or
-//!   a slower record; a confirmed default replaces only a damaged one. A faster record another
-//!   process stored meanwhile stays (the report still says what this job found).
+//!   holds then, under the bank-write policy ([`crate::bank::policy`]): a winner replaces the
+//!   baseline it beat, a confirmed default, a damaged record, a record whose time comes from a
+//!   weaker measurement source, or a slower one from the same source; a confirmed default only
+//!   fills an empty key or replaces a damaged one. A better record another process stored
+//!   meanwhile stays (the report still says what this job found).
 //!
 //! Tasks run on `workers` threads (`std::thread::scope`), each with its own runner built from
 //! the runner spec (runners need not be `Sync`). Results come back to the calling thread, which
@@ -87,6 +89,7 @@ use search_strategies::{
 
 pub use decision::{mann_whitney_less_p, WinRule};
 
+use crate::bank::policy::{Verdict, WritePolicy};
 use crate::bank::{Bank, BankError, Descriptor, Lookup, Origin, Performance, Provenance, Record};
 use crate::key::{BankKey, OpDescriptor, RecordKind, ResolvedOptions, SocSpec};
 use crate::measure::{
@@ -775,30 +778,16 @@ pub fn run(
     })
 }
 
-/// Writes a finished task's record. Another process sharing the bank may have written the key
-/// since this job looked it up, so the decision is taken inside the write transaction against
-/// what the key holds then (an empty key is always written):
-///
-/// - a confirmed default replaces only a damaged record;
-/// - a winner replaces a damaged record, the very baseline it beat (nobody else changed the
-///   key), a confirmed default, or a record slower than itself (the merge rule); a faster
-///   record another process stored meanwhile stays.
+/// Writes a finished task's record under the bank-write policy ([`WritePolicy`]). Another
+/// process sharing the bank may have written the key since this job looked it up, so the
+/// decision is taken inside the write transaction against what the key holds then, and the
+/// record compared side by side with `baseline` replaces that very strategy.
 fn write_outcome(
     bank: &Bank,
     record: &Record,
     baseline: Option<&StrategyMap>,
-) -> Result<usize, BankError> {
-    bank.write_batch_if(std::slice::from_ref(record), &|new, current| {
-        let Ok(current) = current else {
-            return true; // damaged: anything sound is better
-        };
-        if new.performance.default_confirmed {
-            return false;
-        }
-        baseline == Some(&current.strategy)
-            || current.performance.default_confirmed
-            || current.performance.tuned_us > new.performance.tuned_us
-    })
+) -> Result<Verdict, BankError> {
+    WritePolicy::after_tuning(baseline).write(bank, record)
 }
 
 /// The outcome of a task whose runner broke down.
@@ -1077,7 +1066,7 @@ mod tests {
             }])
             .unwrap();
         assert!(bank.get_record(LayerId::Custom, &key).is_err());
-        assert_eq!(write_outcome(&bank, &new, None).unwrap(), 1);
+        assert!(write_outcome(&bank, &new, None).unwrap().replace);
         assert_eq!(bank.get_record(LayerId::Custom, &key).unwrap(), Some(new));
     }
 }
