@@ -9,10 +9,13 @@
 //! `provenance`), maps with keys in ascending order and floats in their shortest round-trip form.
 //! Exporting, importing into an empty bank and exporting again gives the same bytes.
 //!
-//! Merge rule: a key held by one side only is taken from it; a key held by both keeps the record
-//! with the smaller measured `performance.tuned_us` (the target's on a tie); both provenances are
-//! reported in the [`MergeReport`] (the record format has one provenance, so the loser's lives in
-//! the report, not the bank).
+//! Merge rule: a key held by one side only is taken from it; a key both hold with different
+//! records is decided by the bank-write policy ([`WritePolicy::MERGE`], see
+//! [`crate::bank::policy`]): a damaged target record is replaced, a confirmed default only fills
+//! a gap, a time measured on the device beats a simulated one, and within one measurement source
+//! the smaller `performance.tuned_us` wins (the target's on a tie). The [`MergeReport`] names the
+//! rule that decided each such key and both provenances of every conflict (the record format has
+//! one provenance, so the loser's lives in the report, not the bank).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -21,6 +24,7 @@ use std::ops::ControlFlow;
 use serde::{Deserialize, Serialize};
 
 use crate::bank::layered::{descriptor_key, index_key, Bank, BankError, LayerId};
+use crate::bank::policy::{Evidence, Held, Reason, WritePolicy};
 use crate::bank::record::{self, Provenance, Record, RecordError};
 use crate::bank::store::{Store, StoreEntry, StoreError};
 use crate::key::{BankKey, KEY_SCHEMA_VERSION};
@@ -202,7 +206,7 @@ pub enum Side {
     Source,
 }
 
-/// A key both sides held with different records, and how the rule decided.
+/// A key both sides held with different sound records, and how the rule decided.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Conflict {
     /// The key.
@@ -219,9 +223,48 @@ pub struct Conflict {
     pub loser_provenance: Provenance,
     /// Whether the two times come from different runners (then they are not strictly comparable).
     pub runners_differ: bool,
+    /// The rule of the bank-write policy that decided.
+    pub reason: Reason,
+    /// The measurement source of the winner's time.
+    pub winner_evidence: Evidence,
+    /// The measurement source of the loser's time.
+    pub loser_evidence: Evidence,
+    /// Whether the two times come from different measurement sources: then they were not
+    /// compared, the policy decided by evidence rank or by a confirmed default.
+    pub cross_source: bool,
 }
 
-/// What a merge did, side by side.
+impl Conflict {
+    /// The conflict over `key` between the `source` and `target` records, decided by `reason`.
+    fn new(key: BankKey, source: &Record, target: &Record, reason: Reason) -> Self {
+        let (winner, (w, l)) = if reason.replaces() {
+            (Side::Source, (source, target))
+        } else {
+            (Side::Target, (target, source))
+        };
+        let (we, le) = (
+            Evidence::of_runner(&w.performance.runner),
+            Evidence::of_runner(&l.performance.runner),
+        );
+        Conflict {
+            key,
+            winner,
+            winner_us: w.performance.tuned_us,
+            loser_us: l.performance.tuned_us,
+            winner_provenance: w.provenance.clone(),
+            loser_provenance: l.provenance.clone(),
+            runners_differ: w.performance.runner != l.performance.runner,
+            reason,
+            winner_evidence: we,
+            loser_evidence: le,
+            cross_source: we != le,
+        }
+    }
+}
+
+/// What a merge did, side by side. [`MergeReport::summary`] is the two-line text the command
+/// line has always printed; `Display` adds a line counting the rules that decided and one naming
+/// the cross-source decisions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MergeReport {
     /// Records the target held before.
@@ -240,6 +283,9 @@ pub struct MergeReport {
     pub replaced_damaged: Vec<BankKey>,
     /// Every conflict, in key order.
     pub conflicts: Vec<Conflict>,
+    /// For every key where the two sides differed (conflicts and damaged target records), how
+    /// many the policy decided by each rule, in rule order.
+    pub decided_by: BTreeMap<Reason, u64>,
 }
 
 impl MergeReport {
@@ -271,11 +317,69 @@ impl MergeReport {
             }
         )
     }
+
+    /// Takes a decision over one source record into the report: `target` is what the target
+    /// held (`None` when empty or damaged).
+    fn note(&mut self, key: BankKey, source: &Record, target: Option<&Record>, reason: Reason) {
+        match (reason, target) {
+            (Reason::EmptyKey, _) => self.added += 1,
+            (Reason::ReplacesDamaged, None) => self.replaced_damaged.push(key),
+            (_, Some(target)) => {
+                if reason.replaces() {
+                    self.source_won += 1;
+                } else {
+                    self.target_won += 1;
+                }
+                self.conflicts
+                    .push(Conflict::new(key, source, target, reason));
+            }
+            (_, None) => unreachable!("only an empty or damaged key has no target record"),
+        }
+        if reason != Reason::EmptyKey {
+            *self.decided_by.entry(reason).or_default() += 1;
+        }
+    }
 }
 
-/// Merges `incoming` records into the bank's custom layer under the rule of DESIGN.md §5, in one
-/// atomic write. Incoming records keep their keys (verified by [`read_export`] or taken from a
-/// bank, which derived them); all must be of the bank's kind.
+impl std::fmt::Display for MergeReport {
+    /// [`MergeReport::summary`], then `decided by: faster 2, stronger_evidence 1` when any key
+    /// differed, then `cross-source: KEY source device over target simulated
+    /// (stronger_evidence); …` when any conflict crossed measurement sources.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.summary())?;
+        if !self.decided_by.is_empty() {
+            let counts: Vec<String> = self
+                .decided_by
+                .iter()
+                .map(|(reason, n)| format!("{reason} {n}"))
+                .collect();
+            write!(f, "\ndecided by: {}", counts.join(", "))?;
+        }
+        let cross: Vec<String> = self
+            .conflicts
+            .iter()
+            .filter(|c| c.cross_source)
+            .map(|c| {
+                let (w, l) = match c.winner {
+                    Side::Source => ("source", "target"),
+                    Side::Target => ("target", "source"),
+                };
+                format!(
+                    "{} {w} {} over {l} {} ({})",
+                    c.key, c.winner_evidence, c.loser_evidence, c.reason
+                )
+            })
+            .collect();
+        if !cross.is_empty() {
+            write!(f, "\ncross-source: {}", cross.join("; "))?;
+        }
+        Ok(())
+    }
+}
+
+/// Merges `incoming` records into the bank's custom layer under the bank-write policy
+/// ([`WritePolicy::MERGE`]), in one atomic write. Incoming records keep their keys (verified by
+/// [`read_export`] or taken from a bank, which derived them); all must be of the bank's kind.
 pub fn merge_into(
     bank: &Bank,
     incoming: Vec<(BankKey, Record)>,
@@ -299,54 +403,23 @@ pub fn merge_into(
                 found: rec.kind,
             });
         }
-        let existing = match bank.get_record(LayerId::Custom, &key) {
-            Ok(e) => e,
-            Err(BankError::Record(_)) => {
-                report.replaced_damaged.push(key);
-                None
-            }
+        let (current, damaged) = match bank.get_record(LayerId::Custom, &key) {
+            Ok(current) => (current, false),
+            Err(BankError::Record(_)) => (None, true),
             Err(e) => return Err(e.into()),
         };
-        let take = match existing {
-            None => {
-                if !report.replaced_damaged.contains(&key) {
-                    report.added += 1;
-                }
-                true
-            }
-            Some(old) if old == rec => {
-                report.identical += 1;
-                false
-            }
-            Some(old) => {
-                let source_wins = rec.performance.tuned_us < old.performance.tuned_us;
-                let (winner, loser) = if source_wins {
-                    (&rec, &old)
-                } else {
-                    (&old, &rec)
-                };
-                report.conflicts.push(Conflict {
-                    key,
-                    winner: if source_wins {
-                        Side::Source
-                    } else {
-                        Side::Target
-                    },
-                    winner_us: winner.performance.tuned_us,
-                    loser_us: loser.performance.tuned_us,
-                    winner_provenance: winner.provenance.clone(),
-                    loser_provenance: loser.provenance.clone(),
-                    runners_differ: winner.performance.runner != loser.performance.runner,
-                });
-                if source_wins {
-                    report.source_won += 1;
-                } else {
-                    report.target_won += 1;
-                }
-                source_wins
-            }
+        if current.as_ref() == Some(&rec) {
+            report.identical += 1;
+            continue;
+        }
+        let held = match &current {
+            Some(old) => Held::Sound(old.into()),
+            None if damaged => Held::Damaged,
+            None => Held::Empty,
         };
-        if take {
+        let verdict = WritePolicy::MERGE.judge((&rec).into(), held);
+        report.note(key, &rec, current.as_ref(), verdict.reason);
+        if verdict.replace {
             writes.push((key, record::encode(&key, &rec), index_key(&rec)));
         }
     }

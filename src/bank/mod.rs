@@ -5,6 +5,7 @@ pub mod interchange;
 pub mod layered;
 pub mod maintenance;
 pub mod paths;
+pub mod policy;
 pub mod record;
 pub mod store;
 pub mod verify;

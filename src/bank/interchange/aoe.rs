@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use crate::bank::interchange::pyjson::PyJson;
 use crate::bank::interchange::{md5_hex, merge_into, InterchangeError, MergeReport};
 use crate::bank::layered::{Bank, BankError, LayerId, Lookup};
+use crate::bank::policy::{Held, WritePolicy};
 use crate::bank::record::{Descriptor, Origin, Performance, Provenance, Record, Strategy};
 use crate::key::{
     AttrValue, BankKey, CubeMath, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec,
@@ -405,6 +406,10 @@ pub fn aoe_record(entry: &AoeEntry, soc: &SocSpec, origin: Origin, unix_time: u6
 }
 
 /// What [`import_aoe`] did.
+///
+/// Serialised (`--json`) as `{"accepted": n, "rejected": [{"md5", "index", "reason"}],
+/// "unmapped": [{"md5", "reason"}], "merge": MergeReport}`, reasons as text. Displayed as the
+/// command line's text: counts, one line per rejected and per unmapped entry, then the merge.
 #[derive(Clone, Debug, Default)]
 pub struct AoeImportReport {
     /// Entries whose md5 verified.
@@ -414,12 +419,75 @@ pub struct AoeImportReport {
     /// Accepted entries whose `info_dict` did not map to a descriptor (md5, reason): stored
     /// under a placeholder, findable by `info_dict` only.
     pub unmapped: Vec<(String, String)>,
-    /// The merge into the bank (entries with one key resolve by the faster `cost_time`).
+    /// The merge into the bank under the bank-write policy (entries with one key resolve by the
+    /// faster `cost_time` first).
     pub merge: MergeReport,
 }
 
+impl serde::Serialize for AoeImportReport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Rejected<'a> {
+            md5: &'a str,
+            index: usize,
+            reason: String,
+        }
+        #[derive(serde::Serialize)]
+        struct Unmapped<'a> {
+            md5: &'a str,
+            reason: &'a str,
+        }
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            accepted: usize,
+            rejected: Vec<Rejected<'a>>,
+            unmapped: Vec<Unmapped<'a>>,
+            merge: &'a MergeReport,
+        }
+        let doc = Doc {
+            accepted: self.accepted,
+            rejected: self
+                .rejected
+                .iter()
+                .map(|r| Rejected {
+                    md5: &r.md5,
+                    index: r.index,
+                    reason: r.reason.to_string(),
+                })
+                .collect(),
+            unmapped: self
+                .unmapped
+                .iter()
+                .map(|(md5, reason)| Unmapped { md5, reason })
+                .collect(),
+            merge: &self.merge,
+        };
+        serde::Serialize::serialize(&doc, serializer)
+    }
+}
+
+impl std::fmt::Display for AoeImportReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{} entries verified, {} rejected",
+            self.accepted,
+            self.rejected.len()
+        )?;
+        for r in &self.rejected {
+            writeln!(f, "  rejected {}[{}]: {}", r.md5, r.index, r.reason)?;
+        }
+        for (m, why) in &self.unmapped {
+            writeln!(f, "  {m}: no descriptor ({why}); findable by info_dict")?;
+        }
+        write!(f, "{}", self.merge)
+    }
+}
+
 /// Imports the verified entries of `parsed` into the bank's custom layer (atomically), under the
-/// merge rule; rejected entries are only reported.
+/// bank-write policy ([`merge_into`]): an AOE record's `cost_time` was measured on the board, so
+/// it replaces a record whose time was simulated or measured on the host, whatever the numbers.
+/// Rejected entries are only reported.
 pub fn import_aoe(
     bank: &Bank,
     parsed: &AoeBank,
@@ -432,7 +500,8 @@ pub fn import_aoe(
         rejected: parsed.rejected.clone(),
         ..AoeImportReport::default()
     };
-    // Several entries may share a key: keep the fastest before merging.
+    // Several entries may share a key: one source (AOE's board times), so the policy keeps the
+    // fastest, the first on a tie, before merging.
     let mut best: BTreeMap<BankKey, Record> = BTreeMap::new();
     for entry in &parsed.accepted {
         if let (_, Some(why)) = aoe_descriptor(&entry.info_dict, soc) {
@@ -440,11 +509,13 @@ pub fn import_aoe(
         }
         let rec = aoe_record(entry, soc, origin, unix_time);
         let key = crate::bank::layered::descriptor_key(&rec.descriptor).map_err(BankError::Key)?;
-        match best.get(&key) {
-            Some(old) if old.performance.tuned_us <= rec.performance.tuned_us => {}
-            _ => {
-                best.insert(key, rec);
-            }
+        let replace = best.get(&key).is_none_or(|old| {
+            WritePolicy::MERGE
+                .judge((&rec).into(), Held::Sound(old.into()))
+                .replace
+        });
+        if replace {
+            best.insert(key, rec);
         }
     }
     report.merge = merge_into(bank, best.into_iter().collect())?;

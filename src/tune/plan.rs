@@ -1,0 +1,77 @@
+//! The plan of a tuning job: a model and the user's options turned into one [`TuneTask`] per
+//! unique key, plus every resolved unit (what a converter looks up) and the ops left out.
+
+use std::collections::BTreeSet;
+
+use crate::key::{BankKey, OpDescriptor, ResolvedOptions, SocSpec};
+use crate::model::{group_by_key, resolve_units, Model, ResolvedUnit, SkippedOp};
+
+use super::TuneError;
+
+/// One unique key to tune, with every op that shares it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TuneTask {
+    /// The key.
+    pub key: BankKey,
+    /// The op to tune (the first unit with this key).
+    pub descriptor: OpDescriptor,
+    /// Every unit name with this key (AOE `op_name`s), across profiles.
+    pub op_names: Vec<String>,
+    /// The first unit's member op types (AOE `op_type`).
+    pub op_types: Vec<String>,
+}
+
+/// What a model gives to tune.
+#[derive(Clone, Debug, Default)]
+pub struct TunePlan {
+    /// Unique keys, in order of first appearance.
+    pub tasks: Vec<TuneTask>,
+    /// Every resolved unit of every profile, in order (what a converter looks up).
+    pub units: Vec<ResolvedUnit>,
+    /// Ops left out (not inferable, unkeyable dtype), per profile, de-duplicated by node.
+    pub skipped: Vec<SkippedOp>,
+}
+
+/// Imports nothing itself: takes a loaded `model`, infers and fuses it under `options` on
+/// `soc`, resolves keys, and groups identical keys across all profiles. When `only` is given,
+/// units are kept only if their name, one of their node names or one of their op types is in
+/// it (AOE's `tune_ops_file`).
+pub fn plan(
+    model: &Model,
+    options: &ResolvedOptions,
+    soc: &SocSpec,
+    only: Option<&BTreeSet<String>>,
+) -> Result<TunePlan, TuneError> {
+    let mut out = TunePlan::default();
+    let mut seen_skips = BTreeSet::new();
+    for profile in model.tuning_units(options)? {
+        for s in profile.graph.skipped.iter().chain(&profile.unkeyable) {
+            if seen_skips.insert(s.node_name.clone()) {
+                out.skipped.push(s.clone());
+            }
+        }
+        let units: Vec<_> = profile
+            .units
+            .into_iter()
+            .filter(|u| {
+                only.is_none_or(|set| {
+                    set.contains(&u.name)
+                        || u.node_names.iter().any(|n| set.contains(n))
+                        || u.op_types.iter().any(|t| set.contains(t))
+                })
+            })
+            .collect();
+        out.units
+            .extend(resolve_units(&units, &profile.graph.profile, options, soc)?);
+    }
+    for g in group_by_key(&out.units) {
+        let first = &out.units[g.first];
+        out.tasks.push(TuneTask {
+            key: g.key,
+            descriptor: first.resolved.descriptor.clone(),
+            op_names: g.op_names,
+            op_types: first.unit.op_types.clone(),
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,322 @@
+//! One OPAT task on a worker: search the runner's space, re-measure best and baseline side by
+//! side, apply the [`WinRule`](super::WinRule), and build the record to offer the bank.
+//!
+//! [`look_up`] splits a plan into reused hits and [`Job`]s; [`Opat::tune_one`] is the task
+//! function the worker pool ([`super::pool`]) runs for each job.
+
+use std::sync::atomic::AtomicBool;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use search_strategies::{strategies::by_name, Driver, History};
+
+use crate::bank::{Bank, Descriptor, Lookup, Origin, Performance, Provenance, Record};
+use crate::key::{BankKey, RecordKind};
+use crate::measure::{
+    Measure, MeasureError, Outcome, RunnerObjective, StrategyMap, TaskSpace, TuningTask,
+};
+
+use super::outcome::{Decision, TaskOutcome};
+use super::pool::{Budget, Cancellable, JobResult, TimedRunner};
+use super::{TuneError, TunePlan, TuneSettings, TuneTask};
+
+/// A queued task: its index and the bank entry it had (strategy, stored time), if any.
+pub(crate) struct Job {
+    /// Index into [`TunePlan::tasks`].
+    pub(crate) task: usize,
+    /// The entry a `REPEAT_TUNE` hit had: the baseline to beat.
+    pub(crate) hit: Option<(StrategyMap, f64)>,
+}
+
+impl JobResult for TaskOutcome {
+    fn trials_used(&self) -> u64 {
+        self.trials
+    }
+}
+
+/// Looks every task up: a hit without `repeat_tune` is reused (an untouched outcome, decided
+/// without any measurement); every other task becomes a job, in plan order.
+pub(crate) fn look_up(
+    plan: &TunePlan,
+    bank: &Bank,
+    repeat_tune: bool,
+) -> Result<(Vec<Job>, Vec<TaskOutcome>), TuneError> {
+    let mut jobs = Vec::new();
+    let mut reused = Vec::new();
+    for (i, t) in plan.tasks.iter().enumerate() {
+        match bank.lookup(&t.key)? {
+            Lookup::Hit(h) if repeat_tune => jobs.push(Job {
+                task: i,
+                hit: Some((h.answer.strategy.clone(), h.answer.performance.tuned_us)),
+            }),
+            Lookup::Hit(_) => reused.push(TaskOutcome::untouched(i, true)),
+            Lookup::Miss { .. } => jobs.push(Job { task: i, hit: None }),
+        }
+    }
+    Ok((jobs, reused))
+}
+
+/// Why a task ended early: the runner does not tune the op (a clear skip) or failed it.
+enum Early {
+    Unsupported(String),
+    Failure(String),
+}
+
+impl From<MeasureError> for Early {
+    fn from(e: MeasureError) -> Self {
+        match e {
+            e @ MeasureError::Unsupported { .. } => Early::Unsupported(e.to_string()),
+            e => Early::Failure(e.to_string()),
+        }
+    }
+}
+
+/// Best and baseline, re-measured side by side.
+struct SideBySide {
+    base: Vec<f64>,
+    best: Vec<f64>,
+}
+
+/// A strategy with its measured times, to be stored.
+struct Measured {
+    strategy: StrategyMap,
+    baseline_us: f64,
+    tuned_us: f64,
+    samples_us: Vec<f64>,
+    default_confirmed: bool,
+}
+
+/// What every OPAT task of a job shares.
+pub(crate) struct Opat<'a> {
+    /// The plan the jobs index.
+    pub(crate) plan: &'a TunePlan,
+    /// How the job tunes.
+    pub(crate) settings: &'a TuneSettings,
+    /// The job-wide budget.
+    pub(crate) budget: &'a Budget,
+    /// The job's cancel flag.
+    pub(crate) cancel: &'a AtomicBool,
+}
+
+impl Opat<'_> {
+    /// Searches and decides one job on this worker's runner with `granted` trials; the outcome
+    /// carries the task's times.
+    pub(crate) fn tune_one(
+        &self,
+        job: &Job,
+        runner: &mut TimedRunner,
+        granted: u64,
+    ) -> TaskOutcome {
+        let started = Instant::now();
+        let (measured_before, setup_before) = (runner.spent, runner.setup);
+        let mut out = TaskOutcome::untouched(job.task, job.hit.is_some());
+        match self.tune_into(&mut out, job, runner, granted) {
+            Ok(()) => {}
+            Err(Early::Unsupported(why)) => out.unsupported = Some(why),
+            Err(Early::Failure(why)) => out.failure = Some(why),
+        }
+        out.measure_time = runner.spent - measured_before;
+        out.setup_time = runner.setup - setup_before;
+        out.task_time = started.elapsed();
+        out
+    }
+
+    /// The steps of [`Opat::tune_one`], filling `out` as they go.
+    fn tune_into(
+        &self,
+        out: &mut TaskOutcome,
+        job: &Job,
+        runner: &mut TimedRunner,
+        granted: u64,
+    ) -> Result<(), Early> {
+        let t = &self.plan.tasks[job.task];
+        let task = TuningTask::new(t.descriptor.clone());
+        let hit = job.hit.is_some();
+        let space = runner.space(&task)?;
+        let default = runner.default_strategy(&task)?;
+        let baseline = match &job.hit {
+            Some((s, _)) => s.clone(),
+            None => default,
+        };
+        out.baseline = Some(baseline.clone());
+        let history = self.search(out, t, &task, &space, runner, granted)?;
+        let Some(best) = history.best() else {
+            return Ok(()); // every candidate failed: nothing to write
+        };
+        let best_strategy = space.strategy(best.id);
+        let same = best_strategy == baseline;
+        // The search had the whole per-op budget it was given: the job's overall trials or
+        // time did not cut it short. Only such a search may confirm the default.
+        let full_search = granted >= self.settings.trials_per_op as u64 && self.budget.time_left();
+        if same && (hit || !full_search) {
+            return Ok(()); // nothing to compare and nothing to store
+        }
+        let best = (!same).then_some(best_strategy);
+        let measured = self.side_by_side(runner, &task, &baseline, best.as_ref())?;
+        let stored = self.decide(out, job, full_search, baseline, best, measured);
+        out.record = stored.map(|m| self.record(t, runner.identity(), out.trials, m));
+        Ok(())
+    }
+
+    /// Searches the task's space within the `granted` trials and the per-op time (capped by
+    /// the job's deadline); sets the outcome's trials and stop reason.
+    fn search(
+        &self,
+        out: &mut TaskOutcome,
+        t: &TuneTask,
+        task: &TuningTask,
+        space: &TaskSpace,
+        runner: &mut TimedRunner,
+        granted: u64,
+    ) -> Result<History, Early> {
+        let settings = self.settings;
+        let Some(inner) = by_name(&settings.strategy, task_seed(settings.seed, &t.key)) else {
+            return Err(Early::Failure(format!(
+                "unknown strategy {}",
+                settings.strategy
+            )));
+        };
+        let mut strategy = Cancellable {
+            inner,
+            cancel: self.cancel,
+        };
+        let mut driver = Driver::new(usize::try_from(granted).unwrap_or(usize::MAX));
+        driver.batch = settings.batch.max(1);
+        driver.time_limit = self.budget.job_time_limit(settings.time_per_op);
+        let mut objective = RunnerObjective::new(runner, task);
+        let search = driver.run(&space.space, &mut strategy, &mut objective);
+        out.trials = search.history.len() as u64;
+        out.stop = Some(search.stop);
+        match objective.error {
+            Some(e) => Err(e.into()),
+            None => Ok(search.history),
+        }
+    }
+
+    /// Re-measures the baseline and `best` side by side: each round measures both in one
+    /// batch (the baseline alone when `best` is `None`, the search's best being the baseline
+    /// itself). Any runner error fails the task.
+    fn side_by_side(
+        &self,
+        runner: &mut TimedRunner,
+        task: &TuningTask,
+        baseline: &StrategyMap,
+        best: Option<&StrategyMap>,
+    ) -> Result<SideBySide, Early> {
+        let mut batch = vec![baseline.clone()];
+        batch.extend(best.cloned());
+        let mut m = SideBySide {
+            base: Vec::new(),
+            best: Vec::new(),
+        };
+        for _ in 0..self.settings.confirm_rounds.max(1) {
+            let o = runner
+                .measure(task, &batch)
+                .map_err(|e| Early::Failure(e.to_string()))?;
+            if let Some(Outcome::Measurement { samples_us }) = o.first() {
+                m.base.extend_from_slice(samples_us);
+            }
+            if let Some(Outcome::Measurement { samples_us }) = o.get(1) {
+                m.best.extend_from_slice(samples_us);
+            }
+        }
+        Ok(m)
+    }
+
+    /// Applies the win rule to the side-by-side samples: sets the outcome's times and decision
+    /// and returns what to store — the winner on a clear win, or on a miss whose full search
+    /// found none, the default (the baseline), measured just now, as confirmed.
+    fn decide(
+        &self,
+        out: &mut TaskOutcome,
+        job: &Job,
+        full_search: bool,
+        baseline: StrategyMap,
+        best: Option<StrategyMap>,
+        m: SideBySide,
+    ) -> Option<Measured> {
+        let hit = job.hit.is_some();
+        let base_median = crate::measure::median(&m.base);
+        let after = match best {
+            None => base_median,
+            Some(_) => crate::measure::median(&m.best),
+        };
+        out.after_us = after;
+        // A baseline that no longer builds or runs (a stale bank entry) loses to any working
+        // candidate; its stored time stands in for the report.
+        let (before, clear) = match base_median {
+            Some(b) => (
+                Some(b),
+                best.is_some() && self.settings.win.is_clear_win(&m.base, &m.best),
+            ),
+            None => (
+                job.hit.as_ref().map(|h| h.1),
+                best.is_some() && after.is_some(),
+            ),
+        };
+        out.before_us = before;
+        match (clear, before, after, best) {
+            (true, Some(b), Some(a), Some(best)) => {
+                out.decision = if hit { Decision::Update } else { Decision::Add };
+                Some(Measured {
+                    strategy: best,
+                    baseline_us: b,
+                    tuned_us: a,
+                    samples_us: m.best,
+                    default_confirmed: false,
+                })
+            }
+            // A miss whose finished search found no clear win over the default: the default
+            // is stored as confirmed (reported unsatisfied), so the task is a hit from now on.
+            // A hit without a win keeps its entry untouched.
+            (false, Some(b), _, _) if !hit && full_search => Some(Measured {
+                strategy: baseline,
+                baseline_us: b,
+                tuned_us: b,
+                samples_us: m.base,
+                default_confirmed: true,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The record of task `t` storing `m`, measured by `runner` after `trials` searched.
+    fn record(&self, t: &TuneTask, runner: String, trials: u64, m: Measured) -> Record {
+        let settings = self.settings;
+        Record {
+            key_schema_version: crate::key::KEY_SCHEMA_VERSION,
+            kind: RecordKind::Op,
+            descriptor: Descriptor::Op(t.descriptor.clone()),
+            options: settings.options_given.clone(),
+            strategy: m.strategy,
+            performance: Performance {
+                baseline_us: m.baseline_us,
+                tuned_us: m.tuned_us,
+                samples_us: m.samples_us,
+                runner,
+                default_confirmed: m.default_confirmed,
+            },
+            provenance: Provenance {
+                tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+                algorithm: settings.strategy.clone(),
+                trials,
+                seed: task_seed(settings.seed, &t.key),
+                unix_time: unix_now(),
+                origin: Origin::Tuned,
+            },
+        }
+    }
+}
+
+/// The seed of one task's search: the job's seed mixed with the task's key.
+fn task_seed(seed: u64, key: &BankKey) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&key.0[..8]);
+    seed ^ u64::from_le_bytes(b)
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

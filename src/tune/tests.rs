@@ -1,0 +1,125 @@
+//! Tuning writes judged against what another process stored since the look-up.
+
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::bank::policy::Verdict;
+use crate::bank::store::StoreEntry;
+use crate::bank::{
+    layered::index_key, BankError, Descriptor, LayerId, Origin, Performance, Provenance, Record,
+};
+use crate::key::{FsReader, RecordKind, ResolvedOptions};
+use crate::measure::StrategyMap;
+
+/// Offers `record`, compared side by side with `baseline`, to the bank as a finished task does.
+fn write_outcome(
+    bank: &Bank,
+    record: &Record,
+    baseline: Option<&StrategyMap>,
+) -> Result<Verdict, BankError> {
+    let mut o = TaskOutcome {
+        record: Some(record.clone()),
+        baseline: baseline.cloned(),
+        ..TaskOutcome::untouched(0, false)
+    };
+    o.store(bank)?;
+    Ok(o.bank_verdict.expect("a record was offered"))
+}
+
+/// A record for the ResNet-50 fixture's Gemm with strategy `{"v": tag}`.
+fn record(tag: i64, tuned_us: f64, default_confirmed: bool) -> Record {
+    let model = crate::model::load_onnx(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/models/resnet50.onnx"
+    ))
+    .unwrap();
+    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
+    let only: BTreeSet<String> = ["Gemm".to_string()].into();
+    let plan = plan(&model, &options, &options.soc().unwrap(), Some(&only)).unwrap();
+    Record {
+        key_schema_version: crate::key::KEY_SCHEMA_VERSION,
+        kind: RecordKind::Op,
+        descriptor: Descriptor::Op(plan.tasks[0].descriptor.clone()),
+        options: options.given().clone(),
+        strategy: [("v".to_owned(), serde_json::json!(tag))].into(),
+        performance: Performance {
+            baseline_us: 100.0,
+            tuned_us,
+            samples_us: vec![tuned_us],
+            runner: "test".into(),
+            default_confirmed,
+        },
+        provenance: Provenance {
+            tool_version: "0".into(),
+            algorithm: "test".into(),
+            trials: 1,
+            seed: 0,
+            unix_time: 0,
+            origin: Origin::Tuned,
+        },
+    }
+}
+
+/// An empty bank in a temporary directory (kept alive by the returned guard).
+fn fresh_bank() -> (tempfile::TempDir, Bank) {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = Bank::builder(RecordKind::Op, "Ascend910B2")
+        .custom_path(dir.path().join("op.redb"))
+        .no_default_builtin()
+        .open()
+        .unwrap();
+    (dir, bank)
+}
+
+/// What the key holds after `write_outcome(new)` over a bank holding `current`.
+fn after(current: Option<&Record>, new: &Record, baseline: Option<i64>) -> i64 {
+    let (_dir, bank) = fresh_bank();
+    if let Some(c) = current {
+        bank.write_batch(std::slice::from_ref(c)).unwrap();
+    }
+    let baseline: Option<StrategyMap> =
+        baseline.map(|b| [("v".to_owned(), serde_json::json!(b))].into());
+    write_outcome(&bank, new, baseline.as_ref()).unwrap();
+    let key = crate::bank::layered::descriptor_key(&new.descriptor).unwrap();
+    let stored = bank.get_record(LayerId::Custom, &key).unwrap().unwrap();
+    stored.strategy["v"].as_i64().unwrap()
+}
+
+#[test]
+fn a_write_judges_what_another_process_stored_since_the_look_up() {
+    let win = |tag, us| record(tag, us, false);
+    let confirmed = |tag, us| record(tag, us, true);
+    // Empty key: always written.
+    assert_eq!(after(None, &win(1, 5.0), Some(0)), 1);
+    assert_eq!(after(None, &confirmed(1, 5.0), Some(1)), 1);
+    // A winner replaces the baseline it beat, a confirmed default, or a slower record...
+    assert_eq!(after(Some(&win(0, 1.0)), &win(1, 5.0), Some(0)), 1);
+    assert_eq!(after(Some(&confirmed(9, 1.0)), &win(1, 5.0), Some(0)), 1);
+    assert_eq!(after(Some(&win(9, 8.0)), &win(1, 5.0), Some(0)), 1);
+    // ...but not a faster winner someone else stored meanwhile.
+    assert_eq!(after(Some(&win(9, 4.0)), &win(1, 5.0), Some(0)), 9);
+    // A confirmed default never replaces a sound record, even a slower one.
+    assert_eq!(after(Some(&win(9, 8.0)), &confirmed(1, 5.0), Some(1)), 9);
+    assert_eq!(
+        after(Some(&confirmed(9, 8.0)), &confirmed(1, 5.0), Some(1)),
+        9
+    );
+}
+
+#[test]
+fn a_damaged_record_is_replaced_by_any_sound_one() {
+    let (_dir, bank) = fresh_bank();
+    let new = record(1, 5.0, true);
+    let key = crate::bank::layered::descriptor_key(&new.descriptor).unwrap();
+    bank.layer_store(LayerId::Custom)
+        .unwrap()
+        .put_batch(&[StoreEntry {
+            key,
+            value: b"not a record",
+            index: index_key(&new),
+        }])
+        .unwrap();
+    assert!(bank.get_record(LayerId::Custom, &key).is_err());
+    assert!(write_outcome(&bank, &new, None).unwrap().replace);
+    assert_eq!(bank.get_record(LayerId::Custom, &key).unwrap(), Some(new));
+}
