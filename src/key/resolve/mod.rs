@@ -290,15 +290,18 @@ struct Prepared {
     fed: bool,
 }
 
+/// The (dim, value) pairs where `input_shape` replaced a model -1 dim, in input order.
+type Replaced = Vec<(usize, i64)>;
+
 /// The inputs with graph-fed ones set up by `input_shape`, `input_format` and
 /// `input_fp16_nodes`, and the (dim, value) pairs where `input_shape` replaced a model -1 dim.
 /// Errors: `input_shape` gives a graph-fed input another rank than the model.
 fn prepare_inputs(
     template: &OpTemplate,
     options: &ResolvedOptions,
-) -> Result<(Vec<Prepared>, Vec<(usize, i64)>), ResolveError> {
+) -> Result<(Vec<Prepared>, Replaced), ResolveError> {
     let mut prepared = Vec::with_capacity(template.inputs.len());
-    let mut replaced: Vec<(usize, i64)> = Vec::new();
+    let mut replaced: Replaced = Vec::new();
     for (i, tt) in template.inputs.iter().enumerate() {
         let mut p = Prepared {
             shape: tt.shape.clone(),
