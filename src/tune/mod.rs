@@ -85,7 +85,7 @@ use search_strategies::{
     strategies::by_name, ConfigId, Driver, Observation, SearchContext, StopReason, Strategy,
 };
 
-pub use decision::{mann_whitney_less_p, WinRule};
+pub use decision::{signed_rank_greater_p, Judgement, Round, WinRule};
 
 use crate::bank::{Bank, BankError, Descriptor, Lookup, Origin, Performance, Provenance, Record};
 use crate::key::{BankKey, OpDescriptor, RecordKind, ResolvedOptions, SocSpec};
@@ -219,7 +219,8 @@ pub struct TuneSettings {
     pub workers: usize,
     /// Candidates measured per search round (`TE_PARALLEL_COMPILER`).
     pub batch: usize,
-    /// Side-by-side re-measurement rounds of best and baseline.
+    /// Side-by-side re-measurement rounds of best and baseline; the driver runs at least
+    /// [`WinRule::min_rounds`] whatever this says.
     pub confirm_rounds: usize,
     /// The win rule.
     pub win: WinRule,
@@ -240,7 +241,7 @@ impl Default for TuneSettings {
             repeat_tune: false,
             workers: 1,
             batch: 8,
-            confirm_rounds: 3,
+            confirm_rounds: 7,
             win: WinRule::default(),
             options_given: Default::default(),
         }
@@ -898,21 +899,22 @@ fn tune_one(
     }
     // Side by side: each round measures baseline and candidate in one batch (the baseline
     // alone when the search's best is the baseline itself).
-    let (mut base_samples, mut best_samples) = (Vec::new(), Vec::new());
+    // At least as many rounds as the win rule needs to be able to decide.
+    let (mut base_rounds, mut best_rounds) = (Vec::new(), Vec::new());
     let batch = if same {
         vec![baseline.clone()]
     } else {
         vec![baseline.clone(), best_strategy.clone()]
     };
-    for _ in 0..settings.confirm_rounds.max(1) {
+    let samples = |o: Option<&Outcome>| match o {
+        Some(Outcome::Measurement { samples_us }) => samples_us.clone(),
+        _ => Vec::new(),
+    };
+    for _ in 0..settings.confirm_rounds.max(settings.win.min_rounds()) {
         match runner.measure(&task, &batch) {
             Ok(o) => {
-                if let Some(Outcome::Measurement { samples_us }) = o.first() {
-                    base_samples.extend_from_slice(samples_us);
-                }
-                if let Some(Outcome::Measurement { samples_us }) = o.get(1) {
-                    best_samples.extend_from_slice(samples_us);
-                }
+                base_rounds.push(samples(o.first()));
+                best_rounds.push(samples(o.get(1)));
             }
             Err(e) => {
                 out.failure = Some(e.to_string());
@@ -920,20 +922,28 @@ fn tune_one(
             }
         }
     }
-    let base_median = crate::measure::median(&base_samples);
+    let rounds: Vec<Round<'_>> = base_rounds
+        .iter()
+        .zip(&best_rounds)
+        .map(|(b, c)| Round {
+            baseline: b,
+            candidate: c,
+        })
+        .collect();
+    let judgement = settings.win.judge(&rounds);
+    let base_samples: Vec<f64> = base_rounds.concat();
+    let best_samples: Vec<f64> = best_rounds.concat();
+    let base_median = judgement.baseline_us;
     let after = if same {
         base_median
     } else {
-        crate::measure::median(&best_samples)
+        judgement.candidate_us
     };
     out.after_us = after;
     // A baseline that no longer builds or runs (a stale bank entry) loses to any working
     // candidate; its stored time stands in for the report.
     let (before, clear) = match base_median {
-        Some(b) => (
-            Some(b),
-            !same && settings.win.is_clear_win(&base_samples, &best_samples),
-        ),
+        Some(b) => (Some(b), !same && judgement.clear),
         None => (job.hit.as_ref().map(|h| h.1), !same && after.is_some()),
     };
     out.before_us = before;
