@@ -48,11 +48,22 @@ fn runner(mode: &str, row: usize) -> ExecRunner {
         .with_startup_timeout(Duration::from_secs(2))
 }
 
+/// Whether `python3` runs. Where it does not, the test that needs it is skipped with a line
+/// saying so — except under `CI=true`, where a missing interpreter fails the test.
 fn python_available() -> bool {
-    std::process::Command::new("python3")
+    let ok = std::process::Command::new("python3")
         .arg("--version")
         .output()
-        .is_ok()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+        assert!(
+            !ci,
+            "python3 is required in CI (the external runner fixture is a Python script)"
+        );
+        eprintln!("skipping: python3 not found on PATH");
+    }
+    ok
 }
 
 /// Measures the whole replayed space in one batch; returns outcomes in table row order.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use common::{entries, key, op_record, Owned};
 use rand::{Rng, SeedableRng};
 use tunebank::bank::record::decode;
-use tunebank::bank::store::{RedbStore, Store, StructureCheck};
+use tunebank::bank::store::{RedbStore, Store, StoreError, StructureCheck};
 use tunebank::bank::verify::verify_store;
 
 const ROLE: &str = "TUNEBANK_TEST_ROLE";
@@ -451,9 +451,10 @@ fn racing_first_opens_share_one_bank() {
     }
 }
 
-/// After a writer is killed and no writer is left, a read-only open still serves the bank.
+/// After a writer is killed and no writer is left, a read-only open refuses the bank without
+/// writing a byte of it; a caller that may write says so and gets the recovered bank.
 #[test]
-fn read_only_open_after_a_crash() {
+fn read_only_open_after_a_crash_never_writes() {
     let dir = tempfile::tempdir().unwrap();
     let bank = dir.path().join("bank.redb");
     let mut child = spawn("killable", &bank, 0);
@@ -466,7 +467,21 @@ fn read_only_open_after_a_crash() {
     };
     child.kill().unwrap();
     child.wait().unwrap();
-    let store = RedbStore::open_read_only(&bank).unwrap();
+    let before = std::fs::read(&bank).unwrap();
+    match RedbStore::open_read_only(&bank) {
+        Err(e @ StoreError::NeedsRecovery { .. }) => {
+            assert!(e.to_string().contains("read-only open never writes"), "{e}")
+        }
+        other => panic!("expected NeedsRecovery, got {:?}", other.map(|_| ())),
+    }
+    assert!(
+        std::fs::read(&bank).unwrap() == before,
+        "a read-only open changed the bank file"
+    );
+    let store = RedbStore::open_read_only_recovering(&bank).unwrap();
     let batch = kill_batch(0, acked);
     assert_eq!(present(&store, &batch), batch.len());
+    // Once recovered, a plain read-only open serves it.
+    drop(store);
+    assert!(RedbStore::open_read_only(&bank).is_ok());
 }

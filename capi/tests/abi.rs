@@ -792,11 +792,42 @@ fn one_handle_is_shared_by_threads_and_closed_under_them() {
 
 #[test]
 fn bank_path_comes_from_tune_bank_path_when_not_given() {
-    // The only test that touches TUNE_BANK_PATH (the others pass explicit paths).
+    // Setting an environment variable while other test threads run is undefined behaviour, so
+    // each case runs in a child process of this test binary (the ignored test below) with
+    // TUNE_BANK_PATH set in its environment from the start.
     let dir = tempfile::tempdir().unwrap();
+    for (path, expect) in [
+        (dir.path().join("missing"), "io_error"),
+        (dir.path().to_path_buf(), "ok"),
+    ] {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "tune_bank_path_child",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env("TUNE_BANK_PATH", &path)
+            .env("TUNEBANK_CHILD_EXPECT", expect)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "child case {expect}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(dir.path().join(SOC).join("tunebank_op.redb").exists());
+}
+
+/// One case of the test above, in a child process whose TUNE_BANK_PATH is already set.
+#[test]
+#[ignore = "run in a child process by bank_path_comes_from_tune_bank_path_when_not_given"]
+fn tune_bank_path_child() {
+    let expect = std::env::var("TUNEBANK_CHILD_EXPECT").expect("run by the parent test");
     let soc = c(SOC);
     let mut handle = 0;
-    std::env::set_var("TUNE_BANK_PATH", dir.path().join("missing"));
     let status = unsafe {
         tunebank_open(
             null(),
@@ -807,29 +838,46 @@ fn bank_path_comes_from_tune_bank_path_when_not_given() {
             &mut handle,
         )
     };
-    assert_eq!(status, S::IoError);
-    assert!(last_error().contains("TUNE_BANK_PATH"), "{}", last_error());
-    std::env::set_var("TUNE_BANK_PATH", dir.path());
-    let status = unsafe {
-        tunebank_open(
-            null(),
-            soc.as_ptr(),
-            null(),
-            0,
-            TUNEBANK_OPEN_NO_DEFAULT_BUILTIN,
-            &mut handle,
-        )
-    };
-    std::env::remove_var("TUNE_BANK_PATH");
+    if expect == "io_error" {
+        assert_eq!(status, S::IoError);
+        assert!(last_error().contains("TUNE_BANK_PATH"), "{}", last_error());
+        return;
+    }
     assert_eq!(status, S::Ok, "{}", last_error());
     let rec = c(&serde_json::to_string(&record(2, 0, serde_json::json!({"a": 1}), 1.0)).unwrap());
     assert_eq!(
         unsafe { tunebank_write_record(handle, rec.as_ptr(), null_mut()) },
         S::Ok
     );
-    assert!(dir.path().join(SOC).join("tunebank_op.redb").exists());
     assert_eq!(tunebank_close(handle), S::Ok);
 }
+
+/// Literal goldens, independent of the Rust API the other tests compare against: the keys of
+/// the first fixture op under the fixture options, and a hit's strategy text and times.
+/// A change here is a change of the key encoding or of the C API's text, both of which must
+/// be deliberate (the key encoding bumps `KEY_SCHEMA_VERSION`; re-bless by hand).
+#[test]
+fn literal_goldens() {
+    let keys = keys_of(&op_line(0), &c(OPTIONS_OBJECT));
+    let hex: Vec<String> = keys.iter().map(|k| BankKey(*k).to_string()).collect();
+    assert_eq!(hex, GOLDEN_KEYS);
+    let b = banks();
+    let handle = open(&b.custom, Some(&b.builtin), TUNEBANK_OPEN_READ_ONLY);
+    let (status, len, text, info) = lookup_key(handle, &keys[0], 4096);
+    assert_eq!(status, S::Ok, "{}", last_error());
+    assert_eq!(text, GOLDEN_STRATEGY);
+    assert_eq!(len, GOLDEN_STRATEGY.len());
+    assert_eq!((info.tuned_us, info.baseline_us), GOLDEN_TIMES);
+    assert_eq!(info.layer, TUNEBANK_LAYER_CUSTOM);
+    assert_eq!(tunebank_close(handle), S::Ok);
+}
+
+const GOLDEN_KEYS: &[&str] = &[
+    "042b6c51b06100d2fd5daf45f4d025622ef88b0bea3b20e05134fb5031ece7d3",
+    "bcb906c01a0f62a366706df082ccf044c356a2c5a1f0cd177225ba2304d761c7",
+];
+const GOLDEN_STRATEGY: &str = r#"{"baseK":64,"baseM":16,"baseN":32,"dbL0C":1}"#;
+const GOLDEN_TIMES: (f64, f64) = (3.25, 58.781);
 
 #[test]
 fn status_names_are_static_and_total() {

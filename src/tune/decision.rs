@@ -1,23 +1,33 @@
 //! The win rule: when a tuned strategy is clearly faster than its baseline.
 //!
-//! Both strategies are re-measured side by side (interleaved rounds, each round measuring the
-//! baseline and the candidate in one batch), and the pooled samples are compared. The
-//! candidate wins only when both hold:
+//! Both strategies are re-measured side by side in rounds: each round measures the baseline and
+//! the candidate in one batch, so whatever drifts between rounds (clocks, temperature, other
+//! load) affects both alike. The candidate wins only when both hold:
 //!
-//! 1. its median is at least `min_gain` (relative) below the baseline's median, and
-//! 2. a one-sided Mann–Whitney U test (normal approximation with tie correction) says the
-//!    candidate's samples are smaller with p < `alpha`.
+//! 1. the median of all its samples is at least `min_gain` (relative) below the baseline's, and
+//! 2. a one-sided Wilcoxon signed-rank test on the rounds says the candidate is faster with
+//!    p < `alpha`. Each round contributes one paired difference, the baseline's median minus
+//!    the candidate's median in that round; the p-value is exact (the whole null distribution
+//!    of the statistic over the 2ⁿ sign assignments, ties given mid-ranks, zero differences
+//!    dropped as Wilcoxon did), for any number of rounds.
 //!
-//! With a noiseless runner every sample of a strategy is equal: the test then reduces to
-//! "strictly faster by at least `min_gain`". With noise, a candidate that was merely lucky
-//! during the search loses, because its re-measured samples overlap the baseline's.
+//! Why rounds and not samples: repeats inside one launch share that launch's state and are
+//! correlated on real hardware, so pooling 10 rounds × 3 repeats as 30 independent samples
+//! makes p far too small. A round is the unit that is independent by construction. The price:
+//! n rounds cannot give a p below 2⁻ⁿ, so the driver asks for at least
+//! [`WinRule::min_rounds`] rounds (7 for α = 0.01) whatever its runner's repeat count; a
+//! runner that returns one sample per request decides as well as one that returns thirty.
+//!
+//! With a noiseless runner every round gives the same positive difference, p = 2⁻ⁿ, and the
+//! rule reduces to "strictly faster by at least `min_gain`". With noise, a candidate that was
+//! merely lucky during the search loses, because its re-measured rounds disagree.
 
 /// The thresholds of the win rule.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WinRule {
     /// Smallest relative improvement of the median that counts (0.01 = 1 %).
     pub min_gain: f64,
-    /// Significance level of the one-sided Mann–Whitney test.
+    /// Significance level of the one-sided signed-rank test over rounds.
     pub alpha: f64,
 }
 
@@ -31,86 +41,127 @@ impl Default for WinRule {
     }
 }
 
+/// One side-by-side round: the samples (µs) of the baseline and of the candidate from one
+/// batch. Either side may be empty (a failed measurement); such a round carries no pair.
+#[derive(Clone, Copy, Debug)]
+pub struct Round<'a> {
+    /// The baseline's samples in this round.
+    pub baseline: &'a [f64],
+    /// The candidate's samples in this round.
+    pub candidate: &'a [f64],
+}
+
+/// What the rule concluded, with the figures it used.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Judgement {
+    /// Median of every baseline sample (all rounds), µs; `None` without samples.
+    pub baseline_us: Option<f64>,
+    /// Median of every candidate sample (all rounds), µs; `None` without samples.
+    pub candidate_us: Option<f64>,
+    /// Rounds that had samples on both sides (the test's pairs).
+    pub paired_rounds: usize,
+    /// One-sided p-value that the candidate is faster (1.0 when undecidable).
+    pub p: f64,
+    /// Both conditions hold: a clear win.
+    pub clear: bool,
+}
+
 impl WinRule {
-    /// Whether `candidate` samples are a clear win over `baseline` samples (both in µs).
-    /// Empty sample lists never win.
-    pub fn is_clear_win(&self, baseline: &[f64], candidate: &[f64]) -> bool {
-        let (Some(mb), Some(mc)) = (
-            crate::measure::median(baseline),
-            crate::measure::median(candidate),
-        ) else {
-            return false;
-        };
-        if mc > mb * (1.0 - self.min_gain) {
-            return false;
+    /// The fewest rounds whose unanimous verdict reaches p < `alpha`: the smallest n with
+    /// 2⁻ⁿ < α (7 for α = 0.01). Fewer rounds can never show a win; the driver asks for at
+    /// least this many.
+    pub fn min_rounds(&self) -> usize {
+        let mut n = 1;
+        while 0.5f64.powi(n as i32) >= self.alpha && n < 64 {
+            n += 1;
         }
-        mann_whitney_less_p(candidate, baseline) < self.alpha
+        n
+    }
+
+    /// Judges a candidate against its baseline from side-by-side rounds.
+    pub fn judge(&self, rounds: &[Round<'_>]) -> Judgement {
+        let pooled = |all: Vec<f64>| crate::measure::median(&all);
+        let baseline_us = pooled(rounds.iter().flat_map(|r| r.baseline).copied().collect());
+        let candidate_us = pooled(rounds.iter().flat_map(|r| r.candidate).copied().collect());
+        let diffs: Vec<f64> = rounds
+            .iter()
+            .filter_map(|r| {
+                Some(crate::measure::median(r.baseline)? - crate::measure::median(r.candidate)?)
+            })
+            .collect();
+        let p = signed_rank_greater_p(&diffs);
+        let faster = match (baseline_us, candidate_us) {
+            (Some(b), Some(c)) => c <= b * (1.0 - self.min_gain),
+            _ => false,
+        };
+        Judgement {
+            baseline_us,
+            candidate_us,
+            paired_rounds: diffs.len(),
+            p,
+            clear: faster && p < self.alpha,
+        }
     }
 }
 
-/// One-sided p-value that samples `a` tend to be smaller than samples `b` (Mann–Whitney U,
-/// normal approximation with continuity and tie correction). 1.0 when undecidable.
-pub fn mann_whitney_less_p(a: &[f64], b: &[f64]) -> f64 {
-    let (n1, n2) = (a.len() as f64, b.len() as f64);
-    if a.is_empty() || b.is_empty() {
+/// Exact one-sided p-value of the Wilcoxon signed-rank test that the differences `d` tend to
+/// be positive: P(T⁺ ≥ observed T⁺) when every nonzero difference's sign is a fair coin.
+///
+/// Zero differences are dropped (Wilcoxon's convention, scipy's `zero_method="wilcox"`); tied
+/// absolute differences share their mid-rank, and the null distribution is computed with those
+/// same mid-ranks, so the p-value is exact with ties too. 1.0 when no nonzero difference is
+/// left. Cost O(n³) in the worst case over the doubled rank sums; n is a count of rounds.
+pub fn signed_rank_greater_p(d: &[f64]) -> f64 {
+    let mut nz: Vec<f64> = d
+        .iter()
+        .copied()
+        .filter(|x| *x != 0.0 && !x.is_nan())
+        .collect();
+    if nz.is_empty() {
         return 1.0;
     }
-    // Ranks over the pooled samples, ties averaged.
-    let mut pooled: Vec<(f64, bool)> = a
-        .iter()
-        .map(|&x| (x, true))
-        .chain(b.iter().map(|&x| (x, false)))
-        .collect();
-    pooled.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let n = pooled.len();
-    let mut rank_sum_a = 0.0;
-    let mut tie_term = 0.0;
+    nz.sort_by(|a, b| a.abs().total_cmp(&b.abs()));
+    // Doubled mid-ranks keep ties integral: ranks i..=j (1-based) share (i + j).
+    let n = nz.len();
+    let mut ranks2 = vec![0usize; n];
     let mut i = 0;
     while i < n {
         let mut j = i;
-        while j + 1 < n && pooled[j + 1].0 == pooled[i].0 {
+        while j + 1 < n && nz[j + 1].abs() == nz[i].abs() {
             j += 1;
         }
-        let avg = (i + j) as f64 / 2.0 + 1.0;
-        let t = (j - i + 1) as f64;
-        tie_term += t * t * t - t;
-        for p in &pooled[i..=j] {
-            if p.1 {
-                rank_sum_a += avg;
-            }
+        for r in &mut ranks2[i..=j] {
+            *r = (i + 1) + (j + 1);
         }
         i = j + 1;
     }
-    let u_a = rank_sum_a - n1 * (n1 + 1.0) / 2.0;
-    let mean = n1 * n2 / 2.0;
-    let nn = n1 + n2;
-    let var = n1 * n2 / 12.0 * ((nn + 1.0) - tie_term / (nn * (nn - 1.0)));
-    if var <= 0.0 {
-        return 1.0; // every sample equal: no evidence either way
+    let observed: usize = ranks2
+        .iter()
+        .zip(&nz)
+        .filter(|(_, x)| **x > 0.0)
+        .map(|(r, _)| r)
+        .sum();
+    // dist[s] = P(T⁺ doubled = s) under the null, built one rank at a time.
+    let total: usize = ranks2.iter().sum();
+    let mut dist = vec![0.0f64; total + 1];
+    dist[0] = 1.0;
+    let mut reach = 0;
+    for &r in &ranks2 {
+        for s in (0..=reach).rev() {
+            let p = dist[s] * 0.5;
+            dist[s] = p;
+            dist[s + r] += p;
+        }
+        reach += r;
     }
-    // Small U means a is smaller; continuity correction towards the mean.
-    let z = (u_a - mean + 0.5) / var.sqrt();
-    normal_cdf(z)
-}
-
-/// Standard normal CDF (Abramowitz–Stegun 7.1.26 via erf; absolute error < 1.5e-7).
-fn normal_cdf(z: f64) -> f64 {
-    let x = z / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
-    let y = 1.0
-        - (((((1.061_405_429 * t - 1.453_152_027) * t) + 1.421_413_741) * t - 0.284_496_736) * t
-            + 0.254_829_592)
-            * t
-            * (-x * x).exp();
-    let erf = if x >= 0.0 { y } else { -y };
-    0.5 * (1.0 + erf)
+    dist[observed..].iter().sum::<f64>().min(1.0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Deterministic noisy samples: `base · (1 + sigma·|z|)` like the simulator's noise.
+    /// Deterministic noisy samples: `base · (1 + sigma·u)`, u uniform in [0, 2).
     fn noisy(base: f64, sigma: f64, seed: u64, n: usize) -> Vec<f64> {
         let mut s = crate::measure::sim::splitmix(seed) | 1;
         (0..n)
@@ -124,15 +175,61 @@ mod tests {
             .collect()
     }
 
+    /// `rounds` rounds of `repeats` samples each for both sides.
+    fn judge(rule: &WinRule, base: &[Vec<f64>], cand: &[Vec<f64>]) -> Judgement {
+        let rounds: Vec<Round<'_>> = base
+            .iter()
+            .zip(cand)
+            .map(|(b, c)| Round {
+                baseline: b,
+                candidate: c,
+            })
+            .collect();
+        rule.judge(&rounds)
+    }
+
+    fn rounds_of(base: f64, sigma: f64, seed: u64, rounds: usize, repeats: usize) -> Vec<Vec<f64>> {
+        (0..rounds as u64)
+            .map(|r| noisy(base, sigma, seed * 1000 + r, repeats))
+            .collect()
+    }
+
     #[test]
-    fn noiseless_strictly_faster_wins_equal_does_not() {
+    fn min_rounds_is_the_first_that_can_reach_alpha() {
+        assert_eq!(WinRule::default().min_rounds(), 7);
+        let loose = WinRule {
+            alpha: 0.05,
+            ..WinRule::default()
+        };
+        assert_eq!(loose.min_rounds(), 5);
+    }
+
+    #[test]
+    fn noiseless_win_is_detected_with_min_rounds_and_not_below() {
         let r = WinRule::default();
-        assert!(r.is_clear_win(&[10.0; 30], &[8.0; 30]));
-        assert!(!r.is_clear_win(&[10.0; 30], &[10.0; 30]));
-        assert!(
-            !r.is_clear_win(&[10.0; 30], &[9.95; 30]),
-            "0.5 % is below min_gain"
+        let n = r.min_rounds();
+        let j = judge(&r, &vec![vec![10.0]; n], &vec![vec![8.0]; n]);
+        assert!(j.clear, "{j:?}");
+        assert_eq!(j.p, 0.5f64.powi(n as i32));
+        let short = judge(
+            &r,
+            &vec![vec![10.0; 30]; n - 1],
+            &vec![vec![8.0; 30]; n - 1],
         );
+        assert!(!short.clear, "6 rounds cannot reach p < 0.01: {short:?}");
+        let equal = judge(&r, &vec![vec![10.0]; n], &vec![vec![10.0]; n]);
+        assert!(!equal.clear && equal.p == 1.0);
+        let tiny = judge(&r, &vec![vec![10.0]; n], &vec![vec![9.95]; n]);
+        assert!(!tiny.clear, "0.5 % is below min_gain");
+    }
+
+    #[test]
+    fn one_sample_per_round_runner_can_win() {
+        // A board runner that answers one time per request.
+        let r = WinRule::default();
+        let base: Vec<Vec<f64>> = (0..10).map(|i| noisy(10.0, 0.02, i, 1)).collect();
+        let cand: Vec<Vec<f64>> = (0..10).map(|i| noisy(9.0, 0.02, 100 + i, 1)).collect();
+        assert!(judge(&r, &base, &cand).clear);
     }
 
     #[test]
@@ -142,38 +239,79 @@ mod tests {
         let n = 400;
         let false_wins = (0..n)
             .filter(|&seed| {
-                let base = noisy(10.0, 0.05, seed, 30);
-                let cand = noisy(10.0, 0.05, seed + 100_000, 30);
-                r.is_clear_win(&base, &cand)
+                let base = rounds_of(10.0, 0.05, seed, 10, 3);
+                let cand = rounds_of(10.0, 0.05, seed + 100_000, 10, 3);
+                judge(&r, &base, &cand).clear
             })
             .count();
         assert!(false_wins * 100 <= 2 * n as usize, "{false_wins} of {n}");
     }
 
     #[test]
+    fn correlated_repeats_do_not_fake_significance() {
+        // Each round shifts both of its sides' repeats by a common launch offset, and the
+        // candidate is no better: pooling 10 × 3 samples as 30 would see a "difference"
+        // whenever the offsets line up; paired rounds do not.
+        let r = WinRule::default();
+        let mut wins = 0;
+        for seed in 0..200u64 {
+            let offsets = noisy(1.0, 0.5, seed, 10);
+            let base: Vec<Vec<f64>> = offsets.iter().map(|o| vec![10.0 * o; 3]).collect();
+            let cand_off = noisy(1.0, 0.5, seed + 7_000, 10);
+            let cand: Vec<Vec<f64>> = cand_off.iter().map(|o| vec![10.0 * o; 3]).collect();
+            wins += usize::from(judge(&r, &base, &cand).clear);
+        }
+        assert!(wins <= 4, "{wins} false wins of 200");
+    }
+
+    #[test]
     fn clear_shift_under_noise_wins() {
         let r = WinRule::default();
         for seed in 0..50 {
-            let base = noisy(10.0, 0.05, seed, 30);
-            let cand = noisy(9.0, 0.05, seed + 1000, 30);
-            assert!(r.is_clear_win(&base, &cand), "seed {seed}");
+            let base = rounds_of(10.0, 0.05, seed, 10, 3);
+            let cand = rounds_of(9.0, 0.05, seed + 1000, 10, 3);
+            assert!(judge(&r, &base, &cand).clear, "seed {seed}");
         }
     }
 
     #[test]
-    fn a_lucky_minimum_does_not_win() {
-        // The candidate's best sample beats every baseline sample, but its distribution
-        // is the same: the rule looks at all samples, not the minimum.
-        let base = noisy(10.0, 0.05, 7, 30);
-        let mut cand = noisy(10.0, 0.05, 8, 30);
-        cand[0] = 9.0;
-        assert!(!WinRule::default().is_clear_win(&base, &cand));
+    fn a_lucky_round_does_not_win() {
+        let base = rounds_of(10.0, 0.05, 7, 10, 3);
+        let mut cand = rounds_of(10.0, 0.05, 8, 10, 3);
+        cand[0] = vec![9.0; 3];
+        assert!(!judge(&WinRule::default(), &base, &cand).clear);
     }
 
     #[test]
-    fn p_values_are_sane() {
-        assert!(mann_whitney_less_p(&[1.0, 2.0, 3.0], &[10.0, 11.0, 12.0]) < 0.05);
-        assert!(mann_whitney_less_p(&[10.0, 11.0, 12.0], &[1.0, 2.0, 3.0]) > 0.95);
-        assert!((normal_cdf(0.0) - 0.5).abs() < 1e-6);
+    fn rounds_missing_a_side_carry_no_pair() {
+        let r = WinRule::default();
+        let mut base = vec![vec![10.0]; 8];
+        let cand = vec![vec![8.0]; 8];
+        base[3].clear();
+        let j = judge(&r, &base, &cand);
+        assert_eq!(j.paired_rounds, 7);
+        assert!(j.clear);
+    }
+
+    /// Reference p-values from scipy (`fixtures/stats/make_signed_rank.py`), n = 1…8 with ties
+    /// and zeros.
+    #[test]
+    fn p_values_match_scipy_exact() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/stats/signed_rank.json"
+        ))
+        .expect("fixtures/stats/signed_rank.json (run fixtures/stats/make_signed_rank.py)");
+        let cases: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+        assert!(cases.len() >= 40, "{} cases", cases.len());
+        for c in &cases {
+            let d: Vec<f64> = serde_json::from_value(c["d"].clone()).unwrap();
+            let want = c["p"].as_f64().unwrap();
+            let got = signed_rank_greater_p(&d);
+            assert!(
+                (got - want).abs() < 1e-12,
+                "d = {d:?}: {got} vs scipy {want}"
+            );
+        }
     }
 }

@@ -96,7 +96,7 @@ mod tests;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-pub use decision::{mann_whitney_less_p, WinRule};
+pub use decision::{signed_rank_greater_p, Judgement, Round, WinRule};
 pub use outcome::{Decision, TaskOutcome, TuneObserver, TuneStats, TuneSummary};
 pub use plan::{plan, TunePlan, TuneTask};
 pub use settings::{check_settings, TuneSettings};

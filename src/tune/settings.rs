@@ -32,7 +32,8 @@ pub struct TuneSettings {
     pub workers: usize,
     /// Candidates measured per search round (`TE_PARALLEL_COMPILER`).
     pub batch: usize,
-    /// Side-by-side re-measurement rounds of best and baseline.
+    /// Side-by-side re-measurement rounds of best and baseline; the driver runs at least
+    /// [`WinRule::min_rounds`] whatever this says.
     pub confirm_rounds: usize,
     /// The win rule.
     pub win: WinRule,
@@ -53,7 +54,7 @@ impl Default for TuneSettings {
             repeat_tune: false,
             workers: 1,
             batch: 8,
-            confirm_rounds: 3,
+            confirm_rounds: 7,
             win: WinRule::default(),
             options_given: Default::default(),
         }

@@ -15,6 +15,7 @@ use crate::measure::{
     Measure, MeasureError, Outcome, RunnerObjective, StrategyMap, TaskSpace, TuningTask,
 };
 
+use super::decision::Round;
 use super::outcome::{Decision, TaskOutcome};
 use super::pool::{Budget, Cancellable, JobResult, TimedRunner};
 use super::{TuneError, TunePlan, TuneSettings, TuneTask};
@@ -72,8 +73,23 @@ impl From<MeasureError> for Early {
 
 /// Best and baseline, re-measured side by side.
 struct SideBySide {
-    base: Vec<f64>,
-    best: Vec<f64>,
+    /// Each round's baseline samples, in round order.
+    base: Vec<Vec<f64>>,
+    /// Each round's candidate samples (empty rounds when the baseline was measured alone).
+    best: Vec<Vec<f64>>,
+}
+
+impl SideBySide {
+    fn rounds(&self) -> Vec<Round<'_>> {
+        self.base
+            .iter()
+            .zip(&self.best)
+            .map(|(b, c)| Round {
+                baseline: b,
+                candidate: c,
+            })
+            .collect()
+    }
 }
 
 /// A strategy with its measured times, to be stored.
@@ -194,7 +210,8 @@ impl Opat<'_> {
 
     /// Re-measures the baseline and `best` side by side: each round measures both in one
     /// batch (the baseline alone when `best` is `None`, the search's best being the baseline
-    /// itself). Any runner error fails the task.
+    /// itself), for at least as many rounds as the win rule needs to be able to decide
+    /// ([`WinRule::min_rounds`](super::WinRule::min_rounds)). Any runner error fails the task.
     fn side_by_side(
         &self,
         runner: &mut TimedRunner,
@@ -208,16 +225,20 @@ impl Opat<'_> {
             base: Vec::new(),
             best: Vec::new(),
         };
-        for _ in 0..self.settings.confirm_rounds.max(1) {
+        let samples = |o: Option<&Outcome>| match o {
+            Some(Outcome::Measurement { samples_us }) => samples_us.clone(),
+            _ => Vec::new(),
+        };
+        let rounds = self
+            .settings
+            .confirm_rounds
+            .max(self.settings.win.min_rounds());
+        for _ in 0..rounds {
             let o = runner
                 .measure(task, &batch)
                 .map_err(|e| Early::Failure(e.to_string()))?;
-            if let Some(Outcome::Measurement { samples_us }) = o.first() {
-                m.base.extend_from_slice(samples_us);
-            }
-            if let Some(Outcome::Measurement { samples_us }) = o.get(1) {
-                m.best.extend_from_slice(samples_us);
-            }
+            m.base.push(samples(o.first()));
+            m.best.push(samples(o.get(1)));
         }
         Ok(m)
     }
@@ -235,19 +256,17 @@ impl Opat<'_> {
         m: SideBySide,
     ) -> Option<Measured> {
         let hit = job.hit.is_some();
-        let base_median = crate::measure::median(&m.base);
+        let judgement = self.settings.win.judge(&m.rounds());
+        let base_median = judgement.baseline_us;
         let after = match best {
             None => base_median,
-            Some(_) => crate::measure::median(&m.best),
+            Some(_) => judgement.candidate_us,
         };
         out.after_us = after;
         // A baseline that no longer builds or runs (a stale bank entry) loses to any working
         // candidate; its stored time stands in for the report.
         let (before, clear) = match base_median {
-            Some(b) => (
-                Some(b),
-                best.is_some() && self.settings.win.is_clear_win(&m.base, &m.best),
-            ),
+            Some(b) => (Some(b), best.is_some() && judgement.clear),
             None => (
                 job.hit.as_ref().map(|h| h.1),
                 best.is_some() && after.is_some(),
@@ -261,7 +280,7 @@ impl Opat<'_> {
                     strategy: best,
                     baseline_us: b,
                     tuned_us: a,
-                    samples_us: m.best,
+                    samples_us: m.best.concat(),
                     default_confirmed: false,
                 })
             }
@@ -272,7 +291,7 @@ impl Opat<'_> {
                 strategy: baseline,
                 baseline_us: b,
                 tuned_us: b,
-                samples_us: m.base,
+                samples_us: m.base.concat(),
                 default_confirmed: true,
             }),
             _ => None,

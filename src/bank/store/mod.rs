@@ -86,8 +86,8 @@ pub enum StoreError {
         detail: String,
     },
     /// The bank's last writer crashed and the bank must be recovered before it can be read, but
-    /// this process cannot write it.
-    #[error("bank {path} was left by a writer that crashed and must be recovered before it can be read, but this process cannot write it; open it once with write access to recover it")]
+    /// this open may not write it (a read-only open never does) or cannot.
+    #[error("bank {path} was left by a writer that crashed and must be recovered before it can be read; a read-only open never writes, so open it once with write access to recover it (a tuning run on that bank does)")]
     NeedsRecovery {
         /// Bank path.
         path: PathBuf,

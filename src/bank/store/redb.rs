@@ -114,22 +114,40 @@ impl RedbStore {
     /// Opens the existing bank at `path` for reading only. Writes through the handle fail with
     /// [`StoreError::ReadOnly`]; the handle follows commits made by other processes.
     ///
-    /// If the bank's last writer crashed and no writer has opened it since, redb must recover it
-    /// before anyone can read it. This open then runs that recovery through a brief read-write
-    /// open, when the file is writable; otherwise it fails with [`StoreError::NeedsRecovery`].
+    /// Never writes to the file. If the bank's last writer crashed and no writer has opened it
+    /// since, redb must recover it before anyone can read it; this open then fails with
+    /// [`StoreError::NeedsRecovery`] and leaves the file untouched. A caller that may write the
+    /// bank and wants the recovery says so with [`Self::open_read_only_recovering`].
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_owned();
         let db = match builder(DEFAULT_CACHE_BYTES).open_read_only(&path) {
             Err(::redb::DatabaseError::RepairAborted) => {
+                return Err(StoreError::NeedsRecovery { path })
+            }
+            other => other.map_err(|e| backend(&path, e))?,
+        };
+        Self::read_only_handle(path, db)
+    }
+
+    /// [`Self::open_read_only`] for a caller that may write the bank: when the last writer
+    /// crashed, a brief read-write open runs redb's recovery first (it rewrites allocator state,
+    /// never records), then the bank is opened read-only. Fails with
+    /// [`StoreError::NeedsRecovery`] when the file cannot be opened for writing.
+    pub fn open_read_only_recovering(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_owned();
+        match Self::open_read_only(&path) {
+            Err(StoreError::NeedsRecovery { .. }) => {
                 match builder(DEFAULT_CACHE_BYTES).open(&path) {
                     Ok(writer) => drop(writer),
                     Err(_) => return Err(StoreError::NeedsRecovery { path }),
                 }
-                builder(DEFAULT_CACHE_BYTES).open_read_only(&path)
+                Self::open_read_only(path)
             }
             other => other,
         }
-        .map_err(|e| backend(&path, e))?;
+    }
+
+    fn read_only_handle(path: PathBuf, db: ReadOnlyDatabase) -> Result<Self, StoreError> {
         let store = RedbStore {
             path,
             db: Handle::ReadOnly(db),
