@@ -296,7 +296,7 @@ impl fmt::Display for SourceMerge {
                 c.loser_provenance.tool_version,
             )?;
         }
-        writeln!(f, "{}", self.report.summary())
+        writeln!(f, "{}", self.report)
     }
 }
 
@@ -369,7 +369,7 @@ impl ImportReport {
 impl fmt::Display for ImportReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let report = match self {
-            ImportReport::Export(merge) => return writeln!(f, "{}", merge.summary()),
+            ImportReport::Export(merge) => return writeln!(f, "{}", merge),
             ImportReport::Aoe(report) => report,
         };
         writeln!(
@@ -384,7 +384,7 @@ impl fmt::Display for ImportReport {
         for (m, why) in &report.unmapped {
             writeln!(f, "  {m}: no descriptor ({why}); findable by info_dict")?;
         }
-        writeln!(f, "{}", report.merge.summary())
+        writeln!(f, "{}", report.merge)
     }
 }
 
