@@ -79,8 +79,9 @@ enum BankCommand {
     /// Import a `bank export` file (or, with --aoe, an AOE unified_bank file) into the custom
     /// bank, atomically, under the merge rule; exit 1 if AOE entries failed their md5 check.
     Import(bank_import::ImportArgs),
-    /// Merge bank files or export files into the custom bank: a key held by both keeps the
-    /// faster measured strategy; the report says what each side contributed.
+    /// Merge bank files or export files into the custom bank: a key held by both is decided by
+    /// the bank-write policy (a device time beats a simulated one, then the faster time within
+    /// one source); the report says what each side contributed and which rule decided.
     Merge(bank_merge::MergeArgs),
 }
 

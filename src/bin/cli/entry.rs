@@ -6,7 +6,7 @@
 
 use std::fmt::Display;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -92,5 +92,29 @@ pub fn failed_if(failed: bool) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Which bank files make the layered bank (both binaries take the same flags).
+#[derive(clap::Args, Debug)]
+pub struct BankArgs {
+    /// Custom bank file; overrides TUNE_BANK_PATH / ASCEND_CACHE_PATH / the $HOME default.
+    #[arg(long)]
+    pub bank: Option<PathBuf>,
+    /// Extra read-only built-in bank file (repeatable), consulted after the custom bank.
+    #[arg(long = "builtin-bank")]
+    pub builtin: Vec<PathBuf>,
+}
+
+/// The SoC to resolve the bank path with, from the ATC options. An explicit `--bank` needs none
+/// (the name then only labels the bank: "any" when the options name no SoC); without it
+/// `--soc_version` is required.
+pub fn bank_soc(args: &BankArgs, atc: &[String]) -> anyhow::Result<String> {
+    let soc = tunebank::key::ResolvedOptions::from_args(atc, &tunebank::key::FsReader)
+        .map_err(anyhow::Error::from)
+        .and_then(|o| Ok(o.soc()?.version));
+    match (&args.bank, soc) {
+        (Some(_), soc) => Ok(soc.unwrap_or_else(|_| "any".to_owned())),
+        (None, soc) => soc.context("no --bank given: the bank is found by --soc_version"),
     }
 }

@@ -8,22 +8,10 @@ pub mod stats;
 pub mod verify;
 pub mod why;
 
-use std::path::PathBuf;
-
-use anyhow::{bail, Context, Result};
+pub use crate::entry::{bank_soc, BankArgs};
+use anyhow::{bail, Result};
 use tunebank::bank::Bank;
-use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
-
-/// Which bank files make the layered bank.
-#[derive(clap::Args, Debug)]
-pub struct BankArgs {
-    /// Custom bank file; overrides TUNE_BANK_PATH / ASCEND_CACHE_PATH / the $HOME default.
-    #[arg(long)]
-    pub bank: Option<PathBuf>,
-    /// Extra read-only built-in bank file (repeatable), consulted after the custom bank.
-    #[arg(long = "builtin-bank")]
-    pub builtin: Vec<PathBuf>,
-}
+use tunebank::key::RecordKind;
 
 /// Opens the bank read-only: `--bank` and `--builtin-bank`, or the custom bank the environment
 /// names for the SoC of the ATC options. A bank that does not exist is bad input.
@@ -33,19 +21,7 @@ pub fn open_bank(args: &BankArgs, atc: &[String]) -> Result<Bank> {
             bail!("bank file {} does not exist", p.display());
         }
     }
-    let soc = match &args.bank {
-        // An explicit file needs no SoC to be found; the name only labels the bank.
-        Some(_) => ResolvedOptions::from_args(atc, &FsReader)
-            .and_then(|o| o.soc())
-            .map(|s| s.version)
-            .unwrap_or_else(|_| "any".to_owned()),
-        None => {
-            ResolvedOptions::from_args(atc, &FsReader)?
-                .soc()
-                .context("no --bank given: the bank is found by --soc_version")?
-                .version
-        }
-    };
+    let soc = bank_soc(args, atc)?;
     let mut b = Bank::builder(RecordKind::Op, &soc)
         .read_only(true)
         .no_default_builtin();

@@ -17,7 +17,8 @@ mod tune_config;
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+pub use crate::entry::{bank_soc, BankArgs};
+use anyhow::Result;
 use tunebank::bank::Bank;
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions, SocSpec};
 
@@ -30,17 +31,6 @@ pub struct OpArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-/// Which bank files make the layered bank.
-#[derive(clap::Args, Debug)]
-pub struct BankArgs {
-    /// Custom bank file; overrides TUNE_BANK_PATH / ASCEND_CACHE_PATH / the $HOME default.
-    #[arg(long)]
-    pub bank: Option<PathBuf>,
-    /// Extra read-only built-in bank file (repeatable), consulted after the custom bank.
-    #[arg(long = "builtin-bank")]
-    pub builtin: Vec<PathBuf>,
 }
 
 /// This invocation's ATC options, validated with their defaults, and the SoC they name: what
@@ -72,20 +62,6 @@ pub fn open_bank(args: &BankArgs, soc: &str, read_only: bool) -> Result<Bank> {
         b = b.builtin_path(p);
     }
     Ok(b.open()?)
-}
-
-/// The SoC to resolve the bank path with: none needed with an explicit `--bank`.
-pub fn bank_soc(args: &BankArgs, atc: &[String]) -> Result<String> {
-    if args.bank.is_some() {
-        // An explicit file needs no SoC to be found; the name only labels the bank.
-        return Ok(Conversion::from_atc(atc)
-            .map(|c| c.soc.version)
-            .unwrap_or_else(|_| "any".to_owned()));
-    }
-    Ok(Conversion::from_atc(atc)
-        .context("no --bank given: the bank is found by --soc_version")?
-        .soc
-        .version)
 }
 
 /// Seconds since 1970 (0 if the clock is before it): the write time of hand-made records.
