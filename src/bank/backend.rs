@@ -50,10 +50,19 @@ impl Backend {
 }
 
 /// Opens the bank at `path` with the backend that holds it: read-only (the bank must exist), or
-/// read-write (a missing bank is created as a redb file).
-pub(crate) fn open_store(path: &Path, read_only: bool) -> Result<Box<dyn Store>, BankError> {
+/// read-write (a missing bank is created as a redb file). A read-only open never writes unless
+/// `recover` says the caller may: then a redb bank left by a crashed writer is recovered first
+/// ([`RedbStore::open_read_only_recovering`]).
+pub(crate) fn open_store(
+    path: &Path,
+    read_only: bool,
+    recover: bool,
+) -> Result<Box<dyn Store>, BankError> {
     let backend = Backend::of(path);
     match backend {
+        Backend::Redb if read_only && recover => {
+            Ok(Box::new(RedbStore::open_read_only_recovering(path)?))
+        }
         Backend::Redb if read_only => Ok(Box::new(RedbStore::open_read_only(path)?)),
         Backend::Redb => Ok(Box::new(RedbStore::open(path)?)),
         #[cfg(feature = "sled")]
@@ -90,7 +99,9 @@ mod tests {
     #[test]
     fn a_sled_bank_without_the_feature_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
-        let err = open_store(dir.path(), true).err().expect("no sled backend");
+        let err = open_store(dir.path(), true, false)
+            .err()
+            .expect("no sled backend");
         assert!(matches!(
             err,
             BankError::Unavailable {

@@ -194,6 +194,7 @@ pub struct BankBuilder {
     builtin: Vec<PathBuf>,
     default_builtin: bool,
     read_only: bool,
+    recover: bool,
     error_on_miss: bool,
 }
 
@@ -236,6 +237,16 @@ impl BankBuilder {
         self
     }
 
+    /// With [`Self::read_only`]: the caller may write the custom bank, so a custom bank left by
+    /// a crashed writer is recovered before it is read (redb rewrites its allocator state, never
+    /// a record). Without it a read-only open never writes and such a bank is an error
+    /// ([`StoreError::NeedsRecovery`](crate::bank::store::StoreError::NeedsRecovery)).
+    /// Built-in layers are never recovered.
+    pub fn recover_custom(mut self, yes: bool) -> Self {
+        self.recover = yes;
+        self
+    }
+
     /// Makes a look-up that no layer answers an error ([`BankError::Miss`]).
     pub fn error_on_miss(mut self, yes: bool) -> Self {
         self.error_on_miss = yes;
@@ -264,7 +275,7 @@ impl BankBuilder {
                 if loc.file.exists() {
                     layers.push(Layer {
                         id: LayerId::Custom,
-                        store: open_store(&loc.file, true)?,
+                        store: open_store(&loc.file, true, self.recover)?,
                         writable: false,
                     });
                 }
@@ -277,7 +288,7 @@ impl BankBuilder {
                 }
                 layers.push(Layer {
                     id: LayerId::Custom,
-                    store: open_store(&loc.file, false)?,
+                    store: open_store(&loc.file, false, false)?,
                     writable: true,
                 });
             }
@@ -292,7 +303,7 @@ impl BankBuilder {
             if file.exists() {
                 layers.push(Layer {
                     id: LayerId::BuiltIn(n),
-                    store: open_store(file, true)?,
+                    store: open_store(file, true, false)?,
                     writable: false,
                 });
             }
@@ -342,6 +353,7 @@ impl Bank {
             builtin: Vec::new(),
             default_builtin: true,
             read_only: false,
+            recover: false,
             error_on_miss: false,
         }
     }
@@ -362,7 +374,7 @@ impl Bank {
             custom_file: Some(path.to_owned()),
             layers: vec![Layer {
                 id: LayerId::Custom,
-                store: open_store(path, true)?,
+                store: open_store(path, true, false)?,
                 writable: false,
             }],
             error_on_miss: false,

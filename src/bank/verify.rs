@@ -2,6 +2,7 @@
 //! with the records, and the backend's own structures. This is what `bank verify` runs;
 //! [`BankVerification`] is its answer for every layer of a bank.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::ControlFlow;
@@ -9,7 +10,7 @@ use std::ops::ControlFlow;
 use serde::Serialize;
 
 use crate::bank::record::{self, Descriptor, RecordError};
-use crate::bank::store::{IndexKey, IndexPrefix, IndexProblem, Store, StoreError, StructureCheck};
+use crate::bank::store::{IndexKey, IndexProblem, Store, StoreError, StructureCheck};
 use crate::bank::LayerId;
 use crate::key::{BankKey, RecordKind};
 
@@ -94,68 +95,70 @@ impl VerifyReport {
 /// Verifies a whole bank: decodes every record (checksum included), checks the secondary index
 /// against the records, and runs the backend's own structure and index-table checks.
 ///
-/// Reads each part in its own snapshot, so on a bank other processes are writing to, a record
-/// written between two parts may show up as an index mismatch; run it on a quiet bank for a
-/// definitive answer. Memory grows with the number of index entries (tens of bytes each).
+/// The index and the records are read from one snapshot ([`Store::scan_snapshot`]), so on a
+/// bank other processes are writing to, a batch committed meanwhile is seen whole or not at
+/// all, never as a mismatch. The backend's own check ([`Store::check_backend`]) runs after
+/// it. Memory grows with the number of index entries (tens of bytes each).
 pub fn verify_store(store: &dyn Store) -> VerifyReport {
     let mut report = VerifyReport::default();
 
-    // The index as stored: key → its entries.
-    let mut index: HashMap<BankKey, Vec<IndexKey>> = HashMap::new();
-    let indexed = store.scan_index(&IndexPrefix::default(), &mut |ik, key| {
-        index.entry(*key).or_default().push(ik.clone());
-        ControlFlow::Continue(())
-    });
-    let index_complete = match indexed {
-        Ok(()) => true,
-        Err(e) => {
-            report.errors.push(e);
-            false
-        }
-    };
-
+    // The index as stored: key → its entries. Both passes of the snapshot use it, the first
+    // filling it and the second draining it, hence the RefCell.
+    let index: RefCell<HashMap<BankKey, Vec<IndexKey>>> = RefCell::default();
     let mut mismatches = Vec::new();
-    let scanned = store.scan(&mut |key, value| {
-        report.records += 1;
-        let decoded = record::decode(key, value);
-        if !index_complete {
+    let mut records_reached = false;
+    let mut damaged = Vec::new();
+    let mut count = 0;
+    let snapshot = store.scan_snapshot(
+        &mut |ik, key| {
+            index.borrow_mut().entry(*key).or_default().push(ik.clone());
+            ControlFlow::Continue(())
+        },
+        &mut |key, value| {
+            records_reached = true;
+            count += 1;
+            let decoded = record::decode(key, value);
+            let entries = index.borrow_mut().remove(key).unwrap_or_default();
+            if let Some(m) = index_mismatch(key, &decoded, &entries) {
+                mismatches.push(m);
+            }
             if let Err(e) = decoded {
-                report.damaged.push(e);
+                damaged.push(e);
             }
-            return ControlFlow::Continue(());
+            ControlFlow::Continue(())
+        },
+    );
+    report.records = count;
+    report.damaged = damaged;
+    match snapshot {
+        Ok(()) => {
+            let mut dangling: Vec<_> = index
+                .into_inner()
+                .into_iter()
+                .flat_map(|(k, v)| v.into_iter().map(move |ik| IndexMismatch::Dangling(k, ik)))
+                .collect();
+            dangling.sort_by_key(|m| match m {
+                IndexMismatch::Dangling(k, _) => *k,
+                _ => unreachable!("only dangling entries here"),
+            });
+            mismatches.extend(dangling);
         }
-        let entries = index.remove(key).unwrap_or_default();
-        match (&decoded, entries.as_slice()) {
-            (_, []) => mismatches.push(IndexMismatch::Unindexed(*key)),
-            (Ok(rec), [ik]) => {
-                if let Some(expected) = disagreement(rec, ik) {
-                    mismatches.push(IndexMismatch::Disagrees {
-                        key: *key,
-                        index: ik.clone(),
-                        expected,
-                    });
+        Err(e) if !records_reached => {
+            // The index could not be read: still decode every record, for damage alone.
+            report.errors.push(e);
+            mismatches.clear();
+            let scanned = store.scan(&mut |key, value| {
+                report.records += 1;
+                if let Err(e) = record::decode(key, value) {
+                    report.damaged.push(e);
                 }
+                ControlFlow::Continue(())
+            });
+            if let Err(e) = scanned {
+                report.errors.push(e);
             }
-            (Err(_), [_]) => {}
-            (_, many) => mismatches.push(IndexMismatch::Duplicate(*key, many.to_vec())),
         }
-        if let Err(e) = decoded {
-            report.damaged.push(e);
-        }
-        ControlFlow::Continue(())
-    });
-    if let Err(e) = scanned {
-        report.errors.push(e);
-    } else if index_complete {
-        let mut dangling: Vec<_> = index
-            .into_iter()
-            .flat_map(|(k, v)| v.into_iter().map(move |ik| IndexMismatch::Dangling(k, ik)))
-            .collect();
-        dangling.sort_by_key(|m| match m {
-            IndexMismatch::Dangling(k, _) => *k,
-            _ => unreachable!("only dangling entries here"),
-        });
-        mismatches.extend(dangling);
+        Err(e) => report.errors.push(e),
     }
     report.index = mismatches;
 
@@ -169,6 +172,24 @@ pub fn verify_store(store: &dyn Store) -> VerifyReport {
         Err(e) => report.errors.push(e),
     }
     report
+}
+
+/// What is wrong between one record and its index entries, if anything.
+fn index_mismatch(
+    key: &BankKey,
+    decoded: &Result<record::Record, RecordError>,
+    entries: &[IndexKey],
+) -> Option<IndexMismatch> {
+    match (decoded, entries) {
+        (_, []) => Some(IndexMismatch::Unindexed(*key)),
+        (Ok(rec), [ik]) => disagreement(rec, ik).map(|expected| IndexMismatch::Disagrees {
+            key: *key,
+            index: ik.clone(),
+            expected,
+        }),
+        (Err(_), [_]) => None,
+        (_, many) => Some(IndexMismatch::Duplicate(*key, many.to_vec())),
+    }
 }
 
 /// How a record's content disagrees with its index entry, if it does.

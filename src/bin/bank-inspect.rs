@@ -41,7 +41,8 @@ enum Command {
     List(list::ListArgs),
     /// Record counts per layer by SoC, kind, op type and origin.
     Stats(stats::StatsArgs),
-    /// Check checksums, decoding and index consistency of every layer; exit 1 on damage.
+    /// Check checksums, decoding and index consistency of every layer, from one snapshot; exit 1
+    /// on damage. A custom bank left by a crashed writer is recovered first.
     Verify(verify::VerifyArgs),
     /// Compare two bank files record by record; exit 1 when they differ.
     Diff(diff::DiffArgs),

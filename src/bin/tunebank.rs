@@ -69,7 +69,8 @@ and every ATC option; they must match those used for tuning for the ops to hit."
 enum BankCommand {
     /// Record counts per layer, and the layers' files.
     Stats(BankArgs),
-    /// Check every record's checksum and decoding and the index; exit 1 on damage.
+    /// Check every record's checksum and decoding and the index, from one snapshot; exit 1 on
+    /// damage. A custom bank left by a crashed writer is recovered first (no record rewritten).
     Verify(BankArgs),
     /// Write one strategy for every op (all profiles) into the custom bank, atomically.
     Add(bank_add::AddArgs),

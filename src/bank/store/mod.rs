@@ -87,7 +87,7 @@ pub enum StoreError {
     },
     /// The bank's last writer crashed and the bank must be recovered before it can be read, but
     /// this open may not write it (a read-only open never does) or cannot.
-    #[error("bank {path} was left by a writer that crashed and must be recovered before it can be read; a read-only open never writes, so open it once with write access to recover it (a tuning run on that bank does)")]
+    #[error("bank {path} was left by a writer that crashed and must be recovered before it can be read; a read-only open never writes, so open it once with write access to recover it (a tuning run or `tunebank bank verify` on that bank does)")]
     NeedsRecovery {
         /// Bank path.
         path: PathBuf,
@@ -238,6 +238,16 @@ pub trait Store: Send + Sync {
         &self,
         prefix: &IndexPrefix<'_>,
         f: &mut dyn FnMut(&IndexKey, &BankKey) -> ControlFlow<()>,
+    ) -> Result<(), StoreError>;
+
+    /// Visits the whole index (as [`Store::scan_index`] with an empty prefix), then every record
+    /// (as [`Store::scan`]), both from one snapshot of the bank: a batch committed by another
+    /// handle or process during the call is seen by both passes or by neither. This is what lets
+    /// `bank verify` compare the index with the records on a bank that is being written to.
+    fn scan_snapshot(
+        &self,
+        index: &mut dyn FnMut(&IndexKey, &BankKey) -> ControlFlow<()>,
+        records: &mut dyn FnMut(&BankKey, &[u8]) -> ControlFlow<()>,
     ) -> Result<(), StoreError>;
 
     /// Number of records.

@@ -425,6 +425,74 @@ impl RedbStore {
     }
 }
 
+impl RedbStore {
+    /// [`Store::scan`] within `txn`.
+    fn scan_in(
+        &self,
+        txn: &ReadTransaction,
+        f: &mut dyn FnMut(&BankKey, &[u8]) -> ControlFlow<()>,
+    ) -> Result<(), StoreError> {
+        let Some(table) = self.open_read(txn, RECORDS)? else {
+            return Ok(());
+        };
+        for e in table.iter().map_err(|e| self.err(e))? {
+            let (k, v) = e.map_err(|e| self.err(e))?;
+            if f(&BankKey(*k.value()), v.value()).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Store::scan_index`] within `txn`.
+    fn scan_index_in(
+        &self,
+        txn: &ReadTransaction,
+        prefix: &IndexPrefix<'_>,
+        f: &mut dyn FnMut(&IndexKey, &BankKey) -> ControlFlow<()>,
+    ) -> Result<(), StoreError> {
+        let Some(table) = self.open_read(txn, INDEX)? else {
+            return Ok(());
+        };
+        // Later fields only count when the earlier ones are set (see `IndexPrefix`).
+        let soc = prefix.soc;
+        let kind = soc.and(prefix.kind.map(kind_byte));
+        let op_type = kind.and(prefix.op_type);
+        let zero = [0u8; 32];
+        let start = (
+            soc.unwrap_or(""),
+            kind.unwrap_or(0),
+            op_type.unwrap_or(""),
+            &zero,
+        );
+        for e in table.range(start..).map_err(|e| self.err(e))? {
+            let (k, _) = e.map_err(|e| self.err(e))?;
+            let (s, b, o, raw) = k.value();
+            if soc.is_some_and(|x| x != s)
+                || kind.is_some_and(|x| x != b)
+                || op_type.is_some_and(|x| x != o)
+            {
+                break;
+            }
+            let Some(kind) = kind_from_byte(b) else {
+                return Err(StoreError::Corrupted {
+                    path: self.path.clone(),
+                    detail: format!("index entry of {} has kind byte {b}", BankKey(*raw)),
+                });
+            };
+            let ik = IndexKey {
+                soc: s.to_owned(),
+                kind,
+                op_type: o.to_owned(),
+            };
+            if f(&ik, &BankKey(*raw)).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Store for RedbStore {
     fn path(&self) -> &Path {
         &self.path
@@ -477,17 +545,7 @@ impl Store for RedbStore {
         &self,
         f: &mut dyn FnMut(&BankKey, &[u8]) -> ControlFlow<()>,
     ) -> Result<(), StoreError> {
-        let txn = self.begin_read()?;
-        let Some(table) = self.open_read(&txn, RECORDS)? else {
-            return Ok(());
-        };
-        for e in table.iter().map_err(|e| self.err(e))? {
-            let (k, v) = e.map_err(|e| self.err(e))?;
-            if f(&BankKey(*k.value()), v.value()).is_break() {
-                break;
-            }
-        }
-        Ok(())
+        self.scan_in(&self.begin_read()?, f)
     }
 
     fn scan_index(
@@ -495,46 +553,18 @@ impl Store for RedbStore {
         prefix: &IndexPrefix<'_>,
         f: &mut dyn FnMut(&IndexKey, &BankKey) -> ControlFlow<()>,
     ) -> Result<(), StoreError> {
+        self.scan_index_in(&self.begin_read()?, prefix, f)
+    }
+
+    /// One read transaction serves both passes: redb's snapshot isolation.
+    fn scan_snapshot(
+        &self,
+        index: &mut dyn FnMut(&IndexKey, &BankKey) -> ControlFlow<()>,
+        records: &mut dyn FnMut(&BankKey, &[u8]) -> ControlFlow<()>,
+    ) -> Result<(), StoreError> {
         let txn = self.begin_read()?;
-        let Some(table) = self.open_read(&txn, INDEX)? else {
-            return Ok(());
-        };
-        // Later fields only count when the earlier ones are set (see `IndexPrefix`).
-        let soc = prefix.soc;
-        let kind = soc.and(prefix.kind.map(kind_byte));
-        let op_type = kind.and(prefix.op_type);
-        let zero = [0u8; 32];
-        let start = (
-            soc.unwrap_or(""),
-            kind.unwrap_or(0),
-            op_type.unwrap_or(""),
-            &zero,
-        );
-        for e in table.range(start..).map_err(|e| self.err(e))? {
-            let (k, _) = e.map_err(|e| self.err(e))?;
-            let (s, b, o, raw) = k.value();
-            if soc.is_some_and(|x| x != s)
-                || kind.is_some_and(|x| x != b)
-                || op_type.is_some_and(|x| x != o)
-            {
-                break;
-            }
-            let Some(kind) = kind_from_byte(b) else {
-                return Err(StoreError::Corrupted {
-                    path: self.path.clone(),
-                    detail: format!("index entry of {} has kind byte {b}", BankKey(*raw)),
-                });
-            };
-            let ik = IndexKey {
-                soc: s.to_owned(),
-                kind,
-                op_type: o.to_owned(),
-            };
-            if f(&ik, &BankKey(*raw)).is_break() {
-                break;
-            }
-        }
-        Ok(())
+        self.scan_index_in(&txn, &IndexPrefix::default(), index)?;
+        self.scan_in(&txn, records)
     }
 
     fn check_backend(&self) -> Result<BackendCheck, StoreError> {

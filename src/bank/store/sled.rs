@@ -237,6 +237,55 @@ impl SledStore {
     }
 }
 
+impl SledStore {
+    /// [`Store::scan`]; the caller holds the batch lock.
+    fn scan_unlocked(
+        &self,
+        f: &mut dyn FnMut(&BankKey, &[u8]) -> ControlFlow<()>,
+    ) -> Result<(), StoreError> {
+        for e in self.records.iter() {
+            let (k, v) = e.map_err(|e| self.err(e))?;
+            let key: [u8; 32] = k.as_ref().try_into().map_err(|_| StoreError::Corrupted {
+                path: self.path.clone(),
+                detail: format!("record key of {} bytes", k.len()),
+            })?;
+            if f(&BankKey(key), &v).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Store::scan_index`]; the caller holds the batch lock.
+    fn scan_index_unlocked(
+        &self,
+        prefix: &IndexPrefix<'_>,
+        f: &mut dyn FnMut(&IndexKey, &BankKey) -> ControlFlow<()>,
+    ) -> Result<(), StoreError> {
+        let mut p = Vec::new();
+        if let Some(soc) = prefix.soc {
+            push_escaped(&mut p, soc);
+            if let Some(kind) = prefix.kind {
+                p.push(kind_byte(kind));
+                if let Some(op) = prefix.op_type {
+                    push_escaped(&mut p, op);
+                }
+            }
+        }
+        for e in self.index.scan_prefix(&p) {
+            let (k, _) = e.map_err(|e| self.err(e))?;
+            let (ik, key) = parse_index_key(&k).ok_or_else(|| StoreError::Corrupted {
+                path: self.path.clone(),
+                detail: "malformed index entry".to_owned(),
+            })?;
+            if f(&ik, &key).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Store for SledStore {
     fn path(&self) -> &Path {
         &self.path
@@ -270,17 +319,7 @@ impl Store for SledStore {
         f: &mut dyn FnMut(&BankKey, &[u8]) -> ControlFlow<()>,
     ) -> Result<(), StoreError> {
         let _batch = self.read_guard();
-        for e in self.records.iter() {
-            let (k, v) = e.map_err(|e| self.err(e))?;
-            let key: [u8; 32] = k.as_ref().try_into().map_err(|_| StoreError::Corrupted {
-                path: self.path.clone(),
-                detail: format!("record key of {} bytes", k.len()),
-            })?;
-            if f(&BankKey(key), &v).is_break() {
-                break;
-            }
-        }
-        Ok(())
+        self.scan_unlocked(f)
     }
 
     fn scan_index(
@@ -288,30 +327,21 @@ impl Store for SledStore {
         prefix: &IndexPrefix<'_>,
         f: &mut dyn FnMut(&IndexKey, &BankKey) -> ControlFlow<()>,
     ) -> Result<(), StoreError> {
-        let mut p = Vec::new();
-        if let Some(soc) = prefix.soc {
-            push_escaped(&mut p, soc);
-            if let Some(kind) = prefix.kind {
-                p.push(kind_byte(kind));
-                if let Some(op) = prefix.op_type {
-                    push_escaped(&mut p, op);
-                }
-            }
-        }
         let _batch = self.read_guard();
-        for e in self.index.scan_prefix(&p) {
-            let (k, _) = e.map_err(|e| self.err(e))?;
-            let (ik, key) = parse_index_key(&k).ok_or_else(|| StoreError::Corrupted {
-                path: self.path.clone(),
-                detail: "malformed index entry".to_owned(),
-            })?;
-            if f(&ik, &key).is_break() {
-                break;
-            }
-        }
-        Ok(())
+        self.scan_index_unlocked(prefix, f)
     }
 
+    /// sled has no snapshot across trees; this backend serves one process, whose batches all
+    /// take the batch lock for writing, so holding it for reading over both passes is one.
+    fn scan_snapshot(
+        &self,
+        index: &mut dyn FnMut(&IndexKey, &BankKey) -> ControlFlow<()>,
+        records: &mut dyn FnMut(&BankKey, &[u8]) -> ControlFlow<()>,
+    ) -> Result<(), StoreError> {
+        let _batch = self.read_guard();
+        self.scan_index_unlocked(&IndexPrefix::default(), index)?;
+        self.scan_unlocked(records)
+    }
     /// sled has no structure check; the index is checked against the records by
     /// `bank::verify` through the [`Store`] scans.
     fn check_backend(&self) -> Result<BackendCheck, StoreError> {

@@ -16,6 +16,12 @@ use tunebank::key::RecordKind;
 /// Opens the bank read-only: `--bank` and `--builtin-bank`, or the custom bank the environment
 /// names for the SoC of the ATC options. A bank that does not exist is bad input.
 pub fn open_bank(args: &BankArgs, atc: &[String]) -> Result<Bank> {
+    open_bank_with(args, atc, false)
+}
+
+/// [`open_bank`]; with `recover`, a custom bank left by a crashed writer is recovered first
+/// (`verify` only: the other commands never write).
+pub fn open_bank_with(args: &BankArgs, atc: &[String], recover: bool) -> Result<Bank> {
     for p in args.bank.iter().chain(&args.builtin) {
         if !p.exists() {
             bail!("bank file {} does not exist", p.display());
@@ -24,6 +30,7 @@ pub fn open_bank(args: &BankArgs, atc: &[String]) -> Result<Bank> {
     let soc = bank_soc(args, atc)?;
     let mut b = Bank::builder(RecordKind::Op, &soc)
         .read_only(true)
+        .recover_custom(recover)
         .no_default_builtin();
     if let Some(p) = &args.bank {
         b = b.custom_path(p);

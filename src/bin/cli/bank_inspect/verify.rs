@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{open_bank, BankArgs};
+use super::{open_bank_with, BankArgs};
 use crate::entry::{failed_if, print_report};
 
 /// Flags of `bank-inspect verify`.
@@ -19,7 +19,7 @@ pub struct VerifyArgs {
 
 /// Verifies every layer; exit 1 on damage.
 pub fn run(args: VerifyArgs, atc: &[String]) -> Result<ExitCode> {
-    let report = open_bank(&args.bank, atc)?.verification();
+    let report = open_bank_with(&args.bank, atc, true)?.verification();
     print_report(&report, args.json)?;
     Ok(failed_if(!report.is_clean()))
 }

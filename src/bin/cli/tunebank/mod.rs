@@ -54,7 +54,15 @@ impl Conversion {
 /// Opens the layered bank of `args` for `soc`: `--bank` or the custom bank the environment
 /// names, over `--builtin-bank` files and the default built-in bank.
 pub fn open_bank(args: &BankArgs, soc: &str, read_only: bool) -> Result<Bank> {
-    let mut b = Bank::builder(RecordKind::Op, soc).read_only(read_only);
+    open_bank_with(args, soc, read_only, false)
+}
+
+/// [`open_bank`]; with `recover`, a read-only custom bank left by a crashed writer is recovered
+/// first (the maintenance commands may write the user's own bank; built-in banks never are).
+pub fn open_bank_with(args: &BankArgs, soc: &str, read_only: bool, recover: bool) -> Result<Bank> {
+    let mut b = Bank::builder(RecordKind::Op, soc)
+        .read_only(read_only)
+        .recover_custom(recover);
     if let Some(p) = &args.bank {
         b = b.custom_path(p);
     }
