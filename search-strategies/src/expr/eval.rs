@@ -132,43 +132,32 @@ fn call(f: Func, vs: &[Value]) -> Result<Value, EvalError> {
 /// floats; `==`/`!=` between a string and a number are false/true, ordering them is an error.
 fn compare(op: CmpOp, a: &Value, b: &Value) -> Result<bool, EvalError> {
     if let (Value::Str(x), Value::Str(y)) = (a, b) {
-        return Ok(match op {
-            CmpOp::Eq => x == y,
-            CmpOp::Ne => x != y,
-            CmpOp::Lt => x < y,
-            CmpOp::Le => x <= y,
-            CmpOp::Gt => x > y,
-            CmpOp::Ge => x >= y,
-            CmpOp::In | CmpOp::NotIn => return Err(EvalError("bad `in`".into())),
-        });
+        return ordered(op, x, y);
     }
     if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
-        return Ok(match op {
-            CmpOp::Eq => x == y,
-            CmpOp::Ne => x != y,
-            CmpOp::Lt => x < y,
-            CmpOp::Le => x <= y,
-            CmpOp::Gt => x > y,
-            CmpOp::Ge => x >= y,
-            CmpOp::In | CmpOp::NotIn => return Err(EvalError("bad `in`".into())),
-        });
+        return ordered(op, &x, &y);
     }
     match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) => Ok(match op {
-            CmpOp::Eq => x == y,
-            CmpOp::Ne => x != y,
-            CmpOp::Lt => x < y,
-            CmpOp::Le => x <= y,
-            CmpOp::Gt => x > y,
-            CmpOp::Ge => x >= y,
-            CmpOp::In | CmpOp::NotIn => return Err(EvalError("bad `in`".into())),
-        }),
+        (Some(x), Some(y)) => ordered(op, &x, &y),
         _ => match op {
             CmpOp::Eq => Ok(false),
             CmpOp::Ne => Ok(true),
             _ => Err(EvalError("cannot order a string against a number".into())),
         },
     }
+}
+
+/// An ordering comparison of two values of one type; `in` is not one.
+fn ordered<T: PartialOrd + ?Sized>(op: CmpOp, x: &T, y: &T) -> Result<bool, EvalError> {
+    Ok(match op {
+        CmpOp::Eq => x == y,
+        CmpOp::Ne => x != y,
+        CmpOp::Lt => x < y,
+        CmpOp::Le => x <= y,
+        CmpOp::Gt => x > y,
+        CmpOp::Ge => x >= y,
+        CmpOp::In | CmpOp::NotIn => return Err(EvalError("bad `in`".into())),
+    })
 }
 
 /// A binary arithmetic operator with Python's rules: ints stay exact (overflow is an error),
