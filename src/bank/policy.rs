@@ -311,7 +311,7 @@ impl<'a> WritePolicy<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bank::layered::{descriptor_key, index_key, LayerId};
+    use crate::bank::layered::{descriptor_key, fresh_bank, index_key, LayerId};
     use crate::bank::record::{Descriptor, Origin, Provenance};
     use crate::bank::store::StoreEntry;
     use crate::key::{
@@ -502,17 +502,6 @@ mod tests {
             assert_eq!(Verdict::from(r).replace, r.replaces());
             assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
         }
-    }
-
-    /// An empty bank in a temporary directory (kept alive by the returned guard).
-    fn fresh_bank() -> (tempfile::TempDir, Bank) {
-        let dir = tempfile::tempdir().unwrap();
-        let bank = Bank::builder(RecordKind::Op, "Ascend910B2")
-            .custom_path(dir.path().join("op.redb"))
-            .no_default_builtin()
-            .open()
-            .unwrap();
-        (dir, bank)
     }
 
     #[test]

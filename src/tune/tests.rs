@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::*;
+use crate::bank::layered::fresh_bank;
 use crate::bank::policy::Verdict;
 use crate::bank::store::StoreEntry;
 use crate::bank::{
@@ -58,17 +59,6 @@ fn record(tag: i64, tuned_us: f64, default_confirmed: bool) -> Record {
             origin: Origin::Tuned,
         },
     }
-}
-
-/// An empty bank in a temporary directory (kept alive by the returned guard).
-fn fresh_bank() -> (tempfile::TempDir, Bank) {
-    let dir = tempfile::tempdir().unwrap();
-    let bank = Bank::builder(RecordKind::Op, "Ascend910B2")
-        .custom_path(dir.path().join("op.redb"))
-        .no_default_builtin()
-        .open()
-        .unwrap();
-    (dir, bank)
 }
 
 /// What the key holds after `write_outcome(new)` over a bank holding `current`.
