@@ -8,7 +8,11 @@
 # Fix the bug, then keep the input: copy it to fuzz/regressions/<target>/.
 #
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default: 600 s, every target)
-# CI runs `scripts/fuzz.sh 15`: the regressions plus a short bounded run of each target.
+# FUZZ_BUILD_FLAGS: extra `cargo fuzz` build flags. The default build is cargo-fuzz's own: release
+# optimisation with debug assertions and overflow checks, under AddressSanitizer. CI runs
+# `FUZZ_BUILD_FLAGS="--dev --sanitizer none" scripts/fuzz.sh 10`: the regressions plus 10 s of
+# each target, in a debug build (overflow checks and debug assertions on) that compiles in about
+# the time the plain build of the fuzz crate took, with no sanitizer runtime to build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-600}"
@@ -22,6 +26,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 export RUSTC_BOOTSTRAP=1
+read -r -a build_flags <<<"${FUZZ_BUILD_FLAGS:-}"
 for t in "${targets[@]}"; do
   mkdir -p "fuzz/corpus/$t"
   shopt -s nullglob
@@ -29,9 +34,9 @@ for t in "${targets[@]}"; do
   shopt -u nullglob
   if [ "${#regressions[@]}" -gt 0 ]; then
     echo "fuzz: $t: ${#regressions[@]} regression inputs"
-    cargo fuzz run "$t" "${regressions[@]}"
+    cargo fuzz run "${build_flags[@]}" "$t" "${regressions[@]}"
   fi
   echo "fuzz: $t: ${secs} s"
-  cargo fuzz run "$t" "fuzz/corpus/$t" "fuzz/seeds/$t" -- \
+  cargo fuzz run "${build_flags[@]}" "$t" "fuzz/corpus/$t" "fuzz/seeds/$t" -- \
     -max_total_time="$secs" -rss_limit_mb=4096 -timeout=10 -print_final_stats=1
 done
