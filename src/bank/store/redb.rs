@@ -67,11 +67,21 @@ fn backend(path: &Path, e: impl Into<::redb::Error>) -> StoreError {
             path: path.to_owned(),
             detail,
         },
-        ::redb::Error::DatabaseAlreadyOpen => StoreError::Backend {
+        ::redb::Error::DatabaseAlreadyOpen => StoreError::Busy {
             path: path.to_owned(),
-            detail: "another process holds the bank exclusively (opened without multi-process \
-                     sharing)"
-                .to_owned(),
+            reason: "that process holds the file exclusively (it opened it without \
+                     multi-process sharing, e.g. a redb tool); retry once it has closed the bank",
+        },
+        ::redb::Error::LockProtocolMismatch => StoreError::Busy {
+            path: path.to_owned(),
+            reason: "that process runs a storage engine with another multi-process locking \
+                     protocol (another tunebank version); retry once it has closed the bank",
+        },
+        ::redb::Error::PreviousIo => StoreError::Io {
+            path: path.to_owned(),
+            source: std::io::Error::other(
+                "an earlier I/O error left this handle unusable; reopen the bank",
+            ),
         },
         other => StoreError::Backend {
             path: path.to_owned(),

@@ -156,6 +156,8 @@ fn map_err(path: &Path, e: ::sled::Error) -> StoreError {
         ::sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
             StoreError::Busy {
                 path: path.to_owned(),
+                reason: "this backend serves one process at a time (use the default redb backend \
+                         to share a bank)",
             }
         }
         ::sled::Error::Io(source) => StoreError::Io {
