@@ -14,6 +14,9 @@ pub mod redb;
 #[cfg(feature = "sled")]
 pub mod sled;
 
+#[cfg(test)]
+mod durability_tests;
+
 pub use self::redb::RedbStore;
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;

@@ -121,6 +121,26 @@ impl RedbStore {
         Ok(store)
     }
 
+    /// [`Self::open`] over `backend` instead of the file at `path` (which then only names the
+    /// bank in messages), so that a test can observe or fail the storage's writes and syncs
+    /// under the very commit path a bank uses.
+    #[cfg(test)]
+    pub(crate) fn create_with_backend(
+        path: impl AsRef<Path>,
+        storage: impl ::redb::StorageBackend,
+    ) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_owned();
+        let db = builder(DEFAULT_CACHE_BYTES)
+            .create_with_backend(storage)
+            .map_err(|e| backend(&path, e))?;
+        let store = RedbStore {
+            path,
+            db: Handle::ReadWrite(db),
+        };
+        store.check_layout()?;
+        Ok(store)
+    }
+
     /// Opens the existing bank at `path` for reading only. Writes through the handle fail with
     /// [`StoreError::ReadOnly`]; the handle follows commits made by other processes.
     ///
