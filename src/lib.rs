@@ -72,6 +72,7 @@
 #![deny(missing_docs)]
 
 pub mod bank;
+pub mod failure;
 pub mod inspect;
 mod json;
 pub mod key;

@@ -194,6 +194,6 @@ fn add_then_lookup_hits_and_verify_finds_flipped_bytes() {
         );
     }
     let o = tunebank(&["lookup", "--op", OPS, soc], Some(dir.path()));
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(5), "a damaged bank is exit 5");
     assert!(stderr(&o).contains("damaged"), "{}", stderr(&o));
 }

@@ -411,7 +411,7 @@ fn sled_bank_held_by_another_process_is_busy() {
 
     let err = SledStore::open(&bank).unwrap_err();
     match &err {
-        StoreError::Busy { path } => assert_eq!(path, &bank),
+        StoreError::Busy { path, .. } => assert_eq!(path, &bank),
         other => panic!("expected Busy, got {other:?}"),
     }
     let message = err.to_string();

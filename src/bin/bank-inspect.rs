@@ -1,8 +1,9 @@
 //! `bank-inspect`: why an expected bank hit did not happen, and what a bank holds.
 //!
-//! Exit codes: 0 success; 1 a check failed (`verify` found damage, `show` found no or a damaged
-//! record, `diff` found differences); 2 bad input (malformed JSON, unknown option value, missing
-//! bank …).
+//! Exit codes: the table in `cli/exit.rs` (`--help` prints it): 0 success; 1 the answer is
+//! negative (`verify` found damage, `show` found no or a damaged record, `diff` found
+//! differences); 2 bad input (malformed JSON, unknown option value, missing bank …); 3 I/O
+//! failure; 4 bank busy; 5 bank damaged.
 //!
 //! This file is the argument wiring only: each subcommand is a module of `cli/bank_inspect/`.
 
@@ -10,6 +11,8 @@
 mod cmd;
 #[path = "cli/entry.rs"]
 mod entry;
+#[path = "cli/exit.rs"]
+mod exit;
 
 use std::process::ExitCode;
 
@@ -24,7 +27,7 @@ use cmd::{diff, list, show, stats, verify, why};
 /// subcommand: they are this conversion's options for `why`, and pick the bank by SoC when no
 /// `--bank` is given.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version, about, after_help = exit::help(&[]))]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -1,8 +1,10 @@
 //! The `tunebank` command line: flag parsing, printing and exit codes over the library.
 //!
-//! Exit codes: 0 success; 1 a check failed (`bank verify` found damage, `lookup --error-on-miss`
-//! missed, `bank export`/`merge` left damaged records out, `bank import --aoe` rejected entries
-//! whose md5 did not verify); 2 bad input (unknown option value, malformed JSON, bad bank path …), nothing written.
+//! Exit codes: the table in `cli/exit.rs` (`--help` prints it): 0 success; 1 the answer is
+//! negative (`bank verify` found damage, `lookup`/`convert --error-on-miss` missed, `bank
+//! export`/`merge` left damaged records out, `bank import --aoe` rejected entries whose md5 did
+//! not verify, `tune`: some op failed); 2 bad input, nothing written; 3 I/O failure; 4 bank
+//! busy; 5 bank damaged; 130 `tune` interrupted.
 //!
 //! This file is the argument wiring only: each subcommand is a module of `cli/tunebank/`.
 
@@ -10,6 +12,8 @@
 mod cmd;
 #[path = "cli/entry.rs"]
 mod entry;
+#[path = "cli/exit.rs"]
+mod exit;
 
 use std::process::ExitCode;
 
@@ -27,7 +31,7 @@ use cmd::{
 /// anywhere after the subcommand; they decide each op's effective dtypes, impl mode, shapes and
 /// formats, and so its key.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version, about, after_help = exit::help(&[TUNE_INTERRUPTED]))]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,8 +48,8 @@ enum Command {
     Bank(BankCommand),
     /// Operator tuning (OPAT) of an ONNX model: `--model=m.onnx --job_type=2
     /// --soc_version=...` plus ATC options; winners go to the custom bank and an AOE result
-    /// file is rewritten after every op. Exit 0 done, 1 some op failed, 2 bad input,
-    /// 130 interrupted (a rerun continues).
+    /// file is rewritten after every op. Exit 0 done, 1 some op failed, 130 interrupted (a
+    /// rerun continues); failures as `tunebank --help` lists.
     #[command(
         after_help = "AOE/ATC flags: --model=FILE (required), --job_type=2 | --job-type op \
 (subgraph and gradient tuning are not supported yet), --framework=5, --soc_version=SOC \
@@ -85,6 +89,13 @@ enum BankCommand {
     /// one source); the report says what each side contributed and which rule decided.
     Merge(bank_merge::MergeArgs),
 }
+
+/// The exit code only `tune` gives, beside the shared table.
+const TUNE_INTERRUPTED: (u8, &str) = (
+    130,
+    "tune was interrupted (SIGINT or SIGTERM); finished ops are in the bank and a rerun \
+     continues",
+);
 
 fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
     match cli.command {

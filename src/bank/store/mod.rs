@@ -14,6 +14,9 @@ pub mod redb;
 #[cfg(feature = "sled")]
 pub mod sled;
 
+#[cfg(test)]
+mod durability_tests;
+
 pub use self::redb::RedbStore;
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;
@@ -54,11 +57,16 @@ pub struct StoreEntry<'a> {
 /// Errors of a storage backend. Each names the bank path.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The bank is held exclusively by another process (sled backend).
-    #[error("bank {path} is in use by another process; this backend serves one process at a time (use the default redb backend to share a bank)")]
+    /// Another process holds the bank in a way that excludes this open: a sled bank is held by
+    /// one process at a time; a redb bank is refused while a process holds the file exclusively
+    /// (opened without multi-process sharing) or speaks another version of redb's locking
+    /// protocol. Retrying once the other process has let go works.
+    #[error("bank {path} is in use by another process; {reason}")]
     Busy {
         /// Bank path.
         path: PathBuf,
+        /// Why the other process excludes this one, and what to do.
+        reason: &'static str,
     },
     /// An I/O error from the operating system.
     #[error("bank {path}: {source}")]

@@ -67,11 +67,21 @@ fn backend(path: &Path, e: impl Into<::redb::Error>) -> StoreError {
             path: path.to_owned(),
             detail,
         },
-        ::redb::Error::DatabaseAlreadyOpen => StoreError::Backend {
+        ::redb::Error::DatabaseAlreadyOpen => StoreError::Busy {
             path: path.to_owned(),
-            detail: "another process holds the bank exclusively (opened without multi-process \
-                     sharing)"
-                .to_owned(),
+            reason: "that process holds the file exclusively (it opened it without \
+                     multi-process sharing, e.g. a redb tool); retry once it has closed the bank",
+        },
+        ::redb::Error::LockProtocolMismatch => StoreError::Busy {
+            path: path.to_owned(),
+            reason: "that process runs a storage engine with another multi-process locking \
+                     protocol (another tunebank version); retry once it has closed the bank",
+        },
+        ::redb::Error::PreviousIo => StoreError::Io {
+            path: path.to_owned(),
+            source: std::io::Error::other(
+                "an earlier I/O error left this handle unusable; reopen the bank",
+            ),
         },
         other => StoreError::Backend {
             path: path.to_owned(),
@@ -102,6 +112,26 @@ impl RedbStore {
         let path = path.as_ref().to_owned();
         let db = builder(cache_bytes)
             .create(&path)
+            .map_err(|e| backend(&path, e))?;
+        let store = RedbStore {
+            path,
+            db: Handle::ReadWrite(db),
+        };
+        store.check_layout()?;
+        Ok(store)
+    }
+
+    /// [`Self::open`] over `backend` instead of the file at `path` (which then only names the
+    /// bank in messages), so that a test can observe or fail the storage's writes and syncs
+    /// under the very commit path a bank uses.
+    #[cfg(test)]
+    pub(crate) fn create_with_backend(
+        path: impl AsRef<Path>,
+        storage: impl ::redb::StorageBackend,
+    ) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_owned();
+        let db = builder(DEFAULT_CACHE_BYTES)
+            .create_with_backend(storage)
             .map_err(|e| backend(&path, e))?;
         let store = RedbStore {
             path,

@@ -87,6 +87,10 @@ fn parse_index_key(bytes: &[u8]) -> Option<(IndexKey, BankKey)> {
     Some((IndexKey { soc, kind, op_type }, BankKey(key)))
 }
 
+/// Period of sled's background flush (its default). Durability never relies on it: every
+/// batch is flushed before it is acknowledged.
+const BACKGROUND_FLUSH_MS: u64 = 500;
+
 /// How long an open waits for the directory lock before reporting [`StoreError::Busy`].
 pub const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -115,12 +119,22 @@ impl SledStore {
     /// a dropped handle asynchronously (its flusher thread holds the last reference), so a reopen
     /// right after a drop in the same process would otherwise see its own old handle as busy.
     fn open_inner(path: &Path, read_only: bool) -> Result<Self, StoreError> {
+        Self::open_config(path, read_only, Some(BACKGROUND_FLUSH_MS))
+    }
+
+    /// [`Self::open_inner`] with sled's background flush every `flush_every_ms`, or none.
+    fn open_config(
+        path: &Path,
+        read_only: bool,
+        flush_every_ms: Option<u64>,
+    ) -> Result<Self, StoreError> {
         let err = |e: ::sled::Error| map_err(path, e);
         let deadline = std::time::Instant::now() + BUSY_WAIT;
         let db = loop {
             match ::sled::Config::new()
                 .path(path)
                 .cache_capacity(DEFAULT_CACHE_BYTES)
+                .flush_every_ms(flush_every_ms)
                 .open()
                 .map_err(err)
             {
@@ -145,6 +159,26 @@ impl SledStore {
         map_err(&self.path, e)
     }
 
+    /// Opens the bank with no background flush, so that only the store's own flushes make
+    /// writes durable: what a test of the commit path's durability needs.
+    #[cfg(test)]
+    pub(crate) fn open_without_background_flush(path: &Path) -> Result<Self, StoreError> {
+        Self::open_config(path, false, None)
+    }
+
+    /// Flushes whatever sled has not yet made durable and returns how many bytes that was
+    /// (0: every write so far was already durable).
+    #[cfg(test)]
+    pub(crate) fn flush_pending(&self) -> Result<usize, StoreError> {
+        self.db.flush().map_err(|e| self.err(e))
+    }
+
+    /// The record tree, for a test to write past the store (and its flush).
+    #[cfg(test)]
+    pub(crate) fn records_tree(&self) -> &::sled::Tree {
+        &self.records
+    }
+
     fn read_guard(&self) -> std::sync::RwLockReadGuard<'_, ()> {
         // The lock guards no data, so a writer's panic cannot leave anything inconsistent.
         self.batch_lock.read().unwrap_or_else(|e| e.into_inner())
@@ -156,6 +190,8 @@ fn map_err(path: &Path, e: ::sled::Error) -> StoreError {
         ::sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
             StoreError::Busy {
                 path: path.to_owned(),
+                reason: "this backend serves one process at a time (use the default redb backend \
+                         to share a bank)",
             }
         }
         ::sled::Error::Io(source) => StoreError::Io {

@@ -1,8 +1,8 @@
 //! The entry point both command lines share: split ATC options from the tool's own flags, parse
-//! the flags, run, and map the outcome to an exit code (a usage error or any failure is 2 and
-//! prints the whole cause chain; a closed output pipe is success). Also what every subcommand
-//! uses: reading an op file, printing a report as text or `--json`, exit status 1 for a failed
-//! check.
+//! the flags, run, and map the outcome to an exit code (a usage error is 2; a failure prints the
+//! whole cause chain and exits with the code of its kind, see `exit.rs`; a closed output pipe is
+//! success). Also what every subcommand uses: reading an op file, printing a report as text or
+//! `--json`, exit status 1 for a failed check.
 
 use std::fmt::Display;
 use std::io::Write;
@@ -34,13 +34,11 @@ pub fn main<C: Parser>(
     match run(cli, atc) {
         Ok(code) => code,
         Err(e) => {
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            {
+            if crate::exit::is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
             eprintln!("{name}: error: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(crate::exit::failure_code(&e))
         }
     }
 }
@@ -89,7 +87,7 @@ pub fn print_report<R: Serialize + Display>(report: &R, json: bool) -> anyhow::R
 /// Exit status 1 (a check failed) when `failed`, else success.
 pub fn failed_if(failed: bool) -> ExitCode {
     if failed {
-        ExitCode::from(1)
+        ExitCode::from(crate::exit::NEGATIVE)
     } else {
         ExitCode::SUCCESS
     }
