@@ -28,8 +28,8 @@ pub enum TunebankStatus {
     /// The operating system or the storage engine failed (missing or unreadable bank path,
     /// permission denied, disk full …).
     IoError = 5,
-    /// The bank is held exclusively by another process (a backend that serves one process at
-    /// a time; the default redb backend shares banks between processes and never reports it).
+    /// The bank is held exclusively by another process (a sled bank, served to one process at a
+    /// time, or a redb file another program opened exclusively; tunebank's own redb opens share).
     Busy = 6,
     /// The caller's buffer is too small; the required size was stored in the length out-param
     /// and the buffer was not written.
