@@ -32,6 +32,7 @@ use crate::key::{BankKey, KEY_SCHEMA_VERSION};
 pub mod aoe;
 mod md5;
 pub mod pyjson;
+pub mod tbe;
 
 pub use md5::md5_hex;
 

@@ -17,8 +17,8 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use cmd::{
-    bank_add, bank_export, bank_import, bank_merge, bank_stats, bank_verify, convert, key, lookup,
-    tune, BankArgs, OpArgs,
+    bank_add, bank_export, bank_import, bank_merge, bank_migrate, bank_stats, bank_verify, convert,
+    key, lookup, tune, BankArgs, OpArgs,
 };
 
 /// tunebank: a content-addressed tuning-knowledge bank for Ascend-style operator tuning.
@@ -84,6 +84,10 @@ enum BankCommand {
     /// the bank-write policy (a device time beats a simulated one, then the faster time within
     /// one source); the report says what each side contributed and which rule decided.
     Merge(bank_merge::MergeArgs),
+    /// Re-key a bank (or export file) written under an older key schema (1: ONNX op types) to
+    /// the current one (Ascend IR form) and merge it into the custom bank; exit 1 if records
+    /// could not be migrated.
+    Migrate(bank_migrate::MigrateArgs),
 }
 
 fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
@@ -98,6 +102,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
         Command::Bank(BankCommand::Export(args)) => bank_export::run(args, &atc),
         Command::Bank(BankCommand::Import(args)) => bank_import::run(args, &atc),
         Command::Bank(BankCommand::Merge(args)) => bank_merge::run(args, &atc),
+        Command::Bank(BankCommand::Migrate(args)) => bank_migrate::run(args, &atc),
     }
 }
 
