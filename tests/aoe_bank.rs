@@ -331,3 +331,126 @@ fn onnx_models_of_a_record_shape_hit_it_through_convert() {
         assert_eq!(row["ir_type"], "MatMulV2", "{report}");
     }
 }
+
+#[test]
+fn import_then_export_gives_the_file_back_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let imported = import(dir.path());
+    let out = dir.path().join("exported.json");
+    let o = tunebank(&[
+        "bank",
+        "export",
+        "--aoe",
+        "--bank",
+        imported.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("exported 8 AOE entries (8 as imported"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(sample_path()).unwrap(),
+        "import → export must give the same bytes"
+    );
+}
+
+/// A strategy tuned here for a MatMul with a TBE form exports with the info_dict of its
+/// descriptor and the knowledge of its tiling; importing that file gives the same key and
+/// tiling back. An op without a TBE form is left out, named.
+#[test]
+fn a_tuned_tiling_exports_as_tbe_knowledge_that_imports_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let ops = dir.path().join("ops.json");
+    let templates: serde_json::Value = serde_json::from_str(OPS).unwrap();
+    std::fs::write(&ops, serde_json::to_string(&templates[0]).unwrap()).unwrap();
+    let relu = dir.path().join("relu.json");
+    std::fs::write(
+        &relu,
+        r#"{"node_name": "r", "op_type": "Relu", "inputs": [{"shape": [4, 4], "dtype": "float16"}],
+            "outputs": [{"shape": [4, 4], "dtype": "float16"}]}"#,
+    )
+    .unwrap();
+    let tiling = r#"{"blockDimM":24,"blockDimN":1,"baseM":128,"baseN":32,"baseK":16,"dbL0A":2,"dbL0B":2,"dbL0C":2,"stepKa":1,"depthA1":2,"stepKb":1,"depthB1":1,"iterateOrder":0}"#;
+    let bank = dir.path().join("tuned.redb");
+    let soc = format!("--soc_version={SOC}");
+    for (op, strategy) in [(&ops, tiling), (&relu, r#"{"tileNum":4}"#)] {
+        let o = tunebank(&[
+            "bank",
+            "add",
+            "--op",
+            op.to_str().unwrap(),
+            "--bank",
+            bank.to_str().unwrap(),
+            &soc,
+            "--strategy",
+            strategy,
+            "--time-us",
+            "7.5",
+            "--baseline-us",
+            "9",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let out = dir.path().join("tuned.json");
+    let o = tunebank(&[
+        "bank",
+        "export",
+        "--aoe",
+        "--bank",
+        bank.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("1 from tuned tilings), 1 records left out"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("Relu has no TBE MatMul form"),
+        "{}",
+        text(&o)
+    );
+
+    let parsed = parse_unified_bank(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(
+        (parsed.accepted.len(), parsed.rejected.len()),
+        (1, 0),
+        "md5s verify"
+    );
+    let e = &parsed.accepted[0];
+    assert_eq!(e.cost_time, 7.5);
+    let back = Bank::builder(RecordKind::Op, SOC)
+        .custom_path(dir.path().join("back.redb"))
+        .open()
+        .unwrap();
+    let soc_spec = SocSpec::from_version(SOC).unwrap();
+    let report = import_aoe(&back, &parsed, &soc_spec, Origin::Imported, 0).unwrap();
+    assert_eq!((report.mapped, report.tilings), (1, 1));
+    let tuned = Bank::builder(RecordKind::Op, SOC)
+        .custom_path(&bank)
+        .read_only(true)
+        .open()
+        .unwrap();
+    let tuned = tuned.custom_layer().unwrap().records().unwrap().records;
+    let (_, again) = &back.custom_layer().unwrap().records().unwrap().records[0];
+    let original = tuned
+        .iter()
+        .find(|(_, r)| r.strategy.contains_key("baseM"))
+        .unwrap();
+    let key = tunebank::bank::descriptor_key;
+    assert_eq!(
+        key(&again.descriptor).unwrap(),
+        key(&original.1.descriptor).unwrap()
+    );
+    let want: serde_json::Map<String, serde_json::Value> = serde_json::from_str(tiling).unwrap();
+    for (k, v) in want {
+        assert_eq!(again.strategy[&k], v, "{k}");
+    }
+}
