@@ -454,3 +454,49 @@ fn a_tuned_tiling_exports_as_tbe_knowledge_that_imports_back() {
         assert_eq!(again.strategy[&k], v, "{k}");
     }
 }
+
+#[test]
+fn calibrate_reports_every_record_with_the_reason_for_a_missing_time() {
+    let o = tunebank(&[
+        "calibrate",
+        "--aoe",
+        sample_path().to_str().unwrap(),
+        &format!("--soc_version={SOC}"),
+        "--samples",
+        "20",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = doc["records"].as_array().unwrap();
+    assert_eq!(rows.len(), 8);
+    for r in rows {
+        let real = r["real_us"].as_f64().unwrap();
+        assert!(real > 0.0);
+        let (default, best) = (
+            r["default_us"].as_f64().unwrap(),
+            r["best_us"].as_f64().unwrap(),
+        );
+        assert!(best <= default, "{r}");
+        match r["stored_us"].as_f64() {
+            Some(s) => assert!(s > 0.0 && r.get("reason").is_none(), "{r}"),
+            // Three sample records split M over 25 cores; the simulated SoC has 24.
+            None => assert!(
+                r["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("25 exceeds the 24 cores"),
+                "{r}"
+            ),
+        }
+    }
+    let s = &doc["summary"];
+    assert_eq!(s["records"], 8);
+    assert_eq!(s["mapped"], 5);
+    assert_eq!(s["stored"]["records"], 5);
+    assert_eq!(s["best"]["records"], 8);
+    let share = s["stored_within_10pct_of_best"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&share));
+    let spearman = s["stored"]["spearman"].as_f64().unwrap();
+    assert!((-1.0..=1.0).contains(&spearman));
+}

@@ -17,8 +17,8 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use cmd::{
-    bank_add, bank_export, bank_import, bank_merge, bank_migrate, bank_stats, bank_verify, convert,
-    key, lookup, tune, BankArgs, OpArgs,
+    bank_add, bank_export, bank_import, bank_merge, bank_migrate, bank_stats, bank_verify,
+    calibrate, convert, key, lookup, tune, BankArgs, OpArgs,
 };
 
 /// tunebank: a content-addressed tuning-knowledge bank for Ascend-style operator tuning.
@@ -63,6 +63,11 @@ search round), AOE_MODE (2 only), ASCEND_DEVICE_ID."
 and every ATC option; they must match those used for tuning for the ops to hit."
     )]
     Convert(convert::ConvertArgs),
+    /// The simulator against the board on an AOE unified_bank file (`--aoe FILE
+    /// --soc_version=SOC`): per record the board's time and the simulated time of its stored
+    /// tiling, of the default and of the best of `--samples` sampled tilings; Spearman and ratio
+    /// quantiles of each, and the share of stored tilings within 10 % of the simulator's best.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -96,6 +101,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
         Command::Lookup(args) => lookup::run(args, &atc),
         Command::Tune(args) => tune::run(args, &atc),
         Command::Convert(args) => convert::run(args, &atc),
+        Command::Calibrate(args) => calibrate::run(args, &atc),
         Command::Bank(BankCommand::Stats(args)) => bank_stats::run(args, &atc),
         Command::Bank(BankCommand::Verify(args)) => bank_verify::run(args, &atc),
         Command::Bank(BankCommand::Add(args)) => bank_add::run(args, &atc),

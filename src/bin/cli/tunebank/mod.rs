@@ -9,6 +9,7 @@ pub mod bank_merge;
 pub mod bank_migrate;
 pub mod bank_stats;
 pub mod bank_verify;
+pub mod calibrate;
 pub mod convert;
 pub mod key;
 pub mod lookup;
