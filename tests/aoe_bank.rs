@@ -500,3 +500,48 @@ fn calibrate_reports_every_record_with_the_reason_for_a_missing_time() {
     let spearman = s["stored"]["spearman"].as_f64().unwrap();
     assert!((-1.0..=1.0).contains(&spearman));
 }
+
+/// A record tuned from an ONNX Gemm is keyed as the IR MatMulV2; `bank-inspect list` and `show`
+/// name both.
+#[test]
+fn bank_inspect_shows_the_onnx_and_the_ir_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let ops = dir.path().join("gemm.json");
+    let templates: serde_json::Value = serde_json::from_str(OPS).unwrap();
+    std::fs::write(&ops, serde_json::to_string(&templates[1]).unwrap()).unwrap();
+    let bank = dir.path().join("b.redb");
+    let o = tunebank(&[
+        "bank",
+        "add",
+        "--op",
+        ops.to_str().unwrap(),
+        "--bank",
+        bank.to_str().unwrap(),
+        &format!("--soc_version={SOC}"),
+        "--strategy",
+        r#"{"baseM":128}"#,
+        "--time-us",
+        "5",
+        "--baseline-us",
+        "6",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let inspect = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_bank-inspect"))
+            .args(args)
+            .args(["--bank", bank.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let list = inspect(&["list"]);
+    assert!(list.contains("MatMulV2 (ONNX Gemm)"), "{list}");
+    let key = list.split('\t').nth(1).unwrap().to_owned();
+    let show = inspect(&["show", &key]);
+    assert!(show.contains("op type: MatMulV2 (ONNX Gemm)"), "{show}");
+    let json = inspect(&["list", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json[0]["record"]["op_type"], "MatMulV2");
+    assert_eq!(json[0]["record"]["onnx_op_type"], "Gemm");
+}
