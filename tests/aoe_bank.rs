@@ -287,11 +287,21 @@ fn model(path: &Path, op_type: &str, x: &[i64], w: &[i64], b: Option<&[i64]>, y:
     std::fs::write(path, m.encode_to_vec()).unwrap();
 }
 
+/// Op type, x, w, bias, y, expected result.
+type Case<'a> = (
+    &'a str,
+    &'a [i64],
+    &'a [i64],
+    Option<&'a [i64]>,
+    &'a [i64],
+    &'a str,
+);
+
 #[test]
 fn onnx_models_of_a_record_shape_hit_it_through_convert() {
     let dir = tempfile::tempdir().unwrap();
     let imported = import(dir.path());
-    let cases: [(&str, &[i64], &[i64], Option<&[i64]>, &[i64], &str); 3] = [
+    let cases: [Case; 3] = [
         ("MatMul", &[51200, 16], &[16, 32], None, &[51200, 32], "hit"),
         (
             "Gemm",
