@@ -67,6 +67,7 @@ fn record(i: u64) -> (Record, IndexKey) {
                 core_count: 24,
                 core_type: "AiCore".into(),
             },
+            origin: None,
         }),
         options: BTreeMap::new(),
         strategy,

@@ -31,6 +31,7 @@ fn task(m: i64, k: i64, n: i64) -> TuningTask {
         impl_mode: ImplMode::HighPerformance,
         cube_math: CubeMath::Native,
         soc: SocSpec::from_version("Ascend910B2").expect("known"),
+        origin: None,
     })
 }
 

@@ -91,6 +91,7 @@ fn record(i: u64, soc: &str, op_type: &str) -> Record {
                 core_count: if soc == "Ascend910B2" { 24 } else { 8 },
                 core_type: "AiCore".to_owned(),
             },
+            origin: None,
         }),
         options: BTreeMap::from([("precision_mode".to_owned(), "force_fp16".to_owned())]),
         strategy,

@@ -173,3 +173,78 @@ fn future_table_layout_is_refused() {
         assert!(message.contains("upgrade tunebank"), "{message}");
     }
 }
+
+/// Key schema 2 keys ops in their Ascend IR form. The schema-1 fixture bank still reads, and
+/// `bank migrate` re-keys its records so that a converter resolving the same ops now hits them.
+#[test]
+fn key_schema_1_bank_migrates_to_keys_converters_hit() {
+    use tunebank::bank::migrate::migrate_into;
+    use tunebank::bank::{Bank, Lookup, MergeSource};
+    use tunebank::key::{
+        derive_op_keys, DType, FsReader, OpTemplate, ResolvedOptions, TemplateTensor,
+    };
+
+    let (dir, path) = fixture_copy();
+    let source = MergeSource::read(&path, RecordKind::Op).unwrap();
+    assert_eq!(source.records.len() as u64, RECORDS);
+    let target = dir.path().join("v2.redb");
+    let bank = Bank::builder(RecordKind::Op, "any")
+        .custom_path(&target)
+        .open()
+        .unwrap();
+    let report = migrate_into(&bank, source.records).unwrap();
+    assert_eq!(report.migrated, RECORDS);
+    assert!(report.is_complete());
+    assert_eq!(report.merge.added, RECORDS);
+
+    for i in 0..RECORDS {
+        let soc = if i.is_multiple_of(2) {
+            "Ascend910B2"
+        } else {
+            "Ascend310P3"
+        };
+        let op_type = if i < 4 { "MatMul" } else { "Add" };
+        let m = 16 * (i as i64 + 1);
+        let t = |shape: Vec<i64>| TemplateTensor {
+            shape,
+            dtype: DType::Float16,
+            ori_format: None,
+            format: None,
+            graph_input: None,
+            producer_dtype: None,
+        };
+        let template = OpTemplate {
+            node_name: format!("n{i}"),
+            op_type: op_type.into(),
+            fused_ops: vec![],
+            inputs: vec![t(vec![m, 64]), t(vec![64, 256])],
+            outputs: vec![t(vec![m, 256])],
+            attrs: Default::default(),
+        };
+        let options = ResolvedOptions::from_args(
+            [
+                format!("--soc_version={soc}"),
+                "--precision_mode=force_fp16".into(),
+            ],
+            &FsReader,
+        )
+        .unwrap();
+        let resolved = derive_op_keys(&template, &options, &options.soc().unwrap()).unwrap();
+        let Lookup::Hit(hit) = bank.lookup(&resolved[0].key).unwrap() else {
+            panic!("record {i} ({op_type} on {soc}) missed after migration")
+        };
+        let record = hit.record().unwrap();
+        assert_eq!(record.key_schema_version, KEY_SCHEMA_VERSION);
+        assert_eq!(record.provenance.seed, i);
+        let Descriptor::Op(d) = &record.descriptor else {
+            panic!("op record")
+        };
+        let ir = if i < 4 { "MatMulV2" } else { "Add" };
+        assert_eq!(d.op_type, ir);
+        assert_eq!(
+            d.origin.is_some(),
+            i < 4,
+            "the ONNX name is kept where it was renamed"
+        );
+    }
+}

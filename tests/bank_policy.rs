@@ -71,7 +71,12 @@ fn a_device_time_beats_a_simulated_one_in_a_merge_whatever_the_numbers() {
     .unwrap();
     assert_eq!((tag(&bank, 1), tag(&bank, 2), tag(&bank, 3)), (11, 20, 31));
     assert_eq!((report.source_won, report.target_won), (2, 1));
-    let reasons: Vec<_> = report.conflicts.iter().map(|c| c.reason).collect();
+    // Conflicts are reported in key order; name each by its record.
+    let conflict = |i: u64| {
+        let key = descriptor_key(&record(i, 0, 1.0, "sim", false).descriptor).unwrap();
+        report.conflicts.iter().find(|c| c.key == key).unwrap()
+    };
+    let reasons: Vec<_> = (1..=3).map(|i| conflict(i).reason).collect();
     assert_eq!(
         reasons,
         [
@@ -80,14 +85,15 @@ fn a_device_time_beats_a_simulated_one_in_a_merge_whatever_the_numbers() {
             Reason::Faster
         ]
     );
-    let c1 = &report.conflicts[0];
+    assert!(report.conflicts.windows(2).all(|w| w[0].key < w[1].key));
+    let c1 = conflict(1);
     assert_eq!(c1.winner, Side::Source);
     assert_eq!(
         (c1.winner_evidence, c1.loser_evidence),
         (Evidence::Device, Evidence::Simulated)
     );
     assert!(c1.cross_source && c1.runners_differ);
-    assert!(!report.conflicts[2].cross_source);
+    assert!(!conflict(3).cross_source);
     assert_eq!(report.decided_by[&Reason::StrongerEvidence], 1);
     assert_eq!(report.decided_by[&Reason::Faster], 1);
 

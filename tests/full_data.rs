@@ -84,3 +84,79 @@ fn calibration_holds_outside_the_committed_subset() {
         "{r:?}"
     );
 }
+
+/// AOE's built-in Ascend910B1 MatMul bank (26 real records), `$TUNEBANK_DATA/ascend/…`.
+fn full_aoe_bank() -> PathBuf {
+    let dir = full_matmul_file();
+    let file = dir
+        .parent()
+        .unwrap()
+        .join("Ascend910B1_matmul_unified_bank.dev.json");
+    assert!(file.is_file(), "full-data test: no {}", file.display());
+    file
+}
+
+/// Every one of the 26 records imports with a real descriptor and a mapped tiling; the
+/// committed sample is what `make_unified_bank.py` derives; import → export gives the file back
+/// byte for byte; and the simulator runs the stored tiling of every record but those that split
+/// M over 25 cores (the simulator models the table's 24 for Ascend910B1), named with the reason.
+#[test]
+#[ignore = "full data: needs TUNEBANK_DATA; .ci/run runs it when ../shared/data is present"]
+fn aoe_dev_bank_imports_maps_exports_and_calibrates() {
+    use tunebank::bank::interchange::aoe::{import_aoe, parse_unified_bank};
+    use tunebank::bank::interchange::aoe_export::export_aoe;
+    use tunebank::bank::{Bank, Origin};
+    use tunebank::key::{RecordKind, SocSpec};
+
+    let path = full_aoe_bank();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let parsed = parse_unified_bank(&text).unwrap();
+    assert_eq!((parsed.accepted.len(), parsed.rejected.len()), (26, 0));
+
+    // The sample is eight whole entries of the full file, written the same way.
+    let full: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let sample_path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/ascend/Ascend910B1_matmul_unified_bank.sample.json");
+    let sample: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sample_path).unwrap()).unwrap();
+    for (md5, entries) in sample.as_object().unwrap() {
+        assert_eq!(&full[md5], entries, "{md5}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let soc = SocSpec::from_version("Ascend910B1").unwrap();
+    let bank = Bank::builder(RecordKind::Op, &soc.version)
+        .custom_path(dir.path().join("b.redb"))
+        .open()
+        .unwrap();
+    let report = import_aoe(&bank, &parsed, &soc, Origin::BuiltIn, 0).unwrap();
+    assert_eq!(report.mapped, 26, "{:?}", report.unmapped);
+    assert_eq!(report.tilings, 26, "{:?}", report.untiled);
+    assert_eq!(report.merge.added, 26, "26 distinct keys");
+
+    let records = bank.custom_layer().unwrap().records().unwrap().records;
+    let (exported, export) = export_aoe(&records);
+    assert_eq!(export.verbatim, 26);
+    assert!(
+        exported == text,
+        "import → export must give the file back byte for byte"
+    );
+
+    let cal = tunebank::inspect::calibrate::calibrate(&parsed, &soc, 50, 0);
+    let unmapped: Vec<&str> = cal
+        .records
+        .iter()
+        .filter(|r| r.stored_us.is_none())
+        .map(|r| {
+            let why = r.reason.as_deref().unwrap();
+            assert!(why.contains("exceeds the 24 cores"), "{}: {why}", r.md5);
+            &r.md5[..8]
+        })
+        .collect();
+    assert_eq!(
+        unmapped,
+        ["01b915d5", "0b66fa57", "141843de", "7592fdcd", "92e213fe", "c326b0a4"]
+    );
+    assert_eq!(cal.summary.mapped, 20);
+    assert!(cal.records.iter().all(|r| r.best_us.is_some()));
+}

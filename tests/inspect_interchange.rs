@@ -48,6 +48,7 @@ fn descriptor(i: i64) -> OpDescriptor {
         impl_mode: ImplMode::HighPerformance,
         cube_math: CubeMath::Native,
         soc: soc(),
+        origin: None,
     }
 }
 
@@ -135,7 +136,7 @@ fn export_import_export_is_byte_identical() {
     assert_eq!(keys, sorted);
     assert!(lines[0].starts_with(r#"{"key":""#));
     assert!(
-        lines[0].contains(r#","record":{"key_schema_version":1,"kind":"op","descriptor":{"op":"#)
+        lines[0].contains(r#","record":{"key_schema_version":2,"kind":"op","descriptor":{"op":"#)
     );
 
     let b = open(&dir.path().join("b.redb"));
@@ -487,7 +488,7 @@ fn cli_export_import_merge_and_aoe() {
             "--kind",
             "op",
             "--op-type",
-            "matmul",
+            "matmulv2",
             "--bank",
         ])
         .arg(&aoe_bank)

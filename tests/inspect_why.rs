@@ -266,7 +266,8 @@ fn input_format_names_the_option_and_both_formats() {
             &[
                 "input 0 original format: tuned with input_format=NCHW → NCHW; \
                  this conversion uses input_format=NHWC → NHWC",
-                "input 0 format: tuned with input_format=NCHW → NCHW",
+                // Both are NC1HWC0 on the device, laid out from different originals.
+                "input 0 shape: tuned with input_format=NCHW → [1, 1, 224, 224, 16]",
             ],
         )],
     );

@@ -46,6 +46,7 @@ fn op_cases() -> Vec<(&'static str, OpDescriptor)> {
         impl_mode: ImplMode::HighPerformance,
         cube_math: CubeMath::Native,
         soc: soc("Ascend910B2"),
+        origin: None,
     };
     let mut attrs = BTreeMap::new();
     attrs.insert("strides".into(), AttrValue::Ints(vec![1, 1, 2, 2]));
@@ -88,6 +89,7 @@ fn op_cases() -> Vec<(&'static str, OpDescriptor)> {
         impl_mode: ImplMode::HighPrecision,
         cube_math: CubeMath::Native,
         soc: soc("Ascend910B2"),
+        origin: None,
     };
     let softmax = OpDescriptor {
         op_type: "SoftmaxV2".into(),
@@ -104,6 +106,7 @@ fn op_cases() -> Vec<(&'static str, OpDescriptor)> {
             core_count: 7,
             core_type: "VectorCore".into(),
         },
+        origin: None,
     };
     let mut hf32 = matmul.clone();
     hf32.inputs

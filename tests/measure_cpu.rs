@@ -33,6 +33,7 @@ fn task(op: &str, inputs: &[&[i64]], output: &[i64], attrs: &[(&str, AttrValue)]
         impl_mode: ImplMode::HighPerformance,
         cube_math: CubeMath::Native,
         soc: SocSpec::from_version("Ascend910B2").unwrap(),
+        origin: None,
     })
 }
 

@@ -30,6 +30,7 @@ fn task() -> TuningTask {
         impl_mode: ImplMode::HighPerformance,
         cube_math: CubeMath::Native,
         soc: SocSpec::from_version("Ascend910B2").unwrap(),
+        origin: None,
     })
 }
 

@@ -52,6 +52,7 @@ fn matmul(b: i64, m: i64, k: i64, n: i64, soc: &str) -> TuningTask {
         impl_mode: ImplMode::HighPerformance,
         cube_math: CubeMath::Native,
         soc: SocSpec::from_version(soc).unwrap(),
+        origin: None,
     })
 }
 

@@ -42,6 +42,7 @@ fn record(i: i64, us: f64, algorithm: &str) -> Record {
                 core_count: 24,
                 core_type: "AiCore".into(),
             },
+            origin: None,
         }),
         options: BTreeMap::from([("soc_version".to_owned(), SOC.to_owned())]),
         strategy: BTreeMap::from([("baseM".to_owned(), serde_json::json!(16 * i))]),

@@ -89,6 +89,7 @@ pub fn op(i: u64) -> OpDescriptor {
             core_count: 24,
             core_type: "AiCore".to_owned(),
         },
+        origin: None,
     }
 }
 

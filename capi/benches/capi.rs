@@ -54,6 +54,7 @@ fn op(i: u64) -> OpDescriptor {
             core_count: 24,
             core_type: "AiCore".into(),
         },
+        origin: None,
     }
 }
 

@@ -873,8 +873,8 @@ fn literal_goldens() {
 }
 
 const GOLDEN_KEYS: &[&str] = &[
-    "042b6c51b06100d2fd5daf45f4d025622ef88b0bea3b20e05134fb5031ece7d3",
-    "bcb906c01a0f62a366706df082ccf044c356a2c5a1f0cd177225ba2304d761c7",
+    "7cf38499f48672db0be9a69f6c42190c2d2d346cbe8125869f509a1dfa223486",
+    "476fd0a0a80b3f98fce480199105f174f9973457b982643881882593a05328b9",
 ];
 const GOLDEN_STRATEGY: &str = r#"{"baseK":64,"baseM":16,"baseN":32,"dbL0C":1}"#;
 const GOLDEN_TIMES: (f64, f64) = (3.25, 58.781);

@@ -30,8 +30,10 @@ use crate::bank::store::{Store, StoreEntry, StoreError};
 use crate::key::{BankKey, KEY_SCHEMA_VERSION};
 
 pub mod aoe;
+pub mod aoe_export;
 mod md5;
 pub mod pyjson;
+pub mod tbe;
 
 pub use md5::md5_hex;
 

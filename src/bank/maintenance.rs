@@ -351,8 +351,9 @@ impl Serialize for MergeRun {
 pub enum ImportReport {
     /// A `bank export` file merged in: the merge report (JSON in its declaration order).
     Export(MergeReport),
-    /// An AOE `unified_bank` file: `{"accepted", "merge", "rejected": [{"index", "md5",
-    /// "reason"}], "unmapped": [{"md5", "reason"}]}`.
+    /// An AOE `unified_bank` file: `{"accepted", "mapped", "merge", "placeholders",
+    /// "rejected": [{"index", "md5", "reason"}], "tilings", "unmapped": [{"md5", "reason"}],
+    /// "untiled": [{"md5", "reason"}]}`.
     Aoe(AoeImportReport),
 }
 
@@ -381,9 +382,7 @@ impl fmt::Display for ImportReport {
         for r in &report.rejected {
             writeln!(f, "  rejected {}[{}]: {}", r.md5, r.index, r.reason)?;
         }
-        for (m, why) in &report.unmapped {
-            writeln!(f, "  {m}: no descriptor ({why}); findable by info_dict")?;
-        }
+        report.write_mapping(f)?;
         writeln!(f, "{}", report.merge)
     }
 }
@@ -404,10 +403,14 @@ impl Serialize for ImportReport {
         #[derive(Serialize)]
         struct Aoe<'a> {
             accepted: usize,
+            mapped: usize,
             #[serde(serialize_with = "crate::json::sorted")]
             merge: &'a MergeReport,
+            placeholders: usize,
             rejected: Vec<Rejected<'a>>,
+            tilings: usize,
             unmapped: Vec<Unmapped<'a>>,
+            untiled: Vec<Unmapped<'a>>,
         }
         let report = match self {
             ImportReport::Export(merge) => return merge.serialize(s),
@@ -415,6 +418,12 @@ impl Serialize for ImportReport {
         };
         Aoe {
             accepted: report.accepted,
+            mapped: report.mapped,
+            placeholders: report.unmapped.len(),
+            tilings: report.tilings,
+            untiled: (report.untiled.iter())
+                .map(|(md5, reason)| Unmapped { md5, reason })
+                .collect(),
             merge: &report.merge,
             rejected: (report.rejected.iter())
                 .map(|r| Rejected {

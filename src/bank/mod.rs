@@ -4,6 +4,7 @@ pub mod backend;
 pub mod interchange;
 pub mod layered;
 pub mod maintenance;
+pub mod migrate;
 pub mod paths;
 pub mod policy;
 pub mod record;

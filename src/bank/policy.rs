@@ -343,6 +343,7 @@ mod tests {
                     core_count: 24,
                     core_type: "AiCore".into(),
                 },
+                origin: None,
             }),
             options: Default::default(),
             strategy: [("v".to_owned(), serde_json::json!(tag))].into(),

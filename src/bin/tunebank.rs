@@ -21,8 +21,8 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use cmd::{
-    bank_add, bank_export, bank_import, bank_merge, bank_stats, bank_verify, convert, key, lookup,
-    tune, BankArgs, OpArgs,
+    bank_add, bank_export, bank_import, bank_merge, bank_migrate, bank_stats, bank_verify,
+    calibrate, convert, key, lookup, tune, BankArgs, OpArgs,
 };
 
 /// tunebank: a content-addressed tuning-knowledge bank for Ascend-style operator tuning.
@@ -67,6 +67,11 @@ search round), AOE_MODE (2 only), ASCEND_DEVICE_ID."
 and every ATC option; they must match those used for tuning for the ops to hit."
     )]
     Convert(convert::ConvertArgs),
+    /// The simulator against the board on an AOE unified_bank file (`--aoe FILE
+    /// --soc_version=SOC`): per record the board's time and the simulated time of its stored
+    /// tiling, of the default and of the best of `--samples` sampled tilings; Spearman and ratio
+    /// quantiles of each, and the share of stored tilings within 10 % of the simulator's best.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -88,6 +93,10 @@ enum BankCommand {
     /// the bank-write policy (a device time beats a simulated one, then the faster time within
     /// one source); the report says what each side contributed and which rule decided.
     Merge(bank_merge::MergeArgs),
+    /// Re-key a bank (or export file) written under an older key schema (1: ONNX op types) to
+    /// the current one (Ascend IR form) and merge it into the custom bank; exit 1 if records
+    /// could not be migrated.
+    Migrate(bank_migrate::MigrateArgs),
 }
 
 /// The exit code only `tune` gives, beside the shared table.
@@ -103,12 +112,14 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
         Command::Lookup(args) => lookup::run(args, &atc),
         Command::Tune(args) => tune::run(args, &atc),
         Command::Convert(args) => convert::run(args, &atc),
+        Command::Calibrate(args) => calibrate::run(args, &atc),
         Command::Bank(BankCommand::Stats(args)) => bank_stats::run(args, &atc),
         Command::Bank(BankCommand::Verify(args)) => bank_verify::run(args, &atc),
         Command::Bank(BankCommand::Add(args)) => bank_add::run(args, &atc),
         Command::Bank(BankCommand::Export(args)) => bank_export::run(args, &atc),
         Command::Bank(BankCommand::Import(args)) => bank_import::run(args, &atc),
         Command::Bank(BankCommand::Merge(args)) => bank_merge::run(args, &atc),
+        Command::Bank(BankCommand::Migrate(args)) => bank_migrate::run(args, &atc),
     }
 }
 

@@ -59,8 +59,11 @@ pub struct Listed {
     pub soc: String,
     /// Kind.
     pub kind: RecordKind,
-    /// Op type (or the kind's label).
+    /// Op type (or the kind's label): the Ascend IR type for an op.
     pub op_type: String,
+    /// The framework (ONNX) op type the IR type was mapped from, when it differs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub onnx_op_type: Option<String>,
     /// Origin.
     pub origin: Origin,
     /// Tuned time, µs.
@@ -80,6 +83,14 @@ fn listed(key: &BankKey, r: &Record) -> Listed {
         op_type: match &r.descriptor {
             Descriptor::Op(d) => d.op_type.clone(),
             _ => ik.op_type,
+        },
+        onnx_op_type: match &r.descriptor {
+            Descriptor::Op(d) => d
+                .origin
+                .as_ref()
+                .filter(|o| o.op_type != d.op_type)
+                .map(|o| o.op_type.clone()),
+            _ => None,
         },
         origin: r.provenance.origin,
         tuned_us: r.performance.tuned_us,

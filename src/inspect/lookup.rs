@@ -194,7 +194,7 @@ impl fmt::Display for LookupReport {
 /// The look-up of every tuning unit of a model (`tunebank convert`), as a converter does it.
 ///
 /// JSON: `{"default_confirmed_hits", "hits", "misses", "model", "ops": [{"default_confirmed",
-/// "key", "layer", "op_name", "op_type", "profile", "result"}], "skipped": [{"node_name",
+/// "ir_type", "key", "layer", "op_name", "op_type", "profile", "result"}], "skipped": [{"node_name",
 /// "op_type", "reason"}], "soc_version", "total"}`.
 #[derive(Clone, Debug, Serialize)]
 pub struct ConvertReport {
@@ -222,8 +222,10 @@ pub struct ConvertReport {
 pub struct ConvertRow {
     /// The unit's name (AOE `op_name`).
     pub op_name: String,
-    /// Its member op types.
+    /// Its member op types (as the model names them).
     pub op_types: Vec<String>,
+    /// The Ascend IR type its key was derived from (fused IR types joined with `+`).
+    pub ir_type: String,
     /// The dynamic profile.
     pub profile: Profile,
     /// The key looked up.
@@ -236,8 +238,9 @@ pub struct ConvertRow {
 
 impl Serialize for ConvertRow {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut row = s.serialize_struct("ConvertRow", 7)?;
+        let mut row = s.serialize_struct("ConvertRow", 8)?;
         row.serialize_field("default_confirmed", &self.default_confirmed)?;
+        row.serialize_field("ir_type", &self.ir_type)?;
         row.serialize_field("key", &self.key)?;
         row.serialize_field("layer", &self.layer.map(|l| l.to_string()))?;
         row.serialize_field("op_name", &self.op_name)?;
@@ -289,6 +292,11 @@ impl ConvertReport {
             ops.push(ConvertRow {
                 op_name: u.unit.name.clone(),
                 op_types: u.unit.op_types.clone(),
+                ir_type: if r.descriptor.fused_ops.is_empty() {
+                    r.descriptor.op_type.clone()
+                } else {
+                    r.descriptor.fused_ops.join("+")
+                },
                 profile: r.profile.clone(),
                 key: r.key,
                 layer,
@@ -320,7 +328,11 @@ impl fmt::Display for ConvertReport {
                 None => "miss".to_owned(),
             };
             let types = r.op_types.join("+");
-            writeln!(f, "{how:<26}{}\t{types}\t{}", r.key, r.op_name)?;
+            writeln!(
+                f,
+                "{how:<26}{}\t{types} → {}\t{}",
+                r.key, r.ir_type, r.op_name
+            )?;
         }
         let (hits, total) = (self.hits, self.total);
         let pct = if total > 0 {

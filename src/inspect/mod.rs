@@ -11,6 +11,7 @@
 //!
 //! A model importer plugs in by producing `&[OpTemplate]`; nothing here reads models.
 
+pub mod calibrate;
 pub mod catalog;
 pub mod fields;
 pub mod lookup;

@@ -8,7 +8,12 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the canonical key encoding. Changing the encoding in any way bumps it; records
 /// written under an older version are then reported as stale, never silently missed.
-pub const KEY_SCHEMA_VERSION: u32 = 1;
+pub const KEY_SCHEMA_VERSION: u32 = 2;
+
+/// The first key schema: op types and formats as the framework model had them (ONNX `Gemm`,
+/// `Conv`, original formats). Schema 2 keys on the Ascend IR form ([`crate::key::ir`]); banks
+/// written under schema 1 are read and re-keyed by [`crate::bank::migrate`].
+pub const KEY_SCHEMA_V1: u32 = 1;
 
 /// A 32-byte content address: blake3 over the canonical encoding of a descriptor.
 ///
@@ -177,6 +182,33 @@ pub struct OpDescriptor {
     pub cube_math: CubeMath,
     /// Target.
     pub soc: SocSpec,
+    /// The framework op this descriptor was mapped from (ONNX `Gemm` for an IR `MatMulV2`), for
+    /// display only: never hashed, absent when the op type and fused ops were not renamed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<OpOrigin>,
+}
+
+/// The framework (ONNX) names of an op before ATC's mapping to Ascend IR; kept for people, never
+/// part of a key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OpOrigin {
+    /// The framework op type (of the anchor op for a fused unit), e.g. `Gemm`.
+    pub op_type: String,
+    /// The framework types of the fused ops, in order; empty for a single op.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fused_ops: Vec<String>,
+}
+
+impl OpDescriptor {
+    /// The op type as people read it: `MatMulV2 (ONNX Gemm)` when it was mapped, else the type.
+    pub fn display_type(&self) -> String {
+        match &self.origin {
+            Some(o) if o.op_type != self.op_type => {
+                format!("{} (ONNX {})", self.op_type, o.op_type)
+            }
+            _ => self.op_type.clone(),
+        }
+    }
 }
 
 /// Where a tensor of a [`GraphDescriptor`] comes from: a graph input or a node output, by index.

@@ -43,6 +43,7 @@
 
 pub mod descriptor;
 pub mod encode;
+pub mod ir;
 pub mod options;
 pub mod precision;
 pub mod resolve;

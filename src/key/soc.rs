@@ -20,23 +20,26 @@ pub struct SocFacts {
     pub cube_fp32: bool,
     /// bfloat16 is supported (cube and vector).
     pub bf16: bool,
+    /// The cube loads ND matrices and converts them to fractals on the fly, so ATC keeps
+    /// MatMul operands in ND (910B); otherwise they are FRACTAL_NZ, with TransData around.
+    pub cube_nd: bool,
 }
 
 /// Every SoC version [`SocSpec::from_version`] knows. Core counts are those of CANN's platform
 /// files; "vector cores" are the separate AIV cores (two per cube core on 910B, seven on 310P3).
 pub const SOCS: &[SocFacts] = &[
-    soc("Ascend310", 2, 0, false, false),
-    soc("Ascend310B1", 1, 1, false, false),
-    soc("Ascend310P1", 10, 8, false, false),
-    soc("Ascend310P3", 8, 7, false, false),
-    soc("Ascend910A", 32, 0, false, false),
-    soc("Ascend910ProA", 32, 0, false, false),
-    soc("Ascend910PremiumA", 32, 0, false, false),
-    soc("Ascend910B1", 24, 48, true, true),
-    soc("Ascend910B2", 24, 48, true, true),
-    soc("Ascend910B2C", 24, 48, true, true),
-    soc("Ascend910B3", 20, 40, true, true),
-    soc("Ascend910B4", 20, 40, true, true),
+    soc("Ascend310", 2, 0, false, false, false),
+    soc("Ascend310B1", 1, 1, false, false, false),
+    soc("Ascend310P1", 10, 8, false, false, false),
+    soc("Ascend310P3", 8, 7, false, false, false),
+    soc("Ascend910A", 32, 0, false, false, false),
+    soc("Ascend910ProA", 32, 0, false, false, false),
+    soc("Ascend910PremiumA", 32, 0, false, false, false),
+    soc("Ascend910B1", 24, 48, true, true, true),
+    soc("Ascend910B2", 24, 48, true, true, true),
+    soc("Ascend910B2C", 24, 48, true, true, true),
+    soc("Ascend910B3", 20, 40, true, true, true),
+    soc("Ascend910B4", 20, 40, true, true, true),
 ];
 
 const fn soc(
@@ -45,6 +48,7 @@ const fn soc(
     vector_cores: u32,
     cube_fp32: bool,
     bf16: bool,
+    cube_nd: bool,
 ) -> SocFacts {
     SocFacts {
         version,
@@ -52,6 +56,7 @@ const fn soc(
         vector_cores,
         cube_fp32,
         bf16,
+        cube_nd,
     }
 }
 

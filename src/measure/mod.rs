@@ -30,6 +30,7 @@
 //!     inputs: vec![t(&[128, 768]), t(&[768, 3072])], outputs: vec![t(&[128, 3072])],
 //!     attrs: Default::default(), impl_mode: ImplMode::HighPerformance,
 //!     cube_math: CubeMath::Native, soc: SocSpec::from_version("Ascend910B2").unwrap(),
+//!     origin: None,
 //! });
 //! let mut sim = SimRunner::new();
 //! let space = sim.space(&task)?;

@@ -39,6 +39,7 @@ pub fn op_descriptor(soc: &str, op_type: &str, m: i64) -> OpDescriptor {
             core_count: 24,
             core_type: "AiCore".to_owned(),
         },
+        origin: None,
     }
 }
 

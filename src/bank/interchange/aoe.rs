@@ -21,6 +21,7 @@
 use std::collections::BTreeMap;
 
 use crate::bank::interchange::pyjson::PyJson;
+use crate::bank::interchange::tbe;
 use crate::bank::interchange::{md5_hex, merge_into, InterchangeError, MergeReport};
 use crate::bank::layered::{Bank, BankError, LayerId, Lookup};
 use crate::bank::policy::{Held, WritePolicy};
@@ -298,6 +299,9 @@ fn attrs(v: Option<&PyJson>) -> Result<BTreeMap<String, AttrValue>, String> {
 
 /// The descriptor an `info_dict` maps to (see the module docs), or why it does not map.
 pub fn mapped_descriptor(info_dict: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, String> {
+    if tbe::is_tbe_cube(info_dict) {
+        return tbe::matmul_descriptor(info_dict, soc);
+    }
     let op_type = info_dict
         .get("op_type")
         .and_then(PyJson::as_str)
@@ -327,7 +331,10 @@ pub fn mapped_descriptor(info_dict: &PyJson, soc: &SocSpec) -> Result<OpDescript
         impl_mode,
         cube_math: CubeMath::Native,
         soc: soc.clone(),
+        origin: None,
     };
+    // An AOE bank names ops in Ascend IR already; a framework name is mapped as ATC would.
+    let descriptor = crate::key::ir::to_ir(descriptor);
     descriptor.key().map_err(|e| e.to_string())?;
     Ok(descriptor)
 }
@@ -357,6 +364,7 @@ pub fn aoe_descriptor(info_dict: &PyJson, soc: &SocSpec) -> (OpDescriptor, Optio
                     impl_mode: ImplMode::HighPerformance,
                     cube_math: CubeMath::Native,
                     soc: soc.clone(),
+                    origin: None,
                 },
                 Some(why),
             )
@@ -381,6 +389,9 @@ pub fn aoe_record(entry: &AoeEntry, soc: &SocSpec, origin: Origin, unix_time: u6
         "aoe_md5".into(),
         serde_json::Value::String(entry.md5.clone()),
     );
+    if let Some(Ok(tiling)) = tbe::entry_tiling(&entry.info_dict, &entry.knowledge) {
+        strategy.extend(tiling);
+    }
     Record {
         key_schema_version: KEY_SCHEMA_VERSION,
         kind: RecordKind::Op,
@@ -407,8 +418,9 @@ pub fn aoe_record(entry: &AoeEntry, soc: &SocSpec, origin: Origin, unix_time: u6
 
 /// What [`import_aoe`] did.
 ///
-/// Serialised (`--json`) as `{"accepted": n, "rejected": [{"md5", "index", "reason"}],
-/// "unmapped": [{"md5", "reason"}], "merge": MergeReport}`, reasons as text. Displayed as the
+/// Serialised (`--json`) as `{"accepted": n, "mapped": n, "placeholders": n, "tilings": n,
+/// "rejected": [{"md5", "index", "reason"}], "unmapped": [{"md5", "reason"}], "untiled":
+/// [{"md5", "reason"}], "merge": MergeReport}`, reasons as text. Displayed as the
 /// command line's text: counts, one line per rejected and per unmapped entry, then the merge.
 #[derive(Clone, Debug, Default)]
 pub struct AoeImportReport {
@@ -419,6 +431,14 @@ pub struct AoeImportReport {
     /// Accepted entries whose `info_dict` did not map to a descriptor (md5, reason): stored
     /// under a placeholder, findable by `info_dict` only.
     pub unmapped: Vec<(String, String)>,
+    /// Accepted entries whose `info_dict` mapped to a real descriptor (the rest are
+    /// placeholders, `unmapped`).
+    pub mapped: usize,
+    /// Accepted TBE MatMul entries whose `knowledge` mapped to the simulator's tiling.
+    pub tilings: usize,
+    /// Accepted TBE MatMul entries whose `knowledge` did not map (md5, reason): their record
+    /// keeps `knowledge` verbatim only.
+    pub untiled: Vec<(String, String)>,
     /// The merge into the bank under the bank-write policy (entries with one key resolve by the
     /// faster `cost_time` first).
     pub merge: MergeReport,
@@ -440,12 +460,24 @@ impl serde::Serialize for AoeImportReport {
         #[derive(serde::Serialize)]
         struct Doc<'a> {
             accepted: usize,
+            mapped: usize,
+            placeholders: usize,
+            tilings: usize,
             rejected: Vec<Rejected<'a>>,
             unmapped: Vec<Unmapped<'a>>,
+            untiled: Vec<Unmapped<'a>>,
             merge: &'a MergeReport,
         }
         let doc = Doc {
             accepted: self.accepted,
+            mapped: self.mapped,
+            placeholders: self.unmapped.len(),
+            tilings: self.tilings,
+            untiled: self
+                .untiled
+                .iter()
+                .map(|(md5, reason)| Unmapped { md5, reason })
+                .collect(),
             rejected: self
                 .rejected
                 .iter()
@@ -477,10 +509,33 @@ impl std::fmt::Display for AoeImportReport {
         for r in &self.rejected {
             writeln!(f, "  rejected {}[{}]: {}", r.md5, r.index, r.reason)?;
         }
+        self.write_mapping(f)?;
+        write!(f, "{}", self.merge)
+    }
+}
+
+impl AoeImportReport {
+    /// The mapping lines of the text: mapped / placeholder counts, tilings, and one line per
+    /// entry that did not map, by md5 with the reason.
+    pub fn write_mapping(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{} mapped to descriptors, {} placeholders; {} tilings mapped, {} not",
+            self.mapped,
+            self.unmapped.len(),
+            self.tilings,
+            self.untiled.len()
+        )?;
         for (m, why) in &self.unmapped {
             writeln!(f, "  {m}: no descriptor ({why}); findable by info_dict")?;
         }
-        write!(f, "{}", self.merge)
+        for (m, why) in &self.untiled {
+            writeln!(
+                f,
+                "  {m}: tiling not mapped ({why}); knowledge kept verbatim"
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -504,8 +559,14 @@ pub fn import_aoe(
     // fastest, the first on a tie, before merging.
     let mut best: BTreeMap<BankKey, Record> = BTreeMap::new();
     for entry in &parsed.accepted {
-        if let (_, Some(why)) = aoe_descriptor(&entry.info_dict, soc) {
-            report.unmapped.push((entry.md5.clone(), why));
+        match aoe_descriptor(&entry.info_dict, soc) {
+            (_, Some(why)) => report.unmapped.push((entry.md5.clone(), why)),
+            (_, None) => report.mapped += 1,
+        }
+        match tbe::entry_tiling(&entry.info_dict, &entry.knowledge) {
+            Some(Ok(_)) => report.tilings += 1,
+            Some(Err(why)) => report.untiled.push((entry.md5.clone(), why)),
+            None => {}
         }
         let rec = aoe_record(entry, soc, origin, unix_time);
         let key = crate::bank::layered::descriptor_key(&rec.descriptor).map_err(BankError::Key)?;

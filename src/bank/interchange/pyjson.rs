@@ -45,6 +45,51 @@ impl PyJson {
         out
     }
 
+    /// Python's `json.dumps(value, indent=indent)`: one item a line, nested `indent` spaces per
+    /// level, items separated by `,` and keys by `": "`, empty lists and objects as `[]`, `{}`;
+    /// no final newline. AOE writes its `unified_bank` files with `indent=1`.
+    pub fn dumps_indent(&self, indent: usize) -> String {
+        let mut out = String::new();
+        self.write_indented(&mut out, indent, 0);
+        out
+    }
+
+    fn write_indented(&self, out: &mut String, indent: usize, level: usize) {
+        let newline = |out: &mut String, level: usize| {
+            out.push('\n');
+            out.extend(std::iter::repeat_n(' ', indent * level));
+        };
+        match self {
+            PyJson::List(items) if !items.is_empty() => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    newline(out, level + 1);
+                    item.write_indented(out, indent, level + 1);
+                }
+                newline(out, level);
+                out.push(']');
+            }
+            PyJson::Dict(entries) if !entries.is_empty() => {
+                out.push('{');
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    newline(out, level + 1);
+                    write_py_str(k, out);
+                    out.push_str(": ");
+                    v.write_indented(out, indent, level + 1);
+                }
+                newline(out, level);
+                out.push('}');
+            }
+            scalar_or_empty => scalar_or_empty.write(out),
+        }
+    }
+
     /// The entry `key` of an object.
     pub fn get(&self, key: &str) -> Option<&PyJson> {
         match self {
@@ -286,6 +331,16 @@ mod tests {
         );
         assert_eq!(PyJson::Str("𝄞".into()).dumps(), r#""\ud834\udd1e""#);
         assert_eq!(PyJson::Str("\u{7f}".into()).dumps(), r#""\u007f""#);
+    }
+
+    #[test]
+    fn dumps_indent_matches_python() {
+        // json.dumps({"a": [1, {"b": None, "c": []}], "d": {}, "e": "\u00e9"}, indent=1)
+        let v = PyJson::parse(r#"{"a": [1, {"b": null, "c": []}], "d": {}, "e": "é"}"#).unwrap();
+        assert_eq!(
+            v.dumps_indent(1),
+            "{\n \"a\": [\n  1,\n  {\n   \"b\": null,\n   \"c\": []\n  }\n ],\n \"d\": {},\n \"e\": \"\\u00e9\"\n}"
+        );
     }
 
     #[test]

@@ -24,6 +24,7 @@ fn sample() -> (BankKey, Record) {
             core_count: 24,
             core_type: "AiCore".into(),
         },
+        origin: None,
     });
     let mut strategy = Strategy::new();
     strategy.insert("baseM".into(), serde_json::json!(128));

@@ -41,13 +41,16 @@ impl ShowReport {
 }
 
 impl fmt::Display for ShowReport {
-    /// Per layer `LAYER: KEY` and the record as indented JSON, or `LAYER: DAMAGE`; `no layer
-    /// holds KEY` when none does.
+    /// Per layer `LAYER: KEY`, for an op `op type: IR (ONNX name)`, and the record as indented
+    /// JSON, or `LAYER: DAMAGE`; `no layer holds KEY` when none does.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (layer, rec) in &self.layers {
             match rec {
                 Ok(r) => {
                     writeln!(f, "{layer}: {}", self.key)?;
+                    if let crate::bank::Descriptor::Op(d) = &r.descriptor {
+                        writeln!(f, "op type: {}", d.display_type())?;
+                    }
                     let text = serde_json::to_string_pretty(r).map_err(|_| fmt::Error)?;
                     writeln!(f, "{text}")?;
                 }
@@ -92,7 +95,8 @@ impl Serialize for ShowReport {
 /// Records of every layer matching a filter (`list`).
 ///
 /// JSON: `[{"layer", "record": {"default_confirmed", "key", "key_schema_version", "kind",
-/// "op_type", "origin", "soc", "tuned_us"}}]`.
+/// "onnx_op_type"?, "op_type", "origin", "soc", "tuned_us"}}]` (`onnx_op_type` when the Ascend
+/// IR type was mapped from another framework name).
 #[derive(Clone, Debug, Default)]
 pub struct ListReport {
     /// Per layer in look-up order, its matching records in index or key order.
@@ -122,7 +126,10 @@ impl fmt::Display for ListReport {
                 l.key,
                 l.soc,
                 l.kind,
-                l.op_type,
+                match &l.onnx_op_type {
+                    Some(o) => format!("{} (ONNX {o})", l.op_type),
+                    None => l.op_type.clone(),
+                },
                 l.origin,
                 l.tuned_us,
                 if l.default_confirmed {

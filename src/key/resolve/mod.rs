@@ -207,7 +207,9 @@ fn rank_format(rank: usize, input_format: Format) -> Format {
 /// (`precision`); the impl-mode options give the impl mode (`impl_mode`); graph-fed inputs
 /// take their shapes from `input_shape` (`prepare_inputs`), which under a static profile also
 /// implies the values of the op's other -1 dims (`implied_profile`); then every input and
-/// output gets its dtype, filled dims and layout (`tensor`).
+/// output gets its dtype, filled dims and layout (`tensor`); last, the descriptor takes its
+/// Ascend IR form ([`crate::key::ir::to_ir`]: IR op type, attributes, device formats), the
+/// framework names kept in `origin`.
 pub fn resolve_op(
     template: &OpTemplate,
     options: &ResolvedOptions,
@@ -264,7 +266,7 @@ pub fn resolve_op(
         cube_math = CubeMath::Native;
     }
 
-    Ok(OpDescriptor {
+    Ok(crate::key::ir::to_ir(OpDescriptor {
         op_type: template.op_type.clone(),
         fused_ops: template.fused_ops.clone(),
         inputs,
@@ -273,7 +275,8 @@ pub fn resolve_op(
         impl_mode,
         cube_math,
         soc: soc.clone(),
-    })
+        origin: None,
+    }))
 }
 
 /// An input before its dtype and dims are resolved.
@@ -463,7 +466,7 @@ fn ceil_div(a: i64, b: i64) -> i64 {
 }
 
 /// The runtime shape of a tensor laid out in `to`, from its shape in `from`.
-fn layout(
+pub(crate) fn layout(
     node: &str,
     what: &str,
     ori: &[i64],

@@ -101,6 +101,7 @@ impl CalibrationRecord {
             impl_mode: ImplMode::HighPerformance,
             cube_math: CubeMath::Native,
             soc: SocSpec::from_version("Ascend910B2").expect("known SoC"),
+            origin: None,
         })
     }
 }

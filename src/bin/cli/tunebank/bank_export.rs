@@ -16,6 +16,10 @@ pub struct ExportArgs {
     /// Output file (default: standard output).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write an AOE unified_bank file for ATC (the ops with a TBE MatMul form) instead of
+    /// JSON lines.
+    #[arg(long)]
+    pub aoe: bool,
 }
 
 /// Exports the custom layer; damaged records are left out, named on standard error, and make
@@ -24,6 +28,9 @@ pub fn run(args: ExportArgs, atc: &[String]) -> Result<ExitCode> {
     let soc = bank_soc(&args.bank, atc)?;
     let bank = open_bank(&args.bank, &soc, true)?;
     let layer = bank.custom_layer()?;
+    if args.aoe {
+        return export_aoe(&args, layer);
+    }
     let report = match &args.out {
         Some(path) => {
             let f = std::fs::File::create(path)
@@ -37,4 +44,24 @@ pub fn run(args: ExportArgs, atc: &[String]) -> Result<ExitCode> {
     }
     eprintln!("exported {} records", report.records);
     Ok(failed_if(!report.damaged.is_empty()))
+}
+
+/// The custom layer as an AOE unified_bank file; records without a TBE form are named on
+/// standard error; damaged records make the exit status 1.
+fn export_aoe(args: &ExportArgs, layer: tunebank::bank::LayerView<'_>) -> Result<ExitCode> {
+    let read = layer.records()?;
+    let (text, report) = tunebank::bank::interchange::aoe_export::export_aoe(&read.records);
+    match &args.out {
+        Some(path) => std::fs::write(path, &text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => {
+            use std::io::Write;
+            std::io::stdout().lock().write_all(text.as_bytes())?;
+        }
+    }
+    for d in &read.damaged {
+        eprintln!("tunebank: left out of the export: {d}");
+    }
+    eprint!("{report}");
+    Ok(failed_if(!read.damaged.is_empty()))
 }

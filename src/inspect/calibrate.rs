@@ -1,0 +1,304 @@
+//! `calibrate --aoe`: how far the simulator agrees with the board on which tiling is best. For
+//! every record of an AOE `unified_bank` file: the board's `cost_time`, the simulated time of
+//! the record's own tiling (its `knowledge` mapped as [`tbe::tiling_of`] maps it), of the
+//! simulator's default tiling, and of the best of N tilings sampled from the simulator's space
+//! (uniformly, seeded, plus the default). The summary gives, for each simulated time, the
+//! Spearman rank correlation with the board's times and the quantiles of simulated / real; and
+//! the share of records whose stored tiling the simulator places within 10 % of its own best
+//! (`stored_us ≤ 1.1 · best_us`).
+
+use serde::Serialize;
+
+use crate::bank::interchange::aoe::AoeBank;
+use crate::bank::interchange::tbe;
+use crate::key::SocSpec;
+use crate::measure::sim::SimRunner;
+use crate::measure::{Measure, MeasureError, StrategyMap, TuningTask};
+
+/// One record's times, µs. `None` where the simulator has no time, with the reason.
+#[derive(Clone, Debug, Serialize)]
+pub struct CalibrationRow {
+    /// The record's md5.
+    pub md5: String,
+    /// The board's `cost_time`.
+    pub real_us: f64,
+    /// The simulated time of the record's own tiling.
+    pub stored_us: Option<f64>,
+    /// The simulated time of the simulator's default tiling.
+    pub default_us: Option<f64>,
+    /// The best simulated time of the sampled tilings (and the default).
+    pub best_us: Option<f64>,
+    /// Why a time is missing (the record did not map, or its tiling is invalid on the
+    /// simulated SoC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Agreement of one simulated time with the board's.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Agreement {
+    /// Records with this time.
+    pub records: usize,
+    /// Spearman rank correlation with `real_us` (ties averaged); `None` below 3 records.
+    pub spearman: Option<f64>,
+    /// Quantiles 0.1, 0.5, 0.9 of simulated / real.
+    pub ratio_p10: Option<f64>,
+    /// Median of simulated / real.
+    pub ratio_p50: Option<f64>,
+    /// Quantile 0.9 of simulated / real.
+    pub ratio_p90: Option<f64>,
+}
+
+/// The summary over every record.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CalibrationSummary {
+    /// Records in the file (accepted entries).
+    pub records: usize,
+    /// Records whose descriptor and tiling mapped and whose tiling the simulator accepts.
+    pub mapped: usize,
+    /// Tilings sampled per record.
+    pub samples: usize,
+    /// The stored tiling's simulated time against the board.
+    pub stored: Agreement,
+    /// The default tiling's.
+    pub default: Agreement,
+    /// The sampled best's.
+    pub best: Agreement,
+    /// Share of mapped records whose stored tiling is within 10 % of the simulator's best.
+    pub stored_within_10pct_of_best: Option<f64>,
+}
+
+/// The calibration: `{"records": [row], "summary": {…}}`.
+#[derive(Clone, Debug, Serialize)]
+pub struct CalibrationReport {
+    /// Per record, in file order.
+    pub records: Vec<CalibrationRow>,
+    /// The summary.
+    pub summary: CalibrationSummary,
+}
+
+/// SplitMix64 step: the sampler's generator (deterministic for a seed).
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn sim_us(task: &TuningTask, s: &StrategyMap) -> Result<Result<f64, String>, MeasureError> {
+    SimRunner::simulate(task, s)
+}
+
+/// The simulated times of one record: stored, default, best of `samples` (seeded by `seed`).
+fn row(
+    entry: &crate::bank::interchange::aoe::AoeEntry,
+    soc: &SocSpec,
+    samples: usize,
+    seed: u64,
+) -> CalibrationRow {
+    let mut row = CalibrationRow {
+        md5: entry.md5.clone(),
+        real_us: entry.cost_time,
+        stored_us: None,
+        default_us: None,
+        best_us: None,
+        reason: None,
+    };
+    let task = match tbe::matmul_descriptor(&entry.info_dict, soc) {
+        Ok(d) => TuningTask::new(d),
+        Err(e) => {
+            row.reason = Some(format!("no descriptor: {e}"));
+            return row;
+        }
+    };
+    let mut sim = SimRunner::new();
+    let times = (|| -> Result<(), MeasureError> {
+        let default = sim.default_strategy(&task)?;
+        row.default_us = sim_us(&task, &default)?.ok();
+        let space = sim.space(&task)?;
+        let mut best = row.default_us;
+        let mut state = seed ^ u64::from_str_radix(&entry.md5[..16], 16).unwrap_or(0);
+        for _ in 0..samples.min(space.len()) {
+            let id = (splitmix(&mut state) % space.len() as u64) as u32;
+            if let Ok(us) = sim_us(&task, &space.strategy(id))? {
+                best = Some(best.map_or(us, |b: f64| b.min(us)));
+            }
+        }
+        row.best_us = best;
+        match tbe::entry_tiling(&entry.info_dict, &entry.knowledge) {
+            Some(Ok(tiling)) => match sim_us(&task, &tiling)? {
+                Ok(us) => row.stored_us = Some(us),
+                Err(why) => {
+                    row.reason = Some(format!("stored tiling invalid on the simulator: {why}"))
+                }
+            },
+            Some(Err(why)) => row.reason = Some(format!("tiling not mapped: {why}")),
+            None => row.reason = Some("not a TBE MatMul entry".into()),
+        }
+        Ok(())
+    })();
+    if let Err(e) = times {
+        row.reason = Some(format!("simulator: {e}"));
+    }
+    row
+}
+
+/// Average ranks (1-based, ties averaged).
+fn ranks(v: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..v.len()).collect();
+    idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+    let mut r = vec![0.0; v.len()];
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
+            j += 1;
+        }
+        let avg = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &idx[i..=j] {
+            r[k] = avg;
+        }
+        i = j + 1;
+    }
+    r
+}
+
+/// Spearman's rank correlation (Pearson over average ranks); `None` below 3 pairs or with no
+/// spread.
+pub fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
+    if x.len() < 3 || x.len() != y.len() {
+        return None;
+    }
+    let (rx, ry) = (ranks(x), ranks(y));
+    let n = rx.len() as f64;
+    let (mx, my) = (rx.iter().sum::<f64>() / n, ry.iter().sum::<f64>() / n);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in rx.iter().zip(&ry) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+}
+
+/// The `q` quantile (linear interpolation) of `v`.
+fn quantile(v: &[f64], q: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let pos = q * (s.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    Some(s[lo] + (s[hi] - s[lo]) * (pos - lo as f64))
+}
+
+fn agreement(rows: &[CalibrationRow], sim: impl Fn(&CalibrationRow) -> Option<f64>) -> Agreement {
+    let pairs: Vec<(f64, f64)> = rows
+        .iter()
+        .filter_map(|r| sim(r).map(|s| (s, r.real_us)))
+        .collect();
+    let (s, real): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+    let ratios: Vec<f64> = pairs.iter().map(|(s, r)| s / r).collect();
+    Agreement {
+        records: pairs.len(),
+        spearman: spearman(&s, &real),
+        ratio_p10: quantile(&ratios, 0.1),
+        ratio_p50: quantile(&ratios, 0.5),
+        ratio_p90: quantile(&ratios, 0.9),
+    }
+}
+
+/// Calibrates the simulator on every accepted entry of `bank` for `soc` (see the module docs),
+/// sampling `samples` tilings per record from a generator seeded with `seed`.
+pub fn calibrate(bank: &AoeBank, soc: &SocSpec, samples: usize, seed: u64) -> CalibrationReport {
+    let records: Vec<CalibrationRow> = bank
+        .accepted
+        .iter()
+        .map(|e| row(e, soc, samples, seed))
+        .collect();
+    let mapped: Vec<&CalibrationRow> = records.iter().filter(|r| r.stored_us.is_some()).collect();
+    let within = mapped
+        .iter()
+        .filter(|r| matches!((r.stored_us, r.best_us), (Some(s), Some(b)) if s <= 1.1 * b))
+        .count();
+    let summary = CalibrationSummary {
+        records: records.len(),
+        mapped: mapped.len(),
+        samples,
+        stored: agreement(&records, |r| r.stored_us),
+        default: agreement(&records, |r| r.default_us),
+        best: agreement(&records, |r| r.best_us),
+        stored_within_10pct_of_best: (!mapped.is_empty())
+            .then(|| within as f64 / mapped.len() as f64),
+    };
+    CalibrationReport { records, summary }
+}
+
+impl std::fmt::Display for CalibrationReport {
+    /// One line per record (times in µs, `-` for none, the reason), then the summary.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.3}"));
+        writeln!(f, "md5\treal_us\tstored_us\tdefault_us\tbest_us")?;
+        for r in &self.records {
+            write!(
+                f,
+                "{}\t{:.3}\t{}\t{}\t{}",
+                r.md5,
+                r.real_us,
+                t(r.stored_us),
+                t(r.default_us),
+                t(r.best_us)
+            )?;
+            match &r.reason {
+                Some(why) => writeln!(f, "\t{why}")?,
+                None => writeln!(f)?,
+            }
+        }
+        let s = &self.summary;
+        writeln!(
+            f,
+            "{} records, {} with a stored tiling the simulator runs; {} sampled tilings each",
+            s.records, s.mapped, s.samples
+        )?;
+        let o = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.3}"));
+        for (name, a) in [
+            ("stored", &s.stored),
+            ("default", &s.default),
+            ("best", &s.best),
+        ] {
+            writeln!(
+                f,
+                "{name:<8} vs board: {} records, Spearman {}, sim/real p10 {} p50 {} p90 {}",
+                a.records,
+                o(a.spearman),
+                o(a.ratio_p10),
+                o(a.ratio_p50),
+                o(a.ratio_p90)
+            )?;
+        }
+        writeln!(
+            f,
+            "stored tiling within 10% of the simulator's best: {}",
+            s.stored_within_10pct_of_best
+                .map_or("-".to_owned(), |v| format!("{:.1}%", 100.0 * v))
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spearman_averages_ties_and_needs_spread() {
+        assert_eq!(spearman(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]), Some(1.0));
+        assert_eq!(spearman(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]), Some(-1.0));
+        // scipy.stats.spearmanr([1, 2, 2, 4], [1, 3, 2, 4]).correlation
+        let r = spearman(&[1.0, 2.0, 2.0, 4.0], &[1.0, 3.0, 2.0, 4.0]).unwrap();
+        assert!((r - 0.9486832980505138).abs() < 1e-12, "{r}");
+        assert_eq!(spearman(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0]), None);
+        assert_eq!(quantile(&[4.0, 1.0, 3.0, 2.0], 0.5), Some(2.5));
+    }
+}
