@@ -289,6 +289,132 @@ fn invalid_strategies_fail_as_build_fail_with_the_reason() {
     assert!(f.failure().unwrap().reason.contains("UB overflow"), "{f:?}");
 }
 
+/// A task with the tensors `inputs` → `output` (fp16, ND) of `op` on the 910B2.
+fn op_task(op: &str, inputs: &[&[i64]], output: &[i64]) -> TuningTask {
+    let mut task = matmul(1, 1, 1, 1, "Ascend910B2");
+    task.op.op_type = op.into();
+    task.op.inputs = inputs.iter().map(|s| t(s)).collect();
+    task.op.outputs = vec![t(output)];
+    task
+}
+
+/// Shapes whose sizes overflow u64 (or pass the simulator's 2^48 limit) fail every candidate
+/// as `unsupported`, naming the op and the size: never a wrapped-around time, never a panic.
+/// The candidates are valid strategies of a small op of the same family.
+#[test]
+fn shapes_too_large_to_model_fail_every_candidate_never_a_time() {
+    const G: i64 = 1 << 32;
+    let mut sim = SimRunner::new();
+    let mut conv = op_task("Conv2D", &[&[1, 16, G, G], &[16, 16, 3, 3]], &[1, 16, G, G]);
+    conv.op
+        .attrs
+        .insert("pads".into(), tunebank::key::AttrValue::Ints(vec![1; 4]));
+    let mut pads = op_task("Conv2D", &[&[1, 16, 8, 8], &[16, 16, 3, 3]], &[1, 16, 8, 8]);
+    pads.op.attrs.insert(
+        "pads".into(),
+        tunebank::key::AttrValue::Ints(vec![i64::MAX, i64::MAX, 0, 0]),
+    );
+    let mut pool = op_task("MaxPool", &[&[1, 16, 64, 64]], &[1, 16, 64, 64]);
+    pool.op.attrs.insert(
+        "ksize".into(),
+        tunebank::key::AttrValue::Ints(vec![1 << 40, 1 << 40]),
+    );
+    let small_conv = op_task("Conv2D", &[&[1, 16, 8, 8], &[16, 16, 3, 3]], &[1, 16, 8, 8]);
+    let cases: [(&str, TuningTask, TuningTask); 8] = [
+        // M·K = 2^64 elements: the product itself overflows u64.
+        (
+            "MatMul",
+            matmul(1, G, G, G, "Ascend910B2"),
+            matmul(1, 64, 64, 64, "Ascend910B2"),
+        ),
+        // 2^63 bytes of A: fits u64, over the simulator's 2^48 limit.
+        (
+            "MatMul",
+            matmul(1, 1 << 31, 1 << 31, 16, "Ascend910B2"),
+            matmul(1, 64, 64, 16, "Ascend910B2"),
+        ),
+        (
+            "BatchMatMul",
+            matmul(G, G, 16, 16, "Ascend310P3"),
+            matmul(4, 64, 16, 16, "Ascend310P3"),
+        ),
+        (
+            "Add",
+            op_task("Add", &[&[G, G], &[G, G]], &[G, G]),
+            elementwise("Add", 4096, "Ascend910B2"),
+        ),
+        (
+            "Softmax",
+            row_op("Softmax", G, G, "Ascend910B2"),
+            row_op("Softmax", 64, 64, "Ascend910B2"),
+        ),
+        ("Conv2D", conv, small_conv.clone()),
+        ("Conv2D", pads, small_conv),
+        (
+            "MaxPool",
+            pool,
+            op_task("MaxPool", &[&[1, 16, 64, 64]], &[1, 16, 64, 64]),
+        ),
+    ];
+    for (op, huge, small) in cases {
+        let space = sim.space(&small).unwrap();
+        let cands: Vec<_> = (0..3).map(|i| space.strategy(i)).collect();
+        let outcomes = sim.measure(&huge, &cands).unwrap();
+        assert_eq!(outcomes.len(), 3);
+        for o in outcomes {
+            let f = o
+                .failure()
+                .unwrap_or_else(|| panic!("{op} {:?} gave a time: {o:?}", huge.op.inputs));
+            assert_eq!(f.kind, FailureKind::Unsupported, "{f:?}");
+            assert!(
+                f.reason.contains(op)
+                    && (f.reason.contains("2^48") || f.reason.contains("overflows")),
+                "{}",
+                f.reason
+            );
+        }
+        assert!(matches!(
+            sim.space(&huge),
+            Err(tunebank::measure::MeasureError::TooLarge(_))
+        ));
+        assert!(sim.default_strategy(&huge).is_err());
+    }
+}
+
+/// Tiling parameters whose buffer products overflow u64 break the buffer rule they overflow
+/// (`build_fail`), instead of wrapping to a small product that passes it.
+#[test]
+fn tilings_whose_buffer_products_overflow_are_build_fail() {
+    let mut sim = SimRunner::new();
+    let task = matmul(1, 256, 256, 256, "Ascend910B2");
+    let d = sim.default_strategy(&task).unwrap();
+    for (k, v, why) in [
+        ("baseM", 1i64 << 62, "L0C overflow"),
+        ("baseK", 1 << 62, "L0A overflow"),
+        ("depthA1", 1 << 62, "L1 overflow"),
+        ("blockDimM", 1 << 62, "cores"),
+    ] {
+        let mut bad = d.clone();
+        bad.insert(k.into(), v.into());
+        if k == "depthA1" {
+            bad.insert("stepKa".into(), (1i64 << 61).into());
+        }
+        if k == "blockDimM" {
+            // 2^62 · 4 wraps to 0 cores.
+            bad.insert("blockDimN".into(), 4.into());
+        }
+        let o = sim.measure(&task, &[bad]).unwrap().remove(0);
+        let f = o.failure().unwrap_or_else(|| panic!("{k} = {v}: {o:?}"));
+        assert_eq!(f.kind, FailureKind::BuildFail);
+        assert!(f.reason.contains(why), "{k} = {v}: {}", f.reason);
+    }
+    let row = row_op("Softmax", 1536, 128, "Ascend910B2");
+    let mut s = sim.default_strategy(&row).unwrap();
+    s.insert("rowsPerTile".into(), (1i64 << 62).into());
+    let f = sim.measure(&row, &[s]).unwrap().remove(0);
+    assert!(f.failure().unwrap().reason.contains("UB overflow"), "{f:?}");
+}
+
 #[test]
 fn unknown_ops_and_socs_are_unsupported_errors() {
     let mut sim = SimRunner::new();

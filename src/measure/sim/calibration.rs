@@ -44,9 +44,9 @@ impl CalibrationRecord {
         }
         let rec = CalibrationRecord {
             batch: a[0].max(1),
-            m: a[2] * a[3],
-            k: a[1] * a[4],
-            n: b[1] * b[4],
+            m: a[2].checked_mul(a[3])?,
+            k: a[1].checked_mul(a[4])?,
+            n: b[1].checked_mul(b[4])?,
             out_fp32: s.get("C_dtype")?.as_str()? == "float32",
             bias: s
                 .get("bias_flag")
