@@ -79,7 +79,7 @@ fn gemm_bytes(t: &GemmTiling, m: u64) -> Option<u64> {
     let kc = (t.kc as u64).max(1);
     let threads = (t.threads as u64).clamp(1, m.div_ceil(mc).max(1));
     // Panels are whole 64-byte lines of 16 floats.
-    let panel = |a: u64, b: u64| Some(a.checked_mul(b)?.div_ceil(16).checked_mul(16)?);
+    let panel = |a: u64, b: u64| a.checked_mul(b)?.div_ceil(16).checked_mul(16);
     let (a_panel, b_panel) = (panel(mc, kc)?, panel(kc, nc)?);
     let floats = match t.order {
         // One B panel shared, an A panel per thread.

@@ -118,7 +118,7 @@ impl ElemProblem {
             &[self.n, eb, self.passes],
         )?;
         let read = self.n as f64 * self.in_bytes_per;
-        if !(read <= super::MAX_SIZE as f64) {
+        if read > super::MAX_SIZE as f64 {
             return Err(format!(
                 "bytes read = {read}, over the simulator's limit 2^48"
             ));
@@ -225,7 +225,7 @@ impl RowProblem {
             "vector work (rows·length·4·passes)",
             &[self.rows, self.len, 4, self.passes],
         )?;
-        let io = self.len.checked_add(self.out_per_row).unwrap_or(u64::MAX);
+        let io = self.len.saturating_add(self.out_per_row);
         bounded(
             "bytes read and written (rows·(length + outputs)·bytes)",
             &[self.rows, io, self.elem_bytes],
