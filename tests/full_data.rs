@@ -1,6 +1,7 @@
 //! The full-data suite of this crate: the committed MatMul calibration subset
 //! (`fixtures/ascend/`) is what its `make.py` derives from the public data, every record of the
-//! full file reads, and the simulator's calibration holds on records outside the subset.
+//! full file reads, the simulator's calibration holds on records outside the subset, and on
+//! the whole file the simulator orders shapes of equal work better than any roofline.
 //!
 //! Every test here is ignored by default and reads `$TUNEBANK_DATA/ascend` (the folder holding
 //! `replay/` and `ascend/`, see `fixtures/ascend/README.md`); `.ci/run` runs them when the data is
@@ -11,7 +12,11 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use tunebank::measure::sim::calibration::{report, sim_default_and_best, CalibrationRecord};
+use tunebank::measure::sim::calibration::{
+    equal_work_order, report, ridge, roofline, sim_default_and_best, spearman, CalibrationRecord,
+    ROOFLINE_RIDGES,
+};
+use tunebank::measure::sim::SimRunner;
 
 /// The environment variable naming the full data: the folder holding `replay/` and `ascend/`.
 const DATA_ENV: &str = "TUNEBANK_DATA";
@@ -35,6 +40,22 @@ fn full_matmul_file() -> PathBuf {
         file.display()
     );
     file
+}
+
+/// The best of every roofline on `score` (a higher score is better): `max(flops / peak,
+/// bytes / bandwidth)` at each ridge point of [`ROOFLINE_RIDGES`], and the simulator's own
+/// SoC roofline ([`SimRunner::roofline_us`]). Returns the score and the ridge point (NaN for
+/// the SoC roofline).
+fn best_roofline(records: &[CalibrationRecord], score: impl Fn(&[f64]) -> f64) -> (f64, f64) {
+    let soc: Vec<f64> = records
+        .iter()
+        .map(|r| SimRunner::roofline_us(&r.task()).unwrap())
+        .collect();
+    ROOFLINE_RIDGES
+        .map(|i| (score(&roofline(records, ridge(i))), ridge(i)))
+        .chain([(score(&soc), f64::NAN)])
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap()
 }
 
 fn gz_lines(path: &Path) -> Vec<String> {
@@ -69,11 +90,12 @@ fn matmul_subset_is_every_16th_record_of_the_full_file() {
 fn calibration_holds_outside_the_committed_subset() {
     // Lines 8, 24, 40, …: as many records as the subset, none of them in it.
     let full = gz_lines(&full_matmul_file());
-    let mut triples = Vec::new();
+    let (mut triples, mut records) = (Vec::new(), Vec::new());
     for (i, line) in full.iter().enumerate().skip(STRIDE / 2).step_by(STRIDE) {
         if let Some(rec) = CalibrationRecord::from_json_line(line) {
             let (d, best) = sim_default_and_best(&rec.task(), 40, i as u64).unwrap();
             triples.push((best, d, rec.real_us));
+            records.push(rec);
         }
     }
     let r = report(&triples, 3.0);
@@ -82,6 +104,53 @@ fn calibration_holds_outside_the_committed_subset() {
     assert!(
         r.ratio_quantiles[2] > 0.5 && r.ratio_quantiles[2] < 2.0,
         "{r:?}"
+    );
+    // On these 200 records the simulator ranks about as well as a roofline (0.938 vs 0.933):
+    // no worse, and no more is claimed.
+    let real: Vec<f64> = records.iter().map(|r| r.real_us).collect();
+    let (roof, at) = best_roofline(&records, |p| spearman(p, &real));
+    assert!(
+        r.spearman >= roof,
+        "a roofline (ridge {at}) ranks better: {roof} vs {}",
+        r.spearman
+    );
+}
+
+/// What the simulator models beyond a roofline, on every record of the full file: among
+/// pairs of shapes whose FLOPs differ by at most 25 % and whose real times by at least 25 %,
+/// the simulator's best time orders more pairs as the board does than any roofline
+/// `max(flops / peak, bytes / bandwidth)` (any ridge point) or its own SoC roofline, by at
+/// least 2 points (observed: 71.5 % vs 68.1 %), and it ranks all records better (Spearman
+/// 0.939 vs 0.924; at least 0.01 better). The margins are modest, and on samples of 200
+/// records they are within noise: the committed subset shows 77.7 % vs 71.2 %, the records
+/// beside it 64.8 % vs 69.9 % (the roofline ahead).
+#[test]
+#[ignore = "full data: needs TUNEBANK_DATA; .ci/run runs it when ../shared/data is present"]
+fn simulator_orders_equal_work_shapes_better_than_any_roofline() {
+    let full = gz_lines(&full_matmul_file());
+    let (mut best, mut records) = (Vec::new(), Vec::new());
+    for (i, line) in full.iter().enumerate() {
+        if let Some(rec) = CalibrationRecord::from_json_line(line) {
+            best.push(sim_default_and_best(&rec.task(), 40, i as u64).unwrap().1);
+            records.push(rec);
+        }
+    }
+    assert_eq!(records.len(), 3198);
+    let real: Vec<f64> = records.iter().map(|r| r.real_us).collect();
+    let flops: Vec<f64> = records.iter().map(CalibrationRecord::flops).collect();
+    let order = |p: &[f64]| equal_work_order(&flops, p, &real, 1.25, 1.25).0;
+    let (sim, pairs) = equal_work_order(&flops, &best, &real, 1.25, 1.25);
+    assert!(pairs > 100_000, "{pairs} pairs");
+    let (roof, at) = best_roofline(&records, order);
+    assert!(
+        sim >= roof + 0.02,
+        "equal-work pairs ordered: simulator {sim}, roofline (ridge {at}) {roof}"
+    );
+    let (roof, at) = best_roofline(&records, |p| spearman(p, &real));
+    let sim = spearman(&best, &real);
+    assert!(
+        sim >= roof + 0.01,
+        "rank correlation: simulator {sim}, roofline (ridge {at}) {roof}"
     );
 }
 

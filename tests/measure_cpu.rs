@@ -172,3 +172,98 @@ fn unsupported_ops_are_errors() {
     assert!(cpu.space(&tk).is_err());
     assert!(cpu.measure(&tk, &[Default::default()]).is_err());
 }
+
+/// An op of 2^40 elements (4 TiB per f32 buffer) is a `build_oom` failure of every candidate,
+/// naming the bytes it needs and the cap, before anything is allocated: the process is not
+/// aborted by a failed allocation. Space and default still answer (they allocate nothing).
+#[test]
+fn an_op_of_2_pow_40_elements_is_build_oom_not_an_abort() {
+    use tunebank::measure::cpu::DEFAULT_MAX_BYTES;
+    const E: i64 = 1 << 20;
+    let mut cpu = quick();
+    assert_eq!(cpu.max_bytes(), DEFAULT_MAX_BYTES);
+    for (tk, need) in [
+        // a, b, reference and output: 4 · 2^40 f32.
+        (task("Add", &[&[E, E], &[E, E]], &[E, E], &[]), 1u64 << 44),
+        // x, reference and output: 3 · 2^40 f32.
+        (task("Softmax", &[&[E, E]], &[E, E], &[]), 3 << 42),
+        (task("MatMul", &[&[E, E], &[E, E]], &[E, E], &[]), 0),
+        (
+            task(
+                "Conv2D",
+                &[&[1, 16, E, E], &[16, 16, 1, 1]],
+                &[1, 16, E, E],
+                &[],
+            ),
+            0,
+        ),
+    ] {
+        let space = cpu.space(&tk).unwrap();
+        let cands = vec![cpu.default_strategy(&tk).unwrap(), space.strategy(0)];
+        let outs = cpu.measure(&tk, &cands).unwrap();
+        assert_eq!(outs.len(), 2);
+        for o in outs {
+            let f = o.failure().unwrap_or_else(|| panic!("{o:?}"));
+            assert_eq!(f.kind, FailureKind::BuildOom, "{f:?}");
+            assert!(
+                f.reason.contains(&DEFAULT_MAX_BYTES.to_string())
+                    && f.reason.contains(&tk.op.op_type),
+                "{}",
+                f.reason
+            );
+            if need > 0 {
+                assert!(f.reason.contains(&need.to_string()), "{}", f.reason);
+            }
+        }
+    }
+    // Shapes whose element count overflows u64 fail the same way.
+    let tk = task("Relu", &[&[1 << 40, 1 << 40]], &[1 << 40, 1 << 40], &[]);
+    let d = cpu.default_strategy(&tk).unwrap();
+    let f = cpu.measure(&tk, &[d]).unwrap().remove(0);
+    assert_eq!(f.failure().unwrap().kind, FailureKind::BuildOom, "{f:?}");
+    assert!(
+        f.failure().unwrap().reason.contains("more than 2^64"),
+        "{f:?}"
+    );
+}
+
+/// The cap is configurable and per candidate: with 1 MiB, a 256×256 GEMM (1.5 MiB of task
+/// buffers) fails; with the default it runs; a candidate whose packing panels alone exceed the
+/// cap fails as `build_oom` while the other candidates of its batch are measured.
+#[test]
+fn the_memory_cap_is_configurable_and_checked_per_candidate() {
+    let tk = task("MatMul", &[&[256, 256], &[256, 256]], &[256, 256], &[]);
+    let mut small = quick().with_max_bytes(1 << 20);
+    let d = small.default_strategy(&tk).unwrap();
+    let f = small
+        .measure(&tk, std::slice::from_ref(&d))
+        .unwrap()
+        .remove(0);
+    assert_eq!(f.failure().unwrap().kind, FailureKind::BuildOom, "{f:?}");
+    assert!(f.failure().unwrap().reason.contains("1048576"), "{f:?}");
+
+    let mut cpu = quick();
+    let mut huge_panels = d.clone();
+    // A 2^30 × 2^10 panel of A: 4 TiB.
+    huge_panels.insert("mc".into(), (1i64 << 30).into());
+    huge_panels.insert("kc".into(), (1i64 << 10).into());
+    let mut overflowing = d.clone();
+    overflowing.insert("mc".into(), (1i64 << 62).into());
+    overflowing.insert("kc".into(), (1i64 << 62).into());
+    let outs = cpu
+        .measure(&tk, &[d.clone(), huge_panels, overflowing, d])
+        .unwrap();
+    assert!(
+        outs[0].median_us().is_some() && outs[3].median_us().is_some(),
+        "{outs:?}"
+    );
+    for o in &outs[1..3] {
+        let f = o.failure().unwrap_or_else(|| panic!("{o:?}"));
+        assert_eq!(f.kind, FailureKind::BuildOom, "{f:?}");
+        assert!(
+            f.reason.contains("packing panels") && f.reason.contains("cap"),
+            "{f:?}"
+        );
+    }
+    assert!(outs[2].failure().unwrap().reason.contains("more than 2^64"));
+}

@@ -339,6 +339,12 @@ pub enum MeasureError {
         /// What went wrong.
         problem: String,
     },
+    /// A size of the task (elements, bytes, work) overflows the runner's arithmetic or exceeds
+    /// what it may allocate; the text names the op, its shapes and the size. A runner's
+    /// [`Measure::measure`] gives each candidate a [`Failure`] with this text instead of
+    /// returning it; `space` and `default_strategy` return it.
+    #[error("too large to measure: {0}")]
+    TooLarge(String),
     /// A runner specification (`sim`, `cpu`, `exec:COMMAND`) that is not understood.
     #[error("unknown runner {0:?}: expected sim, cpu or exec:COMMAND")]
     UnknownRunner(String),

@@ -1,7 +1,7 @@
 //! One candidate on the CPU: its kernel built from the strategy (a bad strategy is a
-//! `build_fail`), one run checked against the reference (`precision_fail`, or `run_timeout`
-//! when that run exceeds the candidate's time), then warm-ups and timed repeats; a panicking
-//! kernel is a `run_crash`.
+//! `build_fail`, one whose buffers exceed the memory cap a `build_oom`), one run checked
+//! against the reference (`precision_fail`, or `run_timeout` when that run exceeds the
+//! candidate's time), then warm-ups and timed repeats; a panicking kernel is a `run_crash`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
@@ -23,6 +23,9 @@ impl CpuRunner {
             Ok(built) => built,
             Err(r) => return Outcome::fail(FailureKind::BuildFail, r),
         };
+        if let Some(reason) = self.candidate_over_cap(p, s) {
+            return Outcome::fail(FailureKind::BuildOom, reason);
+        }
         let (reference, atol, rtol) = tolerance(p);
         self.time_kernel(&mut runner, &mut out, reference, atol, rtol)
     }

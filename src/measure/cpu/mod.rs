@@ -9,10 +9,16 @@
 //! Each candidate's output is checked against a plain f64 reference before its time counts
 //! (`precision_fail` otherwise). Then warm-up runs, timed repeats, samples in µs. Only one
 //! measurement runs at a time in a process (a global lock), so candidates do not compete.
+//!
+//! Host memory is capped ([`CpuRunner::with_max_bytes`], [`DEFAULT_MAX_BYTES`]): the bytes a
+//! task's buffers and a candidate's own buffers need are counted with checked arithmetic
+//! before anything is allocated (`memory.rs`), and a candidate over the cap is a `build_oom`
+//! failure naming both numbers, never an aborted process.
 
 mod candidate;
 pub mod gemm;
 pub mod kernels;
+mod memory;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -23,18 +29,24 @@ pub use self::candidate::check_output;
 use self::gemm::{GemmTiling, LoopOrder, MicroTile};
 use self::kernels::{Conv, ElemOp, RowOp};
 use super::{
-    get_int, get_str, Measure, MeasureError, Outcome, StrategyMap, TaskSpace, TimingSettings,
-    TuningTask,
+    get_int, get_str, FailureKind, Measure, MeasureError, Outcome, StrategyMap, TaskSpace,
+    TimingSettings, TuningTask,
 };
 
 /// Serialises measurements within the process.
 static MEASURE_LOCK: Mutex<()> = Mutex::new(());
+
+/// The default cap on the host memory one candidate may use (the task's inputs, reference and
+/// output plus the candidate's own buffers): 1 GiB, the memory the command line assumes per
+/// `cpu` worker when it caps `TUNING_PARALLEL_NUM` by the memory available.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 
 /// The CPU runner. It keeps the inputs and reference output of the last task it saw.
 #[derive(Debug)]
 pub struct CpuRunner {
     timing: TimingSettings,
     max_threads: usize,
+    max_bytes: u64,
     prepared: Option<(TuningTask, Prepared)>,
 }
 
@@ -103,8 +115,24 @@ impl CpuRunner {
             max_threads: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
+            max_bytes: DEFAULT_MAX_BYTES,
             prepared: None,
         }
+    }
+
+    /// Caps the host memory one candidate may use, in bytes (default [`DEFAULT_MAX_BYTES`]):
+    /// the task's inputs, reference and output, plus the candidate's packing panels, im2col
+    /// columns and per-thread work lists. A task or candidate over the cap is a `build_oom`
+    /// failure of each candidate concerned, naming the bytes needed and the cap; nothing is
+    /// allocated for it.
+    pub fn with_max_bytes(mut self, bytes: u64) -> Self {
+        self.max_bytes = bytes;
+        self
+    }
+
+    /// The cap [`CpuRunner::with_max_bytes`] set.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
     }
 
     /// Sets the timing settings.
@@ -291,9 +319,14 @@ fn gemm_dims(task: &TuningTask) -> Result<(usize, usize, usize, usize, bool), Me
             task.op.op_type
         )));
     }
-    let batch: usize = a[..a.len() - 2].iter().product();
-    let b_batch: usize = b[..b.len() - 2].iter().product();
-    Ok((batch.max(1), m, k, n, b_batch <= 1))
+    let product = |dims: &[usize]| dims.iter().try_fold(1usize, |p, &d| p.checked_mul(d));
+    match (product(&a[..a.len() - 2]), product(&b[..b.len() - 2])) {
+        (Some(batch), Some(b_batch)) => Ok((batch.max(1), m, k, n, b_batch <= 1)),
+        _ => Err(MeasureError::TooLarge(format!(
+            "{} {a:?} · {b:?}: the batch count overflows",
+            task.op.op_type
+        ))),
+    }
 }
 
 /// The GEMM blocking a strategy names (`mc`, `kc`, `nc`, `micro`, `loop_order`, `threads`),
@@ -393,10 +426,11 @@ impl Measure for CpuRunner {
             }
             OpKind::Conv => {
                 let g = crate::measure::sim::conv::ConvGeometry::from_task(task)?;
+                // Saturating: these only pick the candidate lists.
                 let (m, k, n) = (
                     g.cout as usize,
-                    (g.cin * g.kh * g.kw) as usize,
-                    (g.ho() * g.wo()) as usize,
+                    memory::saturating_product(&[g.cin, g.kh, g.kw]) as usize,
+                    memory::saturating_product(&[g.ho(), g.wo()]) as usize,
                 );
                 let mut p = vec![strs("algo", &["im2col", "direct"])];
                 p.extend(gemm_space_params(m, k, n, threads));
@@ -418,8 +452,8 @@ impl Measure for CpuRunner {
             }
             OpKind::Row(_) => {
                 let shape = task.input_shape(0)?;
-                let rows =
-                    (shape.iter().product::<u64>() / shape.last().copied().unwrap_or(1)) as usize;
+                let rows = (memory::saturating_product(&shape) / shape.last().copied().unwrap_or(1))
+                    as usize;
                 (
                     vec![
                         ints("row_block", &fit(&[1, 4, 16, 64, 256], rows)),
@@ -430,7 +464,7 @@ impl Measure for CpuRunner {
                 )
             }
             OpKind::Elem(_) => {
-                let n = task.output_shape(0)?.iter().product::<u64>() as usize;
+                let n = memory::saturating_product(&task.output_shape(0)?) as usize;
                 (
                     vec![
                         ints("tile", &fit(&[1024, 4096, 16384, 65536, 262144], n)),
@@ -455,8 +489,8 @@ impl Measure for CpuRunner {
             }
             OpKind::Row(_) => {
                 let shape = task.input_shape(0)?;
-                let rows =
-                    (shape.iter().product::<u64>() / shape.last().copied().unwrap_or(1)) as usize;
+                let rows = (memory::saturating_product(&shape) / shape.last().copied().unwrap_or(1))
+                    as usize;
                 s.insert(
                     "row_block".into(),
                     fit(&[1, 4, 16, 64, 256], rows)[0].into(),
@@ -465,7 +499,7 @@ impl Measure for CpuRunner {
                 s.insert("threads".into(), 1.into());
             }
             OpKind::Elem(_) => {
-                let n = task.output_shape(0)?.iter().product::<u64>() as usize;
+                let n = memory::saturating_product(&task.output_shape(0)?) as usize;
                 s.insert(
                     "tile".into(),
                     fit(&[1024, 4096, 16384, 65536, 262144], n)[0].into(),
@@ -482,6 +516,13 @@ impl Measure for CpuRunner {
         candidates: &[StrategyMap],
     ) -> Result<Vec<Outcome>, MeasureError> {
         if self.prepared.as_ref().is_none_or(|(t, _)| t != task) {
+            self.prepared = None;
+            if let Some(reason) = self.task_over_cap(task)? {
+                return Ok(vec![
+                    Outcome::fail(FailureKind::BuildOom, reason);
+                    candidates.len()
+                ]);
+            }
             self.prepared = Some((task.clone(), Self::prepare(task)?));
         }
         let (_, p) = self.prepared.as_ref().expect("prepared above");

@@ -44,9 +44,9 @@ impl CalibrationRecord {
         }
         let rec = CalibrationRecord {
             batch: a[0].max(1),
-            m: a[2] * a[3],
-            k: a[1] * a[4],
-            n: b[1] * b[4],
+            m: a[2].checked_mul(a[3])?,
+            k: a[1].checked_mul(a[4])?,
+            n: b[1].checked_mul(b[4])?,
             out_fp32: s.get("C_dtype")?.as_str()? == "float32",
             bias: s
                 .get("bias_flag")
@@ -104,6 +104,76 @@ impl CalibrationRecord {
             origin: None,
         })
     }
+}
+
+impl CalibrationRecord {
+    /// Useful floating-point operations: 2·batch·M·K·N.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.batch as f64 * self.m as f64 * self.k as f64 * self.n as f64
+    }
+
+    /// Bytes of A, B and C as stored: fp16 inputs, an fp16 or fp32 output.
+    pub fn bytes(&self) -> f64 {
+        let out = if self.out_fp32 { 4.0 } else { 2.0 };
+        let (b, m, k, n) = (
+            self.batch as f64,
+            self.m as f64,
+            self.k as f64,
+            self.n as f64,
+        );
+        2.0 * b * m * k + 2.0 * k * n + out * b * m * n
+    }
+}
+
+/// A roofline's time for each record, up to a constant factor: `max(flops / ridge, bytes)`.
+/// With `ridge` = peak FLOP/s ÷ bandwidth (FLOPs per byte) this orders records exactly as
+/// `max(flops / peak, bytes / bandwidth)` does, so [`ROOFLINE_RIDGES`] spans every roofline
+/// as far as rankings go.
+pub fn roofline(records: &[CalibrationRecord], ridge: f64) -> Vec<f64> {
+    records
+        .iter()
+        .map(|r| (r.flops() / ridge).max(r.bytes()))
+        .collect()
+}
+
+/// Ridge points (FLOPs per byte) to compare against: 10^0.5 to 10^4 in steps of 10^(1/16),
+/// from bandwidth-bound everywhere to compute-bound everywhere (Ascend910B2: ≈ 220).
+pub const ROOFLINE_RIDGES: std::ops::RangeInclusive<i32> = 8..=64;
+
+/// The ridge point of step `i` of [`ROOFLINE_RIDGES`]: 10^(i/16).
+pub fn ridge(i: i32) -> f64 {
+    10f64.powf(f64::from(i) / 16.0)
+}
+
+/// How well `pred` orders shapes of equal work: over the pairs of records whose FLOPs differ
+/// by at most `work_ratio` and whose real times differ by at least `time_ratio`, the share
+/// that `pred` orders as the real times are (an exact tie counts half), and the number of
+/// such pairs. A roofline sees little but FLOPs here; a model of tiles, tails and pipelines
+/// should see more.
+pub fn equal_work_order(
+    flops: &[f64],
+    pred: &[f64],
+    real: &[f64],
+    work_ratio: f64,
+    time_ratio: f64,
+) -> (f64, usize) {
+    let (mut agree, mut pairs) = (0.0, 0usize);
+    for i in 0..real.len() {
+        for j in i + 1..real.len() {
+            let similar = flops[i].max(flops[j]) <= work_ratio * flops[i].min(flops[j]);
+            let distinct = real[i].max(real[j]) >= time_ratio * real[i].min(real[j]);
+            if !(similar && distinct) {
+                continue;
+            }
+            pairs += 1;
+            if pred[i] == pred[j] {
+                agree += 0.5;
+            } else if (pred[i] < pred[j]) == (real[i] < real[j]) {
+                agree += 1.0;
+            }
+        }
+    }
+    (agree / pairs.max(1) as f64, pairs)
 }
 
 /// The simulator's default and best-found times for one task: the default tiling and

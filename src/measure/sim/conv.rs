@@ -2,9 +2,10 @@
 //! weights in FRACTAL_Z (output channels padded to 16), M = Ho·Wo per image, K = C1·C0·kh·kw,
 //! N = Cout; load3d expands the im2col rows from the feature map rows held in L1.
 
-use super::cube::{align, ASource, GemmProblem};
+use super::cube::{ASource, GemmProblem};
 use super::ops::OpModel;
 use super::soc::SocModel;
+use super::{bounded, bounded_align};
 use crate::key::{DType, Format};
 use crate::measure::{MeasureError, TuningTask};
 
@@ -129,12 +130,37 @@ impl ConvGeometry {
             pads,
             dilation: hw("dilations", 1),
         };
-        if g.h + g.pads.0 + g.pads.1 < (g.kh - 1) * g.dilation.0 + 1
-            || g.w + g.pads.2 + g.pads.3 < (g.kw - 1) * g.dilation.1 + 1
-        {
+        let (hp, kh_eff) =
+            g.padded_and_kernel("H", g.h, (g.pads.0, g.pads.1), g.kh, g.dilation.0)?;
+        let (wp, kw_eff) =
+            g.padded_and_kernel("W", g.w, (g.pads.2, g.pads.3), g.kw, g.dilation.1)?;
+        if hp < kh_eff || wp < kw_eff {
             return Err(bad("kernel larger than the padded input".into()));
         }
         Ok(g)
+    }
+
+    /// The padded extent and the effective kernel extent ((k − 1)·dilation + 1) along one
+    /// axis, or [`MeasureError::TooLarge`] when either overflows u64. A geometry
+    /// [`ConvGeometry::from_task`] returns has both in range, so [`ConvGeometry::ho`] and
+    /// [`ConvGeometry::wo`] cannot overflow.
+    fn padded_and_kernel(
+        &self,
+        axis: &str,
+        extent: u64,
+        pads: (u64, u64),
+        k: u64,
+        dilation: u64,
+    ) -> Result<(u64, u64), MeasureError> {
+        let padded = extent
+            .checked_add(pads.0)
+            .and_then(|x| x.checked_add(pads.1));
+        let kernel = (k - 1).checked_mul(dilation).and_then(|x| x.checked_add(1));
+        padded.zip(kernel).ok_or_else(|| {
+            MeasureError::TooLarge(format!(
+                "Conv2D: {axis} {extent} with pads {pads:?}, kernel {k} and dilation {dilation} overflows u64"
+            ))
+        })
     }
 }
 
@@ -159,12 +185,20 @@ pub fn model(task: &TuningTask, soc: &SocModel, runner: &str) -> Result<OpModel,
         _ => 2,
     };
     let c0 = 32 / in_bytes;
-    let cin_pad = align(g.cin, c0);
+    let too_large = |what: String| {
+        MeasureError::TooLarge(format!(
+            "Conv2D {:?} · {:?}: {what}",
+            task.op.inputs[0].shape, task.op.inputs[1].shape
+        ))
+    };
+    let cin_pad = bounded_align("channels aligned to C0", g.cin, c0).map_err(too_large)?;
     let (ho, wo) = (g.ho(), g.wo());
+    let m = bounded("M (Ho·Wo)", &[ho, wo]).map_err(too_large)?;
+    let k = bounded("K (C·kh·kw, padded)", &[cin_pad, g.kh, g.kw]).map_err(too_large)?;
     let problem = GemmProblem {
         batch: g.n,
-        m: ho * wo,
-        k: cin_pad * g.kh * g.kw,
+        m,
+        k,
         n: g.cout,
         in_bytes,
         out_bytes,
@@ -182,7 +216,11 @@ pub fn model(task: &TuningTask, soc: &SocModel, runner: &str) -> Result<OpModel,
         b_nz: true,
         b_shared: true,
     };
-    let useful_flops = 2.0 * (g.n * ho * wo * g.cout * g.cin * g.kh * g.kw) as f64;
+    problem.check_size().map_err(too_large)?;
+    // In f64: a count of operations, exact for every real conv (below 2^53) and never wrapping.
+    let useful_flops = [g.n, ho, wo, g.cout, g.cin, g.kh, g.kw]
+        .iter()
+        .fold(2.0, |f, &d| f * d as f64);
     Ok(OpModel::Cube {
         problem,
         trans: Vec::new(),

@@ -11,7 +11,9 @@
 //!
 //! Guarantees (tested): deterministic without noise; every time is at least the launch
 //! overhead plus the roofline ([`SimRunner::roofline_us`]); more work with the same strategy is
-//! never faster; an invalid strategy is a `build_fail` naming the broken rule.
+//! never faster; an invalid strategy is a `build_fail` naming the broken rule; a task with a
+//! size over [`MAX_SIZE`] (a shape whose product overflows included) is an `unsupported`
+//! failure of every candidate, never a wrapped-around time.
 
 pub mod calibration;
 pub mod conv;
@@ -38,6 +40,37 @@ pub(crate) type SpaceSpec = (
 /// Version of the simulator's model; it is part of the runner identity, so records measured by
 /// an older model can be told apart.
 pub const SIM_MODEL_VERSION: u32 = 1;
+
+/// The largest size the simulator models, 2^48: a tensor's elements or bytes (padded or
+/// not), a working set, or a vector op's work (elements · bytes · passes). Every op model
+/// checks its sizes against it with checked arithmetic when it is built
+/// ([`MeasureError::TooLarge`] otherwise). The bound is what keeps the time model's integer
+/// arithmetic exact: its u64 products multiply these sizes by tile extents (at most 2^12) and
+/// small constants, which stays far below 2^64, and the sizes are exact in f64. 2^48 bytes
+/// (256 TiB) is far beyond any device's memory, so no real op is refused.
+pub const MAX_SIZE: u64 = 1 << 48;
+
+/// The product of `factors` when it is at most [`MAX_SIZE`]; otherwise the reason, naming
+/// `what` and the factors.
+pub(crate) fn bounded(what: &str, factors: &[u64]) -> Result<u64, String> {
+    match factors.iter().try_fold(1u64, |p, &f| p.checked_mul(f)) {
+        Some(v) if v <= MAX_SIZE => Ok(v),
+        v => {
+            let terms: Vec<String> = factors.iter().map(u64::to_string).collect();
+            let size = match v {
+                Some(v) => format!("{v}, over the simulator's limit 2^48"),
+                None => "more than 2^64 (overflows u64)".to_string(),
+            };
+            Err(format!("{what} = {} = {size}", terms.join("·")))
+        }
+    }
+}
+
+/// `x` rounded up to a multiple of `a` when that is at most [`MAX_SIZE`]; otherwise the
+/// reason, naming `what`.
+pub(crate) fn bounded_align(what: &str, x: u64, a: u64) -> Result<u64, String> {
+    bounded(what, &[x.div_ceil(a), a])
+}
 
 /// The simulated Ascend runner. Cheap to create; holds no per-task state.
 #[derive(Clone, Debug)]
@@ -219,7 +252,16 @@ impl Measure for SimRunner {
         task: &TuningTask,
         candidates: &[StrategyMap],
     ) -> Result<Vec<Outcome>, MeasureError> {
-        let (m, soc, c, v) = Self::model(task)?;
+        let (m, soc, c, v) = match Self::model(task) {
+            Err(MeasureError::TooLarge(what)) => {
+                let reason = format!("too large to simulate: {what}");
+                return Ok(vec![
+                    Outcome::fail(FailureKind::Unsupported, reason);
+                    candidates.len()
+                ]);
+            }
+            model => model?,
+        };
         self.calls += 1;
         let repeats = self.timing.repeats.max(1) as usize;
         Ok(candidates

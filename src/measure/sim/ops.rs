@@ -1,8 +1,9 @@
 //! From an op descriptor to the simulator's problem: which unit runs it and with what shape.
 
-use super::cube::{align, ASource, GemmProblem};
+use super::cube::{ASource, GemmProblem};
 use super::soc::SocModel;
 use super::vector::{ElemProblem, RowProblem};
+use super::{bounded, bounded_align};
 use crate::key::{DType, Format, TensorDesc};
 use crate::measure::{MeasureError, TuningTask};
 
@@ -45,10 +46,6 @@ fn logical(t: &TensorDesc) -> &[i64] {
     } else {
         &t.ori_shape
     }
-}
-
-fn numel(shape: &[u64]) -> u64 {
-    shape.iter().product::<u64>().max(1)
 }
 
 /// An op family's model builder.
@@ -179,6 +176,22 @@ impl Ctx<'_> {
             .collect()
     }
 
+    /// [`MeasureError::TooLarge`] for a size of this op, naming the op and its shapes.
+    fn too_large(&self, what: String) -> MeasureError {
+        let shapes: Vec<&[i64]> = self.task.op.inputs.iter().map(logical).collect();
+        MeasureError::TooLarge(format!("{} {shapes:?}: {what}", self.task.op.op_type))
+    }
+
+    /// The product of `factors` (named `what`), at most [`super::MAX_SIZE`].
+    fn size(&self, what: &str, factors: &[u64]) -> Result<u64, MeasureError> {
+        bounded(what, factors).map_err(|w| self.too_large(w))
+    }
+
+    /// Elements of a shape (1 for a scalar), at most [`super::MAX_SIZE`].
+    fn numel(&self, what: &str, shape: &[u64]) -> Result<u64, MeasureError> {
+        Ok(self.size(what, shape)?.max(1))
+    }
+
     fn input(&self, i: usize) -> Result<&TensorDesc, MeasureError> {
         self.task
             .op
@@ -232,8 +245,8 @@ fn matmul(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
             "{op}: reduction lengths differ ({k} vs {k2}) for {sa:?} · {sb:?}"
         )));
     }
-    let batch = numel(&sa[..sa.len() - 2]);
-    let b_batch = numel(&sb[..sb.len() - 2]);
+    let batch = cx.numel("batch of A", &sa[..sa.len() - 2])?;
+    let b_batch = cx.numel("batch of B", &sb[..sb.len() - 2])?;
     let in_bytes = cx.dtype_of(a.dtype, true)?;
     let out_bytes = cx.dtype_of(cx.output()?.dtype, false)?;
     let a_nz = a.format == Format::FractalNz;
@@ -254,6 +267,7 @@ fn matmul(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
         b_nz: b_nz || !soc.nd_nz_on_the_fly,
         b_shared: b_batch == 1,
     };
+    problem.check_size().map_err(|w| cx.too_large(w))?;
     let mut trans = Vec::new();
     if !soc.nd_nz_on_the_fly {
         // ND tensors are converted by explicit TransData kernels: A and C always (they are
@@ -266,15 +280,35 @@ fn matmul(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
             passes: 2,
             queues: 2,
         };
+        // Padded to 16 × 16 fractals; checked, as B's batch need not be A's.
+        let fractals = |what: &str, b: u64, rows: u64, cols: u64, bytes: u64| {
+            let r = bounded_align("rows aligned to 16", rows, 16).map_err(|w| cx.too_large(w))?;
+            let c =
+                bounded_align("columns aligned to 16", cols, 16).map_err(|w| cx.too_large(w))?;
+            cx.size(what, &[b, r, c, bytes])?;
+            Ok::<u64, MeasureError>(b * r * c)
+        };
         if !a_nz {
-            trans.push(conv(batch * align(m, 16) * align(k, 16), in_bytes));
+            trans.push(conv(
+                fractals("A in NZ, bytes", batch, m, k, in_bytes)?,
+                in_bytes,
+            ));
         }
         if !b_nz && b_batch > 1 {
-            trans.push(conv(b_batch * align(k, 16) * align(n, 16), in_bytes));
+            trans.push(conv(
+                fractals("B in NZ, bytes", b_batch, k, n, in_bytes)?,
+                in_bytes,
+            ));
         }
         if cx.output()?.format != Format::FractalNz {
-            trans.push(conv(batch * align(m, 16) * align(n, 16), out_bytes));
+            trans.push(conv(
+                fractals("C in NZ, bytes", batch, m, n, out_bytes)?,
+                out_bytes,
+            ));
         }
+    }
+    for tp in &trans {
+        tp.check_size().map_err(|w| cx.too_large(w))?;
     }
     let useful_flops = problem.flops();
     Ok(OpModel::Cube {
@@ -308,24 +342,34 @@ fn elementwise(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
     let task = cx.task;
     let out = cx.output()?;
     let so = cx.shape_of(out)?;
-    let n = numel(&so);
+    let n = cx.numel("output elements", &so)?;
     let eb = cx.dtype_of(out.dtype, false)?;
     let mut in_bytes = 0.0;
     for t in &task.op.inputs {
         let s = cx.shape_of(t)?;
-        in_bytes += (numel(&s) * cx.dtype_of(t.dtype, false)?) as f64;
+        let elems = cx.numel("input elements", &s)?;
+        in_bytes += cx.size("input bytes", &[elems, cx.dtype_of(t.dtype, false)?])? as f64;
     }
     let passes = elem_passes(&cx.op);
     let n_in = task.op.inputs.len().max(1) as u64;
     let tmp = u64::from(passes >= 5);
-    Ok(OpModel::Elem(ElemProblem {
-        n,
-        in_bytes_per: in_bytes / n as f64,
-        out_bytes: eb,
-        elem_bytes: eb,
-        passes,
-        queues: n_in + 1 + tmp,
-    }))
+    checked_elem(
+        cx,
+        ElemProblem {
+            n,
+            in_bytes_per: in_bytes / n as f64,
+            out_bytes: eb,
+            elem_bytes: eb,
+            passes,
+            queues: n_in + 1 + tmp,
+        },
+    )
+}
+
+/// `p` as the model when its sizes are in range ([`ElemProblem::check_size`]).
+fn checked_elem(cx: &Ctx<'_>, p: ElemProblem) -> Result<OpModel, MeasureError> {
+    p.check_size().map_err(|w| cx.too_large(w))?;
+    Ok(OpModel::Elem(p))
 }
 
 /// Max and average pooling: an element stream over the output, one pass per window element.
@@ -335,21 +379,31 @@ fn pool(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
     let out = cx.output()?;
     let sx = cx.shape_of(x)?;
     let so = cx.shape_of(out)?;
-    let n = numel(&so);
+    let n = cx.numel("output elements", &so)?;
     let eb = cx.dtype_of(out.dtype, false)?;
     let ksize = task
         .attr_ints("ksize")
         .or_else(|| task.attr_ints("kernel_shape"))
         .unwrap_or_else(|| vec![3, 3]);
-    let window: i64 = ksize.iter().rev().take(2).product();
-    Ok(OpModel::Elem(ElemProblem {
-        n,
-        in_bytes_per: (numel(&sx) * eb) as f64 / n as f64,
-        out_bytes: eb,
-        elem_bytes: eb,
-        passes: window.max(1) as u64,
-        queues: 2 + window.max(1) as u64 / 4,
-    }))
+    let window = ksize
+        .iter()
+        .rev()
+        .take(2)
+        .try_fold(1i64, |p, &k| p.checked_mul(k))
+        .ok_or_else(|| cx.too_large(format!("pooling window {ksize:?} overflows i64")))?
+        .max(1) as u64;
+    let in_bytes = cx.size("input bytes", &[cx.numel("input elements", &sx)?, eb])?;
+    checked_elem(
+        cx,
+        ElemProblem {
+            n,
+            in_bytes_per: in_bytes as f64 / n as f64,
+            out_bytes: eb,
+            elem_bytes: eb,
+            passes: window,
+            queues: 2 + window / 4,
+        },
+    )
 }
 
 /// Softmax, normalisations and reductions: a row stream (softmax and norms over the last
@@ -358,26 +412,29 @@ fn rows(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
     let x = cx.input(0)?;
     let sx = cx.shape_of(x)?;
     let eb = cx.dtype_of(x.dtype, false)?;
+    let elems = cx.numel("input elements", &sx)?;
     let (rows, len, out_per_row, passes) = match cx.op.as_str() {
         "softmax" | "softmaxv2" => {
             let len = *sx.last().unwrap_or(&1);
-            (numel(&sx) / len, len, len, 8)
+            (elems / len, len, len, 8)
         }
         "layernorm" | "rmsnorm" => {
             let len = *sx.last().unwrap_or(&1);
-            (numel(&sx) / len, len, len, 9)
+            (elems / len, len, len, 9)
         }
         _ => {
             let so = cx.shape_of(cx.output()?)?;
-            let rows = numel(&so).min(numel(&sx));
-            (rows, numel(&sx) / rows, 1, 1)
+            let rows = cx.numel("output elements", &so)?.min(elems);
+            (rows, elems / rows, 1, 1)
         }
     };
-    Ok(OpModel::Row(RowProblem {
+    let p = RowProblem {
         rows,
         len,
         elem_bytes: eb,
         out_per_row,
         passes,
-    }))
+    };
+    p.check_size().map_err(|w| cx.too_large(w))?;
+    Ok(OpModel::Row(p))
 }

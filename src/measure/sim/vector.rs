@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use search_strategies::{Parameter, Value};
 
+use super::bounded;
 use super::soc::SocModel;
 use crate::measure::{get_int, StrategyMap};
 
@@ -107,10 +108,29 @@ fn per_block(elem_bytes: u64) -> u64 {
 }
 
 impl ElemProblem {
+    /// Checks, with checked arithmetic, that the sizes the model computes are at most
+    /// [`MAX_SIZE`](super::MAX_SIZE): the vector work (elements · bytes · passes), the bytes
+    /// read and written. The error names the first size over it.
+    pub fn check_size(&self) -> Result<(), String> {
+        let eb = self.elem_bytes.max(self.out_bytes);
+        bounded(
+            "vector work (elements·bytes·passes)",
+            &[self.n, eb, self.passes],
+        )?;
+        let read = self.n as f64 * self.in_bytes_per;
+        if read > super::MAX_SIZE as f64 {
+            return Err(format!(
+                "bytes read = {read}, over the simulator's limit 2^48"
+            ));
+        }
+        Ok(())
+    }
+
     /// Elements per core and per tile (32-byte aligned) for a tiling.
     fn lengths(&self, t: &VecTiling) -> (u64, u64) {
         let pb = per_block(self.elem_bytes);
         let block_len = align(self.n.div_ceil(t.block_dim), pb);
+        // No overflow: tile < 2^63 (read from an i64), buffer_num is 1 or 2 (validated).
         let tile_len = align(block_len.div_ceil(t.tile * t.buffer_num), pb);
         (block_len, tile_len)
     }
@@ -119,11 +139,17 @@ impl ElemProblem {
     pub fn validate(&self, t: &VecTiling, soc: &SocModel, units: u32) -> Result<(), String> {
         t.check_common(units)?;
         let (_, tile_len) = self.lengths(t);
-        let ub = self.queues * t.buffer_num * tile_len * self.elem_bytes;
-        if ub > soc.ub {
+        let ub = [self.queues, t.buffer_num, tile_len, self.elem_bytes]
+            .iter()
+            .try_fold(1u64, |p, &f| p.checked_mul(f));
+        if ub.is_none_or(|ub| ub > soc.ub) {
             return Err(format!(
-                "UB overflow: {} queues · bufferNum {} · tileLength {tile_len} · {} B = {ub} B > {} B",
-                self.queues, t.buffer_num, self.elem_bytes, soc.ub
+                "UB overflow: {} queues · bufferNum {} · tileLength {tile_len} · {} B = {} B > {} B",
+                self.queues,
+                t.buffer_num,
+                self.elem_bytes,
+                ub.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string()),
+                soc.ub
             ));
         }
         Ok(())
@@ -191,6 +217,22 @@ impl RowProblem {
         align(self.len, per_block(self.elem_bytes))
     }
 
+    /// Checks, with checked arithmetic, that the sizes the model computes are at most
+    /// [`MAX_SIZE`](super::MAX_SIZE): the vector work (rows · length · 4 bytes · passes) and the
+    /// bytes read and written. The error names the first size over it.
+    pub fn check_size(&self) -> Result<(), String> {
+        bounded(
+            "vector work (rows·length·4·passes)",
+            &[self.rows, self.len, 4, self.passes],
+        )?;
+        let io = self.len.saturating_add(self.out_per_row);
+        bounded(
+            "bytes read and written (rows·(length + outputs)·bytes)",
+            &[self.rows, io, self.elem_bytes],
+        )?;
+        Ok(())
+    }
+
     /// Checks the tiling; the error is a `build_fail` reason.
     pub fn validate(&self, t: &VecTiling, soc: &SocModel, units: u32) -> Result<(), String> {
         t.check_common(units)?;
@@ -198,11 +240,18 @@ impl RowProblem {
         // Input and output tiles per buffer, plus an fp32 working row block and 32 B per row
         // for the reduced values.
         let io = (la + align(self.out_per_row, per_block(self.elem_bytes))) * self.elem_bytes;
-        let ub = t.buffer_num * t.tile * io + t.tile * (la * 4 + 32);
-        if ub > soc.ub {
+        let ub = t
+            .buffer_num
+            .checked_mul(t.tile)
+            .and_then(|x| x.checked_mul(io))
+            .zip(t.tile.checked_mul(la * 4 + 32))
+            .and_then(|(a, b)| a.checked_add(b));
+        if ub.is_none_or(|ub| ub > soc.ub) {
             return Err(format!(
-                "UB overflow: {} rows per tile of {la} elements need {ub} B > {} B",
-                t.tile, soc.ub
+                "UB overflow: {} rows per tile of {la} elements need {} B > {} B",
+                t.tile,
+                ub.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string()),
+                soc.ub
             ));
         }
         Ok(())

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use search_strategies::{Parameter, Value};
 
 use super::soc::SocModel;
+use super::{bounded, bounded_align};
 use crate::measure::{get_int, StrategyMap};
 
 /// Where the A operand of the cube comes from in global memory.
@@ -40,7 +41,9 @@ pub enum ASource {
     },
 }
 
-/// One cube problem: `batch` independent `M×K · K×N` products.
+/// One cube problem: `batch` independent `M×K · K×N` products. The time model assumes a
+/// problem that passed [`GemmProblem::check_size`] (the op models check it when they build
+/// one); its size methods do not check for overflow.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmProblem {
     /// Independent products.
@@ -137,6 +140,55 @@ impl GemmProblem {
     pub fn flops(&self) -> f64 {
         2.0 * (self.batch * self.m) as f64 * self.n as f64 * self.k as f64
     }
+
+    /// Checks, with checked arithmetic, that every size the model computes from this problem
+    /// is at most [`MAX_SIZE`](super::MAX_SIZE): A, B and C in bytes as stored and padded to
+    /// the fractal (A as im2col rows for a feature map), the feature map, the working set. The
+    /// error names the first size over it.
+    pub fn check_size(&self) -> Result<(), String> {
+        let s = self.in_bytes;
+        let ma = bounded_align("M aligned to 16", self.m, 16)?;
+        let na = bounded_align("N aligned to 16", self.n, 16)?;
+        let ka = bounded_align("K aligned to C0", self.k, 32 / s)?;
+        let b_batch = if self.b_shared { 1 } else { self.batch };
+        let a = match self.a {
+            ASource::Matrix { .. } => bounded(
+                "A bytes (batch·M·K·bytes)",
+                &[self.batch, self.m, self.k, s],
+            )?,
+            ASource::Fmap { h, w, cin_pad, .. } => bounded(
+                "feature map bytes (batch·H·W·C·bytes, padded)",
+                &[self.batch, h, w, cin_pad, s],
+            )?,
+        };
+        bounded(
+            "A bytes, padded (batch·M·K·bytes)",
+            &[self.batch, ma, ka, s],
+        )?;
+        let b = bounded("B bytes (batch·K·N·bytes)", &[b_batch, self.k, self.n, s])?;
+        bounded("B bytes, padded (batch·K·N·bytes)", &[b_batch, ka, na, s])?;
+        let c = bounded(
+            "C bytes (batch·M·N·bytes)",
+            &[self.batch, self.m, self.n, self.out_bytes],
+        )?;
+        bounded(
+            "C bytes, padded (batch·M·N·bytes)",
+            &[self.batch, ma, na, self.out_bytes],
+        )?;
+        // Each of the three is at most 2^48, so the sum cannot overflow.
+        bounded("working set (A + B + C bytes)", &[a + b + c])?;
+        Ok(())
+    }
+}
+
+/// `a · b · …`, or `None` when the product overflows u64.
+fn product(factors: &[u64]) -> Option<u64> {
+    factors.iter().try_fold(1u64, |p, &f| p.checked_mul(f))
+}
+
+/// A checked product for a reason text: its value, or that it overflows.
+fn shown(v: Option<u64>) -> String {
+    v.map_or_else(|| "more than 2^64".to_string(), |v| v.to_string())
 }
 
 /// A TCubeTiling-style strategy for one cube op.
@@ -256,10 +308,11 @@ impl CubeTiling {
                 return Err(format!("{n} must be positive"));
             }
         }
-        if t.block_dim_m * t.block_dim_n > u64::from(cores) {
+        let used = product(&[t.block_dim_m, t.block_dim_n]);
+        if used.is_none_or(|u| u > u64::from(cores)) {
             return Err(format!(
                 "blockDimM·blockDimN = {} exceeds the {cores} cores",
-                t.block_dim_m * t.block_dim_n
+                shown(used)
             ));
         }
         if !t.base_m.is_multiple_of(16) || !t.base_n.is_multiple_of(16) {
@@ -286,24 +339,27 @@ impl CubeTiling {
         if t.iterate_order > 1 {
             return Err(format!("iterateOrder = {} must be 0 or 1", t.iterate_order));
         }
-        let l0c = t.base_m * t.base_n * 4 * t.db_l0c;
-        if l0c > soc.l0c {
+        let l0c = product(&[t.base_m, t.base_n, 4, t.db_l0c]);
+        if l0c.is_none_or(|b| b > soc.l0c) {
             return Err(format!(
-                "L0C overflow: baseM·baseN·4·dbL0C = {l0c} B > {} B",
+                "L0C overflow: baseM·baseN·4·dbL0C = {} B > {} B",
+                shown(l0c),
                 soc.l0c
             ));
         }
-        let l0a = t.base_m * t.base_k * s * t.db_l0a;
-        if l0a > soc.l0a {
+        let l0a = product(&[t.base_m, t.base_k, s, t.db_l0a]);
+        if l0a.is_none_or(|b| b > soc.l0a) {
             return Err(format!(
-                "L0A overflow: baseM·baseK·{s}·dbL0A = {l0a} B > {} B",
+                "L0A overflow: baseM·baseK·{s}·dbL0A = {} B > {} B",
+                shown(l0a),
                 soc.l0a
             ));
         }
-        let l0b = t.base_k * t.base_n * s * t.db_l0b;
-        if l0b > soc.l0b {
+        let l0b = product(&[t.base_k, t.base_n, s, t.db_l0b]);
+        if l0b.is_none_or(|b| b > soc.l0b) {
             return Err(format!(
-                "L0B overflow: baseK·baseN·{s}·dbL0B = {l0b} B > {} B",
+                "L0B overflow: baseK·baseN·{s}·dbL0B = {} B > {} B",
+                shown(l0b),
                 soc.l0b
             ));
         }
@@ -315,12 +371,16 @@ impl CubeTiling {
                 ));
             }
         }
+        // baseM, baseN and baseK fit L0 here, so only the depths can make this overflow.
         let bias = if p.bias { t.base_n * 4 } else { 0 };
-        let l1 = t.depth_a1 * t.base_m * t.base_k * s + t.depth_b1 * t.base_n * t.base_k * s + bias;
-        if l1 > soc.l1 - 256 {
+        let l1 = product(&[t.depth_a1, t.base_m, t.base_k, s])
+            .zip(product(&[t.depth_b1, t.base_n, t.base_k, s]))
+            .and_then(|(a, b)| a.checked_add(b)?.checked_add(bias));
+        if l1.is_none_or(|b| b > soc.l1 - 256) {
             return Err(format!(
-                "L1 overflow: depthA1·baseM·baseK·s + depthB1·baseN·baseK·s{} = {l1} B > {} B",
+                "L1 overflow: depthA1·baseM·baseK·s + depthB1·baseN·baseK·s{} = {} B > {} B",
                 if p.bias { " + bias" } else { "" },
+                shown(l1),
                 soc.l1 - 256
             ));
         }

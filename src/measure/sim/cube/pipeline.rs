@@ -3,6 +3,10 @@
 //! sets each core's read bandwidth ([`KLoop::chip_reads`], [`read_bpc`]), the MTE2 → MTE1 →
 //! cube → FixPipe pipeline of each tile class on the busiest core ([`CorePipeline`]), and the
 //! chip's read and write bandwidth bounds. [`CubeTiling::time_us`] composes them.
+//!
+//! Integer arithmetic here multiplies the problem's sizes (at most
+//! [`MAX_SIZE`](crate::measure::sim::MAX_SIZE), checked when the problem was built) by tile
+//! extents of a validated tiling (at most 2^12), so it cannot overflow; times are f64.
 
 use super::{align, ASource, CubeTiling, GemmProblem};
 use crate::measure::sim::soc::SocModel;
@@ -160,7 +164,12 @@ impl<'a> KLoop<'a> {
                 ..
             } => {
                 let rows_out = mt.div_ceil(wo) + 1;
-                let rows_in = h.min((rows_out - 1) * stride_h + kh_eff);
+                // Saturating: a stride larger than the input (any u64) reads at most h rows.
+                let rows_in = h.min(
+                    (rows_out - 1)
+                        .saturating_mul(stride_h)
+                        .saturating_add(kh_eff),
+                );
                 ((rows_in * w * cin_pad) as f64 * s).min(im2col)
             }
         }
