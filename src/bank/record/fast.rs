@@ -102,7 +102,7 @@ impl<'a> Cursor<'a> {
     /// A strategy map with names in strictly ascending order and scalar values.
     fn strategy(&mut self) -> Option<Strategy> {
         let n = self.map_len()?;
-        let mut entries: Vec<(String, Value)> = Vec::with_capacity(n.min(64));
+        let mut map = Strategy::new();
         let mut last: Option<&str> = None;
         for _ in 0..n {
             let name = self.str()?;
@@ -111,9 +111,9 @@ impl<'a> Cursor<'a> {
             }
             last = Some(name);
             let value = self.scalar()?;
-            entries.push((name.to_owned(), value));
+            map.insert(name.to_owned(), value);
         }
-        Some(entries.into_iter().collect())
+        Some(map)
     }
 
     /// The performance map: the four required fields and the optional flag, each once.
