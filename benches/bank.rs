@@ -1,8 +1,9 @@
 //! Bank look-up benchmarks on a bank of 1,000,000 op records (DESIGN.md §5, issue "Bank core").
 //!
-//! Baselines measured in the same run: a raw redb get of the same key (for the hit look-up), and
-//! the key derivation alone. Run with `cargo bench --bench bank`; the bank is built once under
-//! `target/bench-banks/` (about a minute) and reused. Set `TUNEBANK_BENCH_RECORDS` to use another
+//! Baselines measured in the same run: a raw redb get of the same key (for the hit look-up), the
+//! key derivation alone, and for the batch look-up two hundred single look-ups of the same
+//! model's ops. Run with `cargo bench --bench bank`; the bank is built once under
+//! `target/bench-banks/` (a few minutes) and reused. Set `TUNEBANK_BENCH_RECORDS` to use another
 //! size.
 
 mod common;
@@ -86,6 +87,21 @@ fn lookups(c: &mut Criterion) {
             black_box(hit.hit().expect("hit").answer.strategy.len())
         })
     });
+    let values: Vec<Vec<u8>> = keys
+        .iter()
+        .map(|k| {
+            let mut v = Vec::new();
+            store.get_with(k, &mut |b| v = b.to_vec()).unwrap();
+            v
+        })
+        .collect();
+    g.bench_function("answer_verify_decode_in_memory", |b| {
+        b.iter(|| {
+            i = (i + 1) % keys.len();
+            let a = tunebank::bank::record::decode_answer(&keys[i], &values[i]).unwrap();
+            black_box(a.strategy.len())
+        })
+    });
     g.bench_function("miss_lookup_derive_get", |b| {
         b.iter(|| {
             i = (i + 1) % absent.len();
@@ -106,7 +122,41 @@ fn lookups(c: &mut Criterion) {
         )
     });
     g.finish();
+    batch(c, n, &bank, &ops);
     report_probe(&path, &ops[0]);
+}
+
+/// A converter's look-up of a 200-op model: derive the 200 keys, then look them up one by one
+/// (the baseline) or in one batch (one read transaction per layer, keys sorted). Successive
+/// iterations take successive 200-op windows of the random picks.
+fn batch(c: &mut Criterion, n: u64, bank: &Bank, ops: &[tunebank::key::OpDescriptor]) {
+    const MODEL: usize = 200;
+    let models: Vec<&[tunebank::key::OpDescriptor]> = ops.chunks_exact(MODEL).collect();
+    let mut g = c.benchmark_group(format!("bank_{n}_model_{MODEL}_ops"));
+    let mut m = 0usize;
+    g.bench_function("singles", |b| {
+        b.iter(|| {
+            m = (m + 1) % models.len();
+            let mut hits = 0;
+            for op in models[m] {
+                let key = op.key().unwrap();
+                hits += usize::from(bank.lookup(&key).unwrap().hit().is_some());
+            }
+            assert_eq!(hits, MODEL);
+            black_box(hits)
+        })
+    });
+    g.bench_function("batch", |b| {
+        b.iter(|| {
+            m = (m + 1) % models.len();
+            let keys: Vec<_> = models[m].iter().map(|op| op.key().unwrap()).collect();
+            let answers = bank.lookup_batch(&keys).unwrap();
+            let hits = answers.iter().filter(|a| a.hit().is_some()).count();
+            assert_eq!(hits, MODEL);
+            black_box(hits)
+        })
+    });
+    g.finish();
 }
 
 /// Opens the bank in a fresh process (the `open_probe` example) and prints its open time, first

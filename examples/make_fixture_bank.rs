@@ -1,12 +1,14 @@
 //! Writes the backward-compatibility fixture bank `fixtures/banks/v1.redb` (see the README in
 //! that folder). Its content is fixed; `tests/backward_compatibility.rs` states what it holds.
+//! Its records are written in record format 1 (`encode_v1`), as the tunebank that first wrote
+//! the file did, so a regenerated file holds the same values.
 //!
 //! Usage: `cargo run --example make_fixture_bank -- fixtures/banks/v1.redb`
 
 use std::collections::BTreeMap;
 
 use tunebank::bank::record::{
-    encode, Descriptor, Origin, Performance, Provenance, Record, Strategy, RECORD_FORMAT_VERSION,
+    encode_v1, Descriptor, Origin, Performance, Provenance, Record, Strategy,
 };
 use tunebank::bank::store::{IndexKey, RedbStore, Store, StoreEntry};
 use tunebank::key::{
@@ -37,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let record = record(i, soc, op_type);
         owned.push((
             key,
-            encode(&key, &record),
+            encode_v1(&key, &record),
             IndexKey {
                 soc: soc.to_owned(),
                 kind: RecordKind::Op,
@@ -54,10 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect();
     store.put_batch(&entries)?;
-    println!(
-        "wrote {} records (record format {RECORD_FORMAT_VERSION}) to {path}",
-        store.len()?
-    );
+    println!("wrote {} records (record format 1) to {path}", store.len()?);
     Ok(())
 }
 

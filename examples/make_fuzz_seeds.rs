@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use tunebank::bank::record::{RECORD_FORMAT_VERSION, RECORD_MAGIC};
+use tunebank::bank::record::{decode, encode, HEADER_LEN, RECORD_FORMAT_VERSION, RECORD_MAGIC};
 use tunebank::bank::store::{RedbStore, Store};
 
 fn write(target: &str, name: &str, bytes: &[u8]) -> std::io::Result<()> {
@@ -20,19 +20,25 @@ fn write(target: &str, name: &str, bytes: &[u8]) -> std::io::Result<()> {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // decode_record: an odd first byte asks the target to seal the rest with a valid header
-    // (kind = (mode >> 1) % 4); the seeds are the fixture records' bodies behind their headers.
-    let header = RECORD_MAGIC.len() + std::mem::size_of_val(&RECORD_FORMAT_VERSION) + 4 + 1 + 1 + 4;
+    // (kind = (mode >> 1) % 4; format 1 when bit 3 is set, else the current format); the seeds
+    // are the fixture records' bodies behind their headers, sealed both ways, and the fixture's
+    // format-1 values and their current-format re-encodings, raw.
     let kind_at = RECORD_MAGIC.len() + std::mem::size_of_val(&RECORD_FORMAT_VERSION) + 4;
     let store = RedbStore::open_read_only("fixtures/banks/v1.redb")?;
     let mut n = 0;
-    store.scan(&mut |_, value| {
+    store.scan(&mut |key, value| {
         let mode = 1 | (value[kind_at] << 1);
-        let mut seed = vec![mode];
-        seed.extend_from_slice(&value[header + 32..]);
-        write("decode_record", &format!("v1_record_{n}"), &seed).expect("write seed");
-        let mut raw = vec![0u8];
-        raw.extend_from_slice(value);
-        write("decode_record", &format!("v1_raw_{n}"), &raw).expect("write seed");
+        for (name, mode) in [("v1_record", mode | 8), ("record", mode)] {
+            let mut seed = vec![mode];
+            seed.extend_from_slice(&value[HEADER_LEN..]);
+            write("decode_record", &format!("{name}_{n}"), &seed).expect("write seed");
+        }
+        let record = decode(key, value).expect("the fixture bank is sound");
+        for (name, value) in [("v1_raw", value.to_vec()), ("raw", encode(key, &record))] {
+            let mut raw = vec![0u8];
+            raw.extend_from_slice(&value);
+            write("decode_record", &format!("{name}_{n}"), &raw).expect("write seed");
+        }
         n += 1;
         std::ops::ControlFlow::Continue(())
     })?;

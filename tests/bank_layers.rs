@@ -191,3 +191,102 @@ fn tune_bank_path_decides_the_op_bank_per_soc() {
     assert!(err.to_string().contains("TUNE_BANK_PATH="), "{err}");
     assert!(!dir.path().join("missing").exists());
 }
+
+/// Writes raw values (already encoded, possibly damaged or of an older format) into a bank file.
+fn put_raw(path: &Path, values: &[(tunebank::key::BankKey, Vec<u8>)]) {
+    use tunebank::bank::store::{RedbStore, Store, StoreEntry};
+    let store = RedbStore::open(path).unwrap();
+    let entries: Vec<StoreEntry<'_>> = values
+        .iter()
+        .map(|(key, value)| StoreEntry {
+            key: *key,
+            value,
+            index: common::op_index(SOC, "MatMul"),
+        })
+        .collect();
+    store.put_batch(&entries).unwrap();
+}
+
+/// The batch look-up gives, key by key, what the single look-up gives — across three layers,
+/// with shadowed, rejected, damaged (answer and details), format-1, missing and repeated keys
+/// in no particular order — and moves the counters the same way, in both miss modes.
+#[test]
+fn batch_lookup_equals_single_lookups_key_by_key() {
+    use tunebank::bank::record::{encode, encode_v1};
+    let dir = tempfile::tempdir().unwrap();
+    let custom = dir.path().join("custom.redb");
+    let b0 = dir.path().join("b0.redb");
+    let b1 = dir.path().join("b1.redb");
+    let wide = |t: u64| {
+        let mut r = record(t);
+        r.strategy.insert("baseM".into(), serde_json::json!(4096));
+        r
+    };
+    make_bank(&b1, &(1..=6).map(record).collect::<Vec<_>>());
+    let damaged_answer = {
+        let r = record(8);
+        let mut v = encode(&key_of(&r), &r);
+        v[48 + 4 + 3] ^= 0x10;
+        (key_of(&r), v)
+    };
+    let damaged_details = {
+        let r = record(9);
+        let mut v = encode(&key_of(&r), &r);
+        *v.last_mut().unwrap() ^= 0x01;
+        (key_of(&r), v)
+    };
+    let old = (
+        key_of(&record(7)),
+        encode_v1(&key_of(&record(7)), &record(7)),
+    );
+    put_raw(&b1, &[damaged_answer, damaged_details, old]);
+    make_bank(&b0, &[record(2), record(4), wide(5)]);
+    make_bank(&custom, &[record(1), record(2), wide(3), record(10)]);
+
+    let keys: Vec<_> = [10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 1, 8, 3, 12]
+        .iter()
+        .map(|&t| key_of(&record(t)))
+        .collect();
+    let fits = |a: &tunebank::bank::record::Answer| a.strategy["baseM"].as_i64() <= Some(256);
+    for error_on_miss in [false, true] {
+        let open = || {
+            bank_at(&custom)
+                .builtin_path(&b0)
+                .builtin_path(&b1)
+                .read_only(true)
+                .error_on_miss(error_on_miss)
+                .open()
+                .unwrap()
+        };
+        let (singles, batched) = (open(), open());
+        let one_by_one: Vec<_> = keys
+            .iter()
+            .map(|k| singles.lookup_checked(k, fits))
+            .collect();
+        let batch = batched.lookup_many_checked(&keys, fits).unwrap();
+        assert_eq!(batch.len(), keys.len());
+        for (n, (a, b)) in one_by_one.iter().zip(&batch).enumerate() {
+            match (a, b) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "key #{n}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "key #{n}"),
+                _ => panic!("key #{n}: single {a:?}, batch {b:?}"),
+            }
+        }
+        assert_eq!(singles.counters(), batched.counters());
+        // The answers themselves: the custom layer shadows both built-ins, a rejected entry
+        // falls through, damage in the answer is an error, damage in the details is found
+        // when the whole record is decoded, format 1 still reads.
+        let hit = |n: usize| batch[n].as_ref().unwrap().hit().unwrap();
+        assert_eq!(hit(2).layer, LayerId::Custom);
+        assert_eq!(
+            hit(2).shadowed,
+            vec![LayerId::BuiltIn(0), LayerId::BuiltIn(1)]
+        );
+        assert_eq!(hit(3).layer, LayerId::BuiltIn(1));
+        assert_eq!(hit(3).rejected_above, vec![LayerId::Custom]);
+        assert_eq!(hit(7).record().unwrap(), record(7));
+        assert!(matches!(batch[8], Err(BankError::Record(_))));
+        assert!(hit(9).record().is_err());
+        assert_eq!(batch[10].is_err(), error_on_miss);
+    }
+}

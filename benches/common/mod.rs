@@ -138,16 +138,19 @@ pub fn record(i: u64) -> Record {
     }
 }
 
-/// Path of a cached bench bank holding records `0..n`; built (in batches of 100,000, into a
-/// temporary file renamed into place) the first time it is asked for.
+/// Path of a cached bench bank holding records `0..n` in the current record format; built (in
+/// batches of 100,000, into a temporary file renamed into place) the first time it is asked
+/// for. The file name carries the record format version, so a bank of an older format is
+/// never measured by mistake.
 pub fn ensure_bank(n: u64) -> PathBuf {
     let dir = bench_dir();
     std::fs::create_dir_all(&dir).expect("create bench-banks directory");
-    let path = dir.join(format!("op_{n}.redb"));
+    let v = tunebank::bank::record::RECORD_FORMAT_VERSION;
+    let path = dir.join(format!("op_{n}_f{v}.redb"));
     if path.exists() {
         return path;
     }
-    let tmp = dir.join(format!("op_{n}.redb.building"));
+    let tmp = dir.join(format!("op_{n}_f{v}.redb.building"));
     let _ = std::fs::remove_file(&tmp);
     eprintln!(
         "building bench bank of {n} records at {} ...",

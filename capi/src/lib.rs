@@ -113,6 +113,18 @@ pub fn lookup(bank: &Bank, key: &BankKey) -> Result<Lookup, tunebank::bank::Bank
     })
 }
 
+/// [`lookup`] for many keys at once (`Bank::lookup_many_checked`: one read transaction per
+/// layer): one answer per key, in order, each what [`lookup`] gives for that key alone.
+pub fn lookup_many(
+    bank: &Bank,
+    keys: &[BankKey],
+) -> Result<Vec<Result<Lookup, tunebank::bank::BankError>>, tunebank::bank::BankError> {
+    let kind = bank.kind();
+    bank.lookup_many_checked(keys, |a| {
+        a.key_schema_version == KEY_SCHEMA_VERSION && a.kind == kind
+    })
+}
+
 /// The strategy as the C API returns it: compact JSON, parameters in name order.
 pub fn strategy_json(strategy: &Strategy) -> String {
     serde_json::to_string(strategy).expect("a strategy map always serialises")
@@ -513,12 +525,15 @@ pub unsafe extern "C" fn tunebank_lookup_batch(
         }
         check_buffer(strategies, capacity, "strategies")?;
         let open = registry::get(bank)?;
-        let mut text: Vec<u8> = Vec::new();
+        let mut batch = Vec::with_capacity(count);
         for i in 0..count {
             // SAFETY: `keys` is not NULL (count > 0) and points to `count * 32` readable bytes
             // (this function's contract), so key `i < count` is inside it.
-            let key = unsafe { key_arg(keys.add(i * TUNEBANK_KEY_LEN)) }?;
-            let (status, offset) = match lookup(&open.bank, &key) {
+            batch.push(unsafe { key_arg(keys.add(i * TUNEBANK_KEY_LEN)) }?);
+        }
+        let mut text: Vec<u8> = Vec::new();
+        for (i, answer) in lookup_many(&open.bank, &batch)?.into_iter().enumerate() {
+            let (status, offset) = match answer {
                 Ok(Lookup::Hit(hit)) => {
                     let at = text.len();
                     serde_json::to_writer(&mut text, &hit.answer.strategy)

@@ -1,9 +1,14 @@
 //! Arbitrary bytes as a stored record value: decoding must return a value or an error, never
-//! panic. Half the inputs are sealed with a valid header and checksum (as `FORMAT.md` specifies)
-//! so that the section parsing behind the checksum is exercised too.
+//! panic. Odd first bytes seal the rest with a valid header and checksums (ARCHITECTURE.md,
+//! "Record value"; format 1 when bit 3 is set, else the current format) so that the section
+//! parsing behind the checksums is exercised too. The rest is also fed to the hit path's fast
+//! answer parser, which must agree with the generic (serde) decoding wherever it answers.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tunebank::bank::record::{decode, decode_answer, RECORD_FORMAT_VERSION, RECORD_MAGIC};
+use tunebank::bank::record::{
+    decode, decode_answer, decode_answer_section_fast, decode_answer_section_generic, seal,
+    RECORD_FORMAT_VERSION,
+};
 use tunebank::key::BankKey;
 
 fuzz_target!(|data: &[u8]| {
@@ -14,30 +19,23 @@ fuzz_target!(|data: &[u8]| {
     let value = if mode & 1 == 0 {
         rest.to_vec()
     } else {
-        // Header: magic, version, key schema version, kind, flags, body length, checksum.
-        let mut v = Vec::with_capacity(48 + rest.len());
-        v.extend_from_slice(&RECORD_MAGIC);
-        v.extend_from_slice(&RECORD_FORMAT_VERSION.to_le_bytes());
-        v.extend_from_slice(&1u32.to_le_bytes());
-        v.push((mode >> 1) % 4);
-        v.push(0);
-        v.extend_from_slice(&(rest.len() as u32).to_le_bytes());
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(&key.0);
-        hasher.update(&v[..16]);
-        hasher.update(rest);
-        v.extend_from_slice(hasher.finalize().as_bytes());
-        v.extend_from_slice(rest);
-        v
+        let version = if mode & 8 != 0 { 1 } else { RECORD_FORMAT_VERSION };
+        seal(&key, version, 1, (mode >> 1) % 4, rest)
     };
     let full = decode(&key, &value);
     let answer = decode_answer(&key, &value);
-    // A value is a record exactly when its answer is; both name the key when they fail.
+    // A decodable record has a decodable answer, the same one; both name the key when they
+    // fail. (A hit verifies only what it returns, so an answer may decode where the record
+    // does not.)
     if let Ok(record) = &full {
         let answer = answer.as_ref().expect("a decodable record has a decodable answer");
         assert_eq!(answer.strategy, record.strategy);
+        assert_eq!(answer.performance, record.performance);
     }
     for e in [full.err(), answer.err()].into_iter().flatten() {
         assert_eq!(e.key(), &key);
+    }
+    if let Some(fast) = decode_answer_section_fast(rest) {
+        assert_eq!(Ok(fast), decode_answer_section_generic(&key, rest));
     }
 });

@@ -138,29 +138,35 @@ impl LookupReport {
         soc: &SocSpec,
     ) -> Result<LookupReport, InspectError> {
         let mut report = LookupReport::default();
+        let mut rows = Vec::new();
         for t in templates {
             for r in derive_op_keys(t, options, soc)? {
-                report.total += 1;
-                let answer = match bank.lookup(&r.key)? {
-                    Lookup::Hit(h) => {
-                        report.hits += 1;
-                        LookupAnswer::Hit {
-                            layer: h.layer,
-                            shadowed: h.shadowed.clone(),
-                            default_confirmed: h.answer.performance.default_confirmed,
-                            strategy: h.answer.strategy,
-                        }
-                    }
-                    Lookup::Miss { rejected } => LookupAnswer::Miss { rejected },
-                };
-                report.ops.push(LookupRow {
-                    node: t.node_name.clone(),
-                    op_type: t.op_type.clone(),
-                    profile: r.profile,
-                    key: r.key,
-                    answer,
-                });
+                rows.push((t, r));
             }
+        }
+        let keys: Vec<BankKey> = rows.iter().map(|(_, r)| r.key).collect();
+        let answers = bank.lookup_batch(&keys)?;
+        for ((t, r), answer) in rows.into_iter().zip(answers) {
+            report.total += 1;
+            let answer = match answer {
+                Lookup::Hit(h) => {
+                    report.hits += 1;
+                    LookupAnswer::Hit {
+                        layer: h.layer,
+                        shadowed: h.shadowed.clone(),
+                        default_confirmed: h.answer.performance.default_confirmed,
+                        strategy: h.answer.strategy,
+                    }
+                }
+                Lookup::Miss { rejected } => LookupAnswer::Miss { rejected },
+            };
+            report.ops.push(LookupRow {
+                node: t.node_name.clone(),
+                op_type: t.op_type.clone(),
+                profile: r.profile,
+                key: r.key,
+                answer,
+            });
         }
         Ok(report)
     }
@@ -278,9 +284,11 @@ impl ConvertReport {
         skipped: &[SkippedOp],
     ) -> Result<ConvertReport, InspectError> {
         let (mut hits, mut defaults, mut ops) = (0u64, 0u64, Vec::with_capacity(units.len()));
-        for u in units {
+        let keys: Vec<BankKey> = units.iter().map(|u| u.resolved.key).collect();
+        let answers = bank.lookup_batch(&keys)?;
+        for (u, answer) in units.iter().zip(answers) {
             let r = &u.resolved;
-            let (layer, default_confirmed) = match bank.lookup(&r.key)? {
+            let (layer, default_confirmed) = match answer {
                 Lookup::Hit(h) => {
                     hits += 1;
                     let d = h.answer.performance.default_confirmed;

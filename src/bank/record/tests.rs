@@ -112,8 +112,7 @@ fn answer_does_not_parse_details() {
     for b in &mut bytes[details..] {
         *b = 0xc1; // never valid msgpack
     }
-    let sum = checksum(&key, &bytes[..16], &bytes[HEADER_LEN..]);
-    bytes[16..48].copy_from_slice(&sum);
+    let bytes = seal(&key, RECORD_FORMAT_VERSION, 1, 0, &bytes[HEADER_LEN..]);
     assert!(decode_answer(&key, &bytes).is_ok());
     assert!(matches!(
         damage(decode(&key, &bytes).unwrap_err()),
@@ -121,24 +120,80 @@ fn answer_does_not_parse_details() {
     ));
 }
 
+/// Every flipped bit is found by the full decode, in both formats. A hit's decode either
+/// finds it or returns exactly the answer that was stored: in format 2 it must find every flip
+/// in the header's first 20 bytes (the facts and the answer checksum) and the answer section
+/// (what it returns and relies on), and may leave flips in the reserved bytes, the record
+/// checksum and the details section to the full decode.
 #[test]
-fn every_flipped_byte_is_detected() {
+fn every_flipped_bit_is_detected() {
     let (key, record) = sample();
-    let bytes = encode(&key, &record);
-    for i in 0..bytes.len() {
-        for bit in [0x01u8, 0x80] {
-            let mut bad = bytes.clone();
-            bad[i] ^= bit;
-            assert!(
-                decode(&key, &bad).is_err(),
-                "flip at byte {i} went unnoticed"
-            );
-            assert!(
-                decode_answer(&key, &bad).is_err(),
-                "flip at byte {i} (answer)"
-            );
+    for (version, bytes) in [(1, encode_v1(&key, &record)), (2, encode(&key, &record))] {
+        let clean = decode_answer(&key, &bytes).unwrap();
+        let answer_len = u32::from_le_bytes(bytes[48..52].try_into().unwrap()) as usize;
+        let answer_end = HEADER_LEN + 4 + answer_len;
+        for i in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut bad = bytes.clone();
+                bad[i] ^= 1 << bit;
+                assert!(
+                    decode(&key, &bad).is_err(),
+                    "v{version}: flip at byte {i} went unnoticed"
+                );
+                let returned = (0..20).contains(&i) || (HEADER_LEN..answer_end).contains(&i);
+                match decode_answer(&key, &bad) {
+                    Err(e) => assert_eq!(e.key(), &key),
+                    Ok(a) => {
+                        assert!(
+                            version == 2 && !returned,
+                            "v{version}: flip at byte {i} (answer) went unnoticed"
+                        );
+                        assert_eq!(a, clean, "v{version}: flip at byte {i} changed the answer");
+                    }
+                }
+            }
         }
     }
+}
+
+/// Format 1 values (one checksum over everything) still decode, whole and as an answer, and
+/// are as long as format 2's.
+#[test]
+fn format_1_values_still_read() {
+    let (key, record) = sample();
+    let old = encode_v1(&key, &record);
+    assert_eq!(&old[4..6], &[1, 0]);
+    assert_eq!(decode(&key, &old).unwrap(), record);
+    let answer = decode_answer(&key, &old).unwrap();
+    assert_eq!(answer.strategy, record.strategy);
+    assert_eq!(answer.performance, record.performance);
+    let new = encode(&key, &record);
+    assert_eq!(&new[4..6], &RECORD_FORMAT_VERSION.to_le_bytes());
+    assert_eq!(old.len(), new.len());
+    assert_eq!(
+        old[HEADER_LEN..],
+        new[HEADER_LEN..],
+        "same body, new header"
+    );
+}
+
+/// A hit decodes the answer without touching the details: in format 2 damage confined to the
+/// details (here: a details section replaced and the answer left alone) is left to the full
+/// decode, which reports it.
+#[test]
+fn damaged_details_fail_the_full_decode_only() {
+    let (key, record) = sample();
+    let mut bytes = encode(&key, &record);
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x40;
+    assert_eq!(
+        decode_answer(&key, &bytes).unwrap().strategy,
+        record.strategy
+    );
+    assert_eq!(
+        damage(decode(&key, &bytes).unwrap_err()),
+        Damage::ChecksumMismatch
+    );
 }
 
 #[test]
@@ -161,6 +216,8 @@ fn value_under_another_key_is_damage_naming_that_key() {
     let (key, record) = sample();
     let bytes = encode(&key, &record);
     let other = BankKey([0x01; 32]);
+    let answer_err = decode_answer(&other, &bytes).unwrap_err();
+    assert_eq!(damage(answer_err), Damage::ChecksumMismatch);
     let err = decode(&other, &bytes).unwrap_err();
     assert_eq!(err.key(), &other);
     assert!(err.to_string().contains(&"01".repeat(32)), "{err}");
@@ -214,14 +271,14 @@ fn resealed_mutations_never_panic() {
                 _ => v.insert(at, rng.gen()),
             }
         }
-        let body_len = (v.len() - HEADER_LEN) as u32;
-        v[12..16].copy_from_slice(&body_len.to_le_bytes());
-        let sum = checksum(&key, &v[..16], &v[HEADER_LEN..]);
-        v[16..48].copy_from_slice(&sum);
+        let version = rng.gen_range(1..=RECORD_FORMAT_VERSION);
+        let v = seal(&key, version, 1, 0, &v[HEADER_LEN..]);
         if let Err(e) = decode(&key, &v) {
             assert_eq!(e.key(), &key);
         }
-        let _ = decode_answer(&key, &v);
+        if let Err(e) = decode_answer(&key, &v) {
+            assert_eq!(e.key(), &key);
+        }
     }
 }
 
@@ -263,4 +320,95 @@ fn manual_records_say_so_and_round_trip() {
     assert_eq!(r.provenance.origin, Origin::Imported);
     assert_eq!(r.provenance.unix_time, 7);
     assert_eq!(decode(&key, &encode(&key, &r)).unwrap(), r);
+}
+
+/// A random strategy and performance: scalar parameters of every msgpack width, and (when
+/// `nested`) an array value that the fast parser must leave to serde.
+fn random_answer(rng: &mut impl rand::Rng, nested: bool) -> (Strategy, Performance) {
+    let mut strategy = Strategy::new();
+    for i in 0..rng.gen_range(0..14) {
+        let v = match rng.gen_range(0..9) {
+            0 => serde_json::json!(rng.gen_range(0..128)),
+            1 => serde_json::json!(rng.gen::<u64>() >> rng.gen_range(0..64)),
+            2 => serde_json::json!(-(rng.gen::<i64>() >> rng.gen_range(1..64)).abs()),
+            3 => serde_json::json!(rng.gen::<f64>() * 1e6 - 5e5),
+            4 => serde_json::json!("x".repeat(rng.gen_range(0..300))),
+            5 => serde_json::json!(rng.gen::<bool>()),
+            6 => serde_json::Value::Null,
+            7 if nested => serde_json::json!([1, "a"]),
+            _ => serde_json::json!(rng.gen_range(-40..0)),
+        };
+        strategy.insert(format!("p{i}_{}", rng.gen_range(0..1000)), v);
+    }
+    let samples = (0..rng.gen_range(0..20))
+        .map(|_| rng.gen::<f64>())
+        .collect();
+    let performance = Performance {
+        baseline_us: rng.gen(),
+        tuned_us: rng.gen(),
+        samples_us: samples,
+        runner: "r".repeat(rng.gen_range(0..40)),
+        default_confirmed: rng.gen(),
+    };
+    (strategy, performance)
+}
+
+/// The fast answer parser gives exactly what serde gives wherever it answers, answers every
+/// section the writer produces with scalar parameters (so hits take it), and declines what it
+/// does not know: nested values, other field orders or names, trailing bytes, truncations.
+#[test]
+fn fast_answer_parser_agrees_with_serde() {
+    use rand::{Rng, SeedableRng};
+    let key = BankKey([3; 32]);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(14);
+    for case in 0..2000 {
+        let nested = case % 4 == 0;
+        let (strategy, performance) = random_answer(&mut rng, nested);
+        let mut bytes = Vec::new();
+        rmp_serde::encode::write_named(
+            &mut bytes,
+            &serde_json::json!({"performance": &performance, "strategy": &strategy}),
+        )
+        .unwrap();
+        let generic = decode_answer_section_generic(&key, &bytes).unwrap();
+        assert_eq!(generic, (strategy.clone(), performance.clone()));
+        match decode_answer_section_fast(&bytes) {
+            Some(fast) => assert_eq!(fast, generic, "case {case}"),
+            None => assert!(
+                nested && strategy.values().any(|v| v.is_array()),
+                "case {case}: declined a scalar strategy"
+            ),
+        }
+        for cut in [0, bytes.len() / 2, bytes.len() - 1] {
+            let short = &bytes[..cut];
+            assert!(decode_answer_section_fast(short).is_none());
+            assert!(decode_answer_section_generic(&key, short).is_err());
+        }
+        let mut longer = bytes.clone();
+        longer.push(0xc0);
+        assert!(decode_answer_section_fast(&longer).is_none());
+        assert!(decode_answer_section_generic(&key, &longer).is_err());
+        // Mutated bytes: the fast parser answers only where serde agrees.
+        let mut bad = bytes.clone();
+        for _ in 0..rng.gen_range(1..4) {
+            let at = rng.gen_range(0..bad.len());
+            bad[at] = rng.gen();
+        }
+        if let Some(fast) = decode_answer_section_fast(&bad) {
+            assert_eq!(Ok(fast), decode_answer_section_generic(&key, &bad));
+        }
+    }
+}
+
+/// A value written by the encoder decodes through the fast parser on a hit.
+#[test]
+fn the_writers_answer_takes_the_fast_path() {
+    let (key, record) = sample();
+    let bytes = encode(&key, &record);
+    let answer_len = u32::from_le_bytes(bytes[48..52].try_into().unwrap()) as usize;
+    let section = &bytes[HEADER_LEN + 4..HEADER_LEN + 4 + answer_len];
+    assert_eq!(
+        decode_answer_section_fast(section),
+        Some((record.strategy.clone(), record.performance.clone()))
+    );
 }

@@ -13,6 +13,8 @@ use crate::bank::store::{IndexKey, Store, StoreEntry, StoreError};
 use crate::bank::verify::{verify_store, BankVerification, VerifyReport};
 use crate::key::{BankKey, KeyError, RecordKind};
 
+mod batch;
+
 /// Which layer of a [`Bank`] a record came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LayerId {
@@ -477,12 +479,6 @@ impl Bank {
     pub fn lookup_descriptor(&self, descriptor: &Descriptor) -> Result<Lookup, BankError> {
         let key = descriptor_key(descriptor)?;
         self.lookup(&key)
-    }
-
-    /// Looks up several keys; answers are in input order. In error-on-miss mode the first miss
-    /// ends the batch with [`BankError::Miss`].
-    pub fn lookup_batch(&self, keys: &[BankKey]) -> Result<Vec<Lookup>, BankError> {
-        keys.iter().map(|k| self.lookup(k)).collect()
     }
 
     /// Writes `records` to the custom layer in one atomic, durable transaction, each under the

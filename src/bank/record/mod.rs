@@ -1,7 +1,8 @@
 //! The bank record (DESIGN.md §5) and its checksummed binary encoding.
 //!
-//! The byte layout is specified in ARCHITECTURE.md ("Bank storage format"); [`encode`] and [`decode`] are
-//! its only implementation. A damaged value is always an error naming its key, never a record.
+//! The byte layout is specified in ARCHITECTURE.md ("Bank storage format"); [`encode`],
+//! [`decode`] and [`decode_answer`] (in `codec.rs`) are its only implementation. A damaged value
+//! is always an error naming its key, never a record.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::key::{BankKey, OpDescriptor, RecordKind};
 
 /// Version of the record encoding (the header layout and body schema).
-pub const RECORD_FORMAT_VERSION: u16 = 1;
+pub const RECORD_FORMAT_VERSION: u16 = 2;
 
 /// The key's preimage, by kind.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -286,266 +287,13 @@ pub fn kind_from_byte(byte: u8) -> Option<RecordKind> {
     }
 }
 
-/// Section 1 of the body, as encoded (borrowing).
-#[derive(Serialize)]
-struct AnswerOut<'a> {
-    strategy: &'a Strategy,
-    performance: &'a Performance,
-}
+mod codec;
+mod fast;
 
-/// Section 1 of the body, as decoded.
-#[derive(Deserialize)]
-struct AnswerIn {
-    strategy: Strategy,
-    performance: Performance,
-}
-
-/// Section 2 of the body, as encoded (borrowing).
-#[derive(Serialize)]
-struct DetailsOut<'a> {
-    descriptor: &'a Descriptor,
-    options: &'a BTreeMap<String, String>,
-    provenance: &'a Provenance,
-}
-
-/// Section 2 of the body, as decoded.
-#[derive(Deserialize)]
-struct DetailsIn {
-    descriptor: Descriptor,
-    options: BTreeMap<String, String>,
-    provenance: Provenance,
-}
-
-/// blake3 over key, header bytes 0..16 and body: the checksum stored in header bytes 16..48.
-fn checksum(key: &BankKey, header_prefix: &[u8], body: &[u8]) -> [u8; 32] {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&key.0);
-    hasher.update(header_prefix);
-    hasher.update(body);
-    *hasher.finalize().as_bytes()
-}
-
-fn push_section(out: &mut Vec<u8>, section: &impl Serialize) {
-    let start = out.len();
-    out.extend_from_slice(&[0; 4]);
-    // Serialising these plain data types into a Vec cannot fail: every map has a known length
-    // and every key is a string.
-    rmp_serde::encode::write_named(out, section).expect("record sections always serialise");
-    let len = u32::try_from(out.len() - start - 4).expect("record section under 4 GiB");
-    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
-}
-
-/// Encodes `record`, stored under `key`, in the current format ([`RECORD_FORMAT_VERSION`]).
-///
-/// The checksum covers `key`, so the value only decodes under the key it was encoded for.
-pub fn encode(key: &BankKey, record: &Record) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256);
-    out.extend_from_slice(&RECORD_MAGIC);
-    out.extend_from_slice(&RECORD_FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&record.key_schema_version.to_le_bytes());
-    out.push(kind_byte(record.kind));
-    out.push(0); // reserved flags
-    out.extend_from_slice(&[0; 4]); // body length, patched below
-    out.extend_from_slice(&[0; 32]); // checksum, patched below
-    debug_assert_eq!(out.len(), HEADER_LEN);
-    push_section(
-        &mut out,
-        &AnswerOut {
-            strategy: &record.strategy,
-            performance: &record.performance,
-        },
-    );
-    push_section(
-        &mut out,
-        &DetailsOut {
-            descriptor: &record.descriptor,
-            options: &record.options,
-            provenance: &record.provenance,
-        },
-    );
-    let body_len = u32::try_from(out.len() - HEADER_LEN).expect("record body under 4 GiB");
-    out[12..16].copy_from_slice(&body_len.to_le_bytes());
-    let sum = checksum(key, &out[..16], &out[HEADER_LEN..]);
-    out[16..48].copy_from_slice(&sum);
-    out
-}
-
-/// A value whose header and checksum have been verified.
-struct Verified<'a> {
-    key_schema_version: u32,
-    kind: RecordKind,
-    answer: &'a [u8],
-    details: &'a [u8],
-}
-
-fn damaged(key: &BankKey, reason: Damage) -> RecordError {
-    RecordError::Damaged { key: *key, reason }
-}
-
-fn split_section<'a>(
-    key: &BankKey,
-    bytes: &'a [u8],
-    offset: usize,
-    total: usize,
-) -> Result<(&'a [u8], &'a [u8]), RecordError> {
-    if bytes.len() < 4 {
-        return Err(damaged(
-            key,
-            Damage::Truncated {
-                len: total,
-                needed: offset + 4,
-            },
-        ));
-    }
-    let len = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as usize;
-    let rest = &bytes[4..];
-    if rest.len() < len {
-        return Err(damaged(
-            key,
-            Damage::Truncated {
-                len: total,
-                needed: offset + 4 + len,
-            },
-        ));
-    }
-    Ok(rest.split_at(len))
-}
-
-/// Checks magic, version, length and checksum, and splits the body into its sections.
-fn verify<'a>(key: &BankKey, value: &'a [u8]) -> Result<Verified<'a>, RecordError> {
-    if value.len() < 6 {
-        return Err(damaged(
-            key,
-            if value.len() >= 4 && value[..4] != RECORD_MAGIC {
-                Damage::BadMagic
-            } else {
-                Damage::Truncated {
-                    len: value.len(),
-                    needed: HEADER_LEN,
-                }
-            },
-        ));
-    }
-    if value[..4] != RECORD_MAGIC {
-        return Err(damaged(key, Damage::BadMagic));
-    }
-    let version = u16::from_le_bytes([value[4], value[5]]);
-    if version == 0 {
-        return Err(damaged(key, Damage::BadVersion));
-    }
-    if version > RECORD_FORMAT_VERSION {
-        return Err(RecordError::UnsupportedVersion {
-            key: *key,
-            found: version,
-            supported: RECORD_FORMAT_VERSION,
-        });
-    }
-    if value.len() < HEADER_LEN {
-        return Err(damaged(
-            key,
-            Damage::Truncated {
-                len: value.len(),
-                needed: HEADER_LEN,
-            },
-        ));
-    }
-    let key_schema_version = u32::from_le_bytes(value[6..10].try_into().expect("4 bytes"));
-    let body_len = u32::from_le_bytes(value[12..16].try_into().expect("4 bytes"));
-    let body = &value[HEADER_LEN..];
-    if body_len > MAX_BODY_LEN || body_len as usize != body.len() {
-        return Err(damaged(
-            key,
-            Damage::BadLength {
-                declared: u64::from(body_len),
-                actual: body.len() as u64,
-            },
-        ));
-    }
-    if checksum(key, &value[..16], body) != value[16..48] {
-        return Err(damaged(key, Damage::ChecksumMismatch));
-    }
-    // The checksum matched, so the remaining fields are as the writer wrote them; they are still
-    // checked, since the writer may be a different (buggy or hostile) program.
-    let kind = kind_from_byte(value[10]).ok_or_else(|| damaged(key, Damage::BadKind(value[10])))?;
-    let (answer, rest) = split_section(key, body, HEADER_LEN, value.len())?;
-    let (details, tail) = split_section(key, rest, HEADER_LEN + 4 + answer.len(), value.len())?;
-    if !tail.is_empty() {
-        return Err(damaged(
-            key,
-            Damage::Malformed(format!("{} bytes after the last section", tail.len())),
-        ));
-    }
-    Ok(Verified {
-        key_schema_version,
-        kind,
-        answer,
-        details,
-    })
-}
-
-/// Nesting limit for msgpack sections: deep enough for any strategy, shallow enough that hostile
-/// input cannot exhaust the stack.
-const MAX_DEPTH: usize = 64;
-
-fn from_section<T: serde::de::DeserializeOwned>(
-    key: &BankKey,
-    name: &str,
-    bytes: &[u8],
-) -> Result<T, RecordError> {
-    let mut de = rmp_serde::Deserializer::new(std::io::Cursor::new(bytes));
-    de.set_max_depth(MAX_DEPTH);
-    let value = T::deserialize(&mut de)
-        .map_err(|e| damaged(key, Damage::Malformed(format!("{name} section: {e}"))))?;
-    if de.position() as usize != bytes.len() {
-        return Err(damaged(
-            key,
-            Damage::Malformed(format!("{name} section has trailing bytes")),
-        ));
-    }
-    Ok(value)
-}
-
-/// Decodes the whole record stored under `key`, verifying its checksum first.
-///
-/// Errors name `key`: [`RecordError::Damaged`] for any altered, truncated or misplaced value,
-/// [`RecordError::UnsupportedVersion`] for a value written in a newer format.
-pub fn decode(key: &BankKey, value: &[u8]) -> Result<Record, RecordError> {
-    let v = verify(key, value)?;
-    let answer: AnswerIn = from_section(key, "answer", v.answer)?;
-    let details: DetailsIn = from_section(key, "details", v.details)?;
-    let descriptor_kind = match details.descriptor {
-        Descriptor::Op(_) => RecordKind::Op,
-        Descriptor::Graph(_) => RecordKind::Graph,
-        Descriptor::Gradient(_) => RecordKind::Gradient,
-    };
-    if descriptor_kind != v.kind {
-        return Err(damaged(key, Damage::KindMismatch));
-    }
-    Ok(Record {
-        key_schema_version: v.key_schema_version,
-        kind: v.kind,
-        descriptor: details.descriptor,
-        options: details.options,
-        strategy: answer.strategy,
-        performance: answer.performance,
-        provenance: details.provenance,
-    })
-}
-
-/// Decodes only the strategy and performance of the record stored under `key`, after verifying
-/// the checksum over the whole value; the descriptor, options and provenance are not parsed.
-///
-/// Errors are those of [`decode`].
-pub fn decode_answer(key: &BankKey, value: &[u8]) -> Result<Answer, RecordError> {
-    let v = verify(key, value)?;
-    let answer: AnswerIn = from_section(key, "answer", v.answer)?;
-    Ok(Answer {
-        key_schema_version: v.key_schema_version,
-        kind: v.kind,
-        strategy: answer.strategy,
-        performance: answer.performance,
-    })
-}
+pub use codec::{
+    decode, decode_answer, decode_answer_section_fast, decode_answer_section_generic, encode,
+    encode_v1, seal, CHECKSUM_LEN, OLDEST_READABLE_FORMAT_VERSION,
+};
 
 #[cfg(test)]
 mod tests;
