@@ -171,6 +171,7 @@ pub fn configure(args: &TuneArgs, atc: &[String]) -> Result<TuneJob> {
     };
     let (mut settings, requested) = settings(args, &options)?;
     tune::check_settings(&settings)?;
+    tune::check_soc(&settings, &options.soc()?.version)?;
     let loaded = load(atc, only.as_ref())?;
     settings.workers = cap_workers(requested, &settings.runner)?;
     Ok(TuneJob { loaded, settings })
