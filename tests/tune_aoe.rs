@@ -172,3 +172,47 @@ fn nothing_tuned_is_never_successful() {
     assert_eq!(s.report.summary.total, 0);
     assert_ne!(s.report.result, OpatResult::Successful);
 }
+
+/// Runs `tune` on the BERT layer with `content` as `--tune_ops_file`.
+fn tune_with_ops_file(content: &str) -> (Output, Option<Value>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("ops.json");
+    std::fs::write(&list, content).unwrap();
+    let flag = format!("--tune_ops_file={}", list.display());
+    let (out, json, _sb) = tune(&fixture("bert_layer.onnx"), "Ascend910B2", &[&flag]);
+    (out, json, list.display().to_string())
+}
+
+fn total(json: &Option<Value>) -> u64 {
+    count(opat(json.as_ref().expect("a result file")), "total_num")
+}
+
+/// AOE's JSON `tune_ops_file` selects by op type in ONNX or Ascend IR spelling alike.
+#[test]
+fn aoe_json_tune_ops_file_selects_onnx_and_ir_types() {
+    let (onnx, onnx_json, _) = tune_with_ops_file(r#"{"tune_ops_type": ["LayerNormalization"]}"#);
+    assert!(onnx.status.success(), "{}", text(&onnx.stderr));
+    let (ir, ir_json, _) = tune_with_ops_file(r#"{"tune_ops_type": ["LayerNorm"]}"#);
+    assert!(ir.status.success(), "{}", text(&ir.stderr));
+    assert!(total(&onnx_json) >= 1);
+    assert_eq!(total(&onnx_json), total(&ir_json));
+    let (both, both_json, _) =
+        tune_with_ops_file(r#"{"tune_ops_name": [], "tune_ops_type": ["LayerNorm", "SoftmaxV2"]}"#);
+    assert!(both.status.success(), "{}", text(&both.stderr));
+    assert!(total(&both_json) > total(&ir_json), "Softmax adds a task");
+}
+
+/// A `tune_ops_file` that selects nothing is bad input naming the file; nothing is written.
+#[test]
+fn tune_ops_file_selecting_nothing_is_exit_2() {
+    for content in [r#"{"tune_ops_name": ["no_such_op"]}"#, "NoSuchType\n"] {
+        let (out, json, path) = tune_with_ops_file(content);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{content}: {err}");
+        assert!(err.contains(&path), "names the file: {err}");
+        assert!(json.is_none());
+    }
+    let (out, _, path) = tune_with_ops_file(r#"{"tune_ops_types": ["Conv2D"]}"#);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains(&path));
+}
