@@ -169,9 +169,10 @@ impl TuneError {
             TuneError::Model(e) => e.kind(),
             TuneError::Bank(e) => e.kind(),
             TuneError::Report { .. } => FailureKind::Io,
-            TuneError::Resolve(_) | TuneError::Runner(_) | TuneError::UnknownStrategy { .. } => {
-                FailureKind::Input
-            }
+            TuneError::Resolve(_)
+            | TuneError::Runner(_)
+            | TuneError::UnknownStrategy { .. }
+            | TuneError::UnsupportedSoc { .. } => FailureKind::Input,
         }
     }
 }

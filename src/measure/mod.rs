@@ -490,6 +490,23 @@ pub trait Measure {
     ) -> Result<Vec<Outcome>, MeasureError>;
 }
 
+/// The SoC versions (of [`crate::key::soc::SOCS`]) a runner spec can tune, or `None` when it
+/// tunes any (`cpu` measures host kernels whatever the SoC; `exec:` leaves it to the command).
+/// The simulator tunes only the SoCs it has a model for ([`sim::soc::SocModel::for_version`]).
+pub fn supported_socs(spec: &str) -> Option<Vec<&'static str>> {
+    if spec == "sim" || spec.starts_with("sim:") {
+        Some(
+            crate::key::soc::SOCS
+                .iter()
+                .map(|s| s.version)
+                .filter(|v| sim::soc::SocModel::for_version(v).is_some())
+                .collect(),
+        )
+    } else {
+        None
+    }
+}
+
 /// Builds a runner from its command-line spelling: `sim`, `sim:SEED` (noise on, seeded),
 /// `cpu`, or `exec:COMMAND`.
 pub fn runner_from_spec(spec: &str) -> Result<Box<dyn Measure + Send>, MeasureError> {

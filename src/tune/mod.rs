@@ -99,7 +99,7 @@ use std::time::Instant;
 pub use decision::{signed_rank_greater_p, Judgement, Round, WinRule};
 pub use outcome::{Decision, TaskOutcome, TuneObserver, TuneStats, TuneSummary};
 pub use plan::{plan, TunePlan, TuneTask};
-pub use settings::{check_settings, TuneSettings};
+pub use settings::{check_settings, check_soc, TuneSettings};
 
 use crate::bank::{Bank, BankError};
 use crate::measure::{runner_from_spec, MeasureError};
@@ -131,6 +131,17 @@ pub enum TuneError {
         /// The name given.
         name: String,
     },
+    /// The runner cannot tune the job's SoC at all: refused before any work, since every op
+    /// would come out unsatisfied.
+    #[error("--soc_version={soc}: runner {runner} does not support this SoC; it supports {}", supported.join(", "))]
+    UnsupportedSoc {
+        /// The SoC version of the job.
+        soc: String,
+        /// The runner spec.
+        runner: String,
+        /// The SoC versions the runner supports.
+        supported: Vec<String>,
+    },
     /// The result file could not be written.
     #[error("writing the result file {path}: {source}")]
     Report {
@@ -159,6 +170,9 @@ pub fn run(
     observer: &mut dyn TuneObserver,
 ) -> Result<TuneSummary, TuneError> {
     check_settings(settings)?;
+    if let Some(t) = plan.tasks.first() {
+        check_soc(settings, &t.descriptor.soc.version)?;
+    }
     let start = Instant::now();
     let mut progress = Progress::start(plan, tuning_name, result_file, observer)?;
     // Look-ups first: hits without REPEAT_TUNE are decided without any measurement. They

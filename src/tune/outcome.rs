@@ -330,9 +330,16 @@ impl<'a> Progress<'a> {
     /// the tuning time of a complete job, the final result file and the summary.
     pub(crate) fn finish(mut self, start: Instant) -> Result<TuneSummary, TuneError> {
         let interrupted = self.outcomes.len() < self.plan.tasks.len();
+        // An op counts as tuned when it was searched and decided, or found in the bank; a job
+        // that tuned none (no ops, or the runner supports none of them) did not succeed.
+        let tuned = self
+            .outcomes
+            .iter()
+            .filter(|o| o.unsupported.is_none() && o.failure.is_none())
+            .count();
         self.report.result = if interrupted {
             OpatResult::Incomplete
-        } else if self.report.failed_ops.is_empty() {
+        } else if self.report.failed_ops.is_empty() && tuned > 0 {
             OpatResult::Successful
         } else {
             OpatResult::Failed

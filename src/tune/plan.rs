@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::key::{BankKey, OpDescriptor, ResolvedOptions, SocSpec};
-use crate::model::{group_by_key, resolve_units, Model, ResolvedUnit, SkippedOp};
+use crate::model::{group_by_key, resolve_units, Model, ResolvedUnit, SkippedOp, TuningUnit};
 
 use super::TuneError;
 
@@ -35,7 +35,9 @@ pub struct TunePlan {
 /// Imports nothing itself: takes a loaded `model`, infers and fuses it under `options` on
 /// `soc`, resolves keys, and groups identical keys across all profiles. When `only` is given,
 /// units are kept only if their name, one of their node names or one of their op types is in
-/// it (AOE's `tune_ops_file`).
+/// it (AOE's `tune_ops_file`); an op type may be spelled as ONNX or as Ascend IR
+/// ([`crate::key::ir`]: `Conv2D`, `MatMulV2`, `BatchMatMulV2`, …), the IR spelling matching the
+/// resolved op's IR type (or a fused member's).
 pub fn plan(
     model: &Model,
     options: &ResolvedOptions,
@@ -53,16 +55,14 @@ pub fn plan(
         let units: Vec<_> = profile
             .units
             .into_iter()
-            .filter(|u| {
-                only.is_none_or(|set| {
-                    set.contains(&u.name)
-                        || u.node_names.iter().any(|n| set.contains(n))
-                        || u.op_types.iter().any(|t| set.contains(t))
-                })
-            })
+            .filter(|u| only.is_none_or(|set| by_name(u, set) || maybe_by_ir(u, set)))
             .collect();
-        out.units
-            .extend(resolve_units(&units, &profile.graph.profile, options, soc)?);
+        let resolved = resolve_units(&units, &profile.graph.profile, options, soc)?;
+        out.units.extend(
+            resolved
+                .into_iter()
+                .filter(|r| only.is_none_or(|set| by_name(&r.unit, set) || by_ir(r, set))),
+        );
     }
     for g in group_by_key(&out.units) {
         let first = &out.units[g.first];
@@ -74,4 +74,43 @@ pub fn plan(
         });
     }
     Ok(out)
+}
+
+/// The unit's name, one of its node names or one of its (ONNX) op types is in `set`.
+fn by_name(u: &TuningUnit, set: &BTreeSet<String>) -> bool {
+    set.contains(&u.name)
+        || u.node_names.iter().any(|n| set.contains(n))
+        || u.op_types.iter().any(|t| set.contains(t))
+}
+
+/// Every IR type an ONNX op type may become, whatever its ranks.
+fn ir_candidates(t: &str) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = crate::key::ir::ONNX_TO_IR
+        .iter()
+        .filter(|(o, _)| *o == t)
+        .map(|(_, i)| *i)
+        .collect();
+    match t {
+        "MatMul" => v.push("BatchMatMulV2"),
+        "Conv" => v.push("Conv3D"),
+        _ => {}
+    }
+    v
+}
+
+/// Before resolution: one of the unit's op types may be named in `set` in IR spelling.
+fn maybe_by_ir(u: &TuningUnit, set: &BTreeSet<String>) -> bool {
+    u.op_types
+        .iter()
+        .any(|t| ir_candidates(t).iter().any(|i| set.contains(*i)))
+}
+
+/// After resolution: the resolved IR op type is in `set`, or a fused member's IR type is (for
+/// members whose IR type does not depend on ranks).
+fn by_ir(r: &ResolvedUnit, set: &BTreeSet<String>) -> bool {
+    set.contains(&r.resolved.descriptor.op_type)
+        || r.unit.op_types.iter().any(|t| {
+            !matches!(t.as_str(), "MatMul" | "Conv")
+                && crate::key::ir::ir_type(t, (0, 0)).is_some_and(|i| set.contains(i))
+        })
 }

@@ -72,3 +72,18 @@ pub fn check_settings(settings: &TuneSettings) -> Result<(), TuneError> {
     }
     Ok(())
 }
+
+/// Checks that the runner can tune SoC `soc` at all ([`crate::measure::supported_socs`]), so a
+/// job that would tune nothing is refused before it opens the bank or writes a file.
+pub fn check_soc(settings: &TuneSettings, soc: &str) -> Result<(), TuneError> {
+    match crate::measure::supported_socs(&settings.runner) {
+        Some(list) if !list.iter().any(|v| v.eq_ignore_ascii_case(soc)) => {
+            Err(TuneError::UnsupportedSoc {
+                soc: soc.to_owned(),
+                runner: settings.runner.clone(),
+                supported: list.into_iter().map(str::to_owned).collect(),
+            })
+        }
+        _ => Ok(()),
+    }
+}

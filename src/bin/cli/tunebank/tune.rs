@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 use tunebank::bank::{Bank, BankError};
 use tunebank::key::RecordKind;
-use tunebank::report::{ResultFile, TuneTable};
+use tunebank::report::{OpatResult, ResultFile, TuneTable};
 use tunebank::tune::{self, TuneSummary};
 
 use super::progress::{install_signal_handlers, Progress, CANCEL};
@@ -50,7 +50,7 @@ pub struct TuneArgs {
     pub output_dir: Option<PathBuf>,
 }
 
-/// Tunes the model; exit 0 done, 1 some op failed, 130 interrupted (a rerun continues).
+/// Tunes the model; exit 0 done, 1 some op failed or none tuned, 130 interrupted (a rerun continues).
 pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     let atc = normalise_job_type(atc);
     let job = configure(&args, &atc)?;
@@ -140,7 +140,8 @@ fn announce(job: &TuneJob, bank: &Bank, result: &ResultFile) {
 }
 
 /// 130 when interrupted by a signal, 0 when the total budget ran out (both said on standard
-/// error) or every op finished, 1 when some op failed.
+/// error) or every op finished and at least one was tuned, 1 when some op failed or none was
+/// tuned.
 fn exit_code(summary: &TuneSummary) -> ExitCode {
     if summary.interrupted && CANCEL.load(Ordering::SeqCst) {
         eprintln!("tunebank: interrupted; finished ops are in the bank, a rerun continues");
@@ -148,8 +149,11 @@ fn exit_code(summary: &TuneSummary) -> ExitCode {
     } else if summary.interrupted {
         eprintln!("tunebank: the job's total budget ran out; a rerun continues");
         ExitCode::SUCCESS
-    } else if summary.report.failed_ops.is_empty() {
+    } else if summary.report.result == OpatResult::Successful {
         ExitCode::SUCCESS
+    } else if summary.report.failed_ops.is_empty() {
+        eprintln!("tunebank: nothing was tuned: the runner tunes none of the selected ops");
+        ExitCode::from(1)
     } else {
         ExitCode::from(1)
     }

@@ -105,11 +105,17 @@ pub fn load(atc: &[String], only: Option<&BTreeSet<String>>) -> Result<Loaded> {
     })
 }
 
-/// The op names or op types of a `--tune_ops_file`, one per line (or comma-separated).
+/// The op names or op types of a `--tune_ops_file`: AOE's JSON
+/// (`{"tune_ops_name": [...], "tune_ops_type": [...]}`, either list optional), or one name or
+/// type per line (or comma-separated, `#` comments). Names and types may be ONNX or Ascend IR
+/// spellings.
 fn read_tune_ops_file(path: &str) -> Result<BTreeSet<String>> {
     let text = std::fs::read_to_string(path).with_context(|| {
-        format!("--tune_ops_file {path}: cannot read it; expected a file with one op name or op type per line")
+        format!("--tune_ops_file {path}: cannot read it; expected AOE's JSON {{\"tune_ops_name\": [...], \"tune_ops_type\": [...]}} or one op name or op type per line")
     })?;
+    if text.trim_start().starts_with('{') {
+        return aoe_tune_ops(path, &text);
+    }
     Ok(text
         .lines()
         .flat_map(|l| l.split(','))
@@ -117,6 +123,34 @@ fn read_tune_ops_file(path: &str) -> Result<BTreeSet<String>> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(str::to_owned)
         .collect())
+}
+
+/// The names and types of AOE's JSON `tune_ops_file`.
+fn aoe_tune_ops(path: &str, text: &str) -> Result<BTreeSet<String>> {
+    let expected = "expected AOE's JSON {\"tune_ops_name\": [\"name\", ...], \"tune_ops_type\": [\"Conv2D\", ...]}";
+    let v: serde_json::Value = serde_json::from_str(text)
+        .with_context(|| format!("--tune_ops_file {path}: not valid JSON; {expected}"))?;
+    let obj = v
+        .as_object()
+        .with_context(|| format!("--tune_ops_file {path}: {expected}"))?;
+    let mut out = BTreeSet::new();
+    for (field, list) in obj {
+        if field != "tune_ops_name" && field != "tune_ops_type" {
+            bail!("--tune_ops_file {path}: unknown field {field:?}; {expected}");
+        }
+        let items = list.as_array().with_context(|| {
+            format!("--tune_ops_file {path}: {field} must be a list of strings")
+        })?;
+        for i in items {
+            let s = i.as_str().with_context(|| {
+                format!("--tune_ops_file {path}: {field} must be a list of strings, found {i}")
+            })?;
+            if !s.trim().is_empty() {
+                out.insert(s.trim().to_owned());
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Per-worker memory estimate by runner: a simulator is small; host kernels and device
@@ -165,13 +199,24 @@ pub fn configure(args: &TuneArgs, atc: &[String]) -> Result<TuneJob> {
     if job != "2" {
         bail!("--job_type={job}: only operator tuning (--job_type=2, --job-type op) is supported yet; subgraph and gradient tuning are not supported yet");
     }
-    let only = match options.given().get("tune_ops_file") {
-        Some(f) if !f.is_empty() => Some(read_tune_ops_file(f)?),
-        _ => None,
+    let ops_file = options
+        .given()
+        .get("tune_ops_file")
+        .filter(|f| !f.is_empty())
+        .cloned();
+    let only = match &ops_file {
+        Some(f) => Some(read_tune_ops_file(f)?),
+        None => None,
     };
     let (mut settings, requested) = settings(args, &options)?;
     tune::check_settings(&settings)?;
+    tune::check_soc(&settings, &options.soc()?.version)?;
     let loaded = load(atc, only.as_ref())?;
+    if let Some(f) = &ops_file {
+        if loaded.plan.units.is_empty() {
+            bail!("--tune_ops_file {f}: selects no op of {} (names and types are matched as ONNX or Ascend IR spellings, e.g. Conv or Conv2D)", loaded.model_path);
+        }
+    }
     settings.workers = cap_workers(requested, &settings.runner)?;
     Ok(TuneJob { loaded, settings })
 }

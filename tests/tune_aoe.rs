@@ -1,0 +1,218 @@
+//! `tunebank tune` as an AOE user drives it: every SoC of the key table either tunes or is
+//! refused up front, a job that tuned nothing never reports success, and AOE's JSON
+//! `--tune_ops_file` selects ops by ONNX or Ascend IR name and type.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use tunebank::key::soc::SOCS;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
+
+fn fixture(name: &str) -> String {
+    format!("{}/fixtures/models/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs `tune` on `model` for `soc` in a fresh sandbox; returns the output, the result file's
+/// JSON if one was written, and the sandbox.
+fn tune(model: &str, soc: &str, extra: &[&str]) -> (Output, Option<Value>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(dir.path().join("home")).unwrap();
+    let bank: PathBuf = dir.path().join("bank/op.redb");
+    let soc_flag = format!("--soc_version={soc}");
+    let mut args = vec![
+        "tune",
+        "--model",
+        model,
+        "--job_type=2",
+        &soc_flag,
+        "--budget",
+        "4",
+        "--strategy",
+        "random",
+        "--bank",
+        bank.to_str().unwrap(),
+        "--output-dir",
+        work.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = Command::new(BIN)
+        .args(&args)
+        .env("HOME", dir.path().join("home"))
+        .env("TUNING_PARALLEL_NUM", "2")
+        .env_remove("ASCEND_WORK_PATH")
+        .env_remove("TUNE_BANK_PATH")
+        .env_remove("ASCEND_CACHE_PATH")
+        .env_remove("TUNEBANK_BUILTIN_PATH")
+        .env_remove("AOE_MODE")
+        .env_remove("REPEAT_TUNE")
+        .env_remove("TUNEBANK_WORKER_MEMORY_MB")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let json = std::fs::read_dir(&work).ok().and_then(|rd| {
+        let f = rd
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().ends_with(".json"))?;
+        serde_json::from_str(&std::fs::read_to_string(f.path()).ok()?).ok()
+    });
+    (out, json, dir)
+}
+
+/// The OPAT part of a result file.
+fn opat(v: &Value) -> &Value {
+    let parts = v.as_object().unwrap().values().next().unwrap();
+    parts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|p| p.get("OPAT"))
+        .unwrap()
+}
+
+fn count(opat: &Value, name: &str) -> u64 {
+    opat["repo_summary"][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{name} in {opat}"))
+}
+
+/// Every SoC of the key table tunes the BERT layer (ops added, "tuning successful", exit 0),
+/// or is refused before any work with exit 2, a message naming the SoC, the runner and the
+/// SoCs it supports, and no result file.
+#[test]
+fn every_soc_tunes_bert_or_is_refused() {
+    let mut tuned = 0;
+    for soc in SOCS {
+        let (out, json, dir) = tune(&fixture("bert_layer.onnx"), soc.version, &[]);
+        let err = text(&out.stderr);
+        match out.status.code() {
+            Some(0) => {
+                let o = opat(json.as_ref().expect("a result file"));
+                assert_eq!(
+                    o["opat_tuning_result"], "tuning successful",
+                    "{}",
+                    soc.version
+                );
+                assert!(count(o, "repo_add_num") > 0, "{}: {o}", soc.version);
+                assert!(
+                    !err.contains("does not support SoC"),
+                    "{}: {err}",
+                    soc.version
+                );
+                tuned += 1;
+            }
+            Some(2) => {
+                assert!(err.contains(soc.version), "{}: {err}", soc.version);
+                assert!(err.contains("runner sim"), "{}: {err}", soc.version);
+                assert!(
+                    err.contains("Ascend910B2"),
+                    "names the supported SoCs: {err}"
+                );
+                assert!(json.is_none(), "{}: refused before any work", soc.version);
+                assert!(!dir.path().join("bank/op.redb").exists());
+            }
+            c => panic!("{}: exit {c:?}\n{err}", soc.version),
+        }
+    }
+    assert!(tuned >= 2, "the simulated SoCs tune");
+}
+
+/// A job whose runner tunes none of its ops does not say "tuning successful" (library level,
+/// since the command line refuses such a SoC before it gets there).
+#[test]
+fn nothing_tuned_is_never_successful() {
+    use std::sync::atomic::AtomicBool;
+    use tunebank::bank::Bank;
+    use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
+    use tunebank::report::OpatResult;
+    use tunebank::tune::{self, TuneSettings};
+
+    let dir = tempfile::tempdir().unwrap();
+    let model = tunebank::model::load_onnx(fixture("bert_layer.onnx")).unwrap();
+    let bank = Bank::builder(RecordKind::Op, "Ascend910B3")
+        .custom_path(dir.path().join("op.redb"))
+        .no_default_builtin()
+        .open()
+        .unwrap();
+    let cancel = AtomicBool::new(false);
+    let run = |soc: &str, empty: bool| {
+        let flag = format!("--soc_version={soc}");
+        let options = ResolvedOptions::from_args([flag.as_str()], &FsReader).unwrap();
+        let mut plan = tune::plan(&model, &options, &options.soc().unwrap(), None).unwrap();
+        assert!(!plan.tasks.is_empty());
+        if empty {
+            plan.tasks.clear();
+            plan.units.clear();
+        }
+        let settings = TuneSettings {
+            trials_per_op: 2,
+            options_given: options.given().clone(),
+            ..TuneSettings::default()
+        };
+        tune::run(&plan, &bank, &settings, "bert", None, &cancel, &mut ())
+    };
+    // A SoC the simulator has no model for: refused, or at least not successful.
+    match run("Ascend910B3", false) {
+        Err(e) => assert!(e.to_string().contains("Ascend910B3"), "{e}"),
+        Ok(s) => assert_ne!(
+            s.report.result,
+            OpatResult::Successful,
+            "{:?}",
+            s.report.summary
+        ),
+    }
+    // No ops at all: nothing tuned either.
+    let s = run("Ascend910B2", true).unwrap();
+    assert_eq!(s.report.summary.total, 0);
+    assert_ne!(s.report.result, OpatResult::Successful);
+}
+
+/// Runs `tune` on the BERT layer with `content` as `--tune_ops_file`.
+fn tune_with_ops_file(content: &str) -> (Output, Option<Value>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("ops.json");
+    std::fs::write(&list, content).unwrap();
+    let flag = format!("--tune_ops_file={}", list.display());
+    let (out, json, _sb) = tune(&fixture("bert_layer.onnx"), "Ascend910B2", &[&flag]);
+    (out, json, list.display().to_string())
+}
+
+fn total(json: &Option<Value>) -> u64 {
+    count(opat(json.as_ref().expect("a result file")), "total_num")
+}
+
+/// AOE's JSON `tune_ops_file` selects by op type in ONNX or Ascend IR spelling alike.
+#[test]
+fn aoe_json_tune_ops_file_selects_onnx_and_ir_types() {
+    let (onnx, onnx_json, _) = tune_with_ops_file(r#"{"tune_ops_type": ["LayerNormalization"]}"#);
+    assert!(onnx.status.success(), "{}", text(&onnx.stderr));
+    let (ir, ir_json, _) = tune_with_ops_file(r#"{"tune_ops_type": ["LayerNorm"]}"#);
+    assert!(ir.status.success(), "{}", text(&ir.stderr));
+    assert!(total(&onnx_json) >= 1);
+    assert_eq!(total(&onnx_json), total(&ir_json));
+    let (both, both_json, _) =
+        tune_with_ops_file(r#"{"tune_ops_name": [], "tune_ops_type": ["LayerNorm", "SoftmaxV2"]}"#);
+    assert!(both.status.success(), "{}", text(&both.stderr));
+    assert!(total(&both_json) > total(&ir_json), "Softmax adds a task");
+}
+
+/// A `tune_ops_file` that selects nothing is bad input naming the file; nothing is written.
+#[test]
+fn tune_ops_file_selecting_nothing_is_exit_2() {
+    for content in [r#"{"tune_ops_name": ["no_such_op"]}"#, "NoSuchType\n"] {
+        let (out, json, path) = tune_with_ops_file(content);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{content}: {err}");
+        assert!(err.contains(&path), "names the file: {err}");
+        assert!(json.is_none());
+    }
+    let (out, _, path) = tune_with_ops_file(r#"{"tune_ops_types": ["Conv2D"]}"#);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains(&path));
+}
