@@ -144,43 +144,9 @@ fn row(
     row
 }
 
-/// Average ranks (1-based, ties averaged).
-fn ranks(v: &[f64]) -> Vec<f64> {
-    let mut idx: Vec<usize> = (0..v.len()).collect();
-    idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
-    let mut r = vec![0.0; v.len()];
-    let mut i = 0;
-    while i < idx.len() {
-        let mut j = i;
-        while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
-            j += 1;
-        }
-        let avg = (i + j) as f64 / 2.0 + 1.0;
-        for &k in &idx[i..=j] {
-            r[k] = avg;
-        }
-        i = j + 1;
-    }
-    r
-}
-
 /// Spearman's rank correlation (Pearson over average ranks); `None` below 3 pairs or with no
-/// spread.
-pub fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
-    if x.len() < 3 || x.len() != y.len() {
-        return None;
-    }
-    let (rx, ry) = (ranks(x), ranks(y));
-    let n = rx.len() as f64;
-    let (mx, my) = (rx.iter().sum::<f64>() / n, ry.iter().sum::<f64>() / n);
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (a, b) in rx.iter().zip(&ry) {
-        sxy += (a - mx) * (b - my);
-        sxx += (a - mx) * (a - mx);
-        syy += (b - my) * (b - my);
-    }
-    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
-}
+/// spread. The one implementation is the simulator calibration's.
+pub use crate::measure::sim::calibration::spearman_checked as spearman;
 
 /// The `q` quantile (linear interpolation) of `v`.
 fn quantile(v: &[f64], q: f64) -> Option<f64> {

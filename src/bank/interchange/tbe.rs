@@ -37,21 +37,7 @@ use crate::key::{
 };
 
 /// The simulator's cube tiling parameters, in the order the simulator lists them.
-pub const TILING_PARAMS: [&str; 13] = [
-    "blockDimM",
-    "blockDimN",
-    "baseM",
-    "baseN",
-    "dbL0C",
-    "baseK",
-    "dbL0A",
-    "dbL0B",
-    "stepKa",
-    "depthA1",
-    "stepKb",
-    "depthB1",
-    "iterateOrder",
-];
+pub use crate::measure::sim::cube::PARAMS as TILING_PARAMS;
 
 /// The GEMM a TBE MatMul `info_dict` describes (sizes aligned to fractals).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -268,20 +268,28 @@ fn quantiles(xs: &[f64]) -> [f64; 5] {
     [q(0.1), q(0.25), q(0.5), q(0.75), q(0.9)]
 }
 
-/// Spearman's rank correlation (average ranks for ties).
+/// Spearman's rank correlation (average ranks for ties); NaN where [`spearman_checked`] has no
+/// answer.
 pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
-    let ra = ranks(a);
-    let rb = ranks(b);
-    let n = ra.len() as f64;
-    let ma = ra.iter().sum::<f64>() / n;
-    let mb = rb.iter().sum::<f64>() / n;
-    let (mut num, mut da, mut db) = (0.0, 0.0, 0.0);
-    for (x, y) in ra.iter().zip(&rb) {
-        num += (x - ma) * (y - mb);
-        da += (x - ma).powi(2);
-        db += (y - mb).powi(2);
+    spearman_checked(a, b).unwrap_or(f64::NAN)
+}
+
+/// Spearman's rank correlation (Pearson over average ranks); `None` below 3 pairs, for slices of
+/// different lengths, or with no spread on either side.
+pub fn spearman_checked(x: &[f64], y: &[f64]) -> Option<f64> {
+    if x.len() < 3 || x.len() != y.len() {
+        return None;
     }
-    num / (da * db).sqrt()
+    let (rx, ry) = (ranks(x), ranks(y));
+    let n = rx.len() as f64;
+    let (mx, my) = (rx.iter().sum::<f64>() / n, ry.iter().sum::<f64>() / n);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in rx.iter().zip(&ry) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
 }
 
 fn ranks(xs: &[f64]) -> Vec<f64> {
