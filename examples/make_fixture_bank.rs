@@ -1,14 +1,16 @@
-//! Writes the backward-compatibility fixture bank `fixtures/banks/v1.redb` (see the README in
-//! that folder). Its content is fixed; `tests/backward_compatibility.rs` states what it holds.
-//! Its records are written in record format 1 (`encode_v1`), as the tunebank that first wrote
-//! the file did, so a regenerated file holds the same values.
+//! Writes the backward-compatibility fixture banks `fixtures/banks/v1.redb` and `v2.redb` (see
+//! the README in that folder). Their content is fixed; `tests/backward_compatibility.rs` states
+//! what they hold. The format is taken from the file name: `v1.redb` is written in record format
+//! 1 (`encode_v1`) under key schema 1, `v2.redb` in record format 2 (`encode`) under key schema
+//! 2, as the tunebank versions that first wrote them did, so a regenerated file holds the same
+//! values. In `v2.redb`, record 1 is a confirmed default (`default_confirmed`).
 //!
 //! Usage: `cargo run --example make_fixture_bank -- fixtures/banks/v1.redb`
 
 use std::collections::BTreeMap;
 
 use tunebank::bank::record::{
-    encode_v1, Descriptor, Origin, Performance, Provenance, Record, Strategy,
+    encode, encode_v1, Descriptor, Origin, Performance, Provenance, Record, Strategy,
 };
 use tunebank::bank::store::{IndexKey, RedbStore, Store, StoreEntry};
 use tunebank::key::{
@@ -22,6 +24,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
         .nth(1)
         .ok_or("usage: make_fixture_bank <output.redb>")?;
+    let format = match std::path::Path::new(&path)
+        .file_name()
+        .and_then(|n| n.to_str())
+    {
+        Some("v1.redb") => 1,
+        Some("v2.redb") => 2,
+        _ => return Err("the output file must be named v1.redb or v2.redb".into()),
+    };
     if std::path::Path::new(&path).exists() {
         return Err(format!("{path} exists; remove it first").into());
     }
@@ -34,12 +44,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "Ascend310P3"
         };
         let op_type = if i < 4 { "MatMul" } else { "Add" };
-        let key =
-            BankKey(*blake3::hash(format!("tunebank fixture v1 record {i}").as_bytes()).as_bytes());
-        let record = record(i, soc, op_type);
+        let key = BankKey(
+            *blake3::hash(format!("tunebank fixture v{format} record {i}").as_bytes()).as_bytes(),
+        );
+        let record = record(i, soc, op_type, format);
+        let value = if format == 1 {
+            encode_v1(&key, &record)
+        } else {
+            encode(&key, &record)
+        };
         owned.push((
             key,
-            encode_v1(&key, &record),
+            value,
             IndexKey {
                 soc: soc.to_owned(),
                 kind: RecordKind::Op,
@@ -56,11 +72,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect();
     store.put_batch(&entries)?;
-    println!("wrote {} records (record format 1) to {path}", store.len()?);
+    println!(
+        "wrote {} records (record format {format}) to {path}",
+        store.len()?
+    );
     Ok(())
 }
 
-fn record(i: u64, soc: &str, op_type: &str) -> Record {
+fn record(i: u64, soc: &str, op_type: &str, format: u32) -> Record {
     let tensor = |shape: Vec<i64>| TensorDesc {
         shape: shape.clone(),
         ori_shape: shape,
@@ -75,7 +94,8 @@ fn record(i: u64, soc: &str, op_type: &str) -> Record {
     strategy.insert("impl".into(), serde_json::json!("mmad"));
     strategy.insert("dbL0C".into(), serde_json::json!(i.is_multiple_of(2)));
     Record {
-        key_schema_version: tunebank::key::KEY_SCHEMA_VERSION,
+        // Key schema 1 went with record format 1, schema 2 with format 2.
+        key_schema_version: format,
         kind: RecordKind::Op,
         descriptor: Descriptor::Op(OpDescriptor {
             op_type: op_type.to_owned(),
@@ -99,7 +119,7 @@ fn record(i: u64, soc: &str, op_type: &str) -> Record {
             tuned_us: 50.0 + i as f64,
             samples_us: vec![50.0 + i as f64, 50.5 + i as f64],
             runner: "sim:fixture".to_owned(),
-            default_confirmed: false,
+            default_confirmed: format == 2 && i == 1,
         },
         provenance: Provenance {
             tool_version: "0.1.0".to_owned(),

@@ -248,3 +248,64 @@ fn key_schema_1_bank_migrates_to_keys_converters_hit() {
         );
     }
 }
+
+fn fixture_v2() -> (tempfile::TempDir, PathBuf) {
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/banks/v2.redb");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.redb");
+    std::fs::copy(&source, &path).unwrap();
+    (dir, path)
+}
+
+fn fixture_v2_key(i: u64) -> BankKey {
+    BankKey(*blake3::hash(format!("tunebank fixture v2 record {i}").as_bytes()).as_bytes())
+}
+
+/// Record format 2 (answer checksum and whole-value checksum, key schema 2), frozen in
+/// `fixtures/banks/v2.redb`: every later build reads its answers, records and checksums exactly,
+/// including a confirmed default written before confirmations carried anything else.
+#[test]
+fn format_2_bank_reads_and_verifies() {
+    let (_dir, path) = fixture_v2();
+    let store = RedbStore::open_read_only(&path).unwrap();
+    assert_eq!(store.len().unwrap(), RECORDS);
+    for i in 0..RECORDS {
+        let key = fixture_v2_key(i);
+        let bytes = value(&store, &key);
+        assert_eq!(&bytes[..4], b"TBRC");
+        assert_eq!(u16::from_le_bytes([bytes[4], bytes[5]]), 2);
+
+        let answer = decode_answer(&key, &bytes).unwrap();
+        assert_eq!(answer.kind, RecordKind::Op);
+        assert_eq!(answer.key_schema_version, 2);
+        assert_eq!(answer.strategy.len(), 4);
+        assert_eq!(answer.strategy["baseM"], serde_json::json!(16 * (i + 1)));
+        assert_eq!(answer.strategy["impl"], serde_json::json!("mmad"));
+        assert_eq!(
+            answer.strategy["dbL0C"],
+            serde_json::json!(i.is_multiple_of(2))
+        );
+        assert_eq!(answer.performance.baseline_us, 100.0 + i as f64);
+        assert_eq!(answer.performance.tuned_us, 50.0 + i as f64);
+        assert_eq!(
+            answer.performance.samples_us,
+            vec![50.0 + i as f64, 50.5 + i as f64]
+        );
+        assert_eq!(answer.performance.runner, "sim:fixture");
+        assert_eq!(answer.performance.default_confirmed, i == 1);
+
+        let record = decode(&key, &bytes).unwrap();
+        assert_eq!(record.performance, answer.performance);
+        assert_eq!(record.strategy, answer.strategy);
+        let Descriptor::Op(d) = &record.descriptor else {
+            panic!("fixture holds op records")
+        };
+        assert_eq!(d.op_type, if i < 4 { "MatMul" } else { "Add" });
+        assert_eq!(d.inputs[0].shape, vec![16 * (i as i64 + 1), 64]);
+        assert_eq!(record.options["precision_mode"], "force_fp16");
+        assert_eq!(record.provenance.trials, 10 + i);
+    }
+    let report = verify_store(&store);
+    assert_eq!(report.records, RECORDS);
+    assert!(report.is_clean(), "{report:?}");
+}
