@@ -218,12 +218,13 @@ fn io_failure_exits_3() {
     let file = dir.path().join("a-file");
     std::fs::write(&file, b"not a directory").unwrap();
     let under = file.join("banks/b.redb");
-    assert_code(
-        &add(&under, r#"{"baseM":64}"#),
-        3,
-        "bank under a regular file",
-    );
+    let o = add(&under, r#"{"baseM":64}"#);
+    assert_code(&o, 3, "bank under a regular file");
     assert_eq!(std::fs::read(&file).unwrap(), b"not a directory");
+    // The cause is named once, not once by the error and again by its source.
+    let err = stderr(&o);
+    assert_eq!(err.matches("Not a directory").count(), 1, "{err}");
+    assert!(err.contains("cannot create bank directory"), "{err}");
 }
 
 /// A redb bank held by a process that opened it exclusively (redb's default mode, e.g. a redb

@@ -37,10 +37,27 @@ pub fn main<C: Parser>(
             if crate::exit::is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("{name}: error: {e:#}");
+            eprintln!("{name}: error: {}", render(&e));
             ExitCode::from(crate::exit::failure_code(&e))
         }
     }
+}
+
+/// The error and its causes, joined by `: ` as `{:#}` does, except that a cause whose text the
+/// message already contains is not repeated (library errors that name their `#[source]` in
+/// their own message would otherwise print it twice).
+pub fn render(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.is_empty() {
+            out = text;
+        } else if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+    }
+    out
 }
 
 /// Reads an op file: one op template (as a model import produces it) or a JSON list of them.
