@@ -87,6 +87,37 @@ fn lookups(c: &mut Criterion) {
             black_box(hit.hit().expect("hit").answer.strategy.len())
         })
     });
+    g.bench_function("hit_lookup_in_place_derive_get_verify", |b| {
+        b.iter(|| {
+            i = (i + 1) % ops.len();
+            let key = ops[i].key().unwrap();
+            let found = bank
+                .lookup_with(&key, |_| true, |hit| hit.answer.strategy.len())
+                .unwrap();
+            let tunebank::bank::Found::Hit(len) = found else {
+                panic!("hit expected")
+            };
+            black_box(len)
+        })
+    });
+    let mut json = Vec::with_capacity(256);
+    g.bench_function("hit_lookup_in_place_as_json", |b| {
+        b.iter(|| {
+            i = (i + 1) % ops.len();
+            let key = ops[i].key().unwrap();
+            let found = bank
+                .lookup_with(
+                    &key,
+                    |_| true,
+                    |hit| {
+                        hit.answer.strategy.write_json(&mut json);
+                        json.len()
+                    },
+                )
+                .unwrap();
+            black_box(found)
+        })
+    });
     let values: Vec<Vec<u8>> = keys
         .iter()
         .map(|k| {
@@ -99,6 +130,13 @@ fn lookups(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 1) % keys.len();
             let a = tunebank::bank::record::decode_answer(&keys[i], &values[i]).unwrap();
+            black_box(a.strategy.len())
+        })
+    });
+    g.bench_function("answer_verify_in_place_in_memory", |b| {
+        b.iter(|| {
+            i = (i + 1) % keys.len();
+            let a = tunebank::bank::record::decode_answer_ref(&keys[i], &values[i]).unwrap();
             black_box(a.strategy.len())
         })
     });

@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 
 use tunebank::bank::paths::BankEnv;
-use tunebank::bank::{descriptor_key, Bank, BankError, LayerId, Lookup, Record};
+use tunebank::bank::{descriptor_key, Bank, BankError, Found, LayerId, Lookup, Record};
 use tunebank::key::RecordKind;
 
 const SOC: &str = "Ascend910B2";
@@ -273,6 +273,39 @@ fn batch_lookup_equals_single_lookups_key_by_key() {
             }
         }
         assert_eq!(singles.counters(), batched.counters());
+        // The in-place look-up walks the layers the same way and sees the same answers.
+        let inplace = open();
+        let fits_in_place = |a: &tunebank::bank::record::AnswerRef<'_>| {
+            a.strategy.get("baseM").and_then(|v| v.as_i64()) <= Some(256)
+        };
+        for (n, (k, single)) in keys.iter().zip(&one_by_one).enumerate() {
+            let seen = inplace.lookup_with(k, fits_in_place, |h| {
+                let record = tunebank::bank::record::decode(&h.key, h.value);
+                (
+                    h.layer,
+                    h.shadowed,
+                    h.rejected_above,
+                    h.answer.to_answer(),
+                    record,
+                )
+            });
+            match (single, seen) {
+                (Ok(Lookup::Hit(a)), Ok(Found::Hit((layer, shadowed, above, answer, record)))) => {
+                    assert_eq!(
+                        (a.layer, &a.shadowed, &a.rejected_above, &a.answer),
+                        (layer, &shadowed, &above, &answer),
+                        "key #{n}"
+                    );
+                    assert_eq!(a.record().ok(), record.ok(), "key #{n}");
+                }
+                (Ok(Lookup::Miss { rejected: a }), Ok(Found::Miss { rejected: b })) => {
+                    assert_eq!(a, &b, "key #{n}")
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "key #{n}"),
+                (a, b) => panic!("key #{n}: single {a:?}, in place {b:?}"),
+            }
+        }
+        assert_eq!(singles.counters(), inplace.counters());
         // The answers themselves: the custom layer shadows both built-ins, a rejected entry
         // falls through, damage in the answer is an error, damage in the details is found
         // when the whole record is decoded, format 1 still reads.

@@ -38,7 +38,7 @@ mod status;
 use std::ffi::c_char;
 use std::ptr;
 
-use tunebank::bank::{Bank, Lookup, Record, Strategy};
+use tunebank::bank::{Bank, Found, Lookup, Record, Strategy};
 use tunebank::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 
 use crate::args::{check_buffer, deliver, key_arg, text};
@@ -171,8 +171,13 @@ unsafe fn lookup_into(
         // SAFETY: `info` is not NULL, so it is valid for a write (the caller's contract).
         unsafe { *info = TunebankHitInfo::NONE };
     }
-    match lookup(&open.bank, key)? {
-        Lookup::Hit(hit) => {
+    let kind = open.bank.kind();
+    // The hit is read in place: the strategy goes from the stored bytes to JSON in the
+    // caller's buffer without an intermediate map (`Bank::lookup_with`).
+    let found = open.bank.lookup_with(
+        key,
+        |a| a.key_schema_version == KEY_SCHEMA_VERSION && a.kind == kind,
+        |hit| {
             if !info.is_null() {
                 let hit_info = TunebankHitInfo {
                     layer: layer_number(hit.layer),
@@ -181,29 +186,25 @@ unsafe fn lookup_into(
                     baseline_us: hit.answer.performance.baseline_us,
                     default_confirmed: u32::from(hit.answer.performance.default_confirmed),
                 };
-                // SAFETY: as above, `info` is valid for a write.
+                // SAFETY: `info` is not NULL, so it is valid for a write (the caller's contract).
                 unsafe { *info = hit_info };
             }
             if strategy_len.is_null() {
                 return Ok(());
             }
-            let json = strategy_json(&hit.answer.strategy);
+            let mut json = Vec::with_capacity(256);
+            hit.answer.strategy.write_json(&mut json);
             // SAFETY: `strategy`, `capacity` and `strategy_len` are the caller's, under the
             // contract `deliver` requires.
-            unsafe {
-                deliver(
-                    json.as_bytes(),
-                    strategy,
-                    capacity,
-                    strategy_len,
-                    "the strategy",
-                )
-            }
-        }
-        Lookup::Miss { rejected } if rejected.is_empty() => {
+            unsafe { deliver(&json, strategy, capacity, strategy_len, "the strategy") }
+        },
+    )?;
+    match found {
+        Found::Hit(delivered) => delivered,
+        Found::Miss { rejected } if rejected.is_empty() => {
             Err(Fail::new(TunebankStatus::Miss, miss_message(key)))
         }
-        Lookup::Miss { rejected } => Err(Fail::new(
+        Found::Miss { rejected } => Err(Fail::new(
             TunebankStatus::RejectedHit,
             format!(
                 "key {key}: the entries in layer(s) {} were written under another key schema \

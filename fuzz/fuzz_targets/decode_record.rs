@@ -2,11 +2,12 @@
 //! panic. Odd first bytes seal the rest with a valid header and checksums (ARCHITECTURE.md,
 //! "Record value"; format 1 when bit 3 is set, else the current format) so that the section
 //! parsing behind the checksums is exercised too. The rest is also fed to the hit path's fast
-//! answer parser, which must agree with the generic (serde) decoding wherever it answers.
+//! answer parser, which must agree with the generic (serde) decoding wherever it answers, and
+//! the in-place answer must say what the owned answer says.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use tunebank::bank::record::{
-    decode, decode_answer, decode_answer_section_fast, decode_answer_section_generic, seal,
+    decode, decode_answer, decode_answer_ref, decode_answer_section_fast, decode_answer_section_generic, seal,
     RECORD_FORMAT_VERSION,
 };
 use tunebank::key::BankKey;
@@ -24,6 +25,17 @@ fuzz_target!(|data: &[u8]| {
     };
     let full = decode(&key, &value);
     let answer = decode_answer(&key, &value);
+    match (decode_answer_ref(&key, &value), &answer) {
+        (Ok(inplace), Ok(owned)) => {
+            // Compared as text: a NaN sample is equal to itself only there.
+            assert_eq!(format!("{:?}", inplace.to_answer()), format!("{owned:?}"));
+            let mut json = Vec::new();
+            inplace.strategy.write_json(&mut json);
+            assert_eq!(json, serde_json::to_vec(&owned.strategy).unwrap());
+        }
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        (a, b) => panic!("in place {a:?}, owned {b:?}"),
+    }
     // A decodable record has a decodable answer, the same one; both name the key when they
     // fail. (A hit verifies only what it returns, so an answer may decode where the record
     // does not.)

@@ -14,6 +14,9 @@ use crate::bank::verify::{verify_store, BankVerification, VerifyReport};
 use crate::key::{BankKey, KeyError, RecordKind};
 
 mod batch;
+mod inplace;
+
+pub use inplace::{Found, HitRef};
 
 /// Which layer of a [`Bank`] a record came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -437,42 +440,29 @@ impl Bank {
         key: &BankKey,
         valid: impl Fn(&Answer) -> bool,
     ) -> Result<Lookup, BankError> {
-        let mut rejected = Vec::new();
-        for (i, layer) in self.layers.iter().enumerate() {
-            let mut found = None;
-            layer.store.get_with(key, &mut |bytes| {
-                found = Some(record::decode_answer(key, bytes).map(|a| (a, bytes.to_vec())));
-            })?;
-            let Some(found) = found else {
-                continue;
-            };
-            let (answer, value) = found?;
-            if !valid(&answer) {
-                self.rejected.fetch_add(1, Ordering::Relaxed);
-                rejected.push(layer.id);
-                continue;
-            }
-            let mut shadowed = Vec::new();
-            for lower in &self.layers[i + 1..] {
-                if lower.store.get_with(key, &mut |_| {})? {
-                    shadowed.push(lower.id);
-                }
-            }
-            self.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(Lookup::Hit(Box::new(Hit {
-                key: *key,
-                layer: layer.id,
-                answer,
-                value,
-                shadowed,
-                rejected_above: rejected,
-            })));
-        }
-        self.misses.fetch_add(1, Ordering::Relaxed);
-        if self.error_on_miss {
-            return Err(BankError::Miss { key: *key });
-        }
-        Ok(Lookup::Miss { rejected })
+        // The walk is `lookup_with`'s; the answer the check saw becomes the hit's, decoded once.
+        let checked = std::cell::RefCell::new(None);
+        let found = self.lookup_with(
+            key,
+            |a| {
+                let answer = a.to_answer();
+                let ok = valid(&answer);
+                *checked.borrow_mut() = Some(answer);
+                ok
+            },
+            |h| Hit {
+                key: h.key,
+                layer: h.layer,
+                answer: checked.borrow_mut().take().expect("checked before the hit"),
+                value: h.value.to_vec(),
+                shadowed: h.shadowed,
+                rejected_above: h.rejected_above,
+            },
+        )?;
+        Ok(match found {
+            Found::Hit(hit) => Lookup::Hit(Box::new(hit)),
+            Found::Miss { rejected } => Lookup::Miss { rejected },
+        })
     }
 
     /// Derives the key of `descriptor` and looks it up.

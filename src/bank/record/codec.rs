@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::view::{AnswerRef, StrategyRef};
 use super::{
     kind_byte, kind_from_byte, Answer, Damage, Descriptor, Performance, Provenance, Record,
     RecordError, Strategy, HEADER_LEN, MAX_BODY_LEN, RECORD_FORMAT_VERSION, RECORD_MAGIC,
@@ -502,6 +503,42 @@ pub fn decode(key: &BankKey, value: &[u8]) -> Result<Record, RecordError> {
 /// Errors are those of [`decode`]; a value whose damage lies only in the details section
 /// decodes here and fails in [`decode`].
 pub fn decode_answer(key: &BankKey, value: &[u8]) -> Result<Answer, RecordError> {
+    let (key_schema_version, kind, answer) = verified_answer(key, value)?;
+    let (strategy, performance) = answer_section(key, answer)?;
+    Ok(Answer {
+        key_schema_version,
+        kind,
+        strategy,
+        performance,
+    })
+}
+
+/// [`decode_answer`] in place: the same verification, the same answer, with the strategy left
+/// in the value's bytes where the hit path's parser knows the encoding (see
+/// [`AnswerRef`]). Errors are those of [`decode_answer`].
+pub fn decode_answer_ref<'a>(key: &BankKey, value: &'a [u8]) -> Result<AnswerRef<'a>, RecordError> {
+    let (key_schema_version, kind, answer) = verified_answer(key, value)?;
+    let (strategy, performance) = match super::fast::answer_packed(answer) {
+        Some((packed, performance)) => (StrategyRef::Packed(packed), performance),
+        None => {
+            let a: AnswerIn = from_section(key, "answer", answer)?;
+            (StrategyRef::Owned(a.strategy), a.performance)
+        }
+    };
+    Ok(AnswerRef {
+        key_schema_version,
+        kind,
+        strategy,
+        performance,
+    })
+}
+
+/// The header facts and the answer section of `value`, after verifying what covers them: the
+/// answer checksum of format 2, the whole value of format 1.
+fn verified_answer<'a>(
+    key: &BankKey,
+    value: &'a [u8],
+) -> Result<(u32, RecordKind, &'a [u8]), RecordError> {
     let h = header(key, value)?;
     if h.version == 1 {
         check_whole(key, value, &h)?;
@@ -510,11 +547,5 @@ pub fn decode_answer(key: &BankKey, value: &[u8]) -> Result<Answer, RecordError>
     }
     let kind = kind(key, &h)?;
     let (answer, _) = split_section(key, h.body, HEADER_LEN, value.len())?;
-    let (strategy, performance) = answer_section(key, answer)?;
-    Ok(Answer {
-        key_schema_version: h.key_schema_version,
-        kind,
-        strategy,
-        performance,
-    })
+    Ok((h.key_schema_version, kind, answer))
 }

@@ -1,6 +1,8 @@
 //! The hit path's answer-section parser: reads the msgpack the writer produces (a map of
 //! `strategy` with scalar parameters in ascending name order, and `performance`) straight into
-//! a [`Strategy`] and a [`Performance`], with no serde machinery.
+//! a [`Strategy`] and a [`Performance`], with no serde machinery — or, for a look-up that reads
+//! the answer in place, into a [`PackedStrategy`] that borrows the validated bytes and
+//! allocates nothing.
 //!
 //! Contract: exact. Where it answers, it gives what the generic serde decoding gives for the
 //! same bytes; on anything else (other field names or order of duplicates, nested strategy
@@ -8,14 +10,13 @@
 //! declines with `None` and the generic decoding decides, errors included. Checked against the
 //! generic decoding by the unit tests (`record/tests.rs`) and the `decode_record` fuzz target.
 
-use serde_json::{Number, Value};
-
+use super::view::{PackedStrategy, ScalarRef};
 use super::{Performance, Strategy};
 
 /// A cursor over one section's bytes.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
+pub(super) struct Cursor<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) at: usize,
 }
 
 impl<'a> Cursor<'a> {
@@ -61,7 +62,7 @@ impl<'a> Cursor<'a> {
         std::str::from_utf8(self.take(len)?).ok()
     }
 
-    fn str(&mut self) -> Option<&'a str> {
+    pub(super) fn str(&mut self) -> Option<&'a str> {
         let m = self.byte()?;
         self.str_after(m)
     }
@@ -73,36 +74,36 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// A scalar strategy value as serde_json's `Value` deserializes it from msgpack.
-    fn scalar(&mut self) -> Option<Value> {
+    /// A scalar strategy value, borrowed: what serde_json's `Value` deserializes from the same
+    /// msgpack once [`ScalarRef::to_value`] owns it.
+    pub(super) fn scalar(&mut self) -> Option<ScalarRef<'a>> {
         let m = self.byte()?;
         let v = match m {
-            0x00..=0x7f => Value::Number(u64::from(m).into()),
-            0xe0..=0xff => Value::Number(i64::from(m as i8).into()),
-            0xc0 => Value::Null,
-            0xc2 => Value::Bool(false),
-            0xc3 => Value::Bool(true),
-            0xcc => Value::Number(self.be(1)?.into()),
-            0xcd => Value::Number(self.be(2)?.into()),
-            0xce => Value::Number(self.be(4)?.into()),
-            0xcf => Value::Number(self.be(8)?.into()),
-            0xd0 => Value::Number(i64::from(self.be(1)? as u8 as i8).into()),
-            0xd1 => Value::Number(i64::from(self.be(2)? as u16 as i16).into()),
-            0xd2 => Value::Number(i64::from(self.be(4)? as u32 as i32).into()),
-            0xd3 => Value::Number((self.be(8)? as i64).into()),
-            0xcb => {
-                Number::from_f64(f64::from_bits(self.be(8)?)).map_or(Value::Null, Value::Number)
-            }
-            0xa0..=0xbf | 0xd9..=0xdb => Value::String(self.str_after(m)?.to_owned()),
+            0x00..=0x7f => ScalarRef::U64(u64::from(m)),
+            0xe0..=0xff => ScalarRef::I64(i64::from(m as i8)),
+            0xc0 => ScalarRef::Null,
+            0xc2 => ScalarRef::Bool(false),
+            0xc3 => ScalarRef::Bool(true),
+            0xcc => ScalarRef::U64(self.be(1)?),
+            0xcd => ScalarRef::U64(self.be(2)?),
+            0xce => ScalarRef::U64(self.be(4)?),
+            0xcf => ScalarRef::U64(self.be(8)?),
+            0xd0 => ScalarRef::I64(i64::from(self.be(1)? as u8 as i8)),
+            0xd1 => ScalarRef::I64(i64::from(self.be(2)? as u16 as i16)),
+            0xd2 => ScalarRef::I64(i64::from(self.be(4)? as u32 as i32)),
+            0xd3 => ScalarRef::I64(self.be(8)? as i64),
+            0xcb => ScalarRef::F64(f64::from_bits(self.be(8)?)),
+            0xa0..=0xbf | 0xd9..=0xdb => ScalarRef::Str(self.str_after(m)?),
             _ => return None,
         };
         Some(v)
     }
 
-    /// A strategy map with names in strictly ascending order and scalar values.
-    fn strategy(&mut self) -> Option<Strategy> {
+    /// A strategy map with names in strictly ascending order and scalar values, validated and
+    /// borrowed: iterating the result re-reads exactly what was checked here.
+    fn packed_strategy(&mut self) -> Option<PackedStrategy<'a>> {
         let n = self.map_len()?;
-        let mut map = Strategy::new();
+        let start = self.at;
         let mut last: Option<&str> = None;
         for _ in 0..n {
             let name = self.str()?;
@@ -110,10 +111,9 @@ impl<'a> Cursor<'a> {
                 return None;
             }
             last = Some(name);
-            let value = self.scalar()?;
-            map.insert(name.to_owned(), value);
+            self.scalar()?;
         }
-        Some(map)
+        Some(PackedStrategy::new(n, &self.bytes[start..self.at]))
     }
 
     /// The performance map: the four required fields and the optional flag, each once.
@@ -166,11 +166,17 @@ impl<'a> Cursor<'a> {
 /// The answer section `bytes` (exactly one msgpack map, nothing after it) as a strategy and its
 /// performance, or `None` when the generic decoding must decide (see the module docs).
 pub(super) fn answer(bytes: &[u8]) -> Option<(Strategy, Performance)> {
+    let (strategy, performance) = answer_packed(bytes)?;
+    Some((strategy.to_strategy(), performance))
+}
+
+/// [`answer`] with the strategy left in place: validated, borrowed, not yet built.
+pub(super) fn answer_packed(bytes: &[u8]) -> Option<(PackedStrategy<'_>, Performance)> {
     let mut c = Cursor { bytes, at: 0 };
     let (mut strategy, mut performance) = (None, None);
     for _ in 0..c.map_len()? {
         let fresh = match c.str()? {
-            "strategy" => strategy.replace(c.strategy()?).is_none(),
+            "strategy" => strategy.replace(c.packed_strategy()?).is_none(),
             "performance" => performance.replace(c.performance()?).is_none(),
             _ => return None,
         };

@@ -289,11 +289,15 @@ pub fn kind_from_byte(byte: u8) -> Option<RecordKind> {
 
 mod codec;
 mod fast;
+mod view;
 
 pub use codec::{
-    decode, decode_answer, decode_answer_section_fast, decode_answer_section_generic, encode,
-    encode_v1, seal, CHECKSUM_LEN, OLDEST_READABLE_FORMAT_VERSION,
+    decode, decode_answer, decode_answer_ref, decode_answer_section_fast,
+    decode_answer_section_generic, encode, encode_v1, seal, CHECKSUM_LEN,
+    OLDEST_READABLE_FORMAT_VERSION,
 };
+
+pub use view::{AnswerRef, PackedStrategy, ScalarRef, StrategyRef};
 
 #[cfg(test)]
 mod tests;

@@ -412,3 +412,48 @@ fn the_writers_answer_takes_the_fast_path() {
         Some((record.strategy.clone(), record.performance.clone()))
     );
 }
+
+/// The in-place answer says what the owned one says: for whole records of random strategies
+/// (scalar ones read in place, nested ones decoded), `to_answer`, `len`, `get` and the JSON
+/// text all agree with the owned answer, and damage fails both the same way.
+#[test]
+fn answer_in_place_agrees_with_the_owned_answer() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(15);
+    let (key, mut record) = sample();
+    let mut json = Vec::new();
+    let mut packed = 0;
+    for case in 0..1000 {
+        let (strategy, performance) = random_answer(&mut rng, case % 4 == 0);
+        record.strategy = strategy;
+        record.performance = performance;
+        let value = encode(&key, &record);
+        let owned = decode_answer(&key, &value).unwrap();
+        let inplace = decode_answer_ref(&key, &value).unwrap();
+        packed += usize::from(matches!(inplace.strategy, StrategyRef::Packed(_)));
+        assert_eq!(inplace.to_answer(), owned, "case {case}");
+        assert_eq!(inplace.strategy.len(), owned.strategy.len());
+        for (name, v) in &owned.strategy {
+            assert_eq!(inplace.strategy.get(name).as_ref(), Some(v), "case {case}");
+        }
+        assert_eq!(inplace.strategy.get("no such parameter"), None);
+        inplace.strategy.write_json(&mut json);
+        assert_eq!(
+            String::from_utf8(json.clone()).unwrap(),
+            serde_json::to_string(&owned.strategy).unwrap(),
+            "case {case}"
+        );
+        let mut bad = value.clone();
+        let at = rng.gen_range(0..bad.len().min(300));
+        bad[at] ^= 1 << rng.gen_range(0..8);
+        assert_eq!(
+            decode_answer_ref(&key, &bad).map(|a| a.to_answer()),
+            decode_answer(&key, &bad),
+            "case {case}"
+        );
+    }
+    assert!(
+        packed > 600,
+        "scalar strategies are read in place ({packed} of 1000)"
+    );
+}
