@@ -12,9 +12,16 @@ use tunebank::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 const RECORDS: u64 = 6;
 
 fn fixture_copy() -> (tempfile::TempDir, PathBuf) {
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/banks/v1.redb");
+    fixture_file("v1.redb")
+}
+
+/// A private copy of `fixtures/banks/<name>`.
+fn fixture_file(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/banks")
+        .join(name);
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v1.redb");
+    let path = dir.path().join(name);
     std::fs::copy(&source, &path).unwrap();
     (dir, path)
 }
@@ -249,14 +256,6 @@ fn key_schema_1_bank_migrates_to_keys_converters_hit() {
     }
 }
 
-fn fixture_v2() -> (tempfile::TempDir, PathBuf) {
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/banks/v2.redb");
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v2.redb");
-    std::fs::copy(&source, &path).unwrap();
-    (dir, path)
-}
-
 fn fixture_v2_key(i: u64) -> BankKey {
     BankKey(*blake3::hash(format!("tunebank fixture v2 record {i}").as_bytes()).as_bytes())
 }
@@ -266,7 +265,7 @@ fn fixture_v2_key(i: u64) -> BankKey {
 /// including a confirmed default written before confirmations carried anything else.
 #[test]
 fn format_2_bank_reads_and_verifies() {
-    let (_dir, path) = fixture_v2();
+    let (_dir, path) = fixture_file("v2.redb");
     let store = RedbStore::open_read_only(&path).unwrap();
     assert_eq!(store.len().unwrap(), RECORDS);
     for i in 0..RECORDS {
