@@ -77,6 +77,7 @@ fn record(i: u64) -> (Record, IndexKey) {
             samples_us: vec![30.0, 30.1, 29.9],
             runner: "sim".into(),
             default_confirmed: false,
+            confirmed_budget: None,
         },
         provenance: Provenance {
             tool_version: "0.1.0".into(),

@@ -120,6 +120,7 @@ fn record(i: u64, soc: &str, op_type: &str, format: u32) -> Record {
             samples_us: vec![50.0 + i as f64, 50.5 + i as f64],
             runner: "sim:fixture".to_owned(),
             default_confirmed: format == 2 && i == 1,
+            confirmed_budget: None,
         },
         provenance: Provenance {
             tool_version: "0.1.0".to_owned(),

@@ -51,7 +51,7 @@
 //!     performance: Performance {
 //!         baseline_us: 58.781, tuned_us: 26.876, samples_us: vec![26.876],
 //!         runner: "sim:Ascend910B2".into(),
-//!         default_confirmed: false,
+//!         default_confirmed: false, confirmed_budget: None,
 //!     },
 //!     provenance: Provenance {
 //!         tool_version: "0.1.0".into(), algorithm: "ensemble".into(), trials: 200, seed: 1,

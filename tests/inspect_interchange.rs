@@ -75,6 +75,7 @@ fn record(i: i64, us: f64, algorithm: &str) -> Record {
             samples_us: vec![us, us * 1.01, 0.1 + us],
             runner: "sim:Ascend910B2".into(),
             default_confirmed: false,
+            confirmed_budget: None,
         },
         provenance: Provenance {
             tool_version: "0.1.0".into(),

@@ -36,6 +36,7 @@ fn tune(bank_file: &Path, precision_mode: &str) -> usize {
                     samples_us: vec![10.0],
                     runner: "test".into(),
                     default_confirmed: false,
+                    confirmed_budget: None,
                 },
                 provenance: Provenance {
                     tool_version: "0.1.0".into(),

@@ -62,6 +62,7 @@ fn record(descriptor: tunebank::key::OpDescriptor, given: &ResolvedOptions, us: 
             samples_us: vec![us],
             runner: "test".into(),
             default_confirmed: false,
+            confirmed_budget: None,
         },
         provenance: Provenance {
             tool_version: "0.1.0".into(),

@@ -422,9 +422,45 @@ fn unknown_ops_and_socs_are_unsupported_errors() {
     let mut task = matmul(1, 16, 16, 16, "Ascend910B2");
     task.op.op_type = "NonMaxSuppression".into();
     assert!(sim.space(&task).is_err());
-    let mut task = matmul(1, 16, 16, 16, "Ascend910A");
-    task.op.soc = SocSpec::from_version("Ascend910A").unwrap();
+    let mut task = matmul(1, 16, 16, 16, "Ascend910B2");
+    task.op.soc.version = "Ascend920".into();
     assert!(sim.default_strategy(&task).is_err());
+}
+
+/// Every SoC of the key table has a simulator model that agrees with the table (cube cores,
+/// fp32 cube, bf16, ND loads), and a MatMul and an elementwise op get a space, a default and
+/// a time under the roofline's floor of launch overhead.
+#[test]
+fn every_soc_of_the_key_table_has_a_model() {
+    use tunebank::key::soc::SOCS;
+    use tunebank::measure::sim::soc::SocModel;
+    for f in SOCS {
+        let m = SocModel::for_version(f.version)
+            .unwrap_or_else(|| panic!("{} has no simulator model", f.version));
+        if m.version == f.version {
+            assert_eq!(m.cube_cores, f.ai_cores, "{}", f.version);
+        }
+        assert_eq!(m.cube_fp32, f.cube_fp32, "{}", f.version);
+        assert_eq!(m.bf16, f.bf16, "{}", f.version);
+        assert_eq!(m.nd_nz_on_the_fly, f.cube_nd, "{}", f.version);
+        assert!(m.l0c >= 64 * 1024 && m.l1 >= m.l0a && m.ub > 0 && m.l2 > m.l1);
+        let mut sim = SimRunner::new();
+        for task in [
+            matmul(1, 256, 256, 256, f.version),
+            elementwise("Add", 1 << 16, f.version),
+        ] {
+            let space = sim
+                .space(&task)
+                .unwrap_or_else(|e| panic!("{}: {e}", f.version));
+            assert!(!space.is_empty(), "{}", f.version);
+            let d = sim.default_strategy(&task).unwrap();
+            let o = sim.measure(&task, &[d]).unwrap().remove(0);
+            let t = o
+                .median_us()
+                .unwrap_or_else(|| panic!("{}: {o:?}", f.version));
+            assert!(t >= m.launch_us, "{}: {t}", f.version);
+        }
+    }
 }
 
 #[test]

@@ -341,6 +341,74 @@ fn a_miss_without_a_win_stores_the_default_as_confirmed() {
     assert_eq!(custom_record(&bank, &plan), Some(winner));
 }
 
+/// A confirmed default records the per-op budget that confirmed it. A later run with a larger
+/// per-op budget searches it again (reported as a hit: reserved without a win) and confirms
+/// it anew with that budget; a run with a smaller or equal budget hits it without measuring.
+#[test]
+fn a_confirmed_default_is_searched_again_only_under_a_larger_budget() {
+    let (plan, options) = gap_plan();
+    let run = |bank: &Bank, budget: usize| {
+        let settings = TuneSettings {
+            trials_per_op: budget,
+            ..settings(&options)
+        };
+        tune::run(
+            &plan,
+            bank,
+            &settings,
+            "resnet50",
+            None,
+            &AtomicBool::new(false),
+            &mut (),
+        )
+        .unwrap()
+    };
+    let budget_of = |bank: &Bank| {
+        let r = custom_record(bank, &plan).expect("a record");
+        assert!(r.performance.default_confirmed);
+        r.performance.confirmed_budget
+    };
+
+    // Budget 1, then 64: the second run searches again.
+    let dir = tempfile::tempdir().unwrap();
+    let small_first = bank(&dir);
+    let first = run(&small_first, 1);
+    assert_eq!(first.outcomes[0].decision, Decision::Unsatisfied);
+    assert_eq!(budget_of(&small_first), Some(1));
+    let second = run(&small_first, 64);
+    assert!(
+        second.stats.trials > 1,
+        "searched again: {:?}",
+        second.stats
+    );
+    let sum = second.report.summary;
+    assert_eq!((sum.total, sum.hit, sum.reserved, sum.add), (1, 1, 1, 0));
+    assert!(
+        second.report.modified.is_empty(),
+        "no win, nothing modified"
+    );
+    assert_eq!(budget_of(&small_first), Some(64), "confirmed anew");
+    // Now 64 and anything smaller hit it without measuring.
+    for budget in [64, 1] {
+        let again = run(&small_first, budget);
+        assert_eq!(again.stats.trials, 0, "budget {budget}");
+        assert_eq!(again.report.summary.reserved, 1);
+    }
+
+    // Budget 64, then 1: a hit.
+    let dir = tempfile::tempdir().unwrap();
+    let large_first = bank(&dir);
+    run(&large_first, 64);
+    assert_eq!(budget_of(&large_first), Some(64));
+    let then = run(&large_first, 1);
+    assert_eq!(then.stats.trials, 0);
+    assert_eq!(
+        (then.report.summary.hit, then.report.summary.reserved),
+        (1, 1)
+    );
+    assert_eq!(budget_of(&large_first), Some(64));
+}
+
 /// A search the job's overall budget cut short confirms nothing: the task stays a miss.
 #[test]
 fn a_search_cut_short_by_the_job_budget_confirms_nothing() {

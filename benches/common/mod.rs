@@ -126,6 +126,7 @@ pub fn record(i: u64) -> Record {
             samples_us: vec![26.9, 26.8, 26.9, 26.85, 26.88],
             runner: "sim:Ascend910B2".to_owned(),
             default_confirmed: false,
+            confirmed_budget: None,
         },
         provenance: Provenance {
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),

@@ -87,6 +87,7 @@ fn record(i: u64) -> Record {
             samples_us: vec![25.0],
             runner: "bench".into(),
             default_confirmed: false,
+            confirmed_budget: None,
         },
         provenance: Provenance {
             tool_version: "0.1.0".into(),

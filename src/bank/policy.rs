@@ -12,7 +12,9 @@
 //!    ([`Reason::ReplacesDamaged`]);
 //! 3. a confirmed default (`performance.default_confirmed`: "a full search found nothing better
 //!    than the default") never replaces a sound record, whatever the times
-//!    ([`Reason::DefaultYields`]): it only fills an empty key or replaces a damaged one;
+//!    ([`Reason::DefaultYields`]): it only fills an empty key or replaces a damaged one, or
+//!    replaces a confirmed default that a smaller per-op budget confirmed
+//!    (`performance.confirmed_budget`, absent = 0; [`Reason::LargerBudget`]);
 //! 4. tuning's special case: a winner replaces the exact baseline strategy it was re-measured
 //!    against side by side and beat ([`Reason::BeatBaseline`]), whatever the stored times and
 //!    their sources: that comparison was made just now, on one runner;
@@ -97,6 +99,9 @@ pub enum Reason {
     ReplacesDamaged,
     /// The offered record is a confirmed default and the key holds a sound record: kept.
     DefaultYields,
+    /// The offered record is a default confirmed by a search with a larger per-op budget than
+    /// the confirmed default the key holds: replaced.
+    LargerBudget,
     /// The offered record beat the stored strategy side by side in tuning: replaced.
     BeatBaseline,
     /// The offered record is a real winner and the key holds a confirmed default: replaced.
@@ -115,10 +120,11 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in rule order.
-    pub const ALL: [Reason; 10] = [
+    pub const ALL: [Reason; 11] = [
         Reason::EmptyKey,
         Reason::ReplacesDamaged,
         Reason::DefaultYields,
+        Reason::LargerBudget,
         Reason::BeatBaseline,
         Reason::ReplacesConfirmedDefault,
         Reason::StrongerEvidence,
@@ -133,6 +139,7 @@ impl Reason {
         match self {
             Reason::EmptyKey
             | Reason::ReplacesDamaged
+            | Reason::LargerBudget
             | Reason::BeatBaseline
             | Reason::ReplacesConfirmedDefault
             | Reason::StrongerEvidence
@@ -147,6 +154,7 @@ impl Reason {
             Reason::EmptyKey => "empty_key",
             Reason::ReplacesDamaged => "replaces_damaged",
             Reason::DefaultYields => "default_yields",
+            Reason::LargerBudget => "larger_budget",
             Reason::BeatBaseline => "beat_baseline",
             Reason::ReplacesConfirmedDefault => "replaces_confirmed_default",
             Reason::StrongerEvidence => "stronger_evidence",
@@ -258,8 +266,15 @@ impl<'a> WritePolicy<'a> {
             Held::Damaged => return Reason::ReplacesDamaged.into(),
             Held::Sound(c) => c,
         };
+        let budget = |p: &Performance| p.confirmed_budget.unwrap_or(0);
         let reason = if new.performance.default_confirmed {
-            Reason::DefaultYields
+            if current.performance.default_confirmed
+                && budget(new.performance) > budget(current.performance)
+            {
+                Reason::LargerBudget
+            } else {
+                Reason::DefaultYields
+            }
         } else if self.beaten_baseline == Some(current.strategy) {
             Reason::BeatBaseline
         } else if current.performance.default_confirmed {
@@ -353,6 +368,7 @@ mod tests {
                 samples_us: vec![us],
                 runner: runner.into(),
                 default_confirmed: confirmed,
+                confirmed_budget: None,
             },
             provenance: Provenance {
                 tool_version: "0".into(),
@@ -430,6 +446,33 @@ mod tests {
         let tuning = WritePolicy::after_tuning(Some(&baseline));
         assert_eq!(
             judge(tuning, &confirmed, &rec(1, 8.0, SIM, false)),
+            Reason::DefaultYields
+        );
+    }
+
+    #[test]
+    fn a_larger_budget_confirmation_replaces_a_smaller_one_only() {
+        let with = |budget: Option<u64>| {
+            let mut r = rec(1, 5.0, SIM, true);
+            r.performance.confirmed_budget = budget;
+            r
+        };
+        for (new, current, reason) in [
+            (Some(64), Some(1), Reason::LargerBudget),
+            (Some(1), None, Reason::LargerBudget),
+            (Some(64), Some(64), Reason::DefaultYields),
+            (Some(1), Some(64), Reason::DefaultYields),
+            (None, Some(1), Reason::DefaultYields),
+        ] {
+            assert_eq!(
+                merge(&with(new), &with(current)),
+                reason,
+                "{new:?} {current:?}"
+            );
+        }
+        // Never over a real record, whatever the budget.
+        assert_eq!(
+            merge(&with(Some(1000)), &rec(9, 8.0, SIM, false)),
             Reason::DefaultYields
         );
     }

@@ -510,20 +510,33 @@ pub fn supported_socs(spec: &str) -> Option<Vec<&'static str>> {
 /// Builds a runner from its command-line spelling: `sim`, `sim:SEED` (noise on, seeded),
 /// `cpu`, or `exec:COMMAND`.
 pub fn runner_from_spec(spec: &str) -> Result<Box<dyn Measure + Send>, MeasureError> {
+    runner_with_timing(spec, TimingSettings::default())
+}
+
+/// [`runner_from_spec`] with `timing` (warm-ups, timed repeats per candidate, per-candidate
+/// limit) instead of the default [`TimingSettings`].
+pub fn runner_with_timing(
+    spec: &str,
+    timing: TimingSettings,
+) -> Result<Box<dyn Measure + Send>, MeasureError> {
     if spec == "sim" {
-        return Ok(Box::new(sim::SimRunner::new()));
+        return Ok(Box::new(sim::SimRunner::new().with_timing(timing)));
     }
     if let Some(seed) = spec.strip_prefix("sim:") {
         let seed: u64 = seed
             .parse()
             .map_err(|_| MeasureError::UnknownRunner(spec.to_string()))?;
-        return Ok(Box::new(sim::SimRunner::new().with_noise(seed, 0.02)));
+        return Ok(Box::new(
+            sim::SimRunner::new()
+                .with_noise(seed, 0.02)
+                .with_timing(timing),
+        ));
     }
     if spec == "cpu" {
-        return Ok(Box::new(cpu::CpuRunner::new()));
+        return Ok(Box::new(cpu::CpuRunner::new().with_timing(timing)));
     }
     if let Some(cmd) = spec.strip_prefix("exec:") {
-        return Ok(Box::new(exec::ExecRunner::new(cmd)?));
+        return Ok(Box::new(exec::ExecRunner::new(cmd)?.with_timing(timing)));
     }
     Err(MeasureError::UnknownRunner(spec.to_string()))
 }

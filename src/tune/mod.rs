@@ -102,7 +102,7 @@ pub use plan::{plan, TunePlan, TuneTask};
 pub use settings::{check_settings, check_soc, TuneSettings};
 
 use crate::bank::{Bank, BankError};
-use crate::measure::{runner_from_spec, MeasureError};
+use crate::measure::{runner_with_timing, MeasureError};
 use crate::model::ModelError;
 use crate::report::ResultFile;
 use outcome::Progress;
@@ -177,7 +177,12 @@ pub fn run(
     let mut progress = Progress::start(plan, tuning_name, result_file, observer)?;
     // Look-ups first: hits without REPEAT_TUNE are decided without any measurement. They
     // write nothing to the bank, so their report lines are written once, together.
-    let (jobs, reused) = task::look_up(plan, bank, settings.repeat_tune)?;
+    let (jobs, reused) = task::look_up(
+        plan,
+        bank,
+        settings.repeat_tune,
+        settings.trials_per_op as u64,
+    )?;
     for o in reused {
         progress.record(o, false)?;
     }
@@ -202,7 +207,12 @@ pub fn run(
     };
     pool.run(
         &jobs,
-        &|| Ok(TimedRunner::new(runner_from_spec(&settings.runner)?)),
+        &|| {
+            Ok(TimedRunner::new(runner_with_timing(
+                &settings.runner,
+                settings.timing,
+            )?))
+        },
         &|job, runner, granted| opat.tune_one(job, runner, granted),
         &|job, what, took| {
             let why = format!("runner {} panicked: {what}", settings.runner);

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use search_strategies::strategies::by_name;
 
-use crate::measure::runner_from_spec;
+use crate::measure::{runner_from_spec, TimingSettings};
 
 use super::{TuneError, WinRule};
 
@@ -39,6 +39,8 @@ pub struct TuneSettings {
     pub win: WinRule,
     /// The options as the user gave them (stored in records).
     pub options_given: std::collections::BTreeMap<String, String>,
+    /// How each worker's runner times a candidate (`repeats`: AOE's `RUN_LOOP`).
+    pub timing: TimingSettings,
 }
 
 impl Default for TuneSettings {
@@ -57,6 +59,7 @@ impl Default for TuneSettings {
             confirm_rounds: 7,
             win: WinRule::default(),
             options_given: Default::default(),
+            timing: TimingSettings::default(),
         }
     }
 }

@@ -26,6 +26,10 @@ pub(crate) struct Job {
     pub(crate) task: usize,
     /// The entry a `REPEAT_TUNE` hit had: the baseline to beat.
     pub(crate) hit: Option<(StrategyMap, f64)>,
+    /// The hit is a default confirmed by a smaller per-op budget than this job's: it is
+    /// searched again, and a search of the whole budget without a clear win confirms it anew
+    /// with this job's budget.
+    pub(crate) reconfirm: bool,
 }
 
 impl JobResult for TaskOutcome {
@@ -35,22 +39,36 @@ impl JobResult for TaskOutcome {
 }
 
 /// Looks every task up: a hit without `repeat_tune` is reused (an untouched outcome, decided
-/// without any measurement); every other task becomes a job, in plan order.
+/// without any measurement), unless it is a default confirmed by a per-op budget smaller than
+/// `budget` (`confirmed_budget`, absent = 0); every other task becomes a job, in plan order.
 pub(crate) fn look_up(
     plan: &TunePlan,
     bank: &Bank,
     repeat_tune: bool,
+    budget: u64,
 ) -> Result<(Vec<Job>, Vec<TaskOutcome>), TuneError> {
     let mut jobs = Vec::new();
     let mut reused = Vec::new();
     for (i, t) in plan.tasks.iter().enumerate() {
         match bank.lookup(&t.key)? {
-            Lookup::Hit(h) if repeat_tune => jobs.push(Job {
+            Lookup::Hit(h) => {
+                let p = &h.answer.performance;
+                let reconfirm = p.default_confirmed && p.confirmed_budget.unwrap_or(0) < budget;
+                if repeat_tune || reconfirm {
+                    jobs.push(Job {
+                        task: i,
+                        hit: Some((h.answer.strategy.clone(), p.tuned_us)),
+                        reconfirm,
+                    });
+                } else {
+                    reused.push(TaskOutcome::untouched(i, true));
+                }
+            }
+            Lookup::Miss { .. } => jobs.push(Job {
                 task: i,
-                hit: Some((h.answer.strategy.clone(), h.answer.performance.tuned_us)),
+                hit: None,
+                reconfirm: false,
             }),
-            Lookup::Hit(_) => reused.push(TaskOutcome::untouched(i, true)),
-            Lookup::Miss { .. } => jobs.push(Job { task: i, hit: None }),
         }
     }
     Ok((jobs, reused))
@@ -163,7 +181,7 @@ impl Opat<'_> {
         // The search had the whole per-op budget it was given: the job's overall trials or
         // time did not cut it short. Only such a search may confirm the default.
         let full_search = granted >= self.settings.trials_per_op as u64 && self.budget.time_left();
-        if same && (hit || !full_search) {
+        if same && ((hit && !job.reconfirm) || !full_search) {
             return Ok(()); // nothing to compare and nothing to store
         }
         let best = (!same).then_some(best_strategy);
@@ -285,9 +303,10 @@ impl Opat<'_> {
                 })
             }
             // A miss whose finished search found no clear win over the default: the default
-            // is stored as confirmed (reported unsatisfied), so the task is a hit from now on.
-            // A hit without a win keeps its entry untouched.
-            (false, Some(b), _, _) if !hit && full_search => Some(Measured {
+            // is stored as confirmed (reported unsatisfied), so the task is a hit from now on;
+            // a confirmed default searched again with a larger budget is confirmed anew with
+            // it (reported reserved). Any other hit without a win keeps its entry untouched.
+            (false, Some(b), _, _) if (!hit || job.reconfirm) && full_search => Some(Measured {
                 strategy: baseline,
                 baseline_us: b,
                 tuned_us: b,
@@ -313,6 +332,7 @@ impl Opat<'_> {
                 samples_us: m.samples_us,
                 runner,
                 default_confirmed: m.default_confirmed,
+                confirmed_budget: m.default_confirmed.then_some(settings.trials_per_op as u64),
             },
             provenance: Provenance {
                 tool_version: env!("CARGO_PKG_VERSION").to_owned(),

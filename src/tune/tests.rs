@@ -49,6 +49,7 @@ fn record(tag: i64, tuned_us: f64, default_confirmed: bool) -> Record {
             samples_us: vec![tuned_us],
             runner: "test".into(),
             default_confirmed,
+            confirmed_budget: None,
         },
         provenance: Provenance {
             tool_version: "0".into(),

@@ -65,6 +65,7 @@ pub fn op_record(soc: &str, op_type: &str, tag: u64, batch: u64, batch_len: u64)
             samples_us: vec![26.9, 26.8, 26.95],
             runner: "sim:Ascend910B2".into(),
             default_confirmed: false,
+            confirmed_budget: None,
         },
         provenance: Provenance {
             tool_version: "0.1.0".into(),

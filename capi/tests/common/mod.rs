@@ -68,6 +68,7 @@ pub fn record(op: usize, profile: usize, strategy: serde_json::Value, tuned_us: 
             samples_us: vec![tuned_us],
             runner: "sim:Ascend910B2".into(),
             default_confirmed: false,
+            confirmed_budget: None,
         },
         provenance: Provenance {
             tool_version: "0.1.0".into(),

@@ -404,6 +404,7 @@ pub fn aoe_record(entry: &AoeEntry, soc: &SocSpec, origin: Origin, unix_time: u6
             samples_us: vec![entry.cost_time],
             runner: "aoe".into(),
             default_confirmed: false,
+            confirmed_budget: None,
         },
         provenance: Provenance {
             tool_version: env!("CARGO_PKG_VERSION").into(),

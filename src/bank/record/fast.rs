@@ -121,6 +121,7 @@ impl<'a> Cursor<'a> {
         let n = self.map_len()?;
         let (mut baseline, mut tuned, mut samples, mut runner, mut confirmed) =
             (None, None, None, None, None);
+        let mut budget = None;
         for _ in 0..n {
             let fresh = match self.str()? {
                 "baseline_us" => baseline.replace(self.f64()?).is_none(),
@@ -147,6 +148,17 @@ impl<'a> Cursor<'a> {
                     };
                     confirmed.replace(b).is_none()
                 }
+                "confirmed_budget" => {
+                    let v = match self.byte()? {
+                        m @ 0x00..=0x7f => u64::from(m),
+                        0xcc => self.be(1)?,
+                        0xcd => self.be(2)?,
+                        0xce => self.be(4)?,
+                        0xcf => self.be(8)?,
+                        _ => return None,
+                    };
+                    budget.replace(v).is_none()
+                }
                 _ => return None,
             };
             if !fresh {
@@ -159,6 +171,7 @@ impl<'a> Cursor<'a> {
             samples_us: samples?,
             runner: runner?,
             default_confirmed: confirmed.unwrap_or(false),
+            confirmed_budget: budget,
         })
     }
 }

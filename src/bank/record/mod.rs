@@ -47,6 +47,12 @@ pub struct Performance {
     /// before.
     #[serde(default, skip_serializing_if = "is_false")]
     pub default_confirmed: bool,
+    /// The per-op trial budget of the search that confirmed the default (set only with
+    /// `default_confirmed`; the strategy that searched is `provenance.algorithm`). A later run
+    /// with a larger per-op budget searches again; a smaller or equal one hits. Absent from
+    /// the encoding when `None`, so older records decode as before and read as budget 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed_budget: Option<u64>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -138,6 +144,7 @@ impl Record {
                 samples_us: vec![timing.tuned_us],
                 runner: timing.runner.clone(),
                 default_confirmed: false,
+                confirmed_budget: None,
             },
             provenance: Provenance {
                 tool_version: env!("CARGO_PKG_VERSION").to_owned(),

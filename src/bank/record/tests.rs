@@ -42,6 +42,7 @@ fn sample() -> (BankKey, Record) {
             samples_us: vec![26.8, 26.9],
             runner: "sim".into(),
             default_confirmed: false,
+            confirmed_budget: None,
         },
         provenance: Provenance {
             tool_version: "0.1.0".into(),
@@ -99,6 +100,37 @@ fn default_confirmed_is_encoded_only_when_true() {
             .performance
             .default_confirmed
     );
+}
+
+/// `confirmed_budget` is written only when set: a record written before the field existed
+/// (the encoding of `None`) decodes as `None` (budget 0) through both decoders, and a
+/// confirmed default with its budget round-trips through both.
+#[test]
+fn confirmed_budget_is_optional_and_old_records_read_as_none() {
+    let (key, mut record) = sample();
+    record.performance.default_confirmed = true;
+    let old = encode(&key, &record);
+    let name = b"confirmed_budget";
+    assert!(!old.windows(name.len()).any(|w| w == name));
+    assert_eq!(
+        decode(&key, &old).unwrap().performance.confirmed_budget,
+        None
+    );
+    assert_eq!(
+        decode_answer(&key, &old)
+            .unwrap()
+            .performance
+            .confirmed_budget,
+        None
+    );
+    for budget in [0, 1, 64, 200, 70_000, u64::MAX] {
+        record.performance.confirmed_budget = Some(budget);
+        let new = encode(&key, &record);
+        assert!(new.windows(name.len()).any(|w| w == name));
+        assert_eq!(decode(&key, &new).unwrap(), record);
+        let answer = decode_answer(&key, &new).unwrap();
+        assert_eq!(answer.performance.confirmed_budget, Some(budget));
+    }
 }
 
 #[test]
@@ -349,6 +381,12 @@ fn random_answer(rng: &mut impl rand::Rng, nested: bool) -> (Strategy, Performan
         samples_us: samples,
         runner: "r".repeat(rng.gen_range(0..40)),
         default_confirmed: rng.gen(),
+        confirmed_budget: match rng.gen_range(0..4) {
+            0 => None,
+            1 => Some(rng.gen_range(0..128)),
+            2 => Some(rng.gen_range(128..70_000)),
+            _ => Some(rng.gen()),
+        },
     };
     (strategy, performance)
 }

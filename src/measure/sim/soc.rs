@@ -57,12 +57,19 @@ pub struct SocModel {
 
 impl SocModel {
     /// The model for `version` (exact or ASCII case-insensitive), if the simulator has one.
-    /// Ascend910B1/B2/B2C share the 910B2 model; Ascend310P1/P3 the 310P3 model.
+    /// Ascend910B1/B2/B2C share the 910B2 model; Ascend310P1/P3 the 310P3 model;
+    /// Ascend910A/ProA/PremiumA the 910A model. Every SoC of the key table
+    /// ([`crate::key::soc::SOCS`]) has one (sources in `src/measure/README.md`).
     pub fn for_version(version: &str) -> Option<&'static SocModel> {
         let v = version.to_ascii_lowercase();
         match v.as_str() {
             "ascend910b1" | "ascend910b2" | "ascend910b2c" => Some(&ASCEND910B2),
+            "ascend910b3" => Some(&ASCEND910B3),
+            "ascend910b4" => Some(&ASCEND910B4),
+            "ascend910a" | "ascend910proa" | "ascend910premiuma" => Some(&ASCEND910A),
             "ascend310p1" | "ascend310p3" => Some(&ASCEND310P3),
+            "ascend310" => Some(&ASCEND310),
+            "ascend310b1" => Some(&ASCEND310B1),
             _ => None,
         }
     }
@@ -127,7 +134,9 @@ impl SocModel {
 
 /// Ascend910B2-like: 24 cube cores at 1.8 GHz, 48 vector cores, HBM ≈1.4 TB/s, 192 MiB L2
 /// (L2 110 B/cycle/core read, 86 write: ≈4.75 TB/s chip-wide read).
-pub static ASCEND910B2: SocModel = SocModel {
+pub static ASCEND910B2: SocModel = B2;
+
+const B2: SocModel = SocModel {
     version: "Ascend910B2",
     cube_cores: 24,
     clock_ghz: 1.8,
@@ -153,9 +162,93 @@ pub static ASCEND910B2: SocModel = SocModel {
     bf16: true,
 };
 
+/// Ascend910B3: the 910B2 core (same buffers, 192 MiB L2, 64 GiB HBM) with 20 cube and 40
+/// vector cores at 1.8 GHz.
+pub static ASCEND910B3: SocModel = SocModel {
+    version: "Ascend910B3",
+    cube_cores: 20,
+    vector_units: 40,
+    ..B2
+};
+
+/// Ascend910B4: 20 cube and 40 vector cores at 1.5 GHz, 96 MiB L2, 32 GiB HBM at
+/// 32 B/cycle/core (960 GB/s), from CANN's `Ascend910B4.ini`.
+pub static ASCEND910B4: SocModel = SocModel {
+    version: "Ascend910B4",
+    cube_cores: 20,
+    clock_ghz: 1.5,
+    vector_units: 40,
+    vector_clock_ghz: 1.5,
+    l2: 96 * KIB * KIB,
+    chip_mem_bw: 960e9,
+    ..B2
+};
+
+/// Ascend910A (also 910ProA and 910PremiumA): 32 DaVinci v100 AI cores (cube and vector
+/// coupled) at 1.0 GHz, 256 KiB L0C, 1 MiB L1, 256 KiB UB, 32 MiB L2, four HBM2 stacks
+/// ≈1.2 TB/s; no fp32/bf16 cube, ND operands need TransData.
+pub static ASCEND910A: SocModel = A910;
+
+/// Ascend310: 2 DaVinci v100 AI cores at the clock that gives the published 8 TFLOPS fp16
+/// (≈0.49 GHz), the 910A's buffers, 8 MiB L2, LPDDR4X ≈51.2 GB/s.
+pub static ASCEND310: SocModel = SocModel {
+    version: "Ascend310",
+    cube_cores: 2,
+    clock_ghz: 0.49,
+    vector_units: 2,
+    vector_clock_ghz: 0.49,
+    l2: 8 * KIB * KIB,
+    chip_mem_bw: 51.2e9,
+    launch_us: 10.0,
+    ..A910
+};
+
+const A910: SocModel = SocModel {
+    version: "Ascend910A",
+    cube_cores: 32,
+    clock_ghz: 1.0,
+    vector_units: 32,
+    vector_clock_ghz: 1.0,
+    l0a: 64 * KIB,
+    l0b: 64 * KIB,
+    l0c: 256 * KIB,
+    l1: 1024 * KIB,
+    ub: 256 * KIB,
+    l2: 32 * KIB * KIB,
+    chip_mem_bw: 1.2e12,
+    mem_read_bpc: 32.0,
+    mem_write_bpc: 32.0,
+    l2_read_bpc: 128.0,
+    l2_write_bpc: 64.0,
+    l1_l0a_bpc: 512.0,
+    l1_l0b_bpc: 256.0,
+    vector_bpc: 256.0,
+    launch_us: 5.0,
+    nd_nz_on_the_fly: false,
+    cube_fp32: false,
+    bf16: false,
+};
+
+/// Ascend310B1: one AI core plus one vector core (CANN's core counts) with the 310P3's
+/// DaVinci v300 buffers. Clock, L2 and memory bandwidth are estimates (1.0 GHz, 4 MiB,
+/// LPDDR4X ≈51.2 GB/s): no public figure was found.
+pub static ASCEND310B1: SocModel = SocModel {
+    version: "Ascend310B1",
+    cube_cores: 1,
+    clock_ghz: 1.0,
+    vector_units: 2,
+    vector_clock_ghz: 1.0,
+    l2: 4 * KIB * KIB,
+    chip_mem_bw: 51.2e9,
+    launch_us: 10.0,
+    ..P3
+};
+
 /// Ascend310P3-like: 8 AI cores at 1.06 GHz (cube and vector coupled) plus 7 vector cores,
 /// LPDDR4X ≈150 GB/s, 16 MiB L2. The L2 rates are estimates (not in the platform files).
-pub static ASCEND310P3: SocModel = SocModel {
+pub static ASCEND310P3: SocModel = P3;
+
+const P3: SocModel = SocModel {
     version: "Ascend310P3",
     cube_cores: 8,
     clock_ghz: 1.06,

@@ -2,6 +2,7 @@
 //! the op-file and bank flags, this invocation's ATC options ([`Conversion`]), and opening the
 //! layered bank from the flags.
 
+mod aoe_ini;
 pub mod bank_add;
 pub mod bank_export;
 pub mod bank_import;

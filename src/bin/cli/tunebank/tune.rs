@@ -15,7 +15,7 @@ use tunebank::report::{OpatResult, ResultFile, TuneTable};
 use tunebank::tune::{self, TuneSummary};
 
 use super::progress::{install_signal_handlers, Progress, CANCEL};
-use super::tune_config::{configure, env_nonempty, normalise_job_type, TuneJob};
+use super::tune_config::{aoe_short_flags, configure, env_nonempty, normalise_job_type, TuneJob};
 
 /// tunebank's own flags of `tune` (the model, job type, framework, SoC and every ATC option
 /// are ATC-style flags: `--model=m.onnx --job_type=2 --soc_version=Ascend910B2 ...`).
@@ -45,18 +45,36 @@ pub struct TuneArgs {
     /// Custom bank file; overrides TUNE_BANK_PATH / ASCEND_CACHE_PATH / the $HOME default.
     #[arg(long)]
     pub bank: Option<PathBuf>,
-    /// Directory of the result file; default $ASCEND_WORK_PATH, else the working directory.
+    /// Directory of the result file; default $ASCEND_WORK_PATH, else aoe.ini's WORK_PATH, else
+    /// the working directory.
     #[arg(long = "output-dir")]
     pub output_dir: Option<PathBuf>,
+    /// AOE's aoe.ini (WORK_PATH, TUNING_PARALLEL_NUM, RUN_LOOP); default: the first that
+    /// exists of $ASCEND_TOOLKIT_HOME, $ASCEND_HOME_PATH, $HOME/Ascend/ascend-toolkit/latest,
+    /// /usr/local/Ascend/ascend-toolkit/latest, each + /tools/aoe/conf/aoe.ini.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// AOE's -j: --job_type (2: operator tuning).
+    #[arg(short = 'j', value_name = "JOB_TYPE")]
+    pub short_job_type: Option<String>,
+    /// AOE's -f: --framework (5: ONNX, the only one supported).
+    #[arg(short = 'f', value_name = "FRAMEWORK")]
+    pub short_framework: Option<String>,
+    /// AOE's -m: --model.
+    #[arg(short = 'm', value_name = "MODEL")]
+    pub short_model: Option<String>,
+    /// AOE's -w: --weight (a Caffe model's weight file; Caffe is not supported).
+    #[arg(short = 'w', value_name = "WEIGHT")]
+    pub short_weight: Option<String>,
 }
 
 /// Tunes the model; exit 0 done, 1 some op failed or none tuned, 130 interrupted (a rerun continues).
 pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
-    let atc = normalise_job_type(atc);
+    let atc = normalise_job_type(&aoe_short_flags(&args, atc)?);
     let job = configure(&args, &atc)?;
     // Nothing is written before this point.
     let bank = open_bank(&args, &job)?;
-    let result = result_file(&args)?;
+    let result = result_file(&args, job.work_path.as_deref())?;
     announce(&job, &bank, &result);
     install_signal_handlers();
     let mut progress = Progress::new(std::io::stderr().is_terminal());
@@ -90,13 +108,16 @@ fn open_bank(args: &TuneArgs, job: &TuneJob) -> Result<Bank, BankError> {
     builder.open()
 }
 
-/// The result file, in `--output-dir`, else `$ASCEND_WORK_PATH`, else the working directory
-/// (created if needed).
-fn result_file(args: &TuneArgs) -> Result<ResultFile> {
+/// The result file, in `--output-dir`, else `$ASCEND_WORK_PATH`, else aoe.ini's `WORK_PATH`
+/// (`ini_work_path`), else the working directory (created if needed).
+fn result_file(args: &TuneArgs, ini_work_path: Option<&Path>) -> Result<ResultFile> {
     let dir = match (&args.output_dir, env_nonempty("ASCEND_WORK_PATH")) {
         (Some(d), _) => d.clone(),
         (None, Some(w)) => PathBuf::from(w),
-        (None, None) => std::env::current_dir()?,
+        (None, None) => match ini_work_path {
+            Some(w) => w.to_path_buf(),
+            None => std::env::current_dir()?,
+        },
     };
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create the result directory {}", dir.display()))?;

@@ -3,13 +3,16 @@
 //! and the loaded model's plan. Everything here can be bad input; nothing here writes.
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use tunebank::key::{FsReader, ResolvedOptions, SocSpec};
+use tunebank::measure::TimingSettings;
 use tunebank::model::load_onnx;
 use tunebank::tune::{self, memory, TunePlan, TuneSettings};
 
+use super::aoe_ini::AoeIni;
 use super::tune::TuneArgs;
 
 /// Rewrites `--job-type op|subgraph|gradient` into AOE's `--job_type=2|1|4`.
@@ -39,6 +42,75 @@ pub fn normalise_job_type(atc: &[String]) -> Vec<String> {
         out.push(format!("--job_type={mapped}"));
     }
     out
+}
+
+/// Rewrites AOE's short flags `-j -f -m -w` (given to `tune` as its own flags) into the ATC
+/// options they stand for (`--job_type --framework --model --weight`), appended to `atc`; a
+/// short flag and its long form both given is an error.
+pub fn aoe_short_flags(args: &TuneArgs, atc: &[String]) -> Result<Vec<String>> {
+    let mut out = atc.to_vec();
+    for (short, name, value) in [
+        ('j', "job_type", &args.short_job_type),
+        ('f', "framework", &args.short_framework),
+        ('m', "model", &args.short_model),
+        ('w', "weight", &args.short_weight),
+    ] {
+        let Some(v) = value else { continue };
+        let long = format!("--{name}");
+        let given_long = atc.iter().any(|a| {
+            a.strip_prefix("--")
+                .and_then(|b| b.split('=').next())
+                .is_some_and(|n| n.replace('-', "_") == name)
+        });
+        if given_long {
+            bail!("-{short} {v} and {long} both given: give one");
+        }
+        out.push(format!("{long}={v}"));
+    }
+    Ok(out)
+}
+
+/// AOE's `--framework` codes and the model files each takes.
+const FRAMEWORKS: &[(&str, &str, &[&str])] = &[
+    ("0", "Caffe", &["prototxt", "caffemodel"]),
+    ("1", "MindSpore", &["air", "mindir"]),
+    ("3", "TensorFlow", &["pb"]),
+    ("5", "ONNX", &["onnx"]),
+];
+
+/// `--framework` (default 5) must agree with the model file's kind, and only ONNX (5) is
+/// supported: any other framework, a model file of another framework, or a `--weight` (a Caffe
+/// model's) is an error naming the flag and the file.
+fn check_framework(options: &ResolvedOptions) -> Result<()> {
+    let given = options.given();
+    let model = given.get("model").map(String::as_str).unwrap_or("");
+    let ext = Path::new(model)
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let of_file = FRAMEWORKS.iter().find(|f| f.2.contains(&ext.as_str()));
+    let framework = given.get("framework").map(|f| f.trim().to_owned());
+    let named = |code: &str| {
+        FRAMEWORKS
+            .iter()
+            .find(|f| f.0 == code)
+            .map_or("unknown", |f| f.1)
+    };
+    if let (Some(f), Some(file)) = (&framework, of_file) {
+        if f != file.0 {
+            bail!("--framework={f} ({}) does not agree with --model={model} (a {} model file, --framework={}); only ONNX models (--framework=5) are supported", named(f), file.1, file.0);
+        }
+    }
+    if let Some(f) = framework.as_deref().filter(|f| *f != "5") {
+        bail!("--framework={f} ({}) with --model={model}: only ONNX models (--framework=5) are supported", named(f));
+    }
+    if let Some(file) = of_file.filter(|f| f.0 != "5") {
+        bail!("--model={model} is a {} model file (--framework={}): only ONNX models (--framework=5) are supported", file.1, file.0);
+    }
+    if let Some(w) = given.get("weight").filter(|w| !w.is_empty()) {
+        bail!("--weight={w}: a weight file belongs to a Caffe model (--framework=0); --model={model} is ONNX (--framework=5), which has none");
+    }
+    Ok(())
 }
 
 /// The variable's value, unless unset or blank.
@@ -183,6 +255,8 @@ pub struct TuneJob {
     pub loaded: Loaded,
     /// The settings, workers included.
     pub settings: TuneSettings,
+    /// aoe.ini's `WORK_PATH`, if it sets one.
+    pub work_path: Option<PathBuf>,
 }
 
 /// Validates the job (job type, environment, flags, options, model) in the order AOE users
@@ -199,6 +273,8 @@ pub fn configure(args: &TuneArgs, atc: &[String]) -> Result<TuneJob> {
     if job != "2" {
         bail!("--job_type={job}: only operator tuning (--job_type=2, --job-type op) is supported yet; subgraph and gradient tuning are not supported yet");
     }
+    check_framework(&options)?;
+    let ini = super::aoe_ini::find(args.config.as_deref())?;
     let ops_file = options
         .given()
         .get("tune_ops_file")
@@ -208,7 +284,7 @@ pub fn configure(args: &TuneArgs, atc: &[String]) -> Result<TuneJob> {
         Some(f) => Some(read_tune_ops_file(f)?),
         None => None,
     };
-    let (mut settings, requested) = settings(args, &options)?;
+    let (mut settings, requested) = settings(args, &options, ini.as_ref())?;
     tune::check_settings(&settings)?;
     tune::check_soc(&settings, &options.soc()?.version)?;
     let loaded = load(atc, only.as_ref())?;
@@ -218,20 +294,37 @@ pub fn configure(args: &TuneArgs, atc: &[String]) -> Result<TuneJob> {
         }
     }
     settings.workers = cap_workers(requested, &settings.runner)?;
-    Ok(TuneJob { loaded, settings })
+    let work_path = ini.and_then(|i| i.work_path);
+    Ok(TuneJob {
+        loaded,
+        settings,
+        work_path,
+    })
 }
 
-/// The settings from the environment and the flags (one worker), and the workers requested
-/// (`TUNING_PARALLEL_NUM`, default: the cores, at most 8).
-fn settings(args: &TuneArgs, options: &ResolvedOptions) -> Result<(TuneSettings, usize)> {
+/// The settings from the environment, aoe.ini and the flags (one worker), and the workers
+/// requested (`TUNING_PARALLEL_NUM` of the environment, else of aoe.ini, default: the cores, at
+/// most 8). aoe.ini's `RUN_LOOP` is the runner's timed repeats per measurement.
+fn settings(
+    args: &TuneArgs,
+    options: &ResolvedOptions,
+    ini: Option<&AoeIni>,
+) -> Result<(TuneSettings, usize)> {
     let repeat_tune = repeat_tune()?;
     let requested = match env_positive("TUNING_PARALLEL_NUM")? {
         Some(n) => n,
-        None => std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(8),
+        None => match ini.and_then(|i| i.parallel) {
+            Some(n) => n,
+            None => std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+                .min(8),
+        },
     };
+    let mut timing = TimingSettings::default();
+    if let Some(r) = ini.and_then(|i| i.run_loop) {
+        timing.repeats = r;
+    }
     let batch = env_positive("TE_PARALLEL_COMPILER")?.unwrap_or(8);
     if let Some(d) = env_nonempty("ASCEND_DEVICE_ID") {
         if d.trim().parse::<u32>().is_err() {
@@ -253,6 +346,7 @@ fn settings(args: &TuneArgs, options: &ResolvedOptions) -> Result<(TuneSettings,
         workers: 1,
         batch,
         options_given: options.given().clone(),
+        timing,
         ..TuneSettings::default()
     };
     Ok((settings, requested))

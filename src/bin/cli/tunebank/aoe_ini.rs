@@ -1,0 +1,146 @@
+//! AOE's configuration file `aoe.ini` as `tunebank tune` reads it: `--config FILE`, else the
+//! first of AOE's locations that exists ([`locations`]). Its `[COMMON]` keys `WORK_PATH` (where
+//! result files go), `TUNING_PARALLEL_NUM` (workers, 1–64) and `RUN_LOOP` (timed runs per
+//! measurement, 1–2048) are checked against AOE's ranges; a bad value is an input error naming
+//! the file, the key and the range. Other keys and sections are AOE's own and left alone.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// What an `aoe.ini` sets (each `None` when the file leaves it out).
+#[derive(Debug, Default, PartialEq)]
+pub struct AoeIni {
+    /// The file read.
+    pub path: PathBuf,
+    /// `WORK_PATH`: the directory of result files.
+    pub work_path: Option<PathBuf>,
+    /// `TUNING_PARALLEL_NUM`: tuning workers.
+    pub parallel: Option<usize>,
+    /// `RUN_LOOP`: timed runs per measurement.
+    pub run_loop: Option<u32>,
+}
+
+/// AOE's locations of `aoe.ini`, in the order they are tried: under `$ASCEND_TOOLKIT_HOME`,
+/// `$ASCEND_HOME_PATH`, `$HOME/Ascend/ascend-toolkit/latest` and
+/// `/usr/local/Ascend/ascend-toolkit/latest`, each `tools/aoe/conf/aoe.ini`.
+pub fn locations() -> Vec<PathBuf> {
+    let tail = Path::new("tools/aoe/conf/aoe.ini");
+    let mut roots: Vec<PathBuf> = ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"]
+        .iter()
+        .filter_map(|v| super::tune_config::env_nonempty(v).map(PathBuf::from))
+        .collect();
+    if let Some(home) = super::tune_config::env_nonempty("HOME") {
+        roots.push(Path::new(&home).join("Ascend/ascend-toolkit/latest"));
+    }
+    roots.push(PathBuf::from("/usr/local/Ascend/ascend-toolkit/latest"));
+    roots.into_iter().map(|r| r.join(tail)).collect()
+}
+
+/// The `aoe.ini` of `--config` (which must exist), else the first of [`locations`] that
+/// exists, else `None`.
+pub fn find(config: Option<&Path>) -> Result<Option<AoeIni>> {
+    let path = match config {
+        Some(p) => p.to_path_buf(),
+        None => match locations().into_iter().find(|p| p.is_file()) {
+            Some(p) => p,
+            None => return Ok(None),
+        },
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("--config {}: cannot read aoe.ini", path.display()))?;
+    parse(&path, &text).map(Some)
+}
+
+/// Reads the `[COMMON]` section (or keys before any section) of `text`, the file at `path`.
+/// `#` and `;` start comments, also after a value.
+pub fn parse(path: &Path, text: &str) -> Result<AoeIni> {
+    let mut ini = AoeIni {
+        path: path.to_path_buf(),
+        ..AoeIni::default()
+    };
+    let mut common = true;
+    for line in text.lines() {
+        let line = line.split(['#', ';']).next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(section) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            common = section.trim().eq_ignore_ascii_case("COMMON");
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        if !common {
+            continue;
+        }
+        let (key, value) = (key.trim(), value.trim());
+        match key {
+            "WORK_PATH" if value.is_empty() => {
+                bail!(
+                    "{}: WORK_PATH is empty: expected a directory",
+                    path.display()
+                )
+            }
+            "WORK_PATH" => ini.work_path = Some(PathBuf::from(value)),
+            "TUNING_PARALLEL_NUM" => {
+                ini.parallel = Some(in_range(path, key, value, 64)? as usize);
+            }
+            "RUN_LOOP" => ini.run_loop = Some(in_range(path, key, value, 2048)? as u32),
+            _ => {}
+        }
+    }
+    Ok(ini)
+}
+
+/// `value` of `key` as an integer in [1, `max`], or an error naming the file, key and range.
+fn in_range(path: &Path, key: &str, value: &str, max: u64) -> Result<u64> {
+    match value.parse::<u64>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => bail!(
+            "{}: {key}={value}: expected an integer in [1, {max}]",
+            path.display()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_common_keys_with_comments_and_ignores_other_sections() {
+        let p = Path::new("aoe.ini");
+        let ini = parse(
+            p,
+            "[COMMON]\nWORK_PATH=./out   # workspace\nTUNING_PARALLEL_NUM=3\nRUN_LOOP=20 ; runs\n[OTHER]\nRUN_LOOP=0\n",
+        )
+        .unwrap();
+        assert_eq!(ini.work_path, Some(PathBuf::from("./out")));
+        assert_eq!((ini.parallel, ini.run_loop), (Some(3), Some(20)));
+    }
+
+    #[test]
+    fn out_of_range_values_name_file_key_and_range() {
+        let p = Path::new("/x/aoe.ini");
+        for (text, key, range) in [
+            ("TUNING_PARALLEL_NUM=0", "TUNING_PARALLEL_NUM=0", "[1, 64]"),
+            (
+                "TUNING_PARALLEL_NUM=65",
+                "TUNING_PARALLEL_NUM=65",
+                "[1, 64]",
+            ),
+            ("RUN_LOOP=2049", "RUN_LOOP=2049", "[1, 2048]"),
+            ("RUN_LOOP=ten", "RUN_LOOP=ten", "[1, 2048]"),
+        ] {
+            let e = parse(p, &format!("[COMMON]\n{text}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("/x/aoe.ini") && e.contains(key) && e.contains(range),
+                "{e}"
+            );
+        }
+    }
+}
