@@ -156,7 +156,8 @@ impl ModelError {
             | ModelError::UnsupportedOpset { .. }
             | ModelError::Invalid { .. }
             | ModelError::InputShape { .. }
-            | ModelError::Dynamic { .. } => FailureKind::Input,
+            | ModelError::Dynamic { .. }
+            | ModelError::OutNodes { .. } => FailureKind::Input,
         }
     }
 }

@@ -50,6 +50,7 @@ enum Command {
     /// --soc_version=...` plus ATC options; winners go to the custom bank and an AOE result
     /// file is rewritten after every op. Exit 0 done, 1 some op failed, 130 interrupted (a
     /// rerun continues); failures as `tunebank --help` lists.
+    #[command(before_long_help = tunebank::key::options::options_help())]
     #[command(
         after_help = "AOE/ATC flags: --model=FILE (required), --job_type=2 | --job-type op \
 (subgraph and gradient tuning are not supported yet), --framework=5, --soc_version=SOC \
@@ -62,6 +63,7 @@ search round), AOE_MODE (2 only), ASCEND_DEVICE_ID."
     Tune(tune::TuneArgs),
     /// The converter's view: every op of `--model=m.onnx` resolved against the bank under the
     /// given ATC options, hit or miss per op.
+    #[command(before_long_help = tunebank::key::options::options_help())]
     #[command(
         after_help = "AOE/ATC flags: --model=FILE (required), --soc_version=SOC (required) \
 and every ATC option; they must match those used for tuning for the ops to hit."

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::key::options::graph_option_specs;
+use crate::key::options::{graph_extension_specs, graph_option_specs};
 use crate::key::{
     AttrValue, BankKey, CubeMath, DType, Format, GradientDescriptor, GraphDescriptor, ImplMode,
     OpDescriptor, SocSpec, TensorDesc, TensorSource, KEY_SCHEMA_VERSION,
@@ -419,18 +419,34 @@ impl GraphDescriptor {
 
     /// The subgraph's bank key (ARCHITECTURE.md ("Key encoding")): the SoC, the graph inputs, the sorted multiset
     /// of node hashes (each node's op type, attrs, outputs and the hashes of its producers, so
-    /// neither node order nor node names matter), the graph outputs, and every graph-level
-    /// option with absent ones normalised to their defaults.
+    /// neither node order nor node names matter), the graph outputs, every graph-level option
+    /// of key schema 2 with absent ones normalised to their defaults, then the later ones set
+    /// to a non-default value.
     pub fn key(&self) -> Result<BankKey, KeyError> {
         let specs = graph_option_specs();
+        let extensions = graph_extension_specs();
         for name in self.options.keys() {
-            if !specs.iter().any(|s| s.name == name) {
+            if !specs.iter().chain(extensions).any(|s| s.name == name) {
                 return Err(KeyError::UnknownGraphOption {
                     name: name.clone(),
-                    expected: specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+                    expected: specs
+                        .iter()
+                        .chain(extensions)
+                        .map(|s| s.name)
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 });
             }
         }
+        // Options added after key schema 2 are written only when set to a non-default value,
+        // so every key derived before them is unchanged.
+        let set: Vec<(&str, &str)> = extensions
+            .iter()
+            .filter_map(|s| {
+                let v = self.options.get(s.name)?;
+                (v != s.default).then_some((s.name, v.as_str()))
+            })
+            .collect();
         let order = self.topo_order()?;
         let mut hashes = vec![[0u8; 32]; self.nodes.len()];
         for &i in &order {
@@ -465,7 +481,7 @@ impl GraphDescriptor {
         for s in &self.outputs {
             source(&mut sink, s, &hashes);
         }
-        sink.len(specs.len());
+        sink.len(specs.len() + set.len());
         for spec in specs {
             sink.str(spec.name);
             let v = self
@@ -473,6 +489,10 @@ impl GraphDescriptor {
                 .get(spec.name)
                 .map(String::as_str)
                 .unwrap_or(spec.default);
+            sink.str(v);
+        }
+        for (name, v) in set {
+            sink.str(name);
             sink.str(v);
         }
         Ok(sink.finish())

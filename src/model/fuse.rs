@@ -11,6 +11,11 @@
 //!    `Flatten`, `Squeeze`, `Unsqueeze`, `Identity`, `Dropout`, `Constant`, `Shape` and shape
 //!    arithmetic on constants) are not units.
 //!
+//! Each rule is one of ATC's fusion passes ([`FUSION_PASSES`]); a pass that
+//! `fusion_switch_file` or `oo_level=O1` switches off does not fuse ([`fuse_with`]), so the
+//! units are those ATC compiles. `out_nodes` prunes the graph to what the named outputs need
+//! before inference ([`Model::tuning_units`]).
+//!
 //! A fused op is absorbed only over an edge whose tensor has exactly that one consumer and is
 //! not a graph output, so a unit never hides a tensor someone else reads and units never form
 //! a cycle. A unit is named as AOE names fused ops in its result files: the node names
@@ -18,6 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::key::options::{FusionKind, FusionSwitches};
 use crate::key::{
     resolve_op, BankKey, DType, OpTemplate, Profile, ResolveError, ResolvedOp, ResolvedOptions,
     SocSpec, TemplateTensor,
@@ -25,6 +31,28 @@ use crate::key::{
 use crate::model::graph::Model;
 use crate::model::infer::{InferredGraph, SkippedOp};
 use crate::model::ModelError;
+
+/// ATC's graph fusion pass that folds a following `BatchNormalization` into a `Conv`
+/// (CANN 8.0 "Graph Fusion and UB Fusion Patterns": ConvBatchnormFusionPass).
+pub const CONV_BN_PASS: (FusionKind, &str) = (FusionKind::Graph, "ConvBatchnormFusionPass");
+/// ATC's graph fusion pass that folds a bias `Add` into a `MatMul` (MatMulBiasAddFusionPass).
+pub const MATMUL_BIAS_PASS: (FusionKind, &str) = (FusionKind::Graph, "MatMulBiasAddFusionPass");
+/// The UB fusion pass that fuses an activation into a convolution on the 910B (the `ubPass`
+/// of AOE's Ascend910B2 fusion bank).
+pub const CONV_ACTIVATION_PASS: (FusionKind, &str) = (FusionKind::Ub, "TbeConvFixPipeFusionPass");
+/// The UB fusion pass that fuses an activation into a matrix multiplication on the 910B.
+pub const MATMUL_ACTIVATION_PASS: (FusionKind, &str) =
+    (FusionKind::Ub, "TbeMatmulFixPipeFusionPass");
+/// The UB fusion pass that chains elementwise ops (AOE's `AutomaticUbFusion`).
+pub const ELEMENTWISE_PASS: (FusionKind, &str) = (FusionKind::Ub, "AutomaticUbFusion");
+/// Every fusion rule's pass, as a fusion switch file names it.
+pub const FUSION_PASSES: &[(FusionKind, &str)] = &[
+    CONV_BN_PASS,
+    MATMUL_BIAS_PASS,
+    CONV_ACTIVATION_PASS,
+    MATMUL_ACTIVATION_PASS,
+    ELEMENTWISE_PASS,
+];
 
 /// Ops that relabel or reinterpret data without computing: never tuning units.
 pub const NO_COMPUTE: &[&str] = &[
@@ -156,14 +184,22 @@ pub struct KeyGroup {
 }
 
 impl Model {
-    /// Infers shapes per profile ([`Model::infer`]) and fuses each profile's graph into
-    /// tuning units ([`fuse`]).
+    /// Prunes the graph to `out_nodes` when set ([`Model::pruned_to`]), infers shapes per
+    /// profile ([`Model::infer`]) and fuses each profile's graph into tuning units with the
+    /// fusion passes the options leave on ([`fuse_with`]).
     pub fn tuning_units(&self, options: &ResolvedOptions) -> Result<Vec<ProfileUnits>, ModelError> {
+        if !options.out_nodes().is_empty() {
+            let pruned = self.pruned_to(options.out_nodes())?;
+            let mut plain = options.clone();
+            plain.out_nodes.clear();
+            return pruned.tuning_units(&plain);
+        }
+        let switches = options.fusion_switches();
         Ok(self
             .infer(options)?
             .into_iter()
             .map(|graph| {
-                let (units, unkeyable) = fuse(self, &graph);
+                let (units, unkeyable) = fuse_with(self, &graph, switches);
                 ProfileUnits {
                     graph,
                     units,
@@ -412,9 +448,21 @@ impl<'a> Ctx<'a> {
 }
 
 /// Fuses one profile's inferred graph into tuning units (rules in the module docs), in
-/// topological order of their first member. The second list holds the inferred ops left out
-/// because one of their tensors has a dtype a key cannot express.
+/// topological order of their first member, every fusion pass on. The second list holds the
+/// inferred ops left out because one of their tensors has a dtype a key cannot express.
 pub fn fuse(model: &Model, graph: &InferredGraph) -> (Vec<TuningUnit>, Vec<SkippedOp>) {
+    fuse_with(model, graph, &FusionSwitches::default())
+}
+
+/// [`fuse`] with only the fusion passes `switches` leaves on: a rule whose pass
+/// ([`FUSION_PASSES`]) is off fuses nothing, and its ops are units of their own (or join
+/// another rule's unit).
+pub fn fuse_with(
+    model: &Model,
+    graph: &InferredGraph,
+    switches: &FusionSwitches,
+) -> (Vec<TuningUnit>, Vec<SkippedOp>) {
+    let on = |(kind, pass): (FusionKind, &str)| switches.is_on(kind, pass);
     let ctx = Ctx::new(model, graph);
     let n = model.graph.nodes.len();
     let mut inferred = vec![false; n];
@@ -428,27 +476,31 @@ pub fn fuse(model: &Model, graph: &InferredGraph) -> (Vec<TuningUnit>, Vec<Skipp
         let op = ctx.op(i);
         let mut members = vec![i];
         let mut t = ctx.out0(i);
-        match op {
+        let activation = match op {
             "Conv" | "ConvTranspose" => {
-                if let Some(bn) =
-                    ctx.absorb(t, &taken, &inferred, |c| ctx.op(c) == "BatchNormalization")
-                {
+                if let Some(bn) = ctx.absorb(t, &taken, &inferred, |c| {
+                    on(CONV_BN_PASS) && ctx.op(c) == "BatchNormalization"
+                }) {
                     members.push(bn);
                     t = ctx.out0(bn);
                 }
+                on(CONV_ACTIVATION_PASS)
             }
             "MatMul" | "Gemm" => {
                 let cur = t;
                 if let Some(add) = ctx.absorb(t, &taken, &inferred, |c| {
-                    cur.is_some_and(|cur| ctx.is_bias_add(c, cur))
+                    on(MATMUL_BIAS_PASS) && cur.is_some_and(|cur| ctx.is_bias_add(c, cur))
                 }) {
                     members.push(add);
                     t = ctx.out0(add);
                 }
+                on(MATMUL_ACTIVATION_PASS)
             }
             _ => continue,
-        }
-        if let Some(act) = ctx.absorb(t, &taken, &inferred, |c| ACTIVATIONS.contains(&ctx.op(c))) {
+        };
+        if let Some(act) = ctx.absorb(t, &taken, &inferred, |c| {
+            activation && ACTIVATIONS.contains(&ctx.op(c))
+        }) {
             members.push(act);
         }
         for &m in &members {
@@ -464,7 +516,7 @@ pub fn fuse(model: &Model, graph: &InferredGraph) -> (Vec<TuningUnit>, Vec<Skipp
         }
         let mut members = vec![i];
         taken[i] = true;
-        if ELEMENTWISE.contains(&op) {
+        if ELEMENTWISE.contains(&op) && on(ELEMENTWISE_PASS) {
             let mut cur = i;
             while let Some(c) = ctx.absorb(ctx.out0(cur), &taken, &inferred, |c| {
                 ELEMENTWISE.contains(&ctx.op(c))

@@ -469,4 +469,67 @@ impl Model {
         }
         counts
     }
+
+    /// The model as `--out_nodes` leaves it (ATC: the named outputs replace the graph's
+    /// outputs): the graph outputs are the named nodes' outputs, in the order given, and only
+    /// the nodes they need remain (every producer, transitively). A node or output index the
+    /// model does not have is [`ModelError::OutNodes`].
+    pub fn pruned_to(&self, out_nodes: &[(String, usize)]) -> Result<Model, ModelError> {
+        let g = &self.graph;
+        let mut outputs = Vec::with_capacity(out_nodes.len());
+        for (node, index) in out_nodes {
+            let err = |reason: String| ModelError::OutNodes {
+                path: self.source.clone(),
+                node: node.clone(),
+                index: *index,
+                reason,
+            };
+            let n = g.nodes.iter().find(|n| &n.name == node).ok_or_else(|| {
+                err("no node of that name: expected a node name of the model".into())
+            })?;
+            let t = n
+                .outputs
+                .get(*index)
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| err(format!("the node has {} outputs", n.outputs.len())))?;
+            let decl = g
+                .outputs
+                .iter()
+                .chain(g.value_info.values())
+                .find(|v| &v.name == t)
+                .cloned();
+            outputs.push(decl.unwrap_or(ValueDecl {
+                name: t.clone(),
+                elem_type: ElemType(0),
+                shape: None,
+                dim_params: Vec::new(),
+            }));
+        }
+        let producer: BTreeMap<&str, usize> = g
+            .nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, n)| n.outputs.iter().map(move |o| (o.as_str(), i)))
+            .collect();
+        let mut keep = vec![false; g.nodes.len()];
+        let mut stack: Vec<&str> = outputs.iter().map(|o| o.name.as_str()).collect();
+        while let Some(t) = stack.pop() {
+            if let Some(&i) = producer.get(t) {
+                if !keep[i] {
+                    keep[i] = true;
+                    stack.extend(g.nodes[i].inputs.iter().map(String::as_str));
+                }
+            }
+        }
+        let mut pruned = self.clone();
+        pruned.graph.nodes = g
+            .nodes
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(n, _)| n.clone())
+            .collect();
+        pruned.graph.outputs = outputs;
+        Ok(pruned)
+    }
 }

@@ -37,8 +37,9 @@ mod infer;
 mod proto;
 
 pub use fuse::{
-    fuse, group_by_key, resolve_units, KeyGroup, ProfileUnits, ResolvedUnit, TuningUnit,
-    ACTIVATIONS, ELEMENTWISE, NO_COMPUTE,
+    fuse, fuse_with, group_by_key, resolve_units, KeyGroup, ProfileUnits, ResolvedUnit, TuningUnit,
+    ACTIVATIONS, CONV_ACTIVATION_PASS, CONV_BN_PASS, ELEMENTWISE, ELEMENTWISE_PASS, FUSION_PASSES,
+    MATMUL_ACTIVATION_PASS, MATMUL_BIAS_PASS, NO_COMPUTE,
 };
 pub use graph::{
     load_onnx, load_onnx_bytes, Attr, ConstTensor, ElemType, Graph, Model, Node, ValueDecl,
@@ -103,6 +104,18 @@ pub enum ModelError {
         path: String,
         /// The graph input named in `input_shape`.
         input: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `out_nodes` names a node or output the model does not have.
+    #[error("{path}: --out_nodes {node}:{index}: {reason}")]
+    OutNodes {
+        /// The model file.
+        path: String,
+        /// The node named.
+        node: String,
+        /// The output index named.
+        index: usize,
         /// What is wrong.
         reason: String,
     },

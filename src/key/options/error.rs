@@ -90,6 +90,23 @@ pub enum OptionError {
         /// The expected form.
         expected: String,
     },
+    /// An option whose value (any but its default) would change ops or shapes in a way
+    /// tunebank does not model: refused rather than accepted and ignored.
+    #[error(
+        "--{name}={}: not modelled by tunebank: {why}; expected it unset{}",
+        shown(value),
+        if default.is_empty() { String::new() } else { format!(" or {default}") }
+    )]
+    NotModelled {
+        /// Option name.
+        name: String,
+        /// The value given.
+        value: String,
+        /// What is not modelled.
+        why: String,
+        /// The default, the one value accepted (`""`: none).
+        default: String,
+    },
     /// A SoC is needed but `--soc_version` was not given.
     #[error(
         "--soc_version is required here: expected one of {}",

@@ -137,7 +137,9 @@ pub(super) enum FileContent {
     KeepDtype(KeepDtype),
     /// `modify_mixlist`.
     Mixlist(MixPatch),
-    /// Content that enters subgraph keys through its hash only (fusion switches, AIPP).
+    /// `fusion_switch_file`.
+    Fusion(FusionSwitches),
+    /// Content that enters subgraph keys through its hash only (AIPP).
     Opaque,
 }
 
@@ -167,10 +169,10 @@ pub(super) fn read_option_file(
             let patch = parse_mixlist(name, path, &text)?;
             (mixlist_canonical(&patch), FileContent::Mixlist(patch))
         }
-        FileFormat::FusionSwitchJson => (
-            fusion_switch_canonical(name, path, &text)?,
-            FileContent::Opaque,
-        ),
+        FileFormat::FusionSwitchJson => {
+            let (canonical, switches) = parse_fusion_switch(name, path, &text)?;
+            (canonical, FileContent::Fusion(switches))
+        }
         FileFormat::AippConf => (aipp_canonical(&text), FileContent::Opaque),
     };
     Ok((content_hash(&canonical), content))
@@ -359,19 +361,123 @@ fn mixlist_canonical(p: &MixPatch) -> String {
     }
     s
 }
-fn fusion_switch_canonical(name: &str, path: &str, text: &str) -> Result<String, OptionError> {
+/// The two fusion categories of ATC's fusion switch file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FusionKind {
+    /// Graph fusion (`"GraphFusion"`): FE rewrites the graph.
+    Graph,
+    /// UB fusion (`"UBFusion"`): ops share the Unified Buffer in one kernel.
+    Ub,
+}
+
+/// Which fusion passes are on: `fusion_switch_file`'s switches and `oo_level`. A pass is on
+/// unless switched off by name (in its category, or in the line form that names no
+/// category), else by its category's `"ALL"`, or by `oo_level=O1` (every pass off).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FusionSwitches {
+    /// `"GraphFusion"` entries: pass name → on.
+    pub graph: BTreeMap<String, bool>,
+    /// `"UBFusion"` entries: pass name → on.
+    pub ub: BTreeMap<String, bool>,
+    /// Line-form entries (`Name:off`), whatever their category.
+    pub any: BTreeMap<String, bool>,
+    /// `"GraphFusion": {"ALL": ...}`.
+    pub graph_all: Option<bool>,
+    /// `"UBFusion": {"ALL": ...}`.
+    pub ub_all: Option<bool>,
+    /// `oo_level=O1`: every fusion pass off.
+    pub level_o1: bool,
+}
+
+impl FusionSwitches {
+    /// Whether pass `pass` of category `kind` runs.
+    pub fn is_on(&self, kind: FusionKind, pass: &str) -> bool {
+        if self.level_o1 {
+            return false;
+        }
+        let (named, all) = match kind {
+            FusionKind::Graph => (&self.graph, self.graph_all),
+            FusionKind::Ub => (&self.ub, self.ub_all),
+        };
+        named
+            .get(pass)
+            .or_else(|| self.any.get(pass))
+            .copied()
+            .or(all)
+            .unwrap_or(true)
+    }
+}
+
+const FUSION_FORM: &str = "JSON {\"Switch\": {\"GraphFusion\": {\"PassName\": \"on\"|\"off\", \"ALL\": ...}, \"UBFusion\": {...}}} or lines `PassName:on|off`";
+
+/// Parses a fusion switch file, in ATC's JSON form or its line form (`PassName:off`).
+/// Canonical text: the JSON re-serialised compactly with sorted keys; the line form's
+/// `name:on|off` lines sorted.
+fn parse_fusion_switch(
+    name: &str,
+    path: &str,
+    text: &str,
+) -> Result<(String, FusionSwitches), OptionError> {
+    let bad = |line: usize, t: String| OptionError::FileContent {
+        name: name.to_string(),
+        path: path.to_string(),
+        line,
+        text: t,
+        expected: FUSION_FORM.to_string(),
+    };
+    let on = |v: &str| match v.trim() {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => None,
+    };
+    let mut sw = FusionSwitches::default();
+    if !text.trim_start().starts_with('{') {
+        let mut lines = Vec::new();
+        for (n, line) in content_lines(text) {
+            let Some((pass, v)) = line.split_once(':') else {
+                return Err(bad(n, line.to_string()));
+            };
+            let (pass, v) = (pass.trim(), on(v).ok_or_else(|| bad(n, line.to_string()))?);
+            if pass.is_empty() {
+                return Err(bad(n, line.to_string()));
+            }
+            sw.any.insert(pass.to_string(), v);
+        }
+        for (pass, v) in &sw.any {
+            lines.push(format!("{pass}:{}\n", if *v { "on" } else { "off" }));
+        }
+        return Ok((lines.concat(), sw));
+    }
     let json: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| OptionError::FileContent {
-            name: name.to_string(),
-            path: path.to_string(),
-            line: e.line(),
-            text: e.to_string(),
-            expected: "JSON {\"Switch\": {\"GraphFusion\": {...}, \"UBFusion\": {...}}}"
-                .to_string(),
-        })?;
+        serde_json::from_str(text).map_err(|e| bad(e.line(), e.to_string()))?;
+    let switch = json
+        .get("Switch")
+        .and_then(|s| s.as_object())
+        .ok_or_else(|| bad(0, "no \"Switch\" object".into()))?;
+    for (category, passes) in switch {
+        let (map, all) = match category.as_str() {
+            "GraphFusion" => (&mut sw.graph, &mut sw.graph_all),
+            "UBFusion" => (&mut sw.ub, &mut sw.ub_all),
+            other => return Err(bad(0, format!("category {other:?}"))),
+        };
+        let passes = passes
+            .as_object()
+            .ok_or_else(|| bad(0, format!("{category:?} is not an object")))?;
+        for (pass, v) in passes {
+            let v = v
+                .as_str()
+                .and_then(on)
+                .ok_or_else(|| bad(0, format!("{category:?}.{pass:?}: {v}")))?;
+            if pass == "ALL" {
+                *all = Some(v);
+            } else {
+                map.insert(pass.clone(), v);
+            }
+        }
+    }
     let mut s = String::new();
     canonical_json(&json, &mut s);
-    Ok(s)
+    Ok((s, sw))
 }
 
 fn aipp_canonical(text: &str) -> String {

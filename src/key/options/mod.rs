@@ -23,8 +23,12 @@ mod values;
 
 pub use args::{parse_args, split_atc_args};
 pub use error::OptionError;
-pub use files::{FileReader, FsReader, KeepDtype, MemFiles, OpPrecision, OpPrecisionTable};
+pub use files::{
+    FileReader, FsReader, FusionKind, FusionSwitches, KeepDtype, MemFiles, OpPrecision,
+    OpPrecisionTable,
+};
 pub use resolved::{Dynamic, ImplModeOption, PrecisionMode, ResolvedOptions};
 pub use table::{
-    graph_option_specs, option_spec, FileFormat, KeyEffect, OptionSpec, ValueKind, OPTIONS,
+    graph_extension_specs, graph_option_specs, option_spec, options_help, FileFormat, KeyEffect,
+    OptionSpec, ValueKind, OPTIONS, SCHEMA_2_GRAPH_OPTIONS,
 };

@@ -9,8 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::args::{canonical_name, parse_args};
 use super::error::OptionError;
-use super::files::{FileContent, FileReader, KeepDtype, MemFiles, MixPatch, OpPrecisionTable};
-use super::table::{graph_option_specs, option_spec, OptionSpec, OPTIONS};
+use super::files::{
+    FileContent, FileReader, FusionSwitches, KeepDtype, MemFiles, MixPatch, OpPrecisionTable,
+};
+use super::table::{graph_extension_specs, graph_option_specs, option_spec, OptionSpec, OPTIONS};
 use super::values::{self, invalid, Checked, Parsed, DIMS_FORM, SHAPE_FORM};
 use crate::key::precision::Mixlist;
 use crate::key::soc::{soc_facts, SocFacts, AI_CORE, VECTOR_CORE};
@@ -39,7 +41,7 @@ pub enum PrecisionMode {
 
 impl PrecisionMode {
     /// The mode a `precision_mode` value names (`force_fp16` for anything else).
-    fn parse(s: &str) -> PrecisionMode {
+    pub(super) fn parse(s: &str) -> PrecisionMode {
         match s {
             "force_fp32" => PrecisionMode::ForceFp32,
             "cube_fp16in_fp32out" => PrecisionMode::CubeFp16InFp32Out,
@@ -110,7 +112,13 @@ pub struct ResolvedOptions {
     pub(crate) dynamic: Dynamic,
     pub(crate) input_format: Format,
     pub(crate) input_fp16_nodes: BTreeSet<String>,
+    pub(crate) allow_hf32: Option<bool>,
+    pub(crate) fusion: FusionSwitches,
+    pub(crate) out_nodes: Vec<(String, usize)>,
 }
+
+mod atc8;
+use atc8::check_modelled;
 
 impl Default for ResolvedOptions {
     fn default() -> ResolvedOptions {
@@ -172,6 +180,9 @@ impl ResolvedOptions {
             dynamic: Dynamic::None,
             input_format: Format::NCHW,
             input_fp16_nodes: BTreeSet::new(),
+            allow_hf32: None,
+            fusion: FusionSwitches::default(),
+            out_nodes: Vec::new(),
         };
         let mut mix_patch = MixPatch::new();
         for spec in OPTIONS {
@@ -205,6 +216,7 @@ impl ResolvedOptions {
         if v.is_empty() {
             return Ok(String::new());
         }
+        check_modelled(spec, v)?;
         let checked = values::check(spec, v, reader)?;
         Ok(match spec.name {
             "precision_mode" | "op_precision_mode" | "keep_dtype" | "modify_mixlist" => {
@@ -217,6 +229,10 @@ impl ResolvedOptions {
                 self.set_shapes(checked)
             }
             "input_format" | "input_fp16_nodes" => self.set_graph_inputs(spec.name, checked),
+            "precision_mode_v2" | "allow_hf32" => self.set_precision_v2(spec.name, checked),
+            "fusion_switch_file" | "oo_level" | "out_nodes" => {
+                self.set_structure(spec.name, checked)
+            }
             // Every other option acts through its canonical value only.
             _ => checked.canonical,
         })
@@ -289,6 +305,7 @@ impl ResolvedOptions {
     fn check_combinations(&self) -> Result<(), OptionError> {
         self.check_dynamic()?;
         self.check_impl_mode()?;
+        self.check_precision_v2()?;
         self.check_precision()
     }
 
@@ -468,8 +485,13 @@ impl ResolvedOptions {
                 second: "precision_mode".to_string(),
                 why: format!(
                     "modify_mixlist needs --precision_mode allow_mix_precision, \
-                     allow_mix_precision_fp16 or allow_mix_precision_bf16 (got {})",
-                    self.canonical["precision_mode"]
+                     allow_mix_precision_fp16 or allow_mix_precision_bf16, or \
+                     --precision_mode_v2 mixed_float16 or mixed_bfloat16 (got {}{})",
+                    self.canonical["precision_mode"],
+                    match self.canonical["precision_mode_v2"].as_str() {
+                        "" => String::new(),
+                        v2 => format!(", precision_mode_v2 {v2}"),
+                    }
                 ),
             });
         }
@@ -490,11 +512,16 @@ impl ResolvedOptions {
     }
 
     /// The graph-level options for [`GraphDescriptor::options`](crate::key::GraphDescriptor):
-    /// every option with [`KeyEffect::Graph`](super::KeyEffect::Graph) or
-    /// [`KeyEffect::OpAndGraph`](super::KeyEffect::OpAndGraph), canonical values.
+    /// the options of key schema 2 ([`graph_option_specs`]) always, and the later
+    /// graph-affecting options ([`graph_extension_specs`]) set to a non-default value;
+    /// canonical values.
     pub fn graph_options(&self) -> BTreeMap<String, String> {
+        let extensions = graph_extension_specs()
+            .iter()
+            .filter(|s| self.canonical[s.name] != s.default);
         graph_option_specs()
             .iter()
+            .chain(extensions)
             .map(|s| (s.name.to_string(), self.canonical[s.name].clone()))
             .collect()
     }

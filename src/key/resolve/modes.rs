@@ -117,8 +117,9 @@ pub(super) struct Precision {
     pub(super) out_cube: bool,
 }
 
-/// `precision_mode`, then the op's `op_precision_mode` entry, then `keep_dtype`, in that
-/// order of precedence from weakest to strongest.
+/// `precision_mode` (or `precision_mode_v2`), then the op's `op_precision_mode` entry, then
+/// `keep_dtype`, in that order of precedence from weakest to strongest; `allow_hf32` decides
+/// the cube math mode over an entry by op type, under one by node name.
 pub(super) fn precision(
     template: &OpTemplate,
     options: &ResolvedOptions,
@@ -145,6 +146,20 @@ pub(super) fn precision(
             }
         }
         _ => {}
+    }
+    // allow_hf32 ranks between an entry by node name (stronger) and one by op type.
+    if let Some(hf32) = options.allow_hf32 {
+        if !options
+            .op_precision
+            .by_name
+            .contains_key(&template.node_name)
+        {
+            cube_math = if hf32 && cube && supports(t, cube, DType::Float32, facts) {
+                CubeMath::Hf32
+            } else {
+                CubeMath::Native
+            };
+        }
     }
     if options.keep_dtype.keeps(&template.node_name, t) {
         want_in = KEEP;
