@@ -233,6 +233,17 @@ pub fn parse_graph_line(text: &str, line: usize) -> Result<AoeGraphLine, AoeGrap
     parts().map_err(bad)
 }
 
+/// One graph line (1-based `line` for errors) parsed and mapped for `soc`: every subgraph's
+/// descriptor and strategy (or why it did not map) with the graph-level facts (`graphID`,
+/// `modelName`, `end2EndTime`). What a caller that simulates the stored strategies needs.
+pub fn map_graph_line(
+    text: &str,
+    line: usize,
+    soc: &crate::key::SocSpec,
+) -> Result<MappedGraph, AoeGraphError> {
+    Ok(parse_graph_line(text, line)?.map(soc))
+}
+
 fn int(v: &PyJson) -> Result<i64, String> {
     match v {
         PyJson::Int(i) => i64::try_from(*i).map_err(|_| format!("integer {i} out of range")),
