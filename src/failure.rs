@@ -4,6 +4,7 @@
 //! text. Wrapping errors answer for what they wrap; an `std::io::Error` is classified by
 //! [`io_kind`].
 
+use crate::bank::interchange::aoe_graph::AoeGraphError;
 use crate::bank::interchange::InterchangeError;
 use crate::bank::paths::PathError;
 use crate::bank::store::StoreError;
@@ -112,6 +113,17 @@ impl InterchangeError {
             | InterchangeError::KeyMismatch { .. }
             | InterchangeError::WrongKind { .. }
             | InterchangeError::Aoe { .. } => FailureKind::Input,
+        }
+    }
+}
+
+impl AoeGraphError {
+    /// Reading the file is classified by [`io_kind`]; a malformed line is the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            AoeGraphError::Read { source, .. } => io_kind(source),
+            AoeGraphError::File { source, .. } => source.kind(),
+            AoeGraphError::Line { .. } => FailureKind::Input,
         }
     }
 }

@@ -31,6 +31,7 @@ use crate::key::{BankKey, KEY_SCHEMA_VERSION};
 
 pub mod aoe;
 pub mod aoe_export;
+pub mod aoe_graph;
 mod md5;
 pub mod pyjson;
 pub mod tbe;

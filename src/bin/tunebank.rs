@@ -3,7 +3,7 @@
 //! Exit codes: the table in `cli/exit.rs` (`--help` prints it): 0 success; 1 the answer is
 //! negative (`bank verify` found damage, `lookup`/`convert --error-on-miss` missed, `bank
 //! export`/`merge` left damaged records out, `bank import --aoe` rejected entries whose md5 did
-//! not verify, `tune`: some op failed); 2 bad input, nothing written; 3 I/O failure; 4 bank
+//! not verify, `bank import --aoe-graph` left subgraphs out, `tune`: some op failed); 2 bad input, nothing written; 3 I/O failure; 4 bank
 //! busy; 5 bank damaged; 130 `tune` interrupted.
 //!
 //! This file is the argument wiring only: each subcommand is a module of `cli/tunebank/`.
@@ -88,8 +88,9 @@ enum BankCommand {
     /// Write every record of the custom bank as JSON lines, keys ascending (diffable); exit 1 if
     /// damaged records had to be left out.
     Export(bank_export::ExportArgs),
-    /// Import a `bank export` file (or, with --aoe, an AOE unified_bank file) into the custom
-    /// bank, atomically, under the merge rule; exit 1 if AOE entries failed their md5 check.
+    /// Import a `bank export` file (or, with --aoe, an AOE unified_bank file; with --aoe-graph,
+    /// an AOE graph-bank file into the graph bank) into the custom bank, atomically, under the
+    /// merge rule; exit 1 if AOE entries failed their md5 check or AOE subgraphs did not map.
     Import(bank_import::ImportArgs),
     /// Merge bank files or export files into the custom bank: a key held by both is decided by
     /// the bank-write policy (a device time beats a simulated one, then the faster time within

@@ -41,7 +41,15 @@ impl PyJson {
     /// Python's `json.dumps(value)` with its defaults.
     pub fn dumps(&self) -> String {
         let mut out = String::new();
-        self.write(&mut out);
+        self.write(&mut out, DEFAULT_SEPARATORS);
+        out
+    }
+
+    /// Python's `json.dumps(value, separators=(",", ":"))`: no spaces, otherwise as [`dumps`](
+    /// PyJson::dumps). AOE writes each graph line of its graph (fusion-strategy) bank this way.
+    pub fn dumps_compact(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out, (",", ":"));
         out
     }
 
@@ -86,7 +94,7 @@ impl PyJson {
                 newline(out, level);
                 out.push('}');
             }
-            scalar_or_empty => scalar_or_empty.write(out),
+            scalar_or_empty => scalar_or_empty.write(out, DEFAULT_SEPARATORS),
         }
     }
 
@@ -130,7 +138,8 @@ impl PyJson {
         }
     }
 
-    fn write(&self, out: &mut String) {
+    fn write(&self, out: &mut String, separators: (&str, &str)) {
+        let (item_sep, key_sep) = separators;
         match self {
             PyJson::Null => out.push_str("null"),
             PyJson::Bool(true) => out.push_str("true"),
@@ -144,9 +153,9 @@ impl PyJson {
                 out.push('[');
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
-                        out.push_str(", ");
+                        out.push_str(item_sep);
                     }
-                    item.write(out);
+                    item.write(out, separators);
                 }
                 out.push(']');
             }
@@ -154,17 +163,20 @@ impl PyJson {
                 out.push('{');
                 for (i, (k, v)) in entries.iter().enumerate() {
                     if i > 0 {
-                        out.push_str(", ");
+                        out.push_str(item_sep);
                     }
                     write_py_str(k, out);
-                    out.push_str(": ");
-                    v.write(out);
+                    out.push_str(key_sep);
+                    v.write(out, separators);
                 }
                 out.push('}');
             }
         }
     }
 }
+
+/// `json.dumps`'s default item and key separators.
+const DEFAULT_SEPARATORS: (&str, &str) = (", ", ": ");
 
 /// A string as `json.dumps` writes it with `ensure_ascii=True`.
 fn write_py_str(s: &str, out: &mut String) {

@@ -5,6 +5,7 @@
 
 use std::error::Error as StdError;
 
+use tunebank::bank::interchange::aoe_graph::AoeGraphError;
 use tunebank::bank::interchange::InterchangeError;
 use tunebank::bank::paths::PathError;
 use tunebank::bank::store::StoreError;
@@ -98,6 +99,7 @@ fn kind_of(e: &(dyn StdError + 'static)) -> FailureKind {
         RecordError,
         PathError,
         InterchangeError,
+        AoeGraphError,
         MaintenanceError,
         InspectError,
         ModelError,

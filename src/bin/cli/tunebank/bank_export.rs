@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use super::{bank_soc, open_bank, BankArgs};
+use super::{bank_soc, open_bank, open_bank_of_kind, BankArgs};
 use crate::entry::failed_if;
+use tunebank::key::RecordKind;
 
 /// Flags of `tunebank bank export`.
 #[derive(clap::Args, Debug)]
@@ -20,12 +21,20 @@ pub struct ExportArgs {
     /// JSON lines.
     #[arg(long)]
     pub aoe: bool,
+    /// Write the graph bank as an AOE graph (fusion-strategy) bank file, as AOE writes
+    /// ascend910b2_l2cache.json (the graphs imported with `bank import --aoe-graph`).
+    #[arg(long, conflicts_with = "aoe")]
+    pub aoe_graph: bool,
 }
 
 /// Exports the custom layer; damaged records are left out, named on standard error, and make
 /// the exit status 1.
 pub fn run(args: ExportArgs, atc: &[String]) -> Result<ExitCode> {
     let soc = bank_soc(&args.bank, atc)?;
+    if args.aoe_graph {
+        let bank = open_bank_of_kind(&args.bank, RecordKind::Graph, &soc, true)?;
+        return export_aoe_graph(&args, bank.custom_layer()?);
+    }
     let bank = open_bank(&args.bank, &soc, true)?;
     let layer = bank.custom_layer()?;
     if args.aoe {
@@ -51,17 +60,37 @@ pub fn run(args: ExportArgs, atc: &[String]) -> Result<ExitCode> {
 fn export_aoe(args: &ExportArgs, layer: tunebank::bank::LayerView<'_>) -> Result<ExitCode> {
     let read = layer.records()?;
     let (text, report) = tunebank::bank::interchange::aoe_export::export_aoe(&read.records);
+    write_out(args, &text)?;
+    for d in &read.damaged {
+        eprintln!("tunebank: left out of the export: {d}");
+    }
+    eprint!("{report}");
+    Ok(failed_if(!read.damaged.is_empty()))
+}
+
+/// The graph bank's custom layer as an AOE graph-bank file; graphs missing a subgraph and
+/// records without AOE occurrences are named on standard error; damaged records make the exit
+/// status 1.
+fn export_aoe_graph(args: &ExportArgs, layer: tunebank::bank::LayerView<'_>) -> Result<ExitCode> {
+    let read = layer.records()?;
+    let (text, report) = tunebank::bank::interchange::aoe_graph::export_aoe_graph(&read.records);
+    write_out(args, &text)?;
+    for d in &read.damaged {
+        eprintln!("tunebank: left out of the export: {d}");
+    }
+    eprint!("{report}");
+    Ok(failed_if(!read.damaged.is_empty()))
+}
+
+/// `text` to `--out` or standard output.
+fn write_out(args: &ExportArgs, text: &str) -> Result<()> {
     match &args.out {
-        Some(path) => std::fs::write(path, &text)
+        Some(path) => std::fs::write(path, text)
             .with_context(|| format!("cannot write {}", path.display()))?,
         None => {
             use std::io::Write;
             std::io::stdout().lock().write_all(text.as_bytes())?;
         }
     }
-    for d in &read.damaged {
-        eprintln!("tunebank: left out of the export: {d}");
-    }
-    eprint!("{report}");
-    Ok(failed_if(!read.damaged.is_empty()))
+    Ok(())
 }

@@ -1,15 +1,16 @@
-//! `tunebank bank import`: a `bank export` file, or an AOE `unified_bank` file, merged into the
-//! custom bank atomically under the merge rule.
+//! `tunebank bank import`: a `bank export` file, an AOE `unified_bank` file, or an AOE graph-bank
+//! file (into the graph bank), merged into the custom bank atomically under the merge rule.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use tunebank::bank::interchange::{aoe, merge_into};
+use tunebank::bank::interchange::{aoe, aoe_graph, merge_into};
 use tunebank::bank::maintenance::{read_aoe_file, read_export_file};
 use tunebank::bank::{ImportReport, Origin};
+use tunebank::key::RecordKind;
 
-use super::{bank_soc, now_unix, open_bank, BankArgs, Conversion};
+use super::{bank_soc, now_unix, open_bank, open_bank_of_kind, BankArgs, Conversion};
 use crate::entry::{failed_if, print_report};
 
 /// Flags of `tunebank bank import`.
@@ -22,6 +23,10 @@ pub struct ImportArgs {
     /// The file is an AOE unified_bank file (needs --soc_version).
     #[arg(long)]
     pub aoe: bool,
+    /// The file is an AOE graph (fusion-strategy) bank file, e.g. ascend910b2_l2cache.json
+    /// (needs --soc_version): its subgraphs become graph-bank records.
+    #[arg(long, conflicts_with = "aoe")]
+    pub aoe_graph: bool,
     /// Mark imported records as built-in (for a bank that will serve as a built-in layer).
     #[arg(long)]
     pub as_builtin: bool,
@@ -32,6 +37,11 @@ pub struct ImportArgs {
 
 /// Imports the file; exit 1 if AOE entries failed their md5 check.
 pub fn run(args: ImportArgs, atc: &[String]) -> Result<ExitCode> {
+    if args.aoe_graph {
+        let report = import_aoe_graph(&args, atc)?;
+        print_report(&report, args.json)?;
+        return Ok(failed_if(!report.is_complete()));
+    }
     let report = if args.aoe {
         import_aoe(&args, atc)?
     } else {
@@ -53,6 +63,25 @@ fn import_aoe(args: &ImportArgs, atc: &[String]) -> Result<ImportReport> {
     };
     let report = aoe::import_aoe(&bank, &parsed, &ctx.soc, origin, now_unix())?;
     Ok(ImportReport::Aoe(report))
+}
+
+/// An AOE graph-bank file, read whole and checked before the graph bank is opened for writing.
+fn import_aoe_graph(args: &ImportArgs, atc: &[String]) -> Result<aoe_graph::AoeGraphImportReport> {
+    let ctx = Conversion::from_atc(atc).context("an AOE graph-bank import needs --soc_version")?;
+    let parsed = aoe_graph::read_aoe_graph_file(&args.file)?;
+    let bank = open_bank_of_kind(&args.bank, RecordKind::Graph, &ctx.soc.version, false)?;
+    let origin = if args.as_builtin {
+        Origin::BuiltIn
+    } else {
+        Origin::Imported
+    };
+    Ok(aoe_graph::import_aoe_graph(
+        &bank,
+        &parsed,
+        &ctx.soc,
+        origin,
+        now_unix(),
+    )?)
 }
 
 /// A `bank export` file, read whole before the bank is opened for writing.

@@ -75,6 +75,24 @@ pub fn open_bank_with(args: &BankArgs, soc: &str, read_only: bool, recover: bool
     Ok(b.open()?)
 }
 
+/// Opens the layered bank of `args` for `soc` holding records of `kind` (the graph bank of an
+/// AOE graph-bank import or export; [`open_bank`] is the op bank).
+pub fn open_bank_of_kind(
+    args: &BankArgs,
+    kind: RecordKind,
+    soc: &str,
+    read_only: bool,
+) -> Result<Bank> {
+    let mut b = Bank::builder(kind, soc).read_only(read_only);
+    if let Some(p) = &args.bank {
+        b = b.custom_path(p);
+    }
+    for p in &args.builtin {
+        b = b.builtin_path(p);
+    }
+    Ok(b.open()?)
+}
+
 /// Seconds since 1970 (0 if the clock is before it): the write time of hand-made records.
 pub fn now_unix() -> u64 {
     std::time::SystemTime::now()

@@ -1,0 +1,196 @@
+//! AOE's graph (fusion-strategy) bank in and out: the committed sample of
+//! `ascend910b2_l2cache.json` (`fixtures/ascend/ascend910b2_l2cache.sample.json`, eleven real
+//! graph lines) imports with the command line as graph records, every subgraph mapped, two
+//! occurrences of one subgraph sharing a record, and export gives the file back byte for byte; a
+//! malformed line fails with exit 2 naming the file and line and writes nothing; a subgraph that
+//! does not map is named and the rest imported.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tunebank::bank::interchange::aoe_graph::{self, OCCURRENCES_OPTION};
+use tunebank::bank::Bank;
+use tunebank::key::{Format, RecordKind, TensorSource};
+
+const SOC: &str = "--soc_version=Ascend910B2";
+
+fn sample_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/ascend/ascend910b2_l2cache.sample.json")
+}
+
+fn tunebank(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tunebank"))
+        .args(args)
+        .env_remove("TUNE_BANK_PATH")
+        .env_remove("ASCEND_CACHE_PATH")
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn import(file: &Path, bank: &Path) -> Output {
+    let (file, bank) = (file.to_str().unwrap(), bank.to_str().unwrap());
+    tunebank(&["bank", "import", "--aoe-graph", file, "--bank", bank, SOC])
+}
+
+fn export(bank: &Path, out: &Path) -> Output {
+    let (bank, out) = (bank.to_str().unwrap(), out.to_str().unwrap());
+    tunebank(&[
+        "bank",
+        "export",
+        "--aoe-graph",
+        "--bank",
+        bank,
+        "--out",
+        out,
+        SOC,
+    ])
+}
+
+#[test]
+fn sample_imports_as_graph_records_and_exports_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = dir.path().join("graph.redb");
+    let o = import(&sample_path(), &bank);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "11 graphs, 18 subgraphs: 18 mapped (17 distinct subgraph keys), 0 not mapped"
+        ),
+        "{}",
+        text(&o)
+    );
+    let out = dir.path().join("out.json");
+    let o = export(&bank, &out);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("exported 11 AOE graphs from 17 records"),
+        "{}",
+        text(&o)
+    );
+    let original = std::fs::read(sample_path()).unwrap();
+    assert!(
+        std::fs::read(&out).unwrap() == original,
+        "import → export must give the file back byte for byte"
+    );
+
+    let bank = Bank::open_file(RecordKind::Graph, &bank).unwrap();
+    let records = bank.custom_layer().unwrap().records().unwrap().records;
+    assert_eq!(records.len(), 17);
+    let shared: Vec<_> = records
+        .iter()
+        .filter(|(_, r)| r.options[OCCURRENCES_OPTION].matches("\"graphID\"").count() == 2)
+        .collect();
+    assert_eq!(
+        shared.len(),
+        1,
+        "lines 68 and 71 of the full file share a subgraph"
+    );
+    for (_, r) in &records {
+        assert_eq!(r.kind, RecordKind::Graph);
+        let keys: Vec<&str> = r.strategy.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["cut", "fusionType", "scopeId", "ubPass"]);
+        assert_eq!(r.performance.runner, "aoe");
+    }
+}
+
+#[test]
+fn sample_subgraphs_map_to_device_formats_and_edges() {
+    let file = aoe_graph::read_aoe_graph_file(&sample_path()).unwrap();
+    let soc = tunebank::key::SocSpec::from_version("Ascend910B2").unwrap();
+    let densenet = file.graphs.iter().find(|g| g.line == 7).unwrap();
+    let mapped = densenet.map(&soc);
+    assert_eq!(mapped.subgraphs.len(), 4);
+    // Subgraph 1 of DenseNet: ConcatD → BNInferenceD → Relu → Conv2D, chained port 0 to
+    // output 0; the BN's scale and offset are graph inputs in NC1HWC0.
+    let (g, strategy) = mapped.subgraphs[1].mapped.clone().unwrap();
+    let types: Vec<&str> = g.nodes.iter().map(|n| n.op_type.as_str()).collect();
+    assert_eq!(types[..4], ["ConcatD", "BNInferenceD", "Relu", "Conv2D"]);
+    for i in 1..4 {
+        assert_eq!(
+            g.nodes[i].inputs[0],
+            TensorSource::Node {
+                node: i as u32 - 1,
+                output: 0
+            }
+        );
+    }
+    let TensorSource::GraphInput { index } = g.nodes[1].inputs[1] else {
+        panic!("the BN scale is a graph input")
+    };
+    assert_eq!(g.inputs[index as usize].format, Format::NC1HWC0);
+    assert!(strategy.contains_key("cut"));
+    let bert = file
+        .graphs
+        .iter()
+        .find(|g| g.text.contains("GatherV2"))
+        .unwrap();
+    let (g, _) = bert.map(&soc).subgraphs[0].mapped.clone().unwrap();
+    let bmm = g
+        .nodes
+        .iter()
+        .find(|n| n.op_type == "BatchMatMulV2")
+        .unwrap();
+    let TensorSource::GraphInput { index } = bmm.inputs[1] else {
+        panic!("a weight is a graph input")
+    };
+    assert_eq!(g.inputs[index as usize].format, Format::FractalNz);
+}
+
+#[test]
+fn a_malformed_line_fails_with_exit_2_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = std::fs::read_to_string(sample_path()).unwrap();
+    let mut lines: Vec<&str> = sample.lines().collect();
+    lines[4] = r#"{"feature":{"feature":[]},"graphID":"1"}"#;
+    let file = dir.path().join("bad.json");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let bank = dir.path().join("graph.redb");
+    let o = import(&file, &bank);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("bad.json"), "{}", text(&o));
+    assert!(text(&o).contains("line 5: no \"strategy\""), "{}", text(&o));
+    assert!(!bank.exists(), "nothing written");
+}
+
+#[test]
+fn a_subgraph_that_does_not_map_is_named_and_the_rest_imported() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = std::fs::read_to_string(sample_path()).unwrap();
+    // The wav2vec graph (line 2): its TransData's element size becomes 3 bytes.
+    let mut lines: Vec<String> = sample.lines().map(str::to_owned).collect();
+    lines[1] = lines[1].replacen(r#"{"dsize":[2],"in""#, r#"{"dsize":[3],"in""#, 1);
+    let file = dir.path().join("odd.json");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let bank = dir.path().join("graph.redb");
+    let o = import(&file, &bank);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("17 mapped (16 distinct subgraph keys), 1 not mapped"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("line 2 graph")
+            && text(&o).contains("subgraph 0: not mapped: op 0 (TransData): input 0: dsize 3"),
+        "{}",
+        text(&o)
+    );
+    let out = dir.path().join("out.json");
+    let o = export(&bank, &out);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("exported 10 AOE graphs"), "{}", text(&o));
+    let mut expected = lines.clone();
+    expected.remove(1);
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        expected.join("\n") + "\n"
+    );
+}
