@@ -16,6 +16,7 @@ pub mod lookup;
 mod progress;
 pub mod tune;
 mod tune_config;
+mod tune_sgat;
 
 use std::path::PathBuf;
 

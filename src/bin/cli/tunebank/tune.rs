@@ -53,6 +53,9 @@ pub struct TuneArgs {
 /// Tunes the model; exit 0 done, 1 some op failed or none tuned, 130 interrupted (a rerun continues).
 pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     let atc = normalise_job_type(atc);
+    if super::tune_sgat::wants_sgat(&atc) {
+        return super::tune_sgat::run(args, &atc);
+    }
     let job = configure(&args, &atc)?;
     // Nothing is written before this point.
     let bank = open_bank(&args, &job)?;
