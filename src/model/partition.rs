@@ -102,7 +102,9 @@ pub fn partition(
             .filter(|t| last_use.get(t.as_str()).is_some_and(|&l| l > i))
             .count();
         let len = i + 1 - start;
-        if (live <= 1 && len >= MIN_SUBGRAPH_NODES) || len >= MAX_SUBGRAPH_NODES || i + 1 == units.len()
+        if (live <= 1 && len >= MIN_SUBGRAPH_NODES)
+            || len >= MAX_SUBGRAPH_NODES
+            || i + 1 == units.len()
         {
             out.push(build(units, start..i + 1, &last_use, graph_options, soc)?);
             start = i + 1;
@@ -140,21 +142,34 @@ fn build(
                 Some(&(node, output, have)) => {
                     if have != want {
                         attrs.insert(format!("_in{j}_shape"), AttrValue::Ints(want.shape.clone()));
-                        attrs.insert(format!("_in{j}_dtype"), AttrValue::Str(enum_str(&want.dtype)));
-                        attrs.insert(format!("_in{j}_format"), AttrValue::Str(enum_str(&want.format)));
-                        attrs.insert(format!("_in{j}_ori_shape"), AttrValue::Ints(want.ori_shape.clone()));
-                        attrs.insert(format!("_in{j}_ori_format"), AttrValue::Str(enum_str(&want.ori_format)));
+                        attrs.insert(
+                            format!("_in{j}_dtype"),
+                            AttrValue::Str(enum_str(&want.dtype)),
+                        );
+                        attrs.insert(
+                            format!("_in{j}_format"),
+                            AttrValue::Str(enum_str(&want.format)),
+                        );
+                        attrs.insert(
+                            format!("_in{j}_ori_shape"),
+                            AttrValue::Ints(want.ori_shape.clone()),
+                        );
+                        attrs.insert(
+                            format!("_in{j}_ori_format"),
+                            AttrValue::Str(enum_str(&want.ori_format)),
+                        );
                     }
                     srcs.push(TensorSource::Node { node, output });
                 }
                 None => {
-                    let pos = inputs.iter().position(|t| t == want).unwrap_or(inputs.len());
-                    let index = *input_ids
-                        .entry((origin.as_str(), pos))
-                        .or_insert_with(|| {
-                            inputs.push(want.clone());
-                            (inputs.len() - 1) as u32
-                        });
+                    let pos = inputs
+                        .iter()
+                        .position(|t| t == want)
+                        .unwrap_or(inputs.len());
+                    let index = *input_ids.entry((origin.as_str(), pos)).or_insert_with(|| {
+                        inputs.push(want.clone());
+                        (inputs.len() - 1) as u32
+                    });
                     srcs.push(TensorSource::GraphInput { index });
                 }
             }

@@ -37,7 +37,9 @@ pub enum GraphModelError {
     #[error(transparent)]
     Node(#[from] PartitionError),
     /// The simulator has no model of the SoC.
-    #[error("subgraph on SoC {0}: the simulator models Ascend910B2 and Ascend310P3 (and their aliases)")]
+    #[error(
+        "subgraph on SoC {0}: the simulator models Ascend910B2 and Ascend310P3 (and their aliases)"
+    )]
     Soc(String),
     /// The op model failed on a node for another reason.
     #[error("subgraph node {node}: {source}")]
@@ -246,7 +248,11 @@ pub fn tensor_bytes(t: &TensorDesc) -> u64 {
 
 /// Bytes of a tensor in its original (logical) shape, or the runtime one when none is given.
 fn logical_bytes(t: &TensorDesc) -> u64 {
-    let shape = if t.ori_shape.is_empty() { &t.shape } else { &t.ori_shape };
+    let shape = if t.ori_shape.is_empty() {
+        &t.shape
+    } else {
+        &t.ori_shape
+    };
     shape
         .iter()
         .try_fold(dtype_bytes(t.dtype), |p, &d| p.checked_mul(d.max(0) as u64))
@@ -308,10 +314,7 @@ impl GraphOps {
             let ws = ib.saturating_add(ob);
             let strat = op_strategies.get(i).cloned().flatten();
             let m = node_model(TuningTask::new(op), strat, soc, ws, i)?;
-            nodes.push(NodeModel {
-                weight_bytes,
-                ..m
-            });
+            nodes.push(NodeModel { weight_bytes, ..m });
             out_bytes.push(ob);
         }
         let graph_out_bytes = g
@@ -357,7 +360,11 @@ impl GraphOps {
         let soc = self.soc;
         let l = soc.launch_us;
         let chip = |bpc: f64| bpc * f64::from(soc.cube_cores) * soc.clock_ghz * 1e9;
-        let (l2r, l2w, hbm) = (chip(soc.l2_read_bpc), chip(soc.l2_write_bpc), soc.chip_mem_bw);
+        let (l2r, l2w, hbm) = (
+            chip(soc.l2_read_bpc),
+            chip(soc.l2_write_bpc),
+            soc.chip_mem_bw,
+        );
         let resident: f64 = (0..n)
             .filter(|&i| s.fusion_type[i])
             .map(|i| self.out_bytes[i] as f64 / f64::from(s.cut[i]))

@@ -268,7 +268,10 @@ fn strategy_time(ops: &GraphOps, strategy: &StrategyMap, t: &SgatTask) -> Option
 
 /// Node op strategies from the op bank, the op model run per node, the baseline time. `None`
 /// when the subgraph model cannot time this subgraph (its task then fails).
-fn prepare(t: &SgatTask, op_bank: Option<&Bank>) -> Result<Option<Prepared>, crate::bank::BankError> {
+fn prepare(
+    t: &SgatTask,
+    op_bank: Option<&Bank>,
+) -> Result<Option<Prepared>, crate::bank::BankError> {
     let mut strategies = Vec::with_capacity(t.op_keys.len());
     for k in &t.op_keys {
         let s = match op_bank {
@@ -327,16 +330,24 @@ impl State<'_> {
                 }
             }
             if o.failure.is_some() {
-                r.failed.extend(self.plan.tasks[o.task].names.iter().cloned());
+                r.failed
+                    .extend(self.plan.tasks[o.task].names.iter().cloned());
             }
         }
         let inst = |i: usize| self.plan.tasks[i].instances as f64;
-        r.baseline_ms = (0..self.times_us.len()).map(|i| self.times_us[i].0 * inst(i)).sum::<f64>() / 1e3;
-        r.result_ms = (0..self.times_us.len()).map(|i| self.times_us[i].1 * inst(i)).sum::<f64>() / 1e3;
+        r.baseline_ms = (0..self.times_us.len())
+            .map(|i| self.times_us[i].0 * inst(i))
+            .sum::<f64>()
+            / 1e3;
+        r.result_ms = (0..self.times_us.len())
+            .map(|i| self.times_us[i].1 * inst(i))
+            .sum::<f64>()
+            / 1e3;
         if let Some((start, interrupted)) = done {
             r.result = if interrupted {
                 OpatResult::Incomplete
-            } else if !r.failed.is_empty() || self.outcomes.iter().all(|o| o.unsupported.is_some()) {
+            } else if !r.failed.is_empty() || self.outcomes.iter().all(|o| o.unsupported.is_some())
+            {
                 OpatResult::Failed
             } else {
                 OpatResult::Successful
@@ -376,24 +387,44 @@ impl Ctx<'_> {
         let soc = match SocModel::for_version(&t.descriptor.soc.version) {
             Some(s) => s,
             None => {
-                out.unsupported = Some(GraphModelError::Soc(t.descriptor.soc.version.clone()).to_string());
+                out.unsupported =
+                    Some(GraphModelError::Soc(t.descriptor.soc.version.clone()).to_string());
                 return out;
             }
         };
         let space = match SgatSpace::build(&t.descriptor, &p.ops, soc) {
             Ok(s) => s,
-            Err(e) => return TaskOutcome::failed(job.task, job.hit.is_some(), e.to_string(), began.elapsed()),
+            Err(e) => {
+                return TaskOutcome::failed(
+                    job.task,
+                    job.hit.is_some(),
+                    e.to_string(),
+                    began.elapsed(),
+                )
+            }
         };
         let n = t.descriptor.nodes.len();
         let baseline = match &job.hit {
-            Some(h) => SgatStrategy::from_strategy(h, n).unwrap_or_else(|_| SgatStrategy::unfused(n)),
+            Some(h) => {
+                SgatStrategy::from_strategy(h, n).unwrap_or_else(|_| SgatStrategy::unfused(n))
+            }
             None => SgatStrategy::unfused(n),
         };
         let (best, full, measure) = self.search(&mut out, t, &space, &p.ops, granted);
         out.measure_time = measure;
         let base_us = p.ops.time(&baseline).map(|g| g.total_us).ok();
-        let best_us = best.as_ref().and_then(|b| p.ops.time(b).ok()).map(|g| g.total_us);
-        self.decide(&mut out, t, job, full, (baseline, base_us), best.zip(best_us));
+        let best_us = best
+            .as_ref()
+            .and_then(|b| p.ops.time(b).ok())
+            .map(|g| g.total_us);
+        self.decide(
+            &mut out,
+            t,
+            job,
+            full,
+            (baseline, base_us),
+            best.zip(best_us),
+        );
         out.task_time = began.elapsed();
         out
     }
@@ -430,8 +461,10 @@ impl Ctx<'_> {
         };
         let res = driver.run(&space.space, &mut strategy, &mut objective);
         out.trials = res.history.len() as u64;
-        let full = matches!(res.stop, StopReason::BudgetExhausted | StopReason::SpaceExhausted)
-            && out.trials >= granted.min(space.len() as u64);
+        let full = matches!(
+            res.stop,
+            StopReason::BudgetExhausted | StopReason::SpaceExhausted
+        ) && out.trials >= granted.min(space.len() as u64);
         out.stop = Some(res.stop);
         let best = res.history.best().map(|o| space.strategy(o.id));
         (best, full, in_model)
@@ -453,7 +486,10 @@ impl Ctx<'_> {
             return;
         };
         out.baseline = Some(baseline.to_strategy());
-        let rounds = self.settings.confirm_rounds.max(self.settings.win.min_rounds());
+        let rounds = self
+            .settings
+            .confirm_rounds
+            .max(self.settings.win.min_rounds());
         let (b, c) = (vec![base_us], vec![best.as_ref().map_or(base_us, |x| x.1)]);
         let rs: Vec<Round<'_>> = (0..rounds)
             .map(|_| Round {
@@ -476,7 +512,14 @@ impl Ctx<'_> {
             None => {
                 out.after_us = Some(base_us);
                 if job.hit.is_none() && full && out.trials > 0 {
-                    let r = self.record(t, baseline.to_strategy(), base_us, base_us, out.trials, true);
+                    let r = self.record(
+                        t,
+                        baseline.to_strategy(),
+                        base_us,
+                        base_us,
+                        out.trials,
+                        true,
+                    );
                     out.record = Some(r);
                 }
             }

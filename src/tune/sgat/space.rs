@@ -104,7 +104,8 @@ impl SgatSpace {
         let mut into: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         for (k, &(p, c, _)) in ub_edges.iter().enumerate() {
             params.push(Parameter::ints(format!("ub_{k}"), &[0, 1]));
-            let tensors = g.nodes[p].inputs.len() + g.nodes[c].inputs.len() + g.nodes[c].outputs.len();
+            let tensors =
+                g.nodes[p].inputs.len() + g.nodes[c].inputs.len() + g.nodes[c].outputs.len();
             let row = g.nodes[c]
                 .outputs
                 .first()
@@ -176,7 +177,10 @@ impl SgatSpace {
             }
         }
         for (r, pass) in pass_of {
-            s.ub_pass.entry(pass.to_string()).or_default().push(r as i64);
+            s.ub_pass
+                .entry(pass.to_string())
+                .or_default()
+                .push(r as i64);
         }
         s
     }

@@ -223,7 +223,10 @@ pub fn configure(args: &TuneArgs, atc: &[String]) -> Result<TuneJob> {
 
 /// The settings from the environment and the flags (one worker), and the workers requested
 /// (`TUNING_PARALLEL_NUM`, default: the cores, at most 8).
-pub(super) fn settings(args: &TuneArgs, options: &ResolvedOptions) -> Result<(TuneSettings, usize)> {
+pub(super) fn settings(
+    args: &TuneArgs,
+    options: &ResolvedOptions,
+) -> Result<(TuneSettings, usize)> {
     let repeat_tune = repeat_tune()?;
     let requested = match env_positive("TUNING_PARALLEL_NUM")? {
         Some(n) => n,

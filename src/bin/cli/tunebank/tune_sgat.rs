@@ -13,8 +13,8 @@ use tunebank::bank::Bank;
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
 use tunebank::model::load_onnx;
 use tunebank::report::{shorten, OpatResult, ResultFile};
-use tunebank::tune::sgat::{run_sgat, sgat_plan, SgatPlan, SgatSummary};
 use tunebank::tune;
+use tunebank::tune::sgat::{run_sgat, sgat_plan, SgatPlan, SgatSummary};
 
 use super::progress::{install_signal_handlers, CANCEL};
 use super::tune::TuneArgs;
@@ -41,7 +41,10 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     tune::check_settings(&settings)?;
     tune::check_soc(&settings, &soc.version)?;
     if !settings.runner.starts_with("sim") {
-        bail!("--runner {}: subgraph tuning (--job_type=1) runs on the simulator (--runner sim)", settings.runner);
+        bail!(
+            "--runner {}: subgraph tuning (--job_type=1) runs on the simulator (--runner sim)",
+            settings.runner
+        );
     }
     settings.workers = 1;
     let model_path = options
@@ -53,7 +56,10 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     let model = load_onnx(&model_path)?;
     let plan = sgat_plan(&model, &options, &soc)?;
     for s in &plan.skipped {
-        eprintln!("tunebank: skipped {} ({}): {}", s.node_name, s.op_type, s.reason);
+        eprintln!(
+            "tunebank: skipped {} ({}): {}",
+            s.node_name, s.op_type, s.reason
+        );
     }
     // Nothing is written before this point.
     let mut builder = Bank::builder(RecordKind::Graph, &soc.version).read_only(false);
@@ -74,14 +80,24 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     );
     eprintln!(
         "tunebank: graph bank {}; result file {}",
-        bank.custom_file().map(|p| p.display().to_string()).unwrap_or_default(),
+        bank.custom_file()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
         result.path.display()
     );
     install_signal_handlers();
     let name = std::path::Path::new(&model_path)
         .file_stem()
         .map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned());
-    let summary = run_sgat(&plan, &bank, op_bank.as_ref(), &settings, &name, Some(&result), &CANCEL)?;
+    let summary = run_sgat(
+        &plan,
+        &bank,
+        op_bank.as_ref(),
+        &settings,
+        &name,
+        Some(&result),
+        &CANCEL,
+    )?;
     write_table(&plan, &summary, &result)?;
     Ok(exit_code(&summary))
 }
@@ -110,7 +126,11 @@ fn result_dir(args: &TuneArgs) -> Result<PathBuf> {
 /// The summary table: one line per unique subgraph, then the model's times and the counts.
 fn write_table(plan: &SgatPlan, s: &SgatSummary, result: &ResultFile) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{:<48} {:>5} {:<12} {:>12} {:>12}", "subgraph", "nodes", "decision", "before(us)", "after(us)")?;
+    writeln!(
+        out,
+        "{:<48} {:>5} {:<12} {:>12} {:>12}",
+        "subgraph", "nodes", "decision", "before(us)", "after(us)"
+    )?;
     for o in &s.outcomes {
         let t = &plan.tasks[o.task];
         let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
@@ -139,7 +159,12 @@ fn write_table(plan: &SgatPlan, s: &SgatSummary, result: &ResultFile) -> Result<
         m.unsatisfied,
         m.total
     )?;
-    writeln!(out, "{}; result file {}", r.result.as_str(), result.path.display())?;
+    writeln!(
+        out,
+        "{}; result file {}",
+        r.result.as_str(),
+        result.path.display()
+    )?;
     Ok(())
 }
 
