@@ -34,6 +34,7 @@
 mod fuse;
 mod graph;
 mod infer;
+pub mod partition;
 mod proto;
 
 pub use fuse::{

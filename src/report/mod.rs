@@ -27,8 +27,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
 
+pub mod sgat;
 mod summary;
 
+pub use sgat::{SgatReport, SubgraphChange};
 pub use summary::{shorten, TuneTable};
 
 /// `opat_tuning_result`: how the OPAT job ended.
@@ -286,6 +288,21 @@ impl ResultFile {
     /// same directory, which is fsynced and renamed over the file; the directory is then
     /// fsynced. A reader sees the old content or the new, never a mix.
     pub fn write(&self, report: &OpatReport) -> std::io::Result<()> {
+        self.write_json(&report.to_json(&self.report_id))
+    }
+
+    /// The SGAT result file of a job started at `started` by process `pid`, in `dir`:
+    /// `aoe_result_sgat_<YYYYMMDDHHMMSSmmm>_pid<pid>.json`. Nothing is created yet.
+    pub fn sgat(dir: &Path, started: SystemTime, pid: u32) -> Self {
+        let ts = timestamp_ms(started);
+        ResultFile {
+            path: dir.join(format!("aoe_result_sgat_{ts}_pid{pid}.json")),
+            report_id: format!("report_{ts}_{pid}"),
+        }
+    }
+
+    /// Replaces the file with `value`, atomically, as [`ResultFile::write`] does.
+    pub fn write_json(&self, value: &Value) -> std::io::Result<()> {
         let dir = self
             .path
             .parent()
@@ -297,8 +314,7 @@ impl ResultFile {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let tmp = dir.join(format!(".{name}.tmp"));
-        let text = serde_json::to_vec_pretty(&report.to_json(&self.report_id))
-            .map_err(std::io::Error::other)?;
+        let text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
         {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(&text)?;

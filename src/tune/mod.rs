@@ -89,6 +89,7 @@ mod outcome;
 mod plan;
 mod pool;
 mod settings;
+pub mod sgat;
 mod task;
 #[cfg(test)]
 mod tests;

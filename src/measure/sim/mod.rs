@@ -18,6 +18,7 @@
 pub mod calibration;
 pub mod conv;
 pub mod cube;
+pub mod graph;
 pub mod ops;
 pub mod soc;
 pub mod vector;

@@ -71,6 +71,9 @@ pub struct TuneArgs {
 /// Tunes the model; exit 0 done, 1 some op failed or none tuned, 130 interrupted (a rerun continues).
 pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     let atc = normalise_job_type(&aoe_short_flags(&args, atc)?);
+    if super::tune_sgat::wants_sgat(&atc) {
+        return super::tune_sgat::run(args, &atc);
+    }
     let job = configure(&args, &atc)?;
     // Nothing is written before this point.
     let bank = open_bank(&args, &job)?;
@@ -108,21 +111,25 @@ fn open_bank(args: &TuneArgs, job: &TuneJob) -> Result<Bank, BankError> {
     builder.open()
 }
 
-/// The result file, in `--output-dir`, else `$ASCEND_WORK_PATH`, else aoe.ini's `WORK_PATH`
-/// (`ini_work_path`), else the working directory (created if needed).
-fn result_file(args: &TuneArgs, ini_work_path: Option<&Path>) -> Result<ResultFile> {
-    let dir = match (&args.output_dir, env_nonempty("ASCEND_WORK_PATH")) {
-        (Some(d), _) => d.clone(),
-        (None, Some(w)) => PathBuf::from(w),
-        (None, None) => match ini_work_path {
-            Some(w) => w.to_path_buf(),
-            None => std::env::current_dir()?,
-        },
+/// The result file's directory: `--output-dir`, else `$ASCEND_WORK_PATH`, else aoe.ini's
+/// `WORK_PATH` (`ini_work_path`), else the working directory (created if needed). Every job type
+/// writes its result file there.
+pub(super) fn result_dir(args: &TuneArgs, ini_work_path: Option<&Path>) -> Result<PathBuf> {
+    let dir = match (&args.output_dir, env_nonempty("ASCEND_WORK_PATH"), ini_work_path) {
+        (Some(d), _, _) => d.clone(),
+        (None, Some(w), _) => PathBuf::from(w),
+        (None, None, Some(w)) => w.to_path_buf(),
+        (None, None, None) => std::env::current_dir()?,
     };
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create the result directory {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// The OPAT result file in [`result_dir`].
+fn result_file(args: &TuneArgs, ini_work_path: Option<&Path>) -> Result<ResultFile> {
     Ok(ResultFile::opat(
-        &dir,
+        &result_dir(args, ini_work_path)?,
         SystemTime::now(),
         std::process::id(),
     ))

@@ -81,7 +81,7 @@ const FRAMEWORKS: &[(&str, &str, &[&str])] = &[
 /// `--framework` (default 5) must agree with the model file's kind, and only ONNX (5) is
 /// supported: any other framework, a model file of another framework, or a `--weight` (a Caffe
 /// model's) is an error naming the flag and the file.
-fn check_framework(options: &ResolvedOptions) -> Result<()> {
+pub(super) fn check_framework(options: &ResolvedOptions) -> Result<()> {
     let given = options.given();
     let model = given.get("model").map(String::as_str).unwrap_or("");
     let ext = Path::new(model)
@@ -305,7 +305,7 @@ pub fn configure(args: &TuneArgs, atc: &[String]) -> Result<TuneJob> {
 /// The settings from the environment, aoe.ini and the flags (one worker), and the workers
 /// requested (`TUNING_PARALLEL_NUM` of the environment, else of aoe.ini, default: the cores, at
 /// most 8). aoe.ini's `RUN_LOOP` is the runner's timed repeats per measurement.
-fn settings(
+pub(super) fn settings(
     args: &TuneArgs,
     options: &ResolvedOptions,
     ini: Option<&AoeIni>,

@@ -1,0 +1,490 @@
+//! The subgraph time model (SGAT) on the simulator, built from the op model: each node of a
+//! [`GraphDescriptor`] is simulated as an op ([`SimRunner::simulate`]) at its op-bank strategy
+//! or its default, then the subgraph strategy ([`SgatStrategy`], AOE's `cut` / `fusionType` /
+//! `scopeId` / `ubPass`) decides kernels, launches, where intermediates live and how often
+//! weights are read. Equations, constants and their sources: `src/measure/README.md`
+//! ("Subgraph model").
+//!
+//! Guarantees (tested in `tests/sgat.rs`): deterministic; never below
+//! [`GraphOps::roofline_us`]; a one-node subgraph under the unfused strategy takes exactly the
+//! op's time; UB-fusing two ops never costs more than running them apart; with no L2 scope,
+//! more slices never make it faster. Any strategy in the agreed schema is accepted, imported
+//! ones included; only one inconsistent with the descriptor (array lengths, a zero cut, wrong
+//! value types) is an error.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::ops::OpModel;
+use super::soc::SocModel;
+use super::SimRunner;
+use crate::bank::record::Strategy;
+use crate::key::{DType, Format, GraphDescriptor, TensorDesc, TensorSource};
+use crate::measure::{Measure, MeasureError, StrategyMap, TuningTask};
+use crate::model::partition::{node_descriptor, source_tensor, PartitionError};
+
+/// Version of the subgraph model; part of the runner identity of graph records.
+pub const SGAT_MODEL_VERSION: u32 = 1;
+
+/// Why a subgraph cannot be simulated under a strategy.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphModelError {
+    /// The strategy does not fit the descriptor (lengths, zero cut, value types).
+    #[error("subgraph strategy: {0}")]
+    Strategy(String),
+    /// A node or edge of the descriptor is inconsistent.
+    #[error(transparent)]
+    Node(#[from] PartitionError),
+    /// The simulator has no model of the SoC.
+    #[error(
+        "subgraph on SoC {0}: the simulator models Ascend910B2 and Ascend310P3 (and their aliases)"
+    )]
+    Soc(String),
+    /// The op model failed on a node for another reason.
+    #[error("subgraph node {node}: {source}")]
+    Op {
+        /// Node index.
+        node: usize,
+        /// Cause.
+        source: MeasureError,
+    },
+}
+
+/// One subgraph's decisions in AOE's form (one entry per node; node `i` is
+/// `GraphDescriptor::nodes[i]`). See ARCHITECTURE.md ("SGAT strategy schema").
+#[derive(Clone, Debug, PartialEq)]
+pub struct SgatStrategy {
+    /// `cut`: how many slices (of the batch) node `i` runs in; 1 = whole.
+    pub cut: Vec<u32>,
+    /// `fusionType`: node `i`'s outputs stay in L2 (an L2-fusion scope) for their consumers.
+    pub fusion_type: Vec<bool>,
+    /// `scopeId`: nodes with one non-negative id form one UB-fused kernel; negative = alone.
+    pub scope_id: Vec<i64>,
+    /// `ubPass`: UB-fusion pass name → the scope ids it formed (informational for the model).
+    pub ub_pass: BTreeMap<String, Vec<i64>>,
+    /// Any other keys of the stored strategy, kept as they are.
+    pub extra: BTreeMap<String, Value>,
+}
+
+impl SgatStrategy {
+    /// The unfused strategy of `n` nodes (what a compiler does without a graph bank): no cut,
+    /// no L2 scope, every node its own kernel (scope ids −1, −2, …), no pass.
+    pub fn unfused(n: usize) -> Self {
+        SgatStrategy {
+            cut: vec![1; n],
+            fusion_type: vec![false; n],
+            scope_id: (0..n).map(|i| -(i as i64) - 1).collect(),
+            ub_pass: BTreeMap::new(),
+            extra: BTreeMap::new(),
+        }
+    }
+
+    /// Reads a stored strategy for a subgraph of `nodes` nodes. Absent keys take the unfused
+    /// values; present ones must have one entry per node (`ubPass`: an object of integer
+    /// arrays), cuts ≥ 1.
+    pub fn from_strategy(s: &Strategy, nodes: usize) -> Result<Self, GraphModelError> {
+        let bad = |what: String| GraphModelError::Strategy(what);
+        let mut out = SgatStrategy::unfused(nodes);
+        let arr = |k: &str| -> Result<Option<&Vec<Value>>, GraphModelError> {
+            match s.get(k) {
+                None => Ok(None),
+                Some(Value::Array(a)) if a.len() == nodes => Ok(Some(a)),
+                Some(Value::Array(a)) => Err(bad(format!(
+                    "{k:?} has {} entries for {nodes} nodes",
+                    a.len()
+                ))),
+                Some(v) => Err(bad(format!("{k:?} is {v}, expected an array"))),
+            }
+        };
+        if let Some(a) = arr("cut")? {
+            for (i, v) in a.iter().enumerate() {
+                out.cut[i] = v
+                    .as_u64()
+                    .filter(|&c| c >= 1)
+                    .and_then(|c| u32::try_from(c).ok())
+                    .ok_or_else(|| bad(format!("cut[{i}] = {v}, expected an integer ≥ 1")))?;
+            }
+        }
+        if let Some(a) = arr("fusionType")? {
+            for (i, v) in a.iter().enumerate() {
+                out.fusion_type[i] = v
+                    .as_bool()
+                    .ok_or_else(|| bad(format!("fusionType[{i}] = {v}, expected a bool")))?;
+            }
+        }
+        if let Some(a) = arr("scopeId")? {
+            for (i, v) in a.iter().enumerate() {
+                out.scope_id[i] = v
+                    .as_i64()
+                    .ok_or_else(|| bad(format!("scopeId[{i}] = {v}, expected an integer")))?;
+            }
+        }
+        match s.get("ubPass") {
+            None => {}
+            Some(Value::Object(m)) => {
+                for (pass, ids) in m {
+                    let ids = ids
+                        .as_array()
+                        .and_then(|a| a.iter().map(Value::as_i64).collect::<Option<Vec<_>>>())
+                        .ok_or_else(|| bad(format!("ubPass.{pass} is {ids}, expected integers")))?;
+                    out.ub_pass.insert(pass.clone(), ids);
+                }
+            }
+            Some(v) => return Err(bad(format!("\"ubPass\" is {v}, expected an object"))),
+        }
+        for (k, v) in s {
+            if !matches!(k.as_str(), "cut" | "fusionType" | "scopeId" | "ubPass") {
+                out.extra.insert(k.clone(), v.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    /// The stored form (the agreed schema), extra keys included.
+    pub fn to_strategy(&self) -> Strategy {
+        let mut s = self.extra.clone();
+        s.insert("cut".into(), json!(self.cut));
+        s.insert("fusionType".into(), json!(self.fusion_type));
+        s.insert("scopeId".into(), json!(self.scope_id));
+        s.insert("ubPass".into(), json!(self.ub_pass));
+        s
+    }
+
+    /// The kernels: nodes sharing a non-negative scope id, else each node alone; in order of
+    /// their first node.
+    pub fn kernels(&self) -> Vec<Vec<usize>> {
+        let mut out: Vec<Vec<usize>> = Vec::new();
+        let mut by_scope: BTreeMap<i64, usize> = BTreeMap::new();
+        for (i, &s) in self.scope_id.iter().enumerate() {
+            if s >= 0 {
+                if let Some(&k) = by_scope.get(&s) {
+                    out[k].push(i);
+                    continue;
+                }
+                by_scope.insert(s, out.len());
+            }
+            out.push(vec![i]);
+        }
+        out
+    }
+}
+
+/// One node as the subgraph model sees it, from the op model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeModel {
+    /// The op's simulated time at its strategy, launch overhead included, µs.
+    pub op_us: f64,
+    /// The op's own roofline (launch included), µs.
+    pub roofline_us: f64,
+    /// Pure compute floor (cube at peak; 0 for vector ops), µs.
+    pub compute_us: f64,
+    /// Bytes of the op's inputs and outputs (its working set).
+    pub working_set: u64,
+    /// Bytes of weights (graph inputs that are not sliced activations).
+    pub weight_bytes: u64,
+    /// Whether the op model covers the op (else: a memory-bound pass over its tensors).
+    pub modelled: bool,
+}
+
+/// An edge between two nodes: producer output → consumer input.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edge {
+    /// Producer node.
+    pub from: usize,
+    /// Consumer node.
+    pub to: usize,
+    /// Bytes of the tensor.
+    pub bytes: u64,
+    /// The consumer reads it in another format: a TransData kernel runs on the edge.
+    pub transdata: bool,
+}
+
+/// A subgraph ready to be timed under many strategies: the op model run once per node.
+#[derive(Clone, Debug)]
+pub struct GraphOps {
+    soc: &'static SocModel,
+    /// Per node, in descriptor order.
+    pub nodes: Vec<NodeModel>,
+    /// Node-to-node edges.
+    pub edges: Vec<Edge>,
+    /// Bytes of each node's outputs.
+    pub out_bytes: Vec<u64>,
+    /// Bytes of the graph outputs.
+    pub graph_out_bytes: u64,
+}
+
+/// A subgraph's time under a strategy, with its parts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GraphTime {
+    /// Total, µs (never below `roofline_us`).
+    pub total_us: f64,
+    /// The subgraph's roofline, µs.
+    pub roofline_us: f64,
+    /// Kernel launches (slices included, TransData included).
+    pub launches: u64,
+    /// Whether the L2 scopes' per-slice working set fits the SoC's L2.
+    pub l2_fits: bool,
+}
+
+/// Bytes of one element of `d`.
+pub fn dtype_bytes(d: DType) -> u64 {
+    match d {
+        DType::Int8 | DType::Uint8 | DType::Bool => 1,
+        DType::Float16 | DType::Bfloat16 | DType::Int16 => 2,
+        DType::Float32 | DType::Int32 => 4,
+        DType::Float64 | DType::Int64 => 8,
+    }
+}
+
+/// Bytes of a tensor in its runtime shape (padding included), saturating.
+pub fn tensor_bytes(t: &TensorDesc) -> u64 {
+    t.shape
+        .iter()
+        .try_fold(dtype_bytes(t.dtype), |p, &d| p.checked_mul(d.max(0) as u64))
+        .unwrap_or(u64::MAX)
+        .min(super::MAX_SIZE)
+}
+
+/// Bytes of a tensor in its original (logical) shape, or the runtime one when none is given.
+fn logical_bytes(t: &TensorDesc) -> u64 {
+    let shape = if t.ori_shape.is_empty() {
+        &t.shape
+    } else {
+        &t.ori_shape
+    };
+    shape
+        .iter()
+        .try_fold(dtype_bytes(t.dtype), |p, &d| p.checked_mul(d.max(0) as u64))
+        .unwrap_or(u64::MAX)
+        .min(super::MAX_SIZE)
+}
+
+/// Simulates `g` under `strategy` (agreed schema) with per-node op strategies (`None`: the
+/// op model's default; a strategy the op model rejects also falls back to the default).
+/// This is what `calibrate --aoe-graph` calls per record.
+pub fn simulate_graph(
+    g: &GraphDescriptor,
+    strategy: &Strategy,
+    op_strategies: &[Option<StrategyMap>],
+) -> Result<GraphTime, GraphModelError> {
+    let ops = GraphOps::prepare(g, op_strategies)?;
+    ops.time(&SgatStrategy::from_strategy(strategy, g.nodes.len())?)
+}
+
+impl GraphOps {
+    /// Runs the op model once per node of `g` (`op_strategies[i]` for node `i`; missing or
+    /// `None` = default). An op the op model does not cover is modelled as one memory-bound
+    /// pass over its tensors (launch plus roofline), flagged `modelled: false`.
+    pub fn prepare(
+        g: &GraphDescriptor,
+        op_strategies: &[Option<StrategyMap>],
+    ) -> Result<GraphOps, GraphModelError> {
+        let soc = SocModel::for_version(&g.soc.version)
+            .ok_or_else(|| GraphModelError::Soc(g.soc.version.clone()))?;
+        let batch = g.inputs.first().and_then(|t| t.shape.first()).copied();
+        let mut nodes = Vec::with_capacity(g.nodes.len());
+        let mut out_bytes = Vec::with_capacity(g.nodes.len());
+        let mut edges = Vec::new();
+        for (i, n) in g.nodes.iter().enumerate() {
+            let op = node_descriptor(g, i)?;
+            let ob: u64 = n.outputs.iter().map(tensor_bytes).sum();
+            let ib: u64 = op.inputs.iter().map(tensor_bytes).sum();
+            let mut weight_bytes = 0;
+            for (j, s) in n.inputs.iter().enumerate() {
+                match *s {
+                    TensorSource::GraphInput { .. } => {
+                        let t = &op.inputs[j];
+                        let act = t.format != Format::FractalZ && t.shape.first() == batch.as_ref();
+                        if !act {
+                            weight_bytes += tensor_bytes(t);
+                        }
+                    }
+                    TensorSource::Node { node, .. } => {
+                        let have = source_tensor(g, s).map(|t| t.format);
+                        edges.push(Edge {
+                            from: node as usize,
+                            to: i,
+                            bytes: source_tensor(g, s).map(tensor_bytes).unwrap_or(0),
+                            transdata: have != Some(op.inputs[j].format),
+                        });
+                    }
+                }
+            }
+            let ws = ib.saturating_add(ob);
+            let strat = op_strategies.get(i).cloned().flatten();
+            let m = node_model(TuningTask::new(op), strat, soc, ws, i)?;
+            nodes.push(NodeModel { weight_bytes, ..m });
+            out_bytes.push(ob);
+        }
+        let graph_out_bytes = g
+            .outputs
+            .iter()
+            .filter_map(|s| source_tensor(g, s))
+            .map(|t| tensor_bytes(t).min(logical_bytes(t)))
+            .sum();
+        Ok(GraphOps {
+            soc,
+            nodes,
+            edges,
+            out_bytes,
+            graph_out_bytes,
+        })
+    }
+
+    /// The subgraph's lower bound: one launch plus the largest of the total cube compute at
+    /// peak, the largest single op's roofline body, and the graph outputs over the L2 write
+    /// bandwidth.
+    pub fn roofline_us(&self) -> f64 {
+        let soc = self.soc;
+        let compute: f64 = self.nodes.iter().map(|n| n.compute_us).sum();
+        let op = self
+            .nodes
+            .iter()
+            .map(|n| n.roofline_us - soc.launch_us)
+            .fold(0.0, f64::max);
+        let l2w = soc.l2_write_bpc * f64::from(soc.cube_cores) * soc.clock_ghz * 1e9;
+        let out = self.graph_out_bytes as f64 / l2w * 1e6;
+        soc.launch_us + compute.max(op).max(out)
+    }
+
+    /// The time of the subgraph under `s` (equations in `src/measure/README.md`).
+    pub fn time(&self, s: &SgatStrategy) -> Result<GraphTime, GraphModelError> {
+        let n = self.nodes.len();
+        if s.cut.len() != n || s.fusion_type.len() != n || s.scope_id.len() != n {
+            return Err(GraphModelError::Strategy(format!(
+                "strategy for {} nodes on a subgraph of {n}",
+                s.cut.len()
+            )));
+        }
+        let soc = self.soc;
+        let l = soc.launch_us;
+        let chip = |bpc: f64| bpc * f64::from(soc.cube_cores) * soc.clock_ghz * 1e9;
+        let (l2r, l2w, hbm) = (
+            chip(soc.l2_read_bpc),
+            chip(soc.l2_write_bpc),
+            soc.chip_mem_bw,
+        );
+        let resident: f64 = (0..n)
+            .filter(|&i| s.fusion_type[i])
+            .map(|i| self.out_bytes[i] as f64 / f64::from(s.cut[i]))
+            .sum();
+        let l2_fits = resident <= (soc.l2 / 4 * 3) as f64;
+        let kernels = s.kernels();
+        let mut kernel_of = vec![0; n];
+        for (k, members) in kernels.iter().enumerate() {
+            for &i in members {
+                kernel_of[i] = k;
+            }
+        }
+        // Per node: its op body plus the read/write corrections of its edges.
+        let mut body: Vec<f64> = self.nodes.iter().map(|m| m.op_us - l).collect();
+        let mut internal_save = vec![0.0; kernels.len()];
+        let mut launches = 0u64;
+        let mut extra = 0.0;
+        for e in &self.edges {
+            let b = e.bytes as f64;
+            let (p, c) = (&self.nodes[e.from], &self.nodes[e.to]);
+            let w_charged = b / soc.chip_write_bw(p.working_set) * 1e6;
+            let r_charged = b / soc.chip_read_bw(c.working_set) * 1e6;
+            if kernel_of[e.from] == kernel_of[e.to] && !e.transdata {
+                internal_save[kernel_of[e.from]] += w_charged + r_charged;
+                continue;
+            }
+            let (w_bw, r_bw) = if s.fusion_type[e.from] && l2_fits {
+                (l2w, l2r)
+            } else {
+                (hbm, hbm)
+            };
+            body[e.from] += b / w_bw * 1e6 - w_charged;
+            body[e.to] += b / r_bw * 1e6 - r_charged;
+            if e.transdata {
+                launches += 1;
+                extra += l + (b / r_bw + b / w_bw) * 1e6;
+            }
+        }
+        for (k, members) in kernels.iter().enumerate() {
+            let cut = members.iter().map(|&i| s.cut[i]).max().unwrap_or(1);
+            launches += u64::from(cut);
+            let floor = members
+                .iter()
+                .map(|&i| self.nodes[i].compute_us)
+                .fold(0.0, f64::max);
+            let sum: f64 = members
+                .iter()
+                .map(|&i| body[i].max(self.nodes[i].compute_us))
+                .sum();
+            let weights: f64 = members
+                .iter()
+                .map(|&i| self.nodes[i].weight_bytes as f64)
+                .sum();
+            let reread = f64::from(cut - 1) * weights / soc.chip_read_bw(weights as u64) * 1e6;
+            extra += f64::from(cut) * l + (sum - internal_save[k]).max(floor) + reread;
+        }
+        let roofline_us = self.roofline_us();
+        Ok(GraphTime {
+            total_us: extra.max(roofline_us),
+            roofline_us,
+            launches,
+            l2_fits,
+        })
+    }
+}
+
+/// The op model of one node: its time at `strategy` (or the default), roofline, compute
+/// floor; an op the simulator does not cover is one memory-bound pass over `ws` bytes.
+fn node_model(
+    task: TuningTask,
+    strategy: Option<StrategyMap>,
+    soc: &'static SocModel,
+    ws: u64,
+    node: usize,
+) -> Result<NodeModel, GraphModelError> {
+    let op_err = |source| GraphModelError::Op { node, source };
+    let (m, _, cores, _) = match SimRunner::model(&task) {
+        Ok(m) => m,
+        Err(MeasureError::Unsupported { .. } | MeasureError::TooLarge(_)) => {
+            let t = soc.launch_us + ws as f64 / soc.chip_read_bw(ws) * 1e6;
+            return Ok(NodeModel {
+                op_us: t,
+                roofline_us: t,
+                compute_us: 0.0,
+                working_set: ws,
+                weight_bytes: 0,
+                modelled: false,
+            });
+        }
+        Err(e) => return Err(op_err(e)),
+    };
+    let mut runner = SimRunner::new();
+    let default = runner.default_strategy(&task).map_err(op_err)?;
+    let op_us = match strategy.map(|s| SimRunner::simulate(&task, &s)) {
+        Some(Ok(Ok(t))) => t,
+        _ => match SimRunner::simulate(&task, &default).map_err(op_err)? {
+            Ok(t) => t,
+            Err(why) => {
+                return Err(op_err(MeasureError::Unsupported {
+                    runner: "sim".into(),
+                    what: format!("default strategy rejected: {why}"),
+                }))
+            }
+        },
+    };
+    let roofline_us = SimRunner::roofline_us(&task).map_err(op_err)?;
+    let compute_us = match &m {
+        OpModel::Cube {
+            problem,
+            useful_flops,
+            ..
+        } => useful_flops / soc.cube_peak_flops(problem.in_bytes, cores) * 1e6,
+        _ => 0.0,
+    };
+    Ok(NodeModel {
+        op_us,
+        roofline_us,
+        compute_us,
+        working_set: ws,
+        weight_bytes: 0,
+        modelled: true,
+    })
+}

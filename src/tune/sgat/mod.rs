@@ -1,0 +1,578 @@
+//! The SGAT driver (`--job_type=1`): subgraph tuning on the simulated SoC, with a graph bank.
+//!
+//! [`sgat_plan`] partitions every profile's fused units into subgraphs
+//! ([`crate::model::partition`]), one [`SgatTask`] per unique subgraph key. [`run_sgat`] then
+//! handles each task as OPAT handles an op, on the same worker pool, budget, win rule and
+//! bank-write policy: a hit without `REPEAT_TUNE` is reused (hit, reserved); otherwise the
+//! subgraph's space ([`SgatSpace`]) is searched with a `search-strategies` strategy, each
+//! candidate timed by the subgraph model ([`GraphOps::time`]) with every node at its op-bank
+//! strategy (a hit in the op bank) or its default; the best is compared with the baseline (the
+//! bank entry on a hit, else the unfused strategy) side by side under [`WinRule`]; a clear win
+//! is written (add/update), a miss whose full search found none stores the unfused strategy as
+//! confirmed (unsatisfied, then a hit on reruns). Records are [`RecordKind::Graph`] with the
+//! strategy in the agreed schema (ARCHITECTURE.md, "SGAT strategy schema").
+//!
+//! The result file ([`SgatReport`]) is rewritten after every finished task; the model's
+//! baseline and result times sum every subgraph instance (tasks not finished count at their
+//! baseline).
+
+mod space;
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use search_strategies::{strategies::by_name, Driver, StopReason};
+
+pub use space::{SgatSpace, SpaceBuildError};
+
+use super::decision::Round;
+use super::outcome::{Decision, TaskOutcome};
+use super::pool::{Budget, Cancellable, Pool};
+use super::{check_settings, check_soc, plan, TuneError, TuneSettings, TuneStats};
+use crate::bank::{Bank, Descriptor, Lookup, Origin, Performance, Provenance, Record};
+use crate::key::{BankKey, GraphDescriptor, RecordKind, ResolvedOptions, SocSpec};
+use crate::measure::sim::graph::{GraphModelError, GraphOps, SgatStrategy, SGAT_MODEL_VERSION};
+use crate::measure::sim::soc::SocModel;
+use crate::measure::StrategyMap;
+use crate::model::partition::{partition, PartitionError, Subgraph};
+use crate::model::{Model, SkippedOp};
+use crate::report::{OpatResult, ResultFile, SgatReport, SubgraphChange};
+
+/// The runner identity of graph records: the simulator's subgraph model.
+pub fn sgat_runner_identity() -> String {
+    format!("sim-sgat-v{SGAT_MODEL_VERSION}")
+}
+
+/// Why an SGAT job could not start or go on. Per-subgraph problems are outcomes, not errors.
+#[derive(Debug, thiserror::Error)]
+pub enum SgatError {
+    /// The shared tuning plumbing failed (model, bank, settings, result file).
+    #[error(transparent)]
+    Tune(#[from] TuneError),
+    /// A subgraph could not be built.
+    #[error(transparent)]
+    Partition(#[from] PartitionError),
+    /// SGAT runs on the simulator only.
+    #[error("runner {0}: subgraph tuning (--job_type=1) runs on the simulator (--runner sim)")]
+    Runner(String),
+}
+
+/// One unique subgraph to tune.
+#[derive(Clone, Debug)]
+pub struct SgatTask {
+    /// The subgraph key.
+    pub key: BankKey,
+    /// Its descriptor.
+    pub descriptor: GraphDescriptor,
+    /// Every subgraph name with this key, in model order.
+    pub names: Vec<String>,
+    /// Op key of every node (op-bank look-ups).
+    pub op_keys: Vec<BankKey>,
+    /// How many subgraph instances of the model have this key.
+    pub instances: usize,
+}
+
+/// The SGAT plan of a model.
+#[derive(Clone, Debug, Default)]
+pub struct SgatPlan {
+    /// Unique subgraphs, in order of first appearance.
+    pub tasks: Vec<SgatTask>,
+    /// Every subgraph of every profile, in model order.
+    pub subgraphs: Vec<Subgraph>,
+    /// Ops left out (not inferable, no key dtype).
+    pub skipped: Vec<SkippedOp>,
+    /// Units partitioned, over all profiles.
+    pub units: usize,
+}
+
+/// Partitions `model` under `options` into subgraphs (every dynamic profile), one task per key.
+pub fn sgat_plan(
+    model: &Model,
+    options: &ResolvedOptions,
+    soc: &SocSpec,
+) -> Result<SgatPlan, SgatError> {
+    let p = plan(model, options, soc, None)?;
+    let graph_options = options.graph_options();
+    let mut out = SgatPlan {
+        skipped: p.skipped.clone(),
+        units: p.units.len(),
+        ..SgatPlan::default()
+    };
+    let mut start = 0;
+    let mut by_key: HashMap<BankKey, usize> = HashMap::new();
+    while start < p.units.len() {
+        let profile = &p.units[start].resolved.profile;
+        let len = p.units[start..]
+            .iter()
+            .take_while(|u| &u.resolved.profile == profile)
+            .count();
+        let chunk = &p.units[start..start + len];
+        for mut sg in partition(chunk, &graph_options, soc)? {
+            let t = *by_key.entry(sg.key).or_insert_with(|| {
+                out.tasks.push(SgatTask {
+                    key: sg.key,
+                    descriptor: sg.descriptor.clone(),
+                    names: Vec::new(),
+                    op_keys: sg.units.iter().map(|&u| chunk[u].resolved.key).collect(),
+                    instances: 0,
+                });
+                out.tasks.len() - 1
+            });
+            out.tasks[t].names.push(sg.name.clone());
+            out.tasks[t].instances += 1;
+            sg.units.iter_mut().for_each(|u| *u += start);
+            out.subgraphs.push(sg);
+        }
+        start += len;
+    }
+    Ok(out)
+}
+
+/// A finished SGAT job: the report, one outcome per finished task, per-task model times.
+#[derive(Clone, Debug)]
+pub struct SgatSummary {
+    /// The report as written last.
+    pub report: SgatReport,
+    /// Finished tasks' outcomes, in the order finished (`task` indexes [`SgatPlan::tasks`]).
+    pub outcomes: Vec<TaskOutcome>,
+    /// Per task: (baseline µs, result µs) with the bank's decisions now (baseline twice
+    /// for a task not finished or not modelled).
+    pub times_us: Vec<(f64, f64)>,
+    /// Whether the job stopped before every task finished.
+    pub interrupted: bool,
+    /// Time accounting (`measure` = time inside the subgraph model).
+    pub stats: TuneStats,
+}
+
+/// A job: one task not decided by its look-up.
+struct Job {
+    task: usize,
+    hit: Option<StrategyMap>,
+}
+
+/// Per-task setup shared by the look-up and the search.
+struct Prepared {
+    ops: GraphOps,
+    baseline_us: f64,
+}
+
+/// Tunes every task of `plan` into the graph bank `bank`, with node op strategies from
+/// `op_bank` (hits) when given; rewrites `result_file` after each finished task. Contract as
+/// [`crate::tune::run`]: only clear wins are written as tuned, a finished task's record is in
+/// the bank before it is in the result file, the summary satisfies AOE's invariants.
+#[allow(clippy::too_many_arguments)]
+pub fn run_sgat(
+    plan: &SgatPlan,
+    bank: &Bank,
+    op_bank: Option<&Bank>,
+    settings: &TuneSettings,
+    tuning_name: &str,
+    result_file: Option<&ResultFile>,
+    cancel: &AtomicBool,
+) -> Result<SgatSummary, SgatError> {
+    check_settings(settings)?;
+    if !settings.runner.starts_with("sim") {
+        return Err(SgatError::Runner(settings.runner.clone()));
+    }
+    if let Some(t) = plan.tasks.first() {
+        check_soc(settings, &t.descriptor.soc.version)?;
+    }
+    let start = Instant::now();
+    let mut prepared = Vec::with_capacity(plan.tasks.len());
+    let mut st = State {
+        plan,
+        report: SgatReport::new(tuning_name),
+        times_us: vec![(0.0, 0.0); plan.tasks.len()],
+        outcomes: Vec::new(),
+        result_file,
+        stats: TuneStats::default(),
+    };
+    let mut jobs = Vec::new();
+    for (i, t) in plan.tasks.iter().enumerate() {
+        let p = prepare(t, op_bank).map_err(TuneError::from)?;
+        // A default confirmed by a smaller per-subgraph budget is searched again, as for ops.
+        let (hit, reconfirm) = match bank.lookup(&t.key).map_err(TuneError::from)? {
+            Lookup::Hit(h) => {
+                let p = &h.answer.performance;
+                let reconfirm = p.default_confirmed
+                    && p.confirmed_budget.unwrap_or(0) < settings.trials_per_op as u64;
+                (Some(h.answer.strategy.clone()), reconfirm)
+            }
+            Lookup::Miss { .. } => (None, false),
+        };
+        let base = p.as_ref().map_or(0.0, |p| p.baseline_us);
+        let now = match (&p, &hit) {
+            (Some(p), Some(h)) => strategy_time(&p.ops, h, t).unwrap_or(base),
+            _ => base,
+        };
+        st.times_us[i] = (base, now);
+        match (hit, settings.repeat_tune || reconfirm) {
+            (Some(_), false) => st.outcomes.push(TaskOutcome::untouched(i, true)),
+            (hit, _) => jobs.push(Job { task: i, hit }),
+        }
+        prepared.push(p);
+    }
+    st.write(None)?;
+    let budget = Budget::new(
+        settings.total_trials,
+        settings.total_time.map(|d| start + d),
+    );
+    let pool = Pool {
+        workers: settings.workers,
+        trials_per_job: settings.trials_per_op as u64,
+        budget: &budget,
+        cancel,
+    };
+    let ctx = Ctx {
+        plan,
+        settings,
+        prepared: &prepared,
+        budget: &budget,
+        cancel,
+    };
+    let run = pool.run(
+        &jobs,
+        &|| Ok(()),
+        &|job, _, granted| ctx.tune_one(job, granted),
+        &|job, what, took| {
+            let why = format!("subgraph model panicked: {what}");
+            TaskOutcome::failed(job.task, job.hit.is_some(), why, took)
+        },
+        &mut |mut o| {
+            let t = Instant::now();
+            st.stats.add_task(&o);
+            o.store(bank)?;
+            if let (Some(r), Some(p)) = (&o.record, &prepared[o.task]) {
+                let now = strategy_time(&p.ops, &r.strategy, &plan.tasks[o.task]);
+                st.times_us[o.task].1 = now.unwrap_or(st.times_us[o.task].1);
+            }
+            st.outcomes.push(o);
+            st.write(None)?;
+            st.stats.bank_report += t.elapsed();
+            Ok(())
+        },
+    );
+    run?;
+    let interrupted = st.outcomes.len() < plan.tasks.len();
+    st.stats.wall = start.elapsed();
+    st.write(Some((start, interrupted)))?;
+    Ok(SgatSummary {
+        report: st.report,
+        outcomes: st.outcomes,
+        times_us: st.times_us,
+        interrupted,
+        stats: st.stats,
+    })
+}
+
+/// The time of `strategy` on a prepared subgraph, if it reads.
+fn strategy_time(ops: &GraphOps, strategy: &StrategyMap, t: &SgatTask) -> Option<f64> {
+    let s = SgatStrategy::from_strategy(strategy, t.descriptor.nodes.len()).ok()?;
+    ops.time(&s).ok().map(|g| g.total_us)
+}
+
+/// Node op strategies from the op bank, the op model run per node, the baseline time. `None`
+/// when the subgraph model cannot time this subgraph (its task then fails).
+fn prepare(
+    t: &SgatTask,
+    op_bank: Option<&Bank>,
+) -> Result<Option<Prepared>, crate::bank::BankError> {
+    let mut strategies = Vec::with_capacity(t.op_keys.len());
+    for k in &t.op_keys {
+        let s = match op_bank {
+            Some(b) => match b.lookup(k)? {
+                Lookup::Hit(h) => Some(h.answer.strategy.clone()),
+                Lookup::Miss { .. } => None,
+            },
+            None => None,
+        };
+        strategies.push(s);
+    }
+    let Ok(ops) = GraphOps::prepare(&t.descriptor, &strategies) else {
+        return Ok(None);
+    };
+    let Ok(base) = ops.time(&SgatStrategy::unfused(t.descriptor.nodes.len())) else {
+        return Ok(None);
+    };
+    Ok(Some(Prepared {
+        ops,
+        baseline_us: base.total_us,
+    }))
+}
+
+/// The calling thread's bookkeeping: report, per-task times, result file.
+struct State<'a> {
+    plan: &'a SgatPlan,
+    report: SgatReport,
+    times_us: Vec<(f64, f64)>,
+    outcomes: Vec<TaskOutcome>,
+    result_file: Option<&'a ResultFile>,
+    stats: TuneStats,
+}
+
+impl State<'_> {
+    /// Rebuilds the report from the outcomes so far and rewrites the result file; `done`
+    /// (start, interrupted) finishes it.
+    fn write(&mut self, done: Option<(Instant, bool)>) -> Result<(), TuneError> {
+        let r = &mut self.report;
+        r.summary = Default::default();
+        r.added.clear();
+        r.updated.clear();
+        r.failed.clear();
+        for o in &self.outcomes {
+            o.decision.count(&mut r.summary);
+            let key = self.plan.tasks[o.task].key.to_string();
+            if let (Some(before_us), Some(after_us)) = (o.before_us, o.after_us) {
+                let c = SubgraphChange {
+                    repo_key: key,
+                    before_us,
+                    after_us,
+                };
+                match o.decision {
+                    Decision::Add => r.added.push(c),
+                    Decision::Update => r.updated.push(c),
+                    _ => {}
+                }
+            }
+            if o.failure.is_some() {
+                r.failed
+                    .extend(self.plan.tasks[o.task].names.iter().cloned());
+            }
+        }
+        let inst = |i: usize| self.plan.tasks[i].instances as f64;
+        r.baseline_ms = (0..self.times_us.len())
+            .map(|i| self.times_us[i].0 * inst(i))
+            .sum::<f64>()
+            / 1e3;
+        r.result_ms = (0..self.times_us.len())
+            .map(|i| self.times_us[i].1 * inst(i))
+            .sum::<f64>()
+            / 1e3;
+        if let Some((start, interrupted)) = done {
+            r.result = if interrupted {
+                OpatResult::Incomplete
+            } else if !r.failed.is_empty() || self.outcomes.iter().all(|o| o.unsupported.is_some())
+            {
+                OpatResult::Failed
+            } else {
+                OpatResult::Successful
+            };
+            r.tuning_time_s = (!interrupted).then(|| start.elapsed().as_secs_f64());
+        }
+        if let Some(f) = self.result_file {
+            f.write_json(&r.to_json(&f.report_id))
+                .map_err(|source| TuneError::Report {
+                    path: f.path.display().to_string(),
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+}
+
+/// What a worker needs to tune one job.
+struct Ctx<'a> {
+    plan: &'a SgatPlan,
+    settings: &'a TuneSettings,
+    prepared: &'a [Option<Prepared>],
+    budget: &'a Budget,
+    cancel: &'a AtomicBool,
+}
+
+impl Ctx<'_> {
+    /// Searches, compares side by side, decides; the record to offer in the outcome.
+    fn tune_one(&self, job: &Job, granted: u64) -> TaskOutcome {
+        let began = Instant::now();
+        let t = &self.plan.tasks[job.task];
+        let mut out = TaskOutcome::untouched(job.task, job.hit.is_some());
+        let Some(p) = &self.prepared[job.task] else {
+            out.unsupported = Some("the subgraph model cannot time this subgraph".into());
+            return out;
+        };
+        let soc = match SocModel::for_version(&t.descriptor.soc.version) {
+            Some(s) => s,
+            None => {
+                out.unsupported =
+                    Some(GraphModelError::Soc(t.descriptor.soc.version.clone()).to_string());
+                return out;
+            }
+        };
+        let space = match SgatSpace::build(&t.descriptor, &p.ops, soc) {
+            Ok(s) => s,
+            Err(e) => {
+                return TaskOutcome::failed(
+                    job.task,
+                    job.hit.is_some(),
+                    e.to_string(),
+                    began.elapsed(),
+                )
+            }
+        };
+        let n = t.descriptor.nodes.len();
+        let baseline = match &job.hit {
+            Some(h) => {
+                SgatStrategy::from_strategy(h, n).unwrap_or_else(|_| SgatStrategy::unfused(n))
+            }
+            None => SgatStrategy::unfused(n),
+        };
+        let (best, full, measure) = self.search(&mut out, t, &space, &p.ops, granted);
+        out.measure_time = measure;
+        let base_us = p.ops.time(&baseline).map(|g| g.total_us).ok();
+        let best_us = best
+            .as_ref()
+            .and_then(|b| p.ops.time(b).ok())
+            .map(|g| g.total_us);
+        self.decide(
+            &mut out,
+            t,
+            job,
+            full,
+            (baseline, base_us),
+            best.zip(best_us),
+        );
+        out.task_time = began.elapsed();
+        out
+    }
+
+    /// Runs the search within `granted` trials; the best strategy, whether the search was
+    /// complete (its budget or the space used up), and the time inside the model.
+    fn search(
+        &self,
+        out: &mut TaskOutcome,
+        t: &SgatTask,
+        space: &SgatSpace,
+        ops: &GraphOps,
+        granted: u64,
+    ) -> (Option<SgatStrategy>, bool, Duration) {
+        let seed = task_seed(self.settings.seed, &t.key);
+        let Some(inner) = by_name(&self.settings.strategy, seed) else {
+            out.failure = Some(format!("unknown strategy {}", self.settings.strategy));
+            return (None, false, Duration::ZERO);
+        };
+        let mut strategy = Cancellable {
+            inner,
+            cancel: self.cancel,
+        };
+        let mut driver = Driver::new(usize::try_from(granted).unwrap_or(usize::MAX));
+        driver.batch = self.settings.batch.max(1);
+        driver.time_limit = self.budget.job_time_limit(self.settings.time_per_op);
+        let mut in_model = Duration::ZERO;
+        let mut objective = |_: &search_strategies::Space, id| {
+            let s = space.strategy(id);
+            let t0 = Instant::now();
+            let r = ops.time(&s).ok().map(|g| g.total_us);
+            in_model += t0.elapsed();
+            r
+        };
+        let res = driver.run(&space.space, &mut strategy, &mut objective);
+        out.trials = res.history.len() as u64;
+        let full = matches!(
+            res.stop,
+            StopReason::BudgetExhausted | StopReason::SpaceExhausted
+        ) && out.trials >= granted.min(space.len() as u64);
+        out.stop = Some(res.stop);
+        let best = res.history.best().map(|o| space.strategy(o.id));
+        (best, full, in_model)
+    }
+
+    /// The win rule over side-by-side rounds of the (deterministic) model, the decision and
+    /// the record to offer.
+    fn decide(
+        &self,
+        out: &mut TaskOutcome,
+        t: &SgatTask,
+        job: &Job,
+        full: bool,
+        (baseline, base_us): (SgatStrategy, Option<f64>),
+        best: Option<(SgatStrategy, f64)>,
+    ) {
+        let Some(base_us) = base_us else {
+            out.failure = Some("the baseline strategy does not fit the subgraph".into());
+            return;
+        };
+        out.baseline = Some(baseline.to_strategy());
+        let rounds = self
+            .settings
+            .confirm_rounds
+            .max(self.settings.win.min_rounds());
+        let (b, c) = (vec![base_us], vec![best.as_ref().map_or(base_us, |x| x.1)]);
+        let rs: Vec<Round<'_>> = (0..rounds)
+            .map(|_| Round {
+                baseline: &b,
+                candidate: &c,
+            })
+            .collect();
+        let j = self.settings.win.judge(&rs);
+        out.before_us = Some(base_us);
+        match best.filter(|_| j.clear) {
+            Some((s, us)) => {
+                out.after_us = Some(us);
+                out.decision = if job.hit.is_some() {
+                    Decision::Update
+                } else {
+                    Decision::Add
+                };
+                out.record = Some(self.record(t, s.to_strategy(), base_us, us, out.trials, false));
+            }
+            None => {
+                out.after_us = Some(base_us);
+                if job.hit.is_none() && full && out.trials > 0 {
+                    let r = self.record(
+                        t,
+                        baseline.to_strategy(),
+                        base_us,
+                        base_us,
+                        out.trials,
+                        true,
+                    );
+                    out.record = Some(r);
+                }
+            }
+        }
+    }
+
+    /// A graph record of `t` with `strategy`.
+    fn record(
+        &self,
+        t: &SgatTask,
+        strategy: StrategyMap,
+        base_us: f64,
+        us: f64,
+        trials: u64,
+        confirmed: bool,
+    ) -> Record {
+        Record {
+            key_schema_version: crate::key::KEY_SCHEMA_VERSION,
+            kind: RecordKind::Graph,
+            descriptor: Descriptor::Graph(t.descriptor.clone()),
+            options: self.settings.options_given.clone(),
+            strategy,
+            performance: Performance {
+                baseline_us: base_us,
+                tuned_us: us,
+                samples_us: vec![us],
+                runner: sgat_runner_identity(),
+                default_confirmed: confirmed,
+                confirmed_budget: confirmed.then_some(self.settings.trials_per_op as u64),
+            },
+            provenance: Provenance {
+                tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                algorithm: self.settings.strategy.clone(),
+                trials,
+                seed: self.settings.seed,
+                unix_time: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+                origin: Origin::Tuned,
+            },
+        }
+    }
+}
+
+/// The search seed of a task: the job's seed mixed with the key.
+fn task_seed(seed: u64, key: &BankKey) -> u64 {
+    let mut k = [0u8; 8];
+    k.copy_from_slice(&key.0[..8]);
+    seed ^ u64::from_le_bytes(k)
+}

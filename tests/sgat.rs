@@ -1,0 +1,576 @@
+//! SGAT end to end: the partition, the subgraph model's properties, the strategy space and
+//! its search, the driver with its graph bank, and `tunebank tune --job_type=1`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::AtomicBool;
+
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use tunebank::bank::Bank;
+use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
+use tunebank::measure::sim::graph::{simulate_graph, GraphModelError, GraphOps, SgatStrategy};
+use tunebank::measure::sim::soc::SocModel;
+use tunebank::measure::sim::SimRunner;
+use tunebank::measure::{Measure, TuningTask};
+use tunebank::model::load_onnx;
+use tunebank::model::partition::{node_descriptor, partition};
+use tunebank::tune::sgat::{run_sgat, sgat_plan, SgatPlan, SgatSpace};
+use tunebank::tune::{self, Decision, TuneSettings};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
+
+fn fixture(name: &str) -> String {
+    format!("{}/fixtures/models/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn options(soc: &str, extra: &[&str]) -> ResolvedOptions {
+    let mut args = vec![format!("--soc_version={soc}")];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    ResolvedOptions::from_args(args, &FsReader).unwrap()
+}
+
+fn resnet_plan(soc: &str) -> SgatPlan {
+    let model = load_onnx(fixture("resnet50.onnx")).unwrap();
+    let o = options(soc, &["--input_shape=input:32,3,224,224"]);
+    sgat_plan(&model, &o, &o.soc().unwrap()).unwrap()
+}
+
+fn bert_plan(soc: &str) -> SgatPlan {
+    let model = load_onnx(fixture("bert_layer.onnx")).unwrap();
+    let o = options(soc, &[]);
+    sgat_plan(&model, &o, &o.soc().unwrap()).unwrap()
+}
+
+fn graph_bank(dir: &Path, soc: &str) -> Bank {
+    Bank::builder(RecordKind::Graph, soc)
+        .custom_path(dir.join("graph.redb"))
+        .no_default_builtin()
+        .open()
+        .unwrap()
+}
+
+fn sim_settings() -> TuneSettings {
+    TuneSettings {
+        runner: "sim".into(),
+        ..TuneSettings::default()
+    }
+}
+
+/// A random strategy in the agreed schema: any cut, any L2 flags, random UB scopes over
+/// consecutive nodes.
+fn random_strategy(n: usize, rng: &mut impl Rng) -> SgatStrategy {
+    let mut s = SgatStrategy::unfused(n);
+    let cut = [1, 2, 4, 8, 16][rng.gen_range(0..5)];
+    for i in 0..n {
+        s.cut[i] = cut;
+        s.fusion_type[i] = rng.gen_bool(0.5);
+        if i > 0 && rng.gen_bool(0.3) {
+            s.scope_id[i] = if s.scope_id[i - 1] >= 0 {
+                s.scope_id[i - 1]
+            } else {
+                i as i64
+            };
+            s.scope_id[i - 1] = s.scope_id[i];
+        }
+    }
+    s
+}
+
+fn all_plans() -> Vec<SgatPlan> {
+    vec![
+        resnet_plan("Ascend910B2"),
+        resnet_plan("Ascend310P3"),
+        bert_plan("Ascend910B2"),
+        bert_plan("Ascend310P3"),
+    ]
+}
+
+#[test]
+fn partition_cuts_at_block_outputs_and_nodes_keep_their_op_keys() {
+    let plan = resnet_plan("Ascend910B2");
+    // conv1+maxpool, 16 bottlenecks, avgpool+fc.
+    assert_eq!(plan.subgraphs.len(), 18);
+    assert_eq!(
+        plan.units,
+        plan.subgraphs.iter().map(|s| s.units.len()).sum::<usize>()
+    );
+    let first_block = &plan.subgraphs[1];
+    assert!(
+        first_block.name.contains("layer1.0/conv1")
+            && first_block.name.ends_with("layer1.0/relu_2/Relu")
+    );
+    assert_eq!(
+        first_block.descriptor.nodes.len(),
+        5,
+        "conv1, conv2, conv3, downsample, add+relu"
+    );
+    // Identical bottlenecks share a key: tuned once.
+    assert!(plan.tasks.len() < plan.subgraphs.len());
+    for t in &plan.tasks {
+        for (i, k) in t.op_keys.iter().enumerate() {
+            assert_eq!(
+                node_descriptor(&t.descriptor, i).unwrap().key().unwrap(),
+                *k
+            );
+        }
+        assert_eq!(t.descriptor.key().unwrap(), t.key);
+    }
+    // The graph options are in the descriptor: another precision mode, other keys.
+    let model = load_onnx(fixture("resnet50.onnx")).unwrap();
+    let o = options(
+        "Ascend910B2",
+        &[
+            "--input_shape=input:32,3,224,224",
+            "--precision_mode=force_fp32",
+        ],
+    );
+    let other = sgat_plan(&model, &o, &o.soc().unwrap()).unwrap();
+    assert!(other
+        .tasks
+        .iter()
+        .all(|t| plan.tasks.iter().all(|u| u.key != t.key)));
+}
+
+#[test]
+fn a_subgraph_is_never_faster_than_its_roofline() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut checked = 0;
+    for plan in all_plans() {
+        for t in &plan.tasks {
+            let ops = GraphOps::prepare(&t.descriptor, &[]).unwrap();
+            let roof = ops.roofline_us();
+            assert!(roof > 0.0);
+            for _ in 0..200 {
+                let s = random_strategy(t.descriptor.nodes.len(), &mut rng);
+                let g = ops.time(&s).unwrap();
+                assert!(
+                    g.total_us >= roof,
+                    "{}: {} < {roof}",
+                    t.names[0],
+                    g.total_us
+                );
+                assert!(g.total_us.is_finite());
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 1000);
+}
+
+#[test]
+fn a_one_op_subgraph_takes_the_op_time() {
+    let model = load_onnx(fixture("bert_layer.onnx")).unwrap();
+    for soc in ["Ascend910B2", "Ascend310P3"] {
+        let o = options(soc, &[]);
+        let spec = o.soc().unwrap();
+        let plan = tune::plan(&model, &o, &spec, None).unwrap();
+        let mut compared = 0;
+        for i in 0..plan.units.len() {
+            let sg = partition(&plan.units[i..=i], &o.graph_options(), &spec).unwrap();
+            assert_eq!(sg.len(), 1);
+            let g = &sg[0].descriptor;
+            let task = TuningTask::new(plan.units[i].resolved.descriptor.clone());
+            let Ok(default) = SimRunner::new().default_strategy(&task) else {
+                continue;
+            };
+            let op = SimRunner::simulate(&task, &default).unwrap().unwrap();
+            let t = simulate_graph(g, &SgatStrategy::unfused(1).to_strategy(), &[]).unwrap();
+            assert!(
+                (t.total_us - op).abs() <= 1e-9 * op,
+                "{soc} {}: {} vs {op}",
+                sg[0].name,
+                t.total_us
+            );
+            compared += 1;
+        }
+        assert!(compared >= 8, "{soc}: {compared}");
+    }
+}
+
+#[test]
+fn ub_fusing_two_memory_bound_ops_never_costs_more() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let mut pairs = 0;
+    for plan in all_plans() {
+        for t in &plan.tasks {
+            let ops = GraphOps::prepare(&t.descriptor, &[]).unwrap();
+            let n = t.descriptor.nodes.len();
+            for e in &ops.edges {
+                let memory_bound =
+                    |i: usize| ops.nodes[i].compute_us == 0.0 && ops.nodes[i].modelled;
+                if !(memory_bound(e.from) && memory_bound(e.to)) || e.transdata {
+                    continue;
+                }
+                for _ in 0..20 {
+                    let mut apart = random_strategy(n, &mut rng);
+                    apart.scope_id = (0..n).map(|i| -(i as i64) - 1).collect();
+                    let mut fused = apart.clone();
+                    fused.scope_id[e.from] = 1000;
+                    fused.scope_id[e.to] = 1000;
+                    let (a, f) = (ops.time(&apart).unwrap(), ops.time(&fused).unwrap());
+                    assert!(
+                        f.total_us <= a.total_us,
+                        "{}: fused {} > apart {}",
+                        t.names[0],
+                        f.total_us,
+                        a.total_us
+                    );
+                    assert!(f.launches < a.launches);
+                    pairs += 1;
+                }
+            }
+        }
+    }
+    assert!(pairs >= 20, "{pairs}");
+}
+
+#[test]
+fn without_l2_scopes_more_slices_never_make_a_subgraph_faster() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    for plan in all_plans() {
+        for t in &plan.tasks {
+            let ops = GraphOps::prepare(&t.descriptor, &[]).unwrap();
+            let n = t.descriptor.nodes.len();
+            for _ in 0..20 {
+                let mut s = random_strategy(n, &mut rng);
+                s.fusion_type = vec![false; n];
+                let mut last = 0.0;
+                for cut in [1, 2, 4, 8, 16] {
+                    s.cut = vec![cut; n];
+                    let us = ops.time(&s).unwrap().total_us;
+                    assert!(us >= last, "{}: cut {cut}: {us} < {last}", t.names[0]);
+                    last = us;
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn any_strategy_in_the_schema_is_accepted_and_inconsistent_ones_are_typed_errors() {
+    let plan = resnet_plan("Ascend910B2");
+    let g = &plan.tasks[1].descriptor; // five nodes
+                                       // As AOE stores it: per-node cuts, scope ids and pass lists that name other subgraphs'
+                                       // scopes too, and an extra key.
+    let aoe: tunebank::bank::record::Strategy = serde_json::from_value(json!({
+        "cut": [2, 1, 1, 1, 1], "fusionType": [true, false, false, true, false],
+        "scopeId": [-3, 2, -4, 122, 122],
+        "ubPass": {"AutomaticUbFusion": [122, 121, 7], "TbeConvFixPipeFusionPass": [2, 3]},
+        "formats": {"0->4": "NC1HWC0"}
+    }))
+    .unwrap();
+    let t = simulate_graph(g, &aoe, &[]).unwrap();
+    assert!(t.total_us >= t.roofline_us);
+    let back = SgatStrategy::from_strategy(&aoe, 5).unwrap().to_strategy();
+    assert_eq!(back, aoe, "the schema round-trips, extra keys kept");
+    for (k, v) in [
+        ("cut", json!([1, 1])),
+        ("cut", json!([0, 1, 1, 1, 1])),
+        ("fusionType", json!([1, 0, 0, 0, 0])),
+        ("scopeId", json!("x")),
+        ("ubPass", json!({"AutomaticUbFusion": ["a"]})),
+    ] {
+        let mut bad = aoe.clone();
+        bad.insert(k.into(), v);
+        let e = simulate_graph(g, &bad, &[]).unwrap_err();
+        assert!(matches!(e, GraphModelError::Strategy(_)), "{k}: {e}");
+    }
+}
+
+#[test]
+fn ensemble_reaches_95_percent_of_the_exhaustive_optimum_within_the_default_budget() {
+    let mut larger_than_budget = 0;
+    for plan in [
+        resnet_plan("Ascend910B2"),
+        resnet_plan("Ascend310P3"),
+        bert_plan("Ascend910B2"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let soc = &plan.tasks[0].descriptor.soc.version;
+        let bank = graph_bank(dir.path(), soc);
+        let settings = sim_settings();
+        assert_eq!(settings.strategy, "ensemble");
+        let summary = run_sgat(
+            &plan,
+            &bank,
+            None,
+            &settings,
+            "resnet50",
+            None,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        for o in &summary.outcomes {
+            let t = &plan.tasks[o.task];
+            let ops = GraphOps::prepare(&t.descriptor, &[]).unwrap();
+            let space =
+                SgatSpace::build(&t.descriptor, &ops, SocModel::for_version(soc).unwrap()).unwrap();
+            if space.len() > settings.trials_per_op {
+                larger_than_budget += 1;
+            }
+            let optimum = (0..space.len() as u32)
+                .map(|id| ops.time(&space.strategy(id)).unwrap().total_us)
+                .fold(f64::INFINITY, f64::min);
+            let found = o.after_us.unwrap();
+            assert!(
+                optimum / found >= 0.95,
+                "{soc} {}: {found} vs optimum {optimum}",
+                t.names[0]
+            );
+        }
+    }
+    assert!(
+        larger_than_budget >= 5,
+        "spaces too small to test the search"
+    );
+}
+
+#[test]
+fn the_first_bottleneck_is_sliced_on_310p3_and_not_on_910b2() {
+    // layer1.0's intermediates (32×256×56×56 fp16 ≈ 51 MiB) fit the 910B2's 192 MiB L2 whole,
+    // not the 310P3's 16 MiB: there the L2 scope needs the batch cut in slices.
+    let mut cuts = Vec::new();
+    for soc in ["Ascend910B2", "Ascend310P3"] {
+        let plan = resnet_plan(soc);
+        let dir = tempfile::tempdir().unwrap();
+        let bank = graph_bank(dir.path(), soc);
+        let s = run_sgat(
+            &plan,
+            &bank,
+            None,
+            &sim_settings(),
+            "r",
+            None,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        let o = s
+            .outcomes
+            .iter()
+            .find(|o| plan.tasks[o.task].names[0].contains("/layer1/layer1.0/conv1/"))
+            .unwrap();
+        assert_eq!(o.decision, Decision::Add, "{soc}");
+        let st = SgatStrategy::from_strategy(&o.record.as_ref().unwrap().strategy, 5).unwrap();
+        assert!(st.fusion_type.iter().any(|&f| f), "{soc}: an L2 scope");
+        cuts.push(st.cut[0]);
+    }
+    assert_eq!(cuts[0], 1, "910B2 keeps the batch whole");
+    assert!(cuts[1] > 1, "310P3 slices the batch: {}", cuts[1]);
+}
+
+#[test]
+fn rerun_is_all_hits_and_repeat_tune_keeps_the_invariants() {
+    let plan = bert_plan("Ascend910B2");
+    let dir = tempfile::tempdir().unwrap();
+    let bank = graph_bank(dir.path(), "Ascend910B2");
+    let cancel = AtomicBool::new(false);
+    let first = run_sgat(&plan, &bank, None, &sim_settings(), "bert", None, &cancel).unwrap();
+    let s = first.report.summary;
+    assert!(s.add > 0 && s.is_consistent());
+    assert!(first.report.result_ms < first.report.baseline_ms);
+    let again = run_sgat(&plan, &bank, None, &sim_settings(), "bert", None, &cancel).unwrap();
+    assert_eq!(again.report.summary.hit, plan.tasks.len() as u64);
+    assert_eq!(again.stats.trials, 0);
+    assert!((again.report.result_ms - first.report.result_ms).abs() < 1e-9);
+    let repeat = TuneSettings {
+        repeat_tune: true,
+        ..sim_settings()
+    };
+    let third = run_sgat(&plan, &bank, None, &repeat, "bert", None, &cancel).unwrap();
+    let r = third.report.summary;
+    assert_eq!(
+        (r.hit, r.update + r.reserved),
+        (plan.tasks.len() as u64, r.hit)
+    );
+    assert!(third.stats.trials > 0);
+}
+
+#[test]
+fn a_cancelled_job_is_incomplete_and_writes_nothing_unfinished() {
+    let plan = resnet_plan("Ascend910B2");
+    let dir = tempfile::tempdir().unwrap();
+    let bank = graph_bank(dir.path(), "Ascend910B2");
+    let file = tunebank::report::ResultFile::sgat(dir.path(), std::time::SystemTime::now(), 1);
+    let s = run_sgat(
+        &plan,
+        &bank,
+        None,
+        &sim_settings(),
+        "r",
+        Some(&file),
+        &AtomicBool::new(true),
+    )
+    .unwrap();
+    assert!(s.interrupted);
+    let v: Value = serde_json::from_slice(&std::fs::read(&file.path).unwrap()).unwrap();
+    let sgat = &v[&file.report_id][1]["SGAT"];
+    assert_eq!(sgat["sgat_tuning_result"], "tuning incomplete");
+    assert!(v[&file.report_id][0]["basic"]
+        .get("tuning_time(s)")
+        .is_none());
+    for t in &plan.tasks {
+        let l = bank.lookup(&t.key).unwrap();
+        assert!(matches!(l, tunebank::bank::Lookup::Miss { .. }));
+    }
+}
+
+// --- the command line -----------------------------------------------------------------
+
+fn cmd(home: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .env("HOME", home)
+        .env_remove("TUNE_BANK_PATH")
+        .env_remove("ASCEND_CACHE_PATH")
+        .env_remove("TUNEBANK_BUILTIN_PATH")
+        .env_remove("AOE_MODE")
+        .env_remove("REPEAT_TUNE")
+        .env("TUNING_PARALLEL_NUM", "2")
+        .stdin(Stdio::null());
+    c
+}
+
+fn sgat_file(dir: &Path) -> Value {
+    let files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with("aoe_result_sgat_") && n.contains("_pid") && n.ends_with(".json")
+        })
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap()
+}
+
+/// Checks the SGAT result file's schema (DESIGN §9); returns the SGAT section.
+fn check_schema(v: &Value) -> Value {
+    let obj = v.as_object().unwrap();
+    assert_eq!(obj.len(), 1);
+    let (id, parts) = obj.iter().next().unwrap();
+    assert!(id.starts_with("report_"));
+    let basic = &parts[0]["basic"];
+    assert!(basic["tuning_name"].is_string());
+    assert!(basic["tuning_time(s)"].is_number());
+    let s = parts[1]["SGAT"].clone();
+    for k in [
+        "model_baseline_performance(ms)",
+        "model_result_performance(ms)",
+    ] {
+        assert!(s[k].as_f64().unwrap() > 0.0, "{k}");
+    }
+    let imp = s["model_performance_improvement"].as_str().unwrap();
+    assert!(imp.ends_with('%') && imp[..imp.len() - 1].parse::<f64>().is_ok());
+    for list in ["add_repo_subgraphs", "update_repo_subgraphs"] {
+        for e in s["repo_modified_subgraphs"][list].as_array().unwrap() {
+            assert!(e["performance_before_tune(ms)"].is_number());
+            assert!(e["performance_after_tune(ms)"].is_number());
+            assert!(e["performance_improvement"]
+                .as_str()
+                .unwrap()
+                .ends_with('%'));
+            assert_eq!(e["repo_key"].as_str().unwrap().len(), 64);
+        }
+    }
+    let r = &s["repo_summary"];
+    let n = |k: &str| r[k].as_u64().unwrap();
+    assert_eq!(
+        n("repo_hit_num"),
+        n("repo_update_num") + n("repo_reserved_num")
+    );
+    assert_eq!(
+        n("total_num"),
+        n("repo_add_num") + n("repo_hit_num") + n("repo_unsatisfied_num")
+    );
+    assert_eq!(s["sgat_tuning_result"], "tuning successful");
+    s
+}
+
+fn run_ok(c: &mut Command) -> Output {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// SGAT on the command line (910B2 and 310P3 ResNet-50 at batch 32, BERT), a rerun that is all
+/// hits, then OPAT and convert with every op a hit.
+#[test]
+fn cli_sgat_then_opat_then_convert() {
+    let cases = [
+        (
+            "resnet50.onnx",
+            "Ascend910B2",
+            Some("--input_shape=input:32,3,224,224"),
+        ),
+        (
+            "resnet50.onnx",
+            "Ascend310P3",
+            Some("--input_shape=input:32,3,224,224"),
+        ),
+        ("bert_layer.onnx", "Ascend910B2", None),
+    ];
+    for (model, soc, shape) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let banks = tmp.path().join("banks");
+        std::fs::create_dir_all(&banks).unwrap();
+        let model = fixture(model);
+        let m = format!("--model={model}");
+        let s = format!("--soc_version={soc}");
+        let mut common = vec![m.as_str(), s.as_str()];
+        common.extend(shape);
+        let tune = |job: &str, out: &Path| {
+            let o = out.to_str().unwrap().to_owned();
+            let mut args = vec!["tune", job, "--budget", "16", "--output-dir", &o];
+            args.extend(common.iter().copied());
+            let mut c = cmd(tmp.path(), &args);
+            c.env("TUNE_BANK_PATH", &banks);
+            run_ok(&mut c)
+        };
+        let (o1, o2, o3) = (
+            tmp.path().join("o1"),
+            tmp.path().join("o2"),
+            tmp.path().join("o3"),
+        );
+        tune("--job_type=1", &o1);
+        let first = check_schema(&sgat_file(&o1));
+        assert!(
+            first["model_result_performance(ms)"].as_f64()
+                < first["model_baseline_performance(ms)"].as_f64(),
+            "{model} {soc}"
+        );
+        assert!(!first["repo_modified_subgraphs"]["add_repo_subgraphs"]
+            .as_array()
+            .unwrap()
+            .is_empty());
+        assert!(banks.join("tunebank_graph.redb").exists());
+        tune("--job_type=1", &o2);
+        let second = check_schema(&sgat_file(&o2));
+        let r = &second["repo_summary"];
+        assert_eq!(
+            r["repo_hit_num"], r["total_num"],
+            "{model} {soc}: rerun all hits"
+        );
+        assert_eq!(
+            second["model_result_performance(ms)"],
+            first["model_result_performance(ms)"]
+        );
+        // OPAT afterwards, then the converter's view: every op a hit.
+        tune("--job_type=2", &o3);
+        let mut args = vec!["convert", "--json"];
+        args.extend(common.iter().copied());
+        let mut c = cmd(tmp.path(), &args);
+        c.env("TUNE_BANK_PATH", &banks);
+        let out = run_ok(&mut c);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            v["hits"], v["total"],
+            "{model} {soc}: convert after SGAT and OPAT"
+        );
+    }
+}
