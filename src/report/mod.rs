@@ -286,6 +286,11 @@ impl ResultFile {
     /// same directory, which is fsynced and renamed over the file; the directory is then
     /// fsynced. A reader sees the old content or the new, never a mix.
     pub fn write(&self, report: &OpatReport) -> std::io::Result<()> {
+        self.write_value(&report.to_json(&self.report_id))
+    }
+
+    /// [`ResultFile::write`] for any report document (GDAT's): the same atomic replacement.
+    pub fn write_value(&self, value: &Value) -> std::io::Result<()> {
         let dir = self
             .path
             .parent()
@@ -297,8 +302,7 @@ impl ResultFile {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let tmp = dir.join(format!(".{name}.tmp"));
-        let text = serde_json::to_vec_pretty(&report.to_json(&self.report_id))
-            .map_err(std::io::Error::other)?;
+        let text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
         {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(&text)?;

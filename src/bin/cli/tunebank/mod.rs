@@ -16,6 +16,7 @@ pub mod lookup;
 mod progress;
 pub mod tune;
 mod tune_config;
+mod tune_gdat;
 
 use std::path::PathBuf;
 

@@ -48,11 +48,17 @@ pub struct TuneArgs {
     /// Directory of the result file; default $ASCEND_WORK_PATH, else the working directory.
     #[arg(long = "output-dir")]
     pub output_dir: Option<PathBuf>,
+    /// Gradient tuning (`--job_type=4`) flags.
+    #[command(flatten)]
+    pub gdat: super::tune_gdat::GdatArgs,
 }
 
 /// Tunes the model; exit 0 done, 1 some op failed or none tuned, 130 interrupted (a rerun continues).
 pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     let atc = normalise_job_type(atc);
+    if super::tune_gdat::is_gdat(&atc) {
+        return super::tune_gdat::run(&args, &atc);
+    }
     let job = configure(&args, &atc)?;
     // Nothing is written before this point.
     let bank = open_bank(&args, &job)?;

@@ -58,7 +58,7 @@ fn env_positive(name: &str) -> Result<Option<usize>> {
 }
 
 /// `REPEAT_TUNE`: True/1 or False/0 (default false).
-fn repeat_tune() -> Result<bool> {
+pub fn repeat_tune() -> Result<bool> {
     match env_nonempty("REPEAT_TUNE") {
         None => Ok(false),
         Some(v) => match v.trim().to_ascii_lowercase().as_str() {
