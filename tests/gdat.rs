@@ -465,3 +465,24 @@ fn bad_input_exits_2_naming_it_and_writes_nothing() {
         );
     }
 }
+
+#[test]
+fn devices_per_server_and_links_enter_the_gradient_key() {
+    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
+    let soc = options.soc().unwrap();
+    let m = load_onnx("fixtures/models/bert_layer.onnx").unwrap();
+    let key = |c: Cluster| plan_job(&m, &options, &soc, c, 8, None).unwrap().key;
+    let base = Cluster::for_soc(&soc.version, 16, 8).unwrap();
+    let k = key(base);
+    assert_ne!(k, key(Cluster::for_soc(&soc.version, 16, 16).unwrap()));
+    let mut faster = base;
+    faster.inter.bandwidth_gbps *= 2.0;
+    assert_ne!(k, key(faster));
+    assert_eq!(k, key(base), "a pure function of the descriptor");
+    // Without a topology the encoding is the one before it existed (golden keys unchanged).
+    let mut d = plan_job(&m, &options, &soc, base, 8, None)
+        .unwrap()
+        .descriptor;
+    d.topology = None;
+    assert_ne!(d.key().unwrap(), k);
+}

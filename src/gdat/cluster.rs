@@ -154,7 +154,8 @@ impl Cluster {
         if self.devices_per_server == 0 {
             return bad("devices_per_server 0: expected at least 1".into());
         }
-        if self.rank_size > self.devices_per_server && self.rank_size % self.devices_per_server != 0
+        if self.rank_size > self.devices_per_server
+            && !self.rank_size.is_multiple_of(self.devices_per_server)
         {
             return bad(format!(
                 "rank_size {} is not a whole number of servers of {} devices",
@@ -162,9 +163,11 @@ impl Cluster {
             ));
         }
         for (what, l) in [("intra", self.intra), ("inter", self.inter)] {
-            if !(l.bandwidth_gbps.is_finite() && l.bandwidth_gbps > 0.0)
-                || !(l.latency_us.is_finite() && l.latency_us >= 0.0)
-            {
+            let sound = l.bandwidth_gbps.is_finite()
+                && l.bandwidth_gbps > 0.0
+                && l.latency_us.is_finite()
+                && l.latency_us >= 0.0;
+            if !sound {
                 return bad(format!(
                     "{what} link {l:?}: expected a positive bandwidth and a latency ≥ 0"
                 ));
