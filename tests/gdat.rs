@@ -486,3 +486,25 @@ fn devices_per_server_and_links_enter_the_gradient_key() {
     d.topology = None;
     assert_ne!(d.key().unwrap(), k);
 }
+
+#[test]
+fn a_gradient_key_miss_names_the_differing_rank_size() {
+    let p16 = plan("bert_layer", 16);
+    let dir = tempfile::tempdir().unwrap();
+    let b = bank(dir.path());
+    run_job(&p16, &b, &settings(false), None).unwrap();
+    let hit = tunebank::gdat::why_gradient(&b, &p16.descriptor, 16).unwrap();
+    assert!(hit.hit && hit.nearest.is_empty());
+    let p64 = plan("bert_layer", 64);
+    let why = tunebank::gdat::why_gradient(&b, &p64.descriptor, 16).unwrap();
+    assert!(!why.hit);
+    assert_eq!(why.nearest.len(), 1);
+    assert_eq!(why.nearest[0].key, p16.key);
+    assert_eq!(
+        why.nearest[0].differences,
+        vec!["world_size: stored 16, looked up 64".to_owned()]
+    );
+    assert!(why
+        .to_string()
+        .contains("world_size: stored 16, looked up 64"));
+}

@@ -9,7 +9,8 @@
 //! the exact dynamic program, HCCL's default, index ⇄ size), [`search`] (the search through the
 //! `Measure` trait, started from the optimum and the default), [`job`] (look-up, search,
 //! decision and bank write under the gradient key), [`report`] (the AOE-style result file, the
-//! lines to paste into a training script, `--timeline-out`) and [`render`] (text and SVG Gantt).
+//! lines to paste into a training script, `--timeline-out`), [`render`] (text and SVG Gantt) and
+//! [`why`] (a gradient-key miss explained by the nearest stored records).
 
 pub mod cluster;
 pub mod job;
@@ -18,11 +19,13 @@ pub mod report;
 pub mod search;
 pub mod split;
 pub mod timeline;
+pub mod why;
 
 pub use cluster::{Cluster, ClusterFile, LinearCost, Link};
 pub use job::{plan_job, run_job, GdatDecision, GdatOutcome, GdatPlan, GdatSettings, Scenario};
 pub use split::{hccl_default, optimum, schedule, Schedule, Segment, MAX_SEGMENTS};
 pub use timeline::{Gradient, Timeline};
+pub use why::{why_gradient, GradientWhy};
 
 /// Why a GDAT job cannot run. Every variant but [`GdatError::Bank`] is the request's fault.
 #[derive(Debug, thiserror::Error)]
