@@ -57,7 +57,7 @@ pub fn differences(stored: &GradientDescriptor, wanted: &GradientDescriptor) -> 
     let dps = |d: &GradientDescriptor| {
         d.topology
             .map(|t| t.devices_per_server.to_string())
-            .unwrap_or("none".into())
+            .unwrap_or_else(|| "none".into())
     };
     diff("devices_per_server", dps(stored), dps(wanted));
     let links = |d: &GradientDescriptor| {
@@ -72,7 +72,7 @@ pub fn differences(stored: &GradientDescriptor, wanted: &GradientDescriptor) -> 
                     t.per_segment_us
                 )
             })
-            .unwrap_or("none".into())
+            .unwrap_or_else(|| "none".into())
     };
     diff("links", links(stored), links(wanted));
     let grads = |d: &GradientDescriptor| {
@@ -82,13 +82,17 @@ pub fn differences(stored: &GradientDescriptor, wanted: &GradientDescriptor) -> 
             d.gradient_bytes.iter().sum::<u64>()
         )
     };
-    if stored.gradient_bytes != wanted.gradient_bytes {
-        out.push(format!(
-            "gradient_bytes: stored {}, looked up {}",
-            grads(stored),
-            grads(wanted)
-        ));
-    }
+    let (gs, gw) = if stored.gradient_bytes == wanted.gradient_bytes {
+        (String::new(), String::new())
+    } else {
+        let (a, b) = (grads(stored), grads(wanted));
+        if a == b {
+            (a + " (sizes differ)", b)
+        } else {
+            (a, b)
+        }
+    };
+    diff("gradient_bytes", gs, gw);
     diff(
         "model_structure",
         stored.model_structure.to_string(),
