@@ -73,6 +73,7 @@
 
 pub mod bank;
 pub mod failure;
+pub mod gdat;
 pub mod inspect;
 mod json;
 pub mod key;

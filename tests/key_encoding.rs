@@ -342,6 +342,7 @@ fn gradient_key() {
         model_structure: relu_add_graph().key().unwrap(),
         gradient_bytes: vec![4096, 1 << 20, 512],
         world_size: 8,
+        topology: None,
     };
     let k = g.key().unwrap();
     let mut h = g.clone();
@@ -375,6 +376,7 @@ fn kinds_are_domain_separated() {
         model_structure: BankKey([0; 32]),
         gradient_bytes: vec![],
         world_size: 0,
+        topology: None,
     };
     assert_ne!(g.key().unwrap(), gr.key().unwrap());
 }

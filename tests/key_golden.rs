@@ -162,6 +162,7 @@ fn gradient_case() -> GradientDescriptor {
         model_structure: graph_case().key().unwrap(),
         gradient_bytes: vec![4 << 20, 16 << 20, 1 << 10],
         world_size: 8,
+        topology: None,
     }
 }
 

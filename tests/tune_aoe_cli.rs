@@ -98,8 +98,8 @@ impl Sandbox {
     }
 }
 
-/// `-j 2 -f 5 -m MODEL` tune like `--job_type=2 --framework=5 --model=MODEL`; `-j 1` is refused
-/// like `--job_type=1`; a short flag and its long form together are refused.
+/// `-j 2 -f 5 -m MODEL` tune like `--job_type=2 --framework=5 --model=MODEL`; `-j 3` is refused
+/// like `--job_type=3`; a short flag and its long form together are refused.
 #[test]
 fn aoe_short_flags_stand_for_the_long_options() {
     let model = bert();
@@ -121,10 +121,10 @@ fn aoe_short_flags_stand_for_the_long_options() {
     };
     assert_eq!(keys(&sb), keys(&sb_long));
 
-    let sg = Sandbox::new().tune(&["-j", "1", "-m", &model], &[]);
+    let sg = Sandbox::new().tune(&["-j", "3", "-m", &model], &[]);
     assert_eq!(sg.status.code(), Some(2));
     assert!(
-        text(&sg.stderr).contains("--job_type=1"),
+        text(&sg.stderr).contains("--job_type=3"),
         "{}",
         text(&sg.stderr)
     );

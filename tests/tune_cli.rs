@@ -444,8 +444,18 @@ fn bad_models_and_options_are_clear_errors_and_write_nothing() {
         let out = sb.cmd(&args).output().unwrap();
         assert_bad_input(&sb, &out, "runs on the simulator");
     }
-    let (out, _) = sb.tune(&fixture("resnet50.onnx"), &[], &[("AOE_MODE", "4")]);
-    assert_bad_input(&sb, &out, "not supported yet");
+    // A job type that is none of 1, 2, 4: from the flag or from AOE_MODE, named with its source.
+    let (out, _) = sb.tune(&fixture("resnet50.onnx"), &[], &[("AOE_MODE", "3")]);
+    assert_bad_input(&sb, &out, "AOE_MODE=3: expected 1");
+    let (out, _) = sb.tune(&fixture("resnet50.onnx"), &["--job_type=5"], &[]);
+    assert_bad_input(&sb, &out, "--job_type=5: expected 1");
+    // AOE_MODE=4 without --job_type is GDAT, which needs the data-parallel job's size.
+    let out = sb
+        .cmd(&["tune", "--model", &model, "--soc_version=Ascend910B2"])
+        .env("AOE_MODE", "4")
+        .output()
+        .unwrap();
+    assert_bad_input(&sb, &out, "--rank_size");
     let missing = sb.dir.path().join("no-such-dir");
     let (out, _) = sb.tune(
         &fixture("resnet50.onnx"),

@@ -46,19 +46,20 @@ enum Command {
     /// Bank maintenance.
     #[command(subcommand)]
     Bank(BankCommand),
-    /// Operator tuning (OPAT) of an ONNX model: `--model=m.onnx --job_type=2
-    /// --soc_version=...` plus ATC options; winners go to the custom bank and an AOE result
-    /// file is rewritten after every op. Exit 0 done, 1 some op failed, 130 interrupted (a
+    /// Tuning of an ONNX model: operators (OPAT, `--job_type=2`, the default), subgraphs (SGAT,
+    /// `--job_type=1`) or gradient splits (GDAT, `--job_type=4`), with `--model=m.onnx
+    /// --soc_version=...` plus ATC options; winners go to the custom bank of the job's kind and
+    /// an AOE result file is rewritten as the job goes. Exit 0 done, 1 some op failed, 130 interrupted (a
     /// rerun continues); failures as `tunebank --help` lists.
     #[command(before_long_help = tunebank::key::options::options_help())]
     #[command(
-        after_help = "AOE/ATC flags: --model=FILE (required), --job_type=2 | --job-type op \
-(subgraph and gradient tuning are not supported yet), --framework=5, --soc_version=SOC \
+        after_help = "AOE/ATC flags: --model=FILE (required), --job_type=1|2|4 | --job-type \
+subgraph|op|gradient (SGAT, OPAT: the default, GDAT), --framework=5, --soc_version=SOC \
 (required), --tune_ops_file=FILE (op names or op types, one per line), and every ATC option \
 (--precision_mode, --input_shape, --dynamic_batch_size, ...).\n\nEnvironment: TUNE_BANK_PATH, \
 ASCEND_CACHE_PATH (bank location), ASCEND_WORK_PATH (result file), REPEAT_TUNE=True|False, \
 TUNING_PARALLEL_NUM (workers, capped by available memory), TE_PARALLEL_COMPILER (candidates per \
-search round), AOE_MODE (2 only), ASCEND_DEVICE_ID."
+search round), AOE_MODE (the job type when --job_type is not given), ASCEND_DEVICE_ID."
     )]
     Tune(tune::TuneArgs),
     /// The converter's view: every op of `--model=m.onnx` resolved against the bank under the

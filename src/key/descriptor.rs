@@ -285,6 +285,28 @@ pub struct GradientDescriptor {
     pub gradient_bytes: Vec<u64>,
     /// Number of ranks the all-reduce spans.
     pub world_size: u32,
+    /// The topology and links the split was tuned for; `None` (records that predate it) adds
+    /// nothing to the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<GradientTopology>,
+}
+
+/// The topology part of a [`GradientDescriptor`]: devices per server and the links of the
+/// all-reduce model (GB/s and µs per step), plus the fixed cost per segment.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GradientTopology {
+    /// Devices per server.
+    pub devices_per_server: u32,
+    /// Intra-server bandwidth, GB/s.
+    pub intra_gbps: f64,
+    /// Intra-server latency per step, µs.
+    pub intra_latency_us: f64,
+    /// Inter-server bandwidth, GB/s.
+    pub inter_gbps: f64,
+    /// Inter-server latency per step, µs.
+    pub inter_latency_us: f64,
+    /// Fixed cost per all-reduce segment, µs.
+    pub per_segment_us: f64,
 }
 
 impl std::fmt::Display for BankKey {

@@ -513,6 +513,20 @@ impl GradientDescriptor {
             sink.uvar(b);
         }
         sink.uvar(u64::from(self.world_size));
+        if let Some(t) = &self.topology {
+            sink.u8(1);
+            sink.uvar(u64::from(t.devices_per_server));
+            let figures = [
+                ("intra_gbps", t.intra_gbps),
+                ("intra_latency_us", t.intra_latency_us),
+                ("inter_gbps", t.inter_gbps),
+                ("inter_latency_us", t.inter_latency_us),
+                ("per_segment_us", t.per_segment_us),
+            ];
+            for (name, v) in figures {
+                sink.f64_bits(float_bits(v, name)?);
+            }
+        }
         Ok(sink.finish())
     }
 }

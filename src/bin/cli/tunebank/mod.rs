@@ -17,6 +17,7 @@ pub mod lookup;
 mod progress;
 pub mod tune;
 mod tune_config;
+mod tune_gdat;
 mod tune_sgat;
 
 use std::path::PathBuf;

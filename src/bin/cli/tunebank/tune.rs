@@ -15,7 +15,9 @@ use tunebank::report::{OpatResult, ResultFile, TuneTable};
 use tunebank::tune::{self, TuneSummary};
 
 use super::progress::{install_signal_handlers, Progress, CANCEL};
-use super::tune_config::{aoe_short_flags, configure, env_nonempty, normalise_job_type, TuneJob};
+use super::tune_config::{
+    aoe_short_flags, configure, env_nonempty, job_type, normalise_job_type, JobType, TuneJob,
+};
 
 /// tunebank's own flags of `tune` (the model, job type, framework, SoC and every ATC option
 /// are ATC-style flags: `--model=m.onnx --job_type=2 --soc_version=Ascend910B2 ...`).
@@ -54,7 +56,7 @@ pub struct TuneArgs {
     /// /usr/local/Ascend/ascend-toolkit/latest, each + /tools/aoe/conf/aoe.ini.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// AOE's -j: --job_type (2: operator tuning).
+    /// AOE's -j: --job_type (1: subgraph, 2: operator, 4: gradient tuning).
     #[arg(short = 'j', value_name = "JOB_TYPE")]
     pub short_job_type: Option<String>,
     /// AOE's -f: --framework (5: ONNX, the only one supported).
@@ -66,13 +68,18 @@ pub struct TuneArgs {
     /// AOE's -w: --weight (a Caffe model's weight file; Caffe is not supported).
     #[arg(short = 'w', value_name = "WEIGHT")]
     pub short_weight: Option<String>,
+    /// Gradient tuning (`--job_type=4`) flags.
+    #[command(flatten)]
+    pub gdat: super::tune_gdat::GdatArgs,
 }
 
 /// Tunes the model; exit 0 done, 1 some op failed or none tuned, 130 interrupted (a rerun continues).
 pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     let atc = normalise_job_type(&aoe_short_flags(&args, atc)?);
-    if super::tune_sgat::wants_sgat(&atc) {
-        return super::tune_sgat::run(args, &atc);
+    match job_type(&atc)? {
+        JobType::Subgraph => return super::tune_sgat::run(args, &atc),
+        JobType::Gradient => return super::tune_gdat::run(&args, &atc),
+        JobType::Op => {}
     }
     let job = configure(&args, &atc)?;
     // Nothing is written before this point.
@@ -115,7 +122,11 @@ fn open_bank(args: &TuneArgs, job: &TuneJob) -> Result<Bank, BankError> {
 /// `WORK_PATH` (`ini_work_path`), else the working directory (created if needed). Every job type
 /// writes its result file there.
 pub(super) fn result_dir(args: &TuneArgs, ini_work_path: Option<&Path>) -> Result<PathBuf> {
-    let dir = match (&args.output_dir, env_nonempty("ASCEND_WORK_PATH"), ini_work_path) {
+    let dir = match (
+        &args.output_dir,
+        env_nonempty("ASCEND_WORK_PATH"),
+        ini_work_path,
+    ) {
         (Some(d), _, _) => d.clone(),
         (None, Some(w), _) => PathBuf::from(w),
         (None, None, Some(w)) => w.to_path_buf(),

@@ -44,6 +44,39 @@ pub fn normalise_job_type(atc: &[String]) -> Vec<String> {
     out
 }
 
+/// The three AOE job types `tune` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobType {
+    /// 1: subgraph tuning (SGAT).
+    Subgraph,
+    /// 2: operator tuning (OPAT), the default.
+    Op,
+    /// 4: gradient-split tuning (GDAT).
+    Gradient,
+}
+
+/// The job type of a `tune`: `--job_type` (after [`normalise_job_type`]), else `AOE_MODE`, else
+/// operator tuning. A value that is not 1, 2 or 4 is bad input naming where it came from;
+/// `AOE_MODE` is checked even when `--job_type` overrides it.
+pub fn job_type(atc: &[String]) -> Result<JobType> {
+    let parse = |from: &str, value: &str| {
+        match value.trim() {
+        "1" => Ok(JobType::Subgraph),
+        "2" => Ok(JobType::Op),
+        "4" => Ok(JobType::Gradient),
+        _ => bail!("{from}={value}: expected 1 (subgraph tuning, SGAT), 2 (operator tuning, OPAT) or 4 (gradient tuning, GDAT); --job-type also takes subgraph, op or gradient"),
+    }
+    };
+    let env = match env_nonempty("AOE_MODE") {
+        Some(m) => Some(parse("AOE_MODE", &m)?),
+        None => None,
+    };
+    match atc.iter().rev().find_map(|a| a.strip_prefix("--job_type=")) {
+        Some(j) => parse("--job_type", j),
+        None => Ok(env.unwrap_or(JobType::Op)),
+    }
+}
+
 /// Rewrites AOE's short flags `-j -f -m -w` (given to `tune` as its own flags) into the ATC
 /// options they stand for (`--job_type --framework --model --weight`), appended to `atc`; a
 /// short flag and its long form both given is an error.
@@ -130,7 +163,7 @@ fn env_positive(name: &str) -> Result<Option<usize>> {
 }
 
 /// `REPEAT_TUNE`: True/1 or False/0 (default false).
-fn repeat_tune() -> Result<bool> {
+pub fn repeat_tune() -> Result<bool> {
     match env_nonempty("REPEAT_TUNE") {
         None => Ok(false),
         Some(v) => match v.trim().to_ascii_lowercase().as_str() {
@@ -262,17 +295,10 @@ pub struct TuneJob {
 /// Validates the job (job type, environment, flags, options, model) in the order AOE users
 /// meet the errors, and caps the workers by available memory (said on standard error).
 pub fn configure(args: &TuneArgs, atc: &[String]) -> Result<TuneJob> {
-    if let Some(mode) = env_nonempty("AOE_MODE") {
-        if mode.trim() != "2" {
-            bail!("AOE_MODE={mode}: only operator tuning (2, OPAT) is supported yet; subgraph (1) and gradient (4) tuning are not supported yet");
-        }
+    if job_type(atc)? != JobType::Op {
+        bail!("configure: an operator-tuning job was expected (--job_type=2)");
     }
-    // Options first: the job type must be checked before anything else happens.
     let options = ResolvedOptions::from_args(atc, &FsReader)?;
-    let job = options.canonical("job_type").unwrap_or("2").to_owned();
-    if job != "2" {
-        bail!("--job_type={job}: only operator tuning (--job_type=2, --job-type op) is supported yet; subgraph and gradient tuning are not supported yet");
-    }
     check_framework(&options)?;
     let ini = super::aoe_ini::find(args.config.as_deref())?;
     let ops_file = options

@@ -17,19 +17,7 @@ use tunebank::tune::sgat::{run_sgat, sgat_plan, SgatPlan, SgatSummary};
 
 use super::progress::{install_signal_handlers, CANCEL};
 use super::tune::TuneArgs;
-use super::tune_config::{check_framework, env_nonempty, settings};
-
-/// Whether the job is SGAT: `--job_type=1`, or `AOE_MODE=1` without a `--job_type`.
-pub fn wants_sgat(atc: &[String]) -> bool {
-    let given = atc.iter().find_map(|a| {
-        a.strip_prefix("--job_type=")
-            .or_else(|| a.strip_prefix("--job-type="))
-    });
-    match given {
-        Some(j) => j.trim() == "1",
-        None => env_nonempty("AOE_MODE").is_some_and(|m| m.trim() == "1"),
-    }
-}
+use super::tune_config::{check_framework, settings};
 
 /// Tunes the model's subgraphs; exit 0 done, 1 a subgraph failed or none could be tuned, 130
 /// interrupted (a rerun continues).

@@ -1,0 +1,345 @@
+//! One GDAT job: the plan (timeline, cluster, gradient key) and the run (look-up; on a miss or
+//! under `REPEAT_TUNE` a search from the exact optimum and HCCL's default; the best re-measured
+//! against the baseline — the bank's split on a hit, else HCCL's default — side by side; a win
+//! of at least 1 % written under the bank-write policy, a miss without one storing the default
+//! as confirmed, exactly as an op's tuning does).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::bank::policy::WritePolicy;
+use crate::bank::{Bank, Descriptor, Lookup, Origin, Performance, Provenance, Record};
+use crate::key::{
+    BankKey, GradientDescriptor, GradientTopology, RecordKind, ResolvedOptions, SocSpec,
+    KEY_SCHEMA_VERSION,
+};
+use crate::measure::{Measure, StrategyMap};
+use crate::model::Model;
+
+use super::cluster::{Cluster, LinearCost};
+use super::search::{self, ModelRunner};
+use super::split::{hccl_default, optimum, schedule, to_sizes, Schedule, MAX_SEGMENTS};
+use super::timeline::{model_structure, resolved_units, timeline, Timeline};
+use super::GdatError;
+
+/// A tuned split must beat its baseline by this fraction to be written (the op win rule's 1 %).
+pub const MIN_IMPROVEMENT: f64 = 0.01;
+
+/// Everything a GDAT job needs before it opens the bank.
+#[derive(Clone, Debug)]
+pub struct GdatPlan {
+    /// The model's backward timeline.
+    pub timeline: Timeline,
+    /// The topology and links.
+    pub cluster: Cluster,
+    /// The all-reduce model reduced to its linear form for this topology.
+    pub cost: LinearCost,
+    /// At most this many segments.
+    pub max_segments: usize,
+    /// The gradient key's preimage.
+    pub descriptor: GradientDescriptor,
+    /// The gradient key.
+    pub key: BankKey,
+}
+
+/// How a job is run.
+#[derive(Clone, Debug)]
+pub struct GdatSettings {
+    /// Search strategy name (`search_strategies::strategies::by_name`).
+    pub strategy: String,
+    /// Candidates measured at most.
+    pub budget: usize,
+    /// Search seed.
+    pub seed: u64,
+    /// `REPEAT_TUNE`: search even on a bank hit.
+    pub repeat_tune: bool,
+    /// The options as the user gave them (kept in the record).
+    pub options_given: BTreeMap<String, String>,
+}
+
+/// One split and what it gives.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Scenario {
+    /// End indices in production order.
+    pub split: Vec<usize>,
+    /// Its schedule and tail.
+    pub schedule: Schedule,
+    /// Forward + backward + tail, µs.
+    pub step_us: f64,
+}
+
+/// What the job did with the bank (AOE's counting: hit = update + reserved).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GdatDecision {
+    /// A miss; the tuned split won and was added.
+    Add,
+    /// A hit re-tuned (`REPEAT_TUNE`); the tuned split won and replaced the entry.
+    Update,
+    /// A hit whose entry was kept (reused, or not beaten).
+    Reserved,
+    /// A miss without a win; HCCL's default was stored as confirmed.
+    Unsatisfied,
+}
+
+/// The result of a job.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GdatOutcome {
+    /// What happened in the bank.
+    pub decision: GdatDecision,
+    /// Whether a search ran (false: a hit reused).
+    pub searched: bool,
+    /// The split the job ends with (the bank's answer).
+    pub tuned: Scenario,
+    /// HCCL's default split.
+    pub default: Scenario,
+    /// The model's exact optimum.
+    pub optimum: Scenario,
+    /// One segment.
+    pub one_segment: Scenario,
+    /// One segment per gradient (beyond HCCL's limit; a reference).
+    pub per_gradient: Scenario,
+    /// Candidates measured.
+    pub trials: usize,
+    /// Splits in the searched space.
+    pub space_size: usize,
+    /// The runner's identity.
+    pub runner: String,
+}
+
+/// Plans a job: the timeline of `model` under `options` on `soc` (backward problems at
+/// `op_bank`'s strategies where it has them), the cluster's linear cost, and the gradient key.
+pub fn plan_job(
+    model: &Model,
+    options: &ResolvedOptions,
+    soc: &SocSpec,
+    cluster: Cluster,
+    max_segments: usize,
+    op_bank: Option<&Bank>,
+) -> Result<GdatPlan, GdatError> {
+    if !(1..=MAX_SEGMENTS).contains(&max_segments) {
+        return Err(GdatError::Segments(max_segments));
+    }
+    let units = resolved_units(model, options, soc)?;
+    let timeline = timeline(model, &units, soc, op_bank)?;
+    let structure = model_structure(model, &units, options, soc).key()?;
+    let descriptor = GradientDescriptor {
+        soc: soc.clone(),
+        model_structure: structure,
+        gradient_bytes: timeline.bytes(),
+        world_size: cluster.rank_size,
+        topology: Some(GradientTopology {
+            devices_per_server: cluster.devices_per_server,
+            intra_gbps: cluster.intra.bandwidth_gbps,
+            intra_latency_us: cluster.intra.latency_us,
+            inter_gbps: cluster.inter.bandwidth_gbps,
+            inter_latency_us: cluster.inter.latency_us,
+            per_segment_us: cluster.per_segment_us,
+        }),
+    };
+    let key = descriptor.key()?;
+    Ok(GdatPlan {
+        cost: cluster.linear(),
+        timeline,
+        cluster,
+        max_segments,
+        descriptor,
+        key,
+    })
+}
+
+impl GdatPlan {
+    /// The scenario of `split` under the model.
+    pub fn scenario(&self, split: &[usize]) -> Scenario {
+        let t = &self.timeline;
+        let ready: Vec<f64> = t.gradients.iter().map(|g| g.ready_us).collect();
+        let s = schedule(&t.bytes(), &ready, t.backward_end_us, self.cost, split);
+        Scenario {
+            split: split.to_vec(),
+            step_us: t.forward_us + t.backward_end_us + s.tail_us,
+            schedule: s,
+        }
+    }
+
+    /// The model's exact optimum for at most `max_segments` segments.
+    pub fn optimum(&self) -> Vec<usize> {
+        let ready: Vec<f64> = self.timeline.gradients.iter().map(|g| g.ready_us).collect();
+        optimum(&self.timeline.bytes(), &ready, self.cost, self.max_segments)
+    }
+
+    /// HCCL's default split of this model's gradients.
+    pub fn default_split(&self) -> Vec<usize> {
+        hccl_default(&self.timeline.bytes())
+    }
+
+    /// The cluster model as a runner, its space centred on the optimum.
+    pub fn model_runner(&self) -> ModelRunner {
+        let t = &self.timeline;
+        ModelRunner::new(
+            t.bytes(),
+            t.gradients.iter().map(|g| g.ready_us).collect(),
+            t.backward_end_us,
+            self.cost,
+            self.max_segments,
+            self.optimum(),
+            self.default_split(),
+        )
+    }
+
+    /// The bank strategy of `split`: `split` (end indices, production order), `split_by_size`
+    /// (percentages), `segments`.
+    pub fn strategy(&self, split: &[usize]) -> StrategyMap {
+        let mut s = StrategyMap::new();
+        s.insert("segments".into(), serde_json::json!(split.len()));
+        s.insert("split".into(), serde_json::json!(split));
+        s.insert(
+            "split_by_size".into(),
+            serde_json::json!(to_sizes(&self.timeline.bytes(), split)),
+        );
+        s
+    }
+
+    /// The split a stored strategy names, if valid for this plan.
+    pub fn split_of(&self, s: &StrategyMap) -> Option<Vec<usize>> {
+        let v: Vec<usize> = serde_json::from_value(s.get("split")?.clone()).ok()?;
+        let n = self.timeline.gradients.len();
+        super::split::is_valid(&v, n, self.max_segments).then_some(v)
+    }
+}
+
+/// Runs the job against `bank` with `runner` (the cluster model when `None`); see the module
+/// docs. The bank write decides inside its transaction under the bank-write policy.
+pub fn run_job(
+    plan: &GdatPlan,
+    bank: &Bank,
+    settings: &GdatSettings,
+    runner: Option<&mut dyn Measure>,
+) -> Result<GdatOutcome, GdatError> {
+    let n = plan.timeline.gradients.len();
+    let max = plan.max_segments;
+    // A default confirmed by a smaller budget is searched again, as for ops and subgraphs.
+    let (stored, reconfirm) = match bank.lookup(&plan.key)? {
+        Lookup::Hit(hit) => {
+            let p = &hit.answer.performance;
+            let reconfirm =
+                p.default_confirmed && p.confirmed_budget.unwrap_or(0) < settings.budget as u64;
+            (
+                Some(hit.answer.strategy.clone()).filter(|s| plan.split_of(s).is_some()),
+                reconfirm,
+            )
+        }
+        Lookup::Miss { .. } => (None, false),
+    };
+    let (default, opt) = (plan.default_split(), plan.optimum());
+    let mut model = plan.model_runner();
+    let runner: &mut dyn Measure = match runner {
+        Some(r) => r,
+        None => &mut model,
+    };
+    let identity = runner.identity();
+    let report = |decision, searched, split: &[usize], trials, space_size| GdatOutcome {
+        decision,
+        searched,
+        tuned: plan.scenario(split),
+        default: plan.scenario(&default),
+        optimum: plan.scenario(&opt),
+        one_segment: plan.scenario(&[n]),
+        per_gradient: plan.scenario(&(1..=n).collect::<Vec<_>>()),
+        trials,
+        space_size,
+        runner: identity.clone(),
+    };
+    if let (Some(s), false) = (&stored, settings.repeat_tune || reconfirm) {
+        let split = plan.split_of(s).unwrap_or_else(|| default.clone());
+        return Ok(report(GdatDecision::Reserved, false, &split, 0, 0));
+    }
+    let baseline = stored
+        .as_ref()
+        .and_then(|s| plan.split_of(s))
+        .unwrap_or_else(|| default.clone());
+    let task = search::task(
+        &plan.descriptor.soc,
+        &plan.timeline.bytes(),
+        plan.cluster.rank_size,
+        max,
+    );
+    let found = search::search(
+        runner,
+        &task,
+        &[opt.clone(), default.clone(), baseline.clone()],
+        n,
+        max,
+        &settings.strategy,
+        settings.seed,
+        settings.budget,
+    )?;
+    // Side by side: the best and the baseline, measured again together.
+    let pair = [
+        search::to_strategy(&found.split, n, max),
+        search::to_strategy(&baseline, n, max),
+    ];
+    let outs = runner.measure(&task, &pair)?;
+    let (best_us, base_us) = match (outs[0].median_us(), outs[1].median_us()) {
+        (Some(b), Some(a)) => (b, a),
+        _ => return Err(GdatError::NothingMeasured),
+    };
+    let samples = match &outs[0] {
+        crate::measure::Outcome::Measurement { samples_us } => samples_us.clone(),
+        _ => vec![best_us],
+    };
+    let won = best_us < base_us * (1.0 - MIN_IMPROVEMENT) && found.split != baseline;
+    let record = |split: &[usize], tuned_us: f64, samples_us: Vec<f64>, confirmed: bool| Record {
+        key_schema_version: KEY_SCHEMA_VERSION,
+        kind: RecordKind::Gradient,
+        descriptor: Descriptor::Gradient(plan.descriptor.clone()),
+        options: settings.options_given.clone(),
+        strategy: plan.strategy(split),
+        performance: Performance {
+            baseline_us: base_us,
+            tuned_us,
+            samples_us,
+            runner: identity.clone(),
+            default_confirmed: confirmed,
+            confirmed_budget: confirmed.then_some(settings.budget as u64),
+        },
+        provenance: Provenance {
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            algorithm: settings.strategy.clone(),
+            trials: found.trials as u64,
+            seed: settings.seed,
+            unix_time: now_unix(),
+            origin: Origin::Tuned,
+        },
+    };
+    let (decision, split) = if won {
+        let verdict = WritePolicy::after_tuning(stored.as_ref())
+            .write(bank, &record(&found.split, best_us, samples, false))?;
+        match (verdict.replace, stored.is_some()) {
+            (true, false) => (GdatDecision::Add, found.split.clone()),
+            (true, true) => (GdatDecision::Update, found.split.clone()),
+            (false, true) => (GdatDecision::Reserved, baseline.clone()),
+            (false, false) => (GdatDecision::Unsatisfied, baseline.clone()),
+        }
+    } else if stored.is_some() {
+        (GdatDecision::Reserved, baseline.clone())
+    } else {
+        WritePolicy::after_tuning(None)
+            .write(bank, &record(&default, base_us, vec![base_us], true))?;
+        (GdatDecision::Unsatisfied, default.clone())
+    };
+    Ok(report(
+        decision,
+        true,
+        &split,
+        found.trials,
+        found.space_size,
+    ))
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

@@ -1,0 +1,72 @@
+//! GDAT, gradient-split tuning for data-parallel training (AOE job type 4): where to cut a
+//! model's gradient list into all-reduce segments (at most 8, HCCL style) so that communication
+//! overlaps backward compute and the iteration's tail — from the last backward op to the end of
+//! the last all-reduce — is shortest.
+//!
+//! The parts: [`timeline`] (the model's backward timeline: gradients in production order, their
+//! bytes and ready times, from the model import and the op simulator), [`cluster`] (the α–β
+//! all-reduce model of a topology, linear in bytes), [`split`] (splits, their schedule and tail,
+//! the exact dynamic program, HCCL's default, index ⇄ size), [`search`] (the search through the
+//! `Measure` trait, started from the optimum and the default), [`job`] (look-up, search,
+//! decision and bank write under the gradient key), [`report`] (the AOE-style result file, the
+//! lines to paste into a training script, `--timeline-out`), [`render`] (text and SVG Gantt) and
+//! [`why`] (a gradient-key miss explained by the nearest stored records).
+
+pub mod cluster;
+pub mod job;
+pub mod render;
+pub mod report;
+pub mod search;
+pub mod split;
+pub mod timeline;
+pub mod why;
+
+pub use cluster::{Cluster, ClusterFile, LinearCost, Link};
+pub use job::{plan_job, run_job, GdatDecision, GdatOutcome, GdatPlan, GdatSettings, Scenario};
+pub use split::{hccl_default, optimum, schedule, Schedule, Segment, MAX_SEGMENTS};
+pub use timeline::{Gradient, Timeline};
+pub use why::{why_gradient, GradientWhy};
+
+/// Why a GDAT job cannot run. Every variant but [`GdatError::Bank`] is the request's fault.
+#[derive(Debug, thiserror::Error)]
+pub enum GdatError {
+    /// The model has no trainable parameter (no initializer feeding a Conv/MatMul/Gemm weight or
+    /// bias or a normalisation scale).
+    #[error("the model has no trainable parameters (initializers feeding Conv/MatMul/Gemm weights and biases or normalisation scales): there is nothing to all-reduce")]
+    NoParameters,
+    /// The topology or the links are not usable.
+    #[error("cluster: {0}")]
+    Cluster(String),
+    /// The `--cluster` file cannot be read or parsed.
+    #[error("--cluster {path}: {problem}")]
+    ClusterFile {
+        /// The file.
+        path: String,
+        /// What is wrong (the I/O or parse error's text).
+        problem: String,
+    },
+    /// More segments asked than HCCL allows, or fewer than one.
+    #[error("max segments {0}: expected 1 to 8 (HCCL splits gradients into at most 8 segments)")]
+    Segments(usize),
+    /// A backward problem the simulator cannot time.
+    #[error("timing the backward pass: {0}")]
+    Simulator(String),
+    /// The runner failed on the task as a whole.
+    #[error(transparent)]
+    Measure(#[from] crate::measure::MeasureError),
+    /// The model could not be planned (import, shapes, keys).
+    #[error(transparent)]
+    Tune(#[from] crate::tune::TuneError),
+    /// The search strategy name is unknown.
+    #[error("unknown search strategy {0:?}")]
+    Strategy(String),
+    /// The search measured no candidate successfully.
+    #[error("the search measured no split successfully")]
+    NothingMeasured,
+    /// The gradient key could not be derived.
+    #[error(transparent)]
+    Key(#[from] crate::key::KeyError),
+    /// The bank failed.
+    #[error(transparent)]
+    Bank(#[from] crate::bank::BankError),
+}

@@ -1,0 +1,510 @@
+//! GDAT (gradient-split tuning): the tuned split against the model's exact optimum and HCCL's
+//! default on the ResNet-50 and BERT fixtures, properties of the dynamic program, the bank's
+//! hit / REPEAT_TUNE semantics, and bad input through the command line.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use prost::Message;
+use tunebank::bank::Bank;
+use tunebank::gdat::split::{is_valid, optimum, schedule};
+use tunebank::gdat::{
+    plan_job, run_job, Cluster, GdatDecision, GdatPlan, GdatSettings, LinearCost,
+};
+use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
+use tunebank::model::load_onnx;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
+
+fn plan(model: &str, rank: u32) -> GdatPlan {
+    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
+    let soc = options.soc().unwrap();
+    let m = load_onnx(format!("fixtures/models/{model}.onnx")).unwrap();
+    let cluster = Cluster::for_soc(&soc.version, rank, 8).unwrap();
+    plan_job(&m, &options, &soc, cluster, 8, None).unwrap()
+}
+
+fn bank(dir: &Path) -> Bank {
+    Bank::builder(RecordKind::Gradient, "Ascend910B2")
+        .custom_path(dir.join("gradient.redb"))
+        .no_default_builtin()
+        .read_only(false)
+        .open()
+        .unwrap()
+}
+
+fn settings(repeat_tune: bool) -> GdatSettings {
+    GdatSettings {
+        strategy: "ensemble".into(),
+        budget: 64,
+        seed: 1,
+        repeat_tune,
+        options_given: BTreeMap::new(),
+    }
+}
+
+#[test]
+fn tuned_split_is_within_one_percent_of_the_optimum_and_never_worse_than_hccl_default() {
+    for model in ["resnet50", "bert_layer"] {
+        for rank in [8, 16, 64] {
+            let p = plan(model, rank);
+            assert!(p.timeline.gradients.len() > 10, "{model}: parameters found");
+            let dir = tempfile::tempdir().unwrap();
+            let o = run_job(&p, &bank(dir.path()), &settings(false), None).unwrap();
+            let (tuned, opt, default) = (
+                o.tuned.schedule.tail_us,
+                o.optimum.schedule.tail_us,
+                o.default.schedule.tail_us,
+            );
+            assert!(o.searched);
+            assert!(
+                tuned <= opt * 1.01 + 1e-9,
+                "{model}@{rank}: tuned {tuned} vs optimum {opt}"
+            );
+            assert!(
+                tuned <= default + 1e-9,
+                "{model}@{rank}: tuned {tuned} vs default {default}"
+            );
+            assert!(opt <= o.one_segment.schedule.tail_us + 1e-9);
+            assert!(is_valid(&o.tuned.split, p.timeline.gradients.len(), 8));
+            eprintln!(
+                "{model} rank {rank}: tail default {default:.1} tuned {tuned:.1} one {:.1} µs; step default {:.3} tuned {:.3} one {:.3} ms; {:?}",
+                o.one_segment.schedule.tail_us,
+                o.default.step_us / 1e3,
+                o.tuned.step_us / 1e3,
+                o.one_segment.step_us / 1e3,
+                o.decision
+            );
+        }
+    }
+}
+
+#[test]
+fn resnet_gradients_come_in_backward_order_with_their_bytes() {
+    let p = plan("resnet50", 8);
+    let g = &p.timeline.gradients;
+    // 53 convs (weights only), 53 batch norms (scale and shift), the fc weight and bias.
+    assert_eq!(g.len(), 53 + 2 * 53 + 2);
+    assert_eq!(g[0].name, "fc.weight");
+    assert_eq!(g[0].bytes, 2048 * 1000 * 2, "fp16 under force_fp16");
+    assert_eq!(g.last().unwrap().name, "conv1.weight");
+    assert!(g.windows(2).all(|w| w[0].ready_us <= w[1].ready_us));
+    assert!(g.last().unwrap().ready_us <= p.timeline.backward_end_us);
+    // About 25.5 M parameters.
+    let params = p.timeline.total_bytes() / 2;
+    assert!((25_000_000..26_000_000).contains(&params), "{params}");
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+}
+
+fn random_case(r: &mut Rng) -> (Vec<u64>, Vec<f64>, LinearCost) {
+    let n = 2 + (r.next() % 40) as usize;
+    let bytes: Vec<u64> = (0..n).map(|_| 1 + r.next() % 100_000).collect();
+    let mut t = 0.0;
+    let ready = (0..n)
+        .map(|_| {
+            t += (r.next() % 500) as f64;
+            t
+        })
+        .collect();
+    let cost = LinearCost {
+        per_segment_us: (r.next() % 100) as f64,
+        us_per_byte: 1e-4 * (1 + r.next() % 100) as f64,
+    };
+    (bytes, ready, cost)
+}
+
+fn tail(bytes: &[u64], ready: &[f64], cost: LinearCost, split: &[usize]) -> f64 {
+    schedule(bytes, ready, *ready.last().unwrap(), cost, split).tail_us
+}
+
+#[test]
+fn the_optimum_is_at_most_every_random_split() {
+    let mut r = Rng(11);
+    for _ in 0..300 {
+        let (bytes, ready, cost) = random_case(&mut r);
+        let n = bytes.len();
+        let max = 1 + (r.next() % 8) as usize;
+        let best = tail(&bytes, &ready, cost, &optimum(&bytes, &ready, cost, max));
+        for _ in 0..50 {
+            let k = 1 + (r.next() as usize % max.min(n));
+            let mut cuts: Vec<usize> = (0..k - 1)
+                .map(|_| 1 + r.next() as usize % (n - 1))
+                .collect();
+            cuts.sort();
+            cuts.dedup();
+            cuts.push(n);
+            assert!(best <= tail(&bytes, &ready, cost, &cuts) + 1e-9);
+        }
+    }
+}
+
+#[test]
+fn another_segment_never_raises_the_optimum_and_a_faster_link_never_does() {
+    let mut r = Rng(5);
+    for _ in 0..300 {
+        let (bytes, ready, cost) = random_case(&mut r);
+        let opt = |c: LinearCost, k: usize| tail(&bytes, &ready, c, &optimum(&bytes, &ready, c, k));
+        for k in 1..8 {
+            assert!(opt(cost, k + 1) <= opt(cost, k) + 1e-9);
+        }
+        let faster = LinearCost {
+            us_per_byte: cost.us_per_byte * 0.5,
+            ..cost
+        };
+        let cheaper = LinearCost {
+            per_segment_us: cost.per_segment_us * 0.5,
+            ..cost
+        };
+        assert!(opt(faster, 8) <= opt(cost, 8) + 1e-9);
+        assert!(opt(cheaper, 8) <= opt(cost, 8) + 1e-9);
+    }
+    // Through the cluster model: a faster inter-server link never raises the fixture's optimum.
+    let p = plan("resnet50", 64);
+    let o = p.scenario(&p.optimum()).schedule.tail_us;
+    let mut fast = p.clone();
+    let mut c = fast.cluster;
+    c.inter.bandwidth_gbps *= 2.0;
+    fast.cost = c.linear();
+    assert!(fast.scenario(&fast.optimum()).schedule.tail_us <= o);
+}
+
+#[test]
+fn a_rerun_is_a_hit_and_repeat_tune_searches_again() {
+    let p = plan("resnet50", 16);
+    let dir = tempfile::tempdir().unwrap();
+    let b = bank(dir.path());
+    let first = run_job(&p, &b, &settings(false), None).unwrap();
+    assert_eq!(first.decision, GdatDecision::Add);
+    let again = run_job(&p, &b, &settings(false), None).unwrap();
+    assert_eq!(again.decision, GdatDecision::Reserved);
+    assert!(!again.searched);
+    assert_eq!(again.tuned.split, first.tuned.split);
+    let repeat = run_job(&p, &b, &settings(true), None).unwrap();
+    assert!(repeat.searched && repeat.trials > 0);
+    assert_eq!(
+        repeat.decision,
+        GdatDecision::Reserved,
+        "the stored split is not beaten"
+    );
+    // Another rank size is another key: a miss, searched.
+    let other = plan("resnet50", 64);
+    assert_ne!(other.key, p.key);
+    let o = run_job(&other, &b, &settings(false), None).unwrap();
+    assert!(o.searched);
+}
+
+fn tune(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut c = Command::new(BIN);
+    c.current_dir(dir)
+        .args([
+            "tune",
+            "--job_type=4",
+            "--soc_version=Ascend910B2",
+            "--output-dir",
+            "out",
+            "--bank",
+            "b.redb",
+        ])
+        .args(extra)
+        .env_remove("AOE_MODE")
+        .env_remove("REPEAT_TUNE");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn model_arg(name: &str) -> String {
+    format!(
+        "--model={}/fixtures/models/{name}.onnx",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn result(dir: &Path) -> serde_json::Value {
+    let mut files: Vec<_> = std::fs::read_dir(dir.join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let f = files.last().unwrap();
+    assert!(f
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("aoe_result_gdat_"));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
+    let (_, body) = v.as_object().unwrap().iter().next().unwrap();
+    body[1]["GDAT"].clone()
+}
+
+#[test]
+fn command_line_writes_result_timeline_and_svg_and_reruns_hit() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model_arg("resnet50");
+    let out = tune(
+        dir.path(),
+        &[
+            &m,
+            "--rank_size",
+            "16",
+            "--timeline-out",
+            "t.json",
+            "--svg",
+            "g.svg",
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("set_split_strategy_by_idx(") && text.contains("bucket_cap_mb="),
+        "{text}"
+    );
+    let r = result(dir.path());
+    assert_eq!(r["repo_summary"]["repo_add_num"], 1);
+    let t: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("t.json")).unwrap()).unwrap();
+    // The timeline recomputes the tail without tunebank.
+    let grads = t["gradients"].as_array().unwrap();
+    let (a, b) = (
+        t["allreduce"]["per_segment_us"].as_f64().unwrap(),
+        t["allreduce"]["us_per_byte"].as_f64().unwrap(),
+    );
+    let (mut first, mut free) = (0usize, 0.0f64);
+    for e in t["split"].as_array().unwrap() {
+        let e = e.as_u64().unwrap() as usize;
+        let bytes: u64 = grads[first..e]
+            .iter()
+            .map(|g| g["bytes"].as_u64().unwrap())
+            .sum();
+        free = grads[e - 1]["ready_us"].as_f64().unwrap().max(free) + a + b * bytes as f64;
+        first = e;
+    }
+    let recomputed = free - t["backward_end_us"].as_f64().unwrap();
+    assert!((recomputed - t["tail_us"].as_f64().unwrap()).abs() < 1e-6);
+    assert!(t["tail_us"].as_f64().unwrap() <= t["default_tail_us"].as_f64().unwrap());
+    assert!(std::fs::read_to_string(dir.path().join("g.svg"))
+        .unwrap()
+        .starts_with("<svg"));
+    let again = tune(dir.path(), &[&m, "--rank_size", "16"], &[]);
+    assert!(again.status.success());
+    let r = result(dir.path());
+    assert_eq!(
+        (
+            r["repo_summary"]["repo_hit_num"].clone(),
+            r["trials"].clone()
+        ),
+        (1.into(), 0.into())
+    );
+    let repeat = tune(
+        dir.path(),
+        &[&m, "--rank_size", "16"],
+        &[("REPEAT_TUNE", "True")],
+    );
+    assert!(repeat.status.success());
+    assert!(result(dir.path())["trials"].as_u64().unwrap() > 0);
+}
+
+/// A model with one Relu and no initializer.
+fn write_relu_model(path: &Path) {
+    #[derive(Clone, PartialEq, Message)]
+    struct ModelProto {
+        #[prost(int64, tag = "1")]
+        ir_version: i64,
+        #[prost(message, repeated, tag = "8")]
+        opset_import: Vec<OpsetProto>,
+        #[prost(message, optional, tag = "7")]
+        graph: Option<GraphProto>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    struct OpsetProto {
+        #[prost(string, tag = "1")]
+        domain: String,
+        #[prost(int64, tag = "2")]
+        version: i64,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    struct GraphProto {
+        #[prost(message, repeated, tag = "1")]
+        node: Vec<NodeProto>,
+        #[prost(string, tag = "2")]
+        name: String,
+        #[prost(message, repeated, tag = "11")]
+        input: Vec<ValueInfoProto>,
+        #[prost(message, repeated, tag = "12")]
+        output: Vec<ValueInfoProto>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    struct NodeProto {
+        #[prost(string, repeated, tag = "1")]
+        input: Vec<String>,
+        #[prost(string, repeated, tag = "2")]
+        output: Vec<String>,
+        #[prost(string, tag = "3")]
+        name: String,
+        #[prost(string, tag = "4")]
+        op_type: String,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    struct ValueInfoProto {
+        #[prost(string, tag = "1")]
+        name: String,
+        #[prost(message, optional, tag = "2")]
+        r#type: Option<TypeProto>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    struct TypeProto {
+        #[prost(message, optional, tag = "1")]
+        tensor_type: Option<TensorTypeProto>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    struct TensorTypeProto {
+        #[prost(int32, tag = "1")]
+        elem_type: i32,
+        #[prost(message, optional, tag = "2")]
+        shape: Option<ShapeProto>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    struct ShapeProto {
+        #[prost(message, repeated, tag = "1")]
+        dim: Vec<DimProto>,
+    }
+    #[derive(Clone, PartialEq, Message)]
+    struct DimProto {
+        #[prost(int64, optional, tag = "1")]
+        dim_value: Option<i64>,
+    }
+    let value = |name: &str| ValueInfoProto {
+        name: name.into(),
+        r#type: Some(TypeProto {
+            tensor_type: Some(TensorTypeProto {
+                elem_type: 10,
+                shape: Some(ShapeProto {
+                    dim: [8, 64]
+                        .iter()
+                        .map(|&d| DimProto { dim_value: Some(d) })
+                        .collect(),
+                }),
+            }),
+        }),
+    };
+    let m = ModelProto {
+        ir_version: 8,
+        opset_import: vec![OpsetProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(GraphProto {
+            node: vec![NodeProto {
+                input: vec!["x".into()],
+                output: vec!["y".into()],
+                name: "relu".into(),
+                op_type: "Relu".into(),
+            }],
+            name: "g".into(),
+            input: vec![value("x")],
+            output: vec![value("y")],
+        }),
+    };
+    std::fs::write(path, m.encode_to_vec()).unwrap();
+}
+
+#[test]
+fn bad_input_exits_2_naming_it_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let relu = dir.path().join("relu.onnx");
+    write_relu_model(&relu);
+    std::fs::write(
+        dir.path().join("bad.json"),
+        r#"{"intra": {"bandwidth_gbps": "fast"}}"#,
+    )
+    .unwrap();
+    let m = model_arg("resnet50");
+    let relu_arg = format!("--model={}", relu.display());
+    let cases: [(&[&str], &str); 6] = [
+        (&[&relu_arg, "--rank_size", "8"], "no trainable parameters"),
+        (&[&m, "--rank_size", "1"], "rank_size 1"),
+        (
+            &[&m, "--rank_size", "8", "--max_segments", "9"],
+            "max segments 9",
+        ),
+        (
+            &[&m, "--rank_size", "8", "--cluster", "missing.json"],
+            "--cluster missing.json",
+        ),
+        (
+            &[&m, "--rank_size", "8", "--cluster", "bad.json"],
+            "--cluster bad.json",
+        ),
+        (&[&m], "--rank_size"),
+    ];
+    for (args, named) in cases {
+        let out = tune(dir.path(), args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(named), "{args:?}: {err}");
+        assert!(
+            !dir.path().join("out").exists() && !dir.path().join("b.redb").exists(),
+            "{args:?} wrote"
+        );
+    }
+}
+
+#[test]
+fn devices_per_server_and_links_enter_the_gradient_key() {
+    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
+    let soc = options.soc().unwrap();
+    let m = load_onnx("fixtures/models/bert_layer.onnx").unwrap();
+    let key = |c: Cluster| plan_job(&m, &options, &soc, c, 8, None).unwrap().key;
+    let base = Cluster::for_soc(&soc.version, 16, 8).unwrap();
+    let k = key(base);
+    assert_ne!(k, key(Cluster::for_soc(&soc.version, 16, 16).unwrap()));
+    let mut faster = base;
+    faster.inter.bandwidth_gbps *= 2.0;
+    assert_ne!(k, key(faster));
+    assert_eq!(k, key(base), "a pure function of the descriptor");
+    // Without a topology the encoding is the one before it existed (golden keys unchanged).
+    let mut d = plan_job(&m, &options, &soc, base, 8, None)
+        .unwrap()
+        .descriptor;
+    d.topology = None;
+    assert_ne!(d.key().unwrap(), k);
+}
+
+#[test]
+fn a_gradient_key_miss_names_the_differing_rank_size() {
+    let p16 = plan("bert_layer", 16);
+    let dir = tempfile::tempdir().unwrap();
+    let b = bank(dir.path());
+    run_job(&p16, &b, &settings(false), None).unwrap();
+    let hit = tunebank::gdat::why_gradient(&b, &p16.descriptor, 16).unwrap();
+    assert!(hit.hit && hit.nearest.is_empty());
+    let p64 = plan("bert_layer", 64);
+    let why = tunebank::gdat::why_gradient(&b, &p64.descriptor, 16).unwrap();
+    assert!(!why.hit);
+    assert_eq!(why.nearest.len(), 1);
+    assert_eq!(why.nearest[0].key, p16.key);
+    assert_eq!(
+        why.nearest[0].differences,
+        vec!["world_size: stored 16, looked up 64".to_owned()]
+    );
+    assert!(why
+        .to_string()
+        .contains("world_size: stored 16, looked up 64"));
+}
