@@ -61,7 +61,7 @@ ASCEND_CACHE_PATH (bank location), ASCEND_WORK_PATH (result file), REPEAT_TUNE=T
 TUNING_PARALLEL_NUM (workers, capped by available memory), TE_PARALLEL_COMPILER (candidates per \
 search round), AOE_MODE (the job type when --job_type is not given), ASCEND_DEVICE_ID."
     )]
-    Tune(tune::TuneArgs),
+    Tune(Box<tune::TuneArgs>),
     /// The converter's view: every op of `--model=m.onnx` resolved against the bank under the
     /// given ATC options, hit or miss per op.
     #[command(before_long_help = tunebank::key::options::options_help())]
@@ -114,7 +114,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
     match cli.command {
         Command::Key(args) => key::run(args, &atc),
         Command::Lookup(args) => lookup::run(args, &atc),
-        Command::Tune(args) => tune::run(args, &atc),
+        Command::Tune(args) => tune::run(*args, &atc),
         Command::Convert(args) => convert::run(args, &atc),
         Command::Calibrate(args) => calibrate::run(args, &atc),
         Command::Bank(BankCommand::Stats(args)) => bank_stats::run(args, &atc),
