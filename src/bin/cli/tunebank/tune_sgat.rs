@@ -97,7 +97,7 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
 }
 
 /// The op bank the environment names, read-only, when it exists (node op strategies).
-fn open_op_bank(soc: &str) -> Result<Option<Bank>> {
+pub(super) fn open_op_bank(soc: &str) -> Result<Option<Bank>> {
     let builder = Bank::builder(RecordKind::Op, soc).no_default_builtin();
     match builder.custom_location()? {
         Some(loc) if loc.file.exists() => Ok(Some(builder.read_only(true).open()?)),
