@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use rand::{Rng, SeedableRng};
 use redb::{ConcurrencyMode, ReadableDatabase, TableDefinition};
-use tunebank::bank::Bank;
+use tunebank::bank::{Bank, Found};
 use tunebank::key::RecordKind;
 
 const RECORDS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("records");
@@ -110,6 +110,7 @@ fn lookups(c: &mut Criterion) {
                     &key,
                     |_| true,
                     |hit| {
+                        json.clear();
                         hit.answer.strategy.write_json(&mut json);
                         json.len()
                     },
@@ -192,6 +193,44 @@ fn batch(c: &mut Criterion, n: u64, bank: &Bank, ops: &[tunebank::key::OpDescrip
             let hits = answers.iter().filter(|a| a.hit().is_some()).count();
             assert_eq!(hits, MODEL);
             black_box(hits)
+        })
+    });
+    // What the C API's batch does: hits read in place, each strategy written as JSON.
+    let mut json = Vec::with_capacity(MODEL * 128);
+    g.bench_function("singles_in_place_as_json", |b| {
+        b.iter(|| {
+            m = (m + 1) % models.len();
+            json.clear();
+            let mut hits = 0;
+            for op in models[m] {
+                let key = op.key().unwrap();
+                let found = bank
+                    .lookup_with(&key, |_| true, |h| h.answer.strategy.write_json(&mut json))
+                    .unwrap();
+                hits += usize::from(matches!(found, Found::Hit(())));
+            }
+            assert_eq!(hits, MODEL);
+            black_box(json.len())
+        })
+    });
+    g.bench_function("batch_in_place_as_json", |b| {
+        b.iter(|| {
+            m = (m + 1) % models.len();
+            json.clear();
+            let keys: Vec<_> = models[m].iter().map(|op| op.key().unwrap()).collect();
+            let answers = bank
+                .lookup_many_with(
+                    &keys,
+                    |_| true,
+                    |_, h| h.answer.strategy.write_json(&mut json),
+                )
+                .unwrap();
+            let hits = answers
+                .iter()
+                .filter(|a| matches!(a, Ok(Found::Hit(()))))
+                .count();
+            assert_eq!(hits, MODEL);
+            black_box(json.len())
         })
     });
     g.finish();

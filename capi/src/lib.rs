@@ -38,6 +38,7 @@ mod status;
 use std::ffi::c_char;
 use std::ptr;
 
+use tunebank::bank::record::AnswerRef;
 use tunebank::bank::{Bank, Found, Lookup, Record, Strategy};
 use tunebank::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 
@@ -113,16 +114,10 @@ pub fn lookup(bank: &Bank, key: &BankKey) -> Result<Lookup, tunebank::bank::Bank
     })
 }
 
-/// [`lookup`] for many keys at once (`Bank::lookup_many_checked`: one read transaction per
-/// layer): one answer per key, in order, each what [`lookup`] gives for that key alone.
-pub fn lookup_many(
-    bank: &Bank,
-    keys: &[BankKey],
-) -> Result<Vec<Result<Lookup, tunebank::bank::BankError>>, tunebank::bank::BankError> {
-    let kind = bank.kind();
-    bank.lookup_many_checked(keys, |a| {
-        a.key_schema_version == KEY_SCHEMA_VERSION && a.kind == kind
-    })
+/// The validity check of every C look-up: a stored answer counts only if it was written under
+/// this build's key schema version and for `kind` (the bank's); anything else is a rejected hit.
+fn accepts(kind: RecordKind) -> impl Fn(&AnswerRef<'_>) -> bool {
+    move |a| a.key_schema_version == KEY_SCHEMA_VERSION && a.kind == kind
 }
 
 /// The strategy as the C API returns it: compact JSON, parameters in name order.
@@ -171,13 +166,11 @@ unsafe fn lookup_into(
         // SAFETY: `info` is not NULL, so it is valid for a write (the caller's contract).
         unsafe { *info = TunebankHitInfo::NONE };
     }
-    let kind = open.bank.kind();
     // The hit is read in place: the strategy goes from the stored bytes to JSON in the
     // caller's buffer without an intermediate map (`Bank::lookup_with`).
-    let found = open.bank.lookup_with(
-        key,
-        |a| a.key_schema_version == KEY_SCHEMA_VERSION && a.kind == kind,
-        |hit| {
+    let found = open
+        .bank
+        .lookup_with(key, accepts(open.bank.kind()), |hit| {
             if !info.is_null() {
                 let hit_info = TunebankHitInfo {
                     layer: layer_number(hit.layer),
@@ -197,8 +190,7 @@ unsafe fn lookup_into(
             // SAFETY: `strategy`, `capacity` and `strategy_len` are the caller's, under the
             // contract `deliver` requires.
             unsafe { deliver(&json, strategy, capacity, strategy_len, "the strategy") }
-        },
-    )?;
+        })?;
     match found {
         Found::Hit(delivered) => delivered,
         Found::Miss { rejected } if rejected.is_empty() => {
@@ -532,20 +524,31 @@ pub unsafe extern "C" fn tunebank_lookup_batch(
             // (this function's contract), so key `i < count` is inside it.
             batch.push(unsafe { key_arg(keys.add(i * TUNEBANK_KEY_LEN)) }?);
         }
-        let mut text: Vec<u8> = Vec::new();
-        for (i, answer) in lookup_many(&open.bank, &batch)?.into_iter().enumerate() {
+        // Hits arrive in the bank's read order; their JSON goes to `scratch`, then into `text`
+        // in key order.
+        let mut scratch: Vec<u8> = Vec::new();
+        let mut spans = vec![(0usize, 0usize); count];
+        // One read transaction per layer (`Bank::lookup_many_with`), hits read in place.
+        let answers = open
+            .bank
+            .lookup_many_with(&batch, accepts(open.bank.kind()), |i, hit| {
+                let at = scratch.len();
+                hit.answer.strategy.write_json(&mut scratch);
+                scratch.push(0);
+                spans[i] = (at, scratch.len());
+            })?;
+        let mut text: Vec<u8> = Vec::with_capacity(scratch.len());
+        for (i, answer) in answers.into_iter().enumerate() {
             let (status, offset) = match answer {
-                Ok(Lookup::Hit(hit)) => {
+                Ok(Found::Hit(())) => {
                     let at = text.len();
-                    serde_json::to_writer(&mut text, &hit.answer.strategy)
-                        .expect("a strategy map always serialises");
-                    text.push(0);
+                    text.extend_from_slice(&scratch[spans[i].0..spans[i].1]);
                     (TunebankStatus::Ok, at)
                 }
-                Ok(Lookup::Miss { rejected }) if rejected.is_empty() => {
+                Ok(Found::Miss { rejected }) if rejected.is_empty() => {
                     (TunebankStatus::Miss, TUNEBANK_NO_OFFSET)
                 }
-                Ok(Lookup::Miss { .. }) => (TunebankStatus::RejectedHit, TUNEBANK_NO_OFFSET),
+                Ok(Found::Miss { .. }) => (TunebankStatus::RejectedHit, TUNEBANK_NO_OFFSET),
                 Err(e) => match status::bank_status(&e) {
                     TunebankStatus::DamagedRecord => {
                         (TunebankStatus::DamagedRecord, TUNEBANK_NO_OFFSET)

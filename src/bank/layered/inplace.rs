@@ -99,3 +99,145 @@ impl Bank {
         Ok(Found::Miss { rejected })
     }
 }
+
+/// Where one key of [`Bank::lookup_many_with`] stands after the layers read so far.
+enum Step {
+    /// No layer answered yet; these layers' entries were refused by the validity check.
+    Open(Vec<LayerId>),
+    /// A layer answered (the caller's closure has seen it); `rejected` were refused above it.
+    Hit(usize),
+    /// A layer's entry is damaged; `usize` entries were rejected above it.
+    Failed(record::RecordError, usize),
+}
+
+impl Bank {
+    /// Looks up every key of `keys` in place: for each key, exactly the walk of
+    /// [`Bank::lookup_with`] (the same hit, shadowed and rejected layers, the same damaged-record
+    /// and error-on-miss errors, the same counters), but each layer is read in one read
+    /// transaction (`Store::get_many_with`, keys in ascending order) and every hit is handed to
+    /// `on_hit(position, hit)` while that transaction is open. `on_hit` runs once per position
+    /// of `keys` that hits (a key given twice is handed over twice), in the order the layer
+    /// reads them, not in input order. Returns one entry per position, in input order:
+    /// `Found::Hit(())` where `on_hit` saw the hit. Shadowing below the answering layer is read
+    /// first, in one presence pass per lower layer. A storage error ends the whole batch.
+    pub fn lookup_many_with(
+        &self,
+        keys: &[BankKey],
+        valid: impl Fn(&AnswerRef<'_>) -> bool,
+        mut on_hit: impl FnMut(usize, HitRef<'_>),
+    ) -> Result<Vec<Result<Found<()>, BankError>>, BankError> {
+        // Unique keys in ascending order; `positions[u]` are the input positions of key `u`.
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_unstable_by_key(|&i| keys[i].0);
+        let mut unique: Vec<BankKey> = Vec::with_capacity(keys.len());
+        let mut positions: Vec<Vec<usize>> = Vec::with_capacity(keys.len());
+        for &i in &order {
+            if unique.last() != Some(&keys[i]) {
+                unique.push(keys[i]);
+                positions.push(Vec::new());
+            }
+            positions.last_mut().expect("pushed above").push(i);
+        }
+        // held[l][u]: layer l holds key u (only the layers below the first are needed).
+        let mut held: Vec<Vec<bool>> = vec![Vec::new(); self.layers.len()];
+        for (l, layer) in self.layers.iter().enumerate().skip(1) {
+            let mut here = vec![false; unique.len()];
+            let mut at = 0;
+            layer.store.get_many_with(&unique, &mut |key, _| {
+                while unique[at] != *key {
+                    at += 1;
+                }
+                here[at] = true;
+            })?;
+            held[l] = here;
+        }
+        let mut steps: Vec<Step> = unique.iter().map(|_| Step::Open(Vec::new())).collect();
+        for (l, layer) in self.layers.iter().enumerate() {
+            let open: Vec<BankKey> = unique
+                .iter()
+                .zip(&steps)
+                .filter(|(_, s)| matches!(s, Step::Open(_)))
+                .map(|(k, _)| *k)
+                .collect();
+            if open.is_empty() {
+                break;
+            }
+            let mut at = 0;
+            layer.store.get_many_with(&open, &mut |key, bytes| {
+                while unique[at] != *key {
+                    at += 1;
+                }
+                let Step::Open(rejected) = &mut steps[at] else {
+                    return;
+                };
+                let answer = match record::decode_answer_ref(key, bytes) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        steps[at] = Step::Failed(e, rejected.len());
+                        return;
+                    }
+                };
+                if !valid(&answer) {
+                    rejected.push(layer.id);
+                    return;
+                }
+                let shadowed: Vec<LayerId> = (l + 1..self.layers.len())
+                    .filter(|&m| held[m][at])
+                    .map(|m| self.layers[m].id)
+                    .collect();
+                let rejected = std::mem::take(rejected);
+                for &p in &positions[at] {
+                    on_hit(
+                        p,
+                        HitRef {
+                            key: *key,
+                            layer: layer.id,
+                            answer: answer.clone(),
+                            value: bytes,
+                            shadowed: shadowed.clone(),
+                            rejected_above: rejected.clone(),
+                        },
+                    );
+                }
+                steps[at] = Step::Hit(rejected.len());
+            })?;
+        }
+        let mut out: Vec<Option<Result<Found<()>, BankError>>> =
+            (0..keys.len()).map(|_| None).collect();
+        for (u, step) in steps.into_iter().enumerate() {
+            for &p in &positions[u] {
+                out[p] = Some(self.count(&unique[u], &step));
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|a| a.expect("every position has a key"))
+            .collect())
+    }
+
+    /// One position's answer from its key's final step, counted as a single look-up would
+    /// count it.
+    fn count(&self, key: &BankKey, step: &Step) -> Result<Found<()>, BankError> {
+        let rejected = match step {
+            Step::Open(r) => r.len(),
+            Step::Hit(n) | Step::Failed(_, n) => *n,
+        };
+        self.rejected.fetch_add(rejected as u64, Ordering::Relaxed);
+        match step {
+            Step::Hit(_) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                Ok(Found::Hit(()))
+            }
+            Step::Failed(e, _) => Err(e.clone().into()),
+            Step::Open(rejected) => {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                if self.error_on_miss {
+                    return Err(BankError::Miss { key: *key });
+                }
+                Ok(Found::Miss {
+                    rejected: rejected.clone(),
+                })
+            }
+        }
+    }
+}

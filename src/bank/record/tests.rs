@@ -475,6 +475,7 @@ fn answer_in_place_agrees_with_the_owned_answer() {
             assert_eq!(inplace.strategy.get(name).as_ref(), Some(v), "case {case}");
         }
         assert_eq!(inplace.strategy.get("no such parameter"), None);
+        json.clear();
         inplace.strategy.write_json(&mut json);
         assert_eq!(
             String::from_utf8(json.clone()).unwrap(),

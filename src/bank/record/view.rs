@@ -135,10 +135,10 @@ impl StrategyRef<'_> {
         }
     }
 
-    /// Replaces `out`'s content with the strategy as compact JSON, parameters in name order:
-    /// byte for byte what `serde_json::to_string(&self.to_strategy())` gives.
+    /// Appends the strategy to `out` as compact JSON, parameters in name order: byte for byte
+    /// what `serde_json::to_string(&self.to_strategy())` gives. Many strategies can share one
+    /// buffer (the C API's batch does).
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        out.clear();
         match self {
             StrategyRef::Packed(p) => {
                 out.push(b'{');
