@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::bank::policy::WritePolicy;
-use crate::bank::{Bank, Descriptor, Lookup, Origin, Performance, Provenance, Record};
+use crate::bank::{Bank, Descriptor, Lookup, Origin, Performance, Provenance, Record, Strategy};
 use crate::key::{
     BankKey, GradientDescriptor, GradientTopology, RecordKind, ResolvedOptions, SocSpec,
     KEY_SCHEMA_VERSION,
@@ -208,18 +208,15 @@ impl GdatPlan {
     }
 }
 
-/// Runs the job against `bank` with `runner` (the cluster model when `None`); see the module
-/// docs. The bank write decides inside its transaction under the bank-write policy.
-pub fn run_job(
+/// The strategy the gradient bank holds for the plan's key (if it is a split of this plan),
+/// and whether it is a default confirmed by a smaller budget than `settings.budget`, which is
+/// searched again, as for ops and subgraphs.
+fn stored_split(
     plan: &GdatPlan,
     bank: &Bank,
     settings: &GdatSettings,
-    runner: Option<&mut dyn Measure>,
-) -> Result<GdatOutcome, GdatError> {
-    let n = plan.timeline.gradients.len();
-    let max = plan.max_segments;
-    // A default confirmed by a smaller budget is searched again, as for ops and subgraphs.
-    let (stored, reconfirm) = match bank.lookup(&plan.key)? {
+) -> Result<(Option<Strategy>, bool), GdatError> {
+    Ok(match bank.lookup(&plan.key)? {
         Lookup::Hit(hit) => {
             let p = &hit.answer.performance;
             let reconfirm =
@@ -230,7 +227,20 @@ pub fn run_job(
             )
         }
         Lookup::Miss { .. } => (None, false),
-    };
+    })
+}
+
+/// Runs the job against `bank` with `runner` (the cluster model when `None`); see the module
+/// docs. The bank write decides inside its transaction under the bank-write policy.
+pub fn run_job(
+    plan: &GdatPlan,
+    bank: &Bank,
+    settings: &GdatSettings,
+    runner: Option<&mut dyn Measure>,
+) -> Result<GdatOutcome, GdatError> {
+    let n = plan.timeline.gradients.len();
+    let max = plan.max_segments;
+    let (stored, reconfirm) = stored_split(plan, bank, settings)?;
     let (default, opt) = (plan.default_split(), plan.optimum());
     let mut model = plan.model_runner();
     let runner: &mut dyn Measure = match runner {
