@@ -531,3 +531,28 @@ fn a_gradient_key_miss_names_the_differing_rank_size() {
         .to_string()
         .contains("world_size: stored 16, looked up 64"));
 }
+
+/// BERT at rank 64: the default split is the optimum, so the job confirms it. The confirmation
+/// remembers its budget: a rerun with that budget (or less) hits it, a larger budget searches
+/// again and confirms it anew.
+#[test]
+fn a_confirmed_default_is_searched_again_only_under_a_larger_budget() {
+    let p = plan("bert_layer", 64);
+    let dir = tempfile::tempdir().unwrap();
+    let b = bank(dir.path());
+    let with_budget = |budget| GdatSettings {
+        budget,
+        ..settings(false)
+    };
+    let first = run_job(&p, &b, &with_budget(4), None).unwrap();
+    assert_eq!(first.decision, GdatDecision::Unsatisfied);
+    let hit = run_job(&p, &b, &with_budget(4), None).unwrap();
+    assert!(!hit.searched, "the same budget hits the confirmation");
+    let smaller = run_job(&p, &b, &with_budget(2), None).unwrap();
+    assert!(!smaller.searched, "a smaller budget hits it too");
+    let larger = run_job(&p, &b, &with_budget(16), None).unwrap();
+    assert!(larger.searched, "a larger budget searches again");
+    assert!(larger.trials > 0);
+    let after = run_job(&p, &b, &with_budget(16), None).unwrap();
+    assert!(!after.searched, "confirmed anew under the larger budget");
+}

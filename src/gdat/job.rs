@@ -230,6 +230,33 @@ fn stored_split(
     })
 }
 
+impl GdatPlan {
+    /// The outcome of a job that decided `decision` with `split` as the tuned split, after
+    /// `searched` (trials, space size) on `runner`; the other scenarios are the plan's.
+    fn outcome(
+        &self,
+        decision: GdatDecision,
+        searched: bool,
+        split: &[usize],
+        (trials, space_size): (usize, usize),
+        runner: &str,
+    ) -> GdatOutcome {
+        let n = self.timeline.gradients.len();
+        GdatOutcome {
+            decision,
+            searched,
+            tuned: self.scenario(split),
+            default: self.scenario(&self.default_split()),
+            optimum: self.scenario(&self.optimum()),
+            one_segment: self.scenario(&[n]),
+            per_gradient: self.scenario(&(1..=n).collect::<Vec<_>>()),
+            trials,
+            space_size,
+            runner: runner.to_owned(),
+        }
+    }
+}
+
 /// Runs the job against `bank` with `runner` (the cluster model when `None`); see the module
 /// docs. The bank write decides inside its transaction under the bank-write policy.
 pub fn run_job(
@@ -248,17 +275,8 @@ pub fn run_job(
         None => &mut model,
     };
     let identity = runner.identity();
-    let report = |decision, searched, split: &[usize], trials, space_size| GdatOutcome {
-        decision,
-        searched,
-        tuned: plan.scenario(split),
-        default: plan.scenario(&default),
-        optimum: plan.scenario(&opt),
-        one_segment: plan.scenario(&[n]),
-        per_gradient: plan.scenario(&(1..=n).collect::<Vec<_>>()),
-        trials,
-        space_size,
-        runner: identity.clone(),
+    let report = |decision, searched, split: &[usize], trials, space_size| {
+        plan.outcome(decision, searched, split, (trials, space_size), &identity)
     };
     if let (Some(s), false) = (&stored, settings.repeat_tune || reconfirm) {
         let split = plan.split_of(s).unwrap_or_else(|| default.clone());
@@ -331,12 +349,19 @@ pub fn run_job(
             (false, true) => (GdatDecision::Reserved, baseline.clone()),
             (false, false) => (GdatDecision::Unsatisfied, baseline.clone()),
         }
-    } else if stored.is_some() {
+    } else if stored.is_some() && !reconfirm {
         (GdatDecision::Reserved, baseline.clone())
     } else {
+        // No win: the baseline (HCCL's default, or the confirmed default searched again under
+        // a larger budget) is stored as confirmed with this budget.
         WritePolicy::after_tuning(None)
-            .write(bank, &record(&default, base_us, vec![base_us], true))?;
-        (GdatDecision::Unsatisfied, default.clone())
+            .write(bank, &record(&baseline, base_us, vec![base_us], true))?;
+        let decision = if stored.is_some() {
+            GdatDecision::Reserved
+        } else {
+            GdatDecision::Unsatisfied
+        };
+        (decision, baseline.clone())
     };
     Ok(report(
         decision,
