@@ -574,3 +574,35 @@ fn cli_sgat_then_opat_then_convert() {
         );
     }
 }
+
+/// A default confirmed by a one-candidate search remembers that budget: a rerun with it hits,
+/// a larger budget searches those subgraphs again and confirms (or replaces) them for good.
+#[test]
+fn a_confirmed_default_is_searched_again_only_under_a_larger_budget() {
+    let plan = bert_plan("Ascend910B2");
+    let dir = tempfile::tempdir().unwrap();
+    let bank = graph_bank(dir.path(), "Ascend910B2");
+    let cancel = AtomicBool::new(false);
+    let budget = |trials_per_op| TuneSettings {
+        trials_per_op,
+        ..sim_settings()
+    };
+    let run = |s: &TuneSettings| run_sgat(&plan, &bank, None, s, "bert", None, &cancel).unwrap();
+    let first = run(&budget(1));
+    let confirmed = first.report.summary.unsatisfied;
+    assert!(confirmed > 0, "{:?}", first.report.summary);
+    let same = run(&budget(1));
+    assert_eq!(same.stats.trials, 0, "the same budget hits every subgraph");
+    let larger = run(&budget(64));
+    assert!(
+        larger.stats.trials > 0,
+        "a larger budget searches the confirmed ones"
+    );
+    let s = larger.report.summary;
+    assert_eq!((s.hit, s.add), (plan.tasks.len() as u64, 0), "{s:?}");
+    let after = run(&budget(64));
+    assert_eq!(
+        after.stats.trials, 0,
+        "confirmed anew under the larger budget"
+    );
+}

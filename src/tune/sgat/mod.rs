@@ -149,6 +149,8 @@ pub struct SgatSummary {
 struct Job {
     task: usize,
     hit: Option<StrategyMap>,
+    /// The hit is a default confirmed under a smaller budget: no win confirms it anew.
+    reconfirm: bool,
 }
 
 /// Per-task setup shared by the look-up and the search.
@@ -209,7 +211,11 @@ pub fn run_sgat(
         st.times_us[i] = (base, now);
         match (hit, settings.repeat_tune || reconfirm) {
             (Some(_), false) => st.outcomes.push(TaskOutcome::untouched(i, true)),
-            (hit, _) => jobs.push(Job { task: i, hit }),
+            (hit, _) => jobs.push(Job {
+                task: i,
+                hit,
+                reconfirm,
+            }),
         }
         prepared.push(p);
     }
@@ -517,7 +523,7 @@ impl Ctx<'_> {
             }
             None => {
                 out.after_us = Some(base_us);
-                if job.hit.is_none() && full && out.trials > 0 {
+                if (job.hit.is_none() || job.reconfirm) && full && out.trials > 0 {
                     let r = self.record(
                         t,
                         baseline.to_strategy(),
