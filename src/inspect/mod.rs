@@ -26,7 +26,8 @@ pub use lookup::{
     ConvertReport, ConvertRow, KeyListing, KeyRow, LookupAnswer, LookupReport, LookupRow,
 };
 pub use why::{
-    why_descriptor, why_resolved, why_templates, Explanation, MissCause, MissDiagnosis, NearEntry,
+    graph_diffs, why_descriptor, why_resolved, why_subgraphs, why_templates, Explanation,
+    GraphDiff, GraphDiffKind, GraphNearEntry, GraphVerdict, SubgraphDiagnosis, SubgraphWhyReport, MissCause, MissDiagnosis, NearEntry,
     OpDiagnosis, OptionDiff, SearchScope, Summary, Verdict, WhyConfig, WhyReport,
 };
 

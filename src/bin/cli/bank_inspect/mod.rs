@@ -22,13 +22,23 @@ pub fn open_bank(args: &BankArgs, atc: &[String]) -> Result<Bank> {
 /// [`open_bank`]; with `recover`, a custom bank left by a crashed writer is recovered first
 /// (`verify` only: the other commands never write).
 pub fn open_bank_with(args: &BankArgs, atc: &[String], recover: bool) -> Result<Bank> {
+    open_bank_of(args, atc, recover, RecordKind::Op)
+}
+
+/// [`open_bank_with`] for a bank of `kind` (the graph bank for subgraph keys).
+pub fn open_bank_of(
+    args: &BankArgs,
+    atc: &[String],
+    recover: bool,
+    kind: RecordKind,
+) -> Result<Bank> {
     for p in args.bank.iter().chain(&args.builtin) {
         if !p.exists() {
             bail!("bank file {} does not exist", p.display());
         }
     }
     let soc = bank_soc(args, atc)?;
-    let mut b = Bank::builder(RecordKind::Op, &soc)
+    let mut b = Bank::builder(kind, &soc)
         .read_only(true)
         .recover_custom(recover)
         .no_default_builtin();
