@@ -27,8 +27,9 @@ pub use lookup::{
 };
 pub use why::{
     graph_diffs, why_descriptor, why_resolved, why_subgraphs, why_templates, Explanation,
-    GraphDiff, GraphDiffKind, GraphNearEntry, GraphVerdict, SubgraphDiagnosis, SubgraphWhyReport, MissCause, MissDiagnosis, NearEntry,
-    OpDiagnosis, OptionDiff, SearchScope, Summary, Verdict, WhyConfig, WhyReport,
+    GraphDiff, GraphDiffKind, GraphNearEntry, GraphVerdict, MissCause, MissDiagnosis, NearEntry,
+    OpDiagnosis, OptionDiff, SearchScope, SubgraphDiagnosis, SubgraphWhyReport, Summary, Verdict,
+    WhyConfig, WhyReport,
 };
 
 use crate::bank::{BankError, RecordError};

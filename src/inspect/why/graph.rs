@@ -340,7 +340,12 @@ pub fn graph_diffs(stored: &GraphDescriptor, now: &GraphDescriptor) -> Vec<Graph
     let mut tensors: Vec<FieldDiff> = Vec::new();
     tensor_diffs("graph input", &stored.inputs, &now.inputs, &mut tensors);
     for d in tensors {
-        out.push(graph(GraphDiffKind::Structure, d.field, d.stored, d.current));
+        out.push(graph(
+            GraphDiffKind::Structure,
+            d.field,
+            d.stored,
+            d.current,
+        ));
     }
     for i in 0..stored.outputs.len().max(now.outputs.len()) {
         let (a, b) = (stored.outputs.get(i), now.outputs.get(i));
