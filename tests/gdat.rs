@@ -319,6 +319,29 @@ fn command_line_writes_result_timeline_and_svg_and_reruns_hit() {
     );
     assert!(repeat.status.success());
     assert!(result(dir.path())["trials"].as_u64().unwrap() > 0);
+
+    // `bank-inspect why --rank_size`: the same job hits; another rank size misses, naming it.
+    let why = |rank: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_bank-inspect"))
+            .current_dir(dir.path())
+            .args(["why", &m, "--rank_size", rank, "--bank", "b.redb"])
+            .args(["--soc_version=Ascend910B2", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(why("16")["hit"], true);
+    let miss = why("64");
+    assert_eq!(miss["hit"], false);
+    assert_eq!(
+        miss["nearest"][0]["differences"],
+        serde_json::json!(["world_size: stored 16, looked up 64"])
+    );
 }
 
 /// A model with one Relu and no initializer.

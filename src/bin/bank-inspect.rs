@@ -36,7 +36,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Per op: hit (which layer, what it shadowed) or miss, with the nearest stored entries and
-    /// the options that explain each difference.
+    /// the options that explain each difference; with `--rank_size`, the model's gradient key.
     Why(why::WhyArgs),
     /// Print the record under KEY in every layer that holds it.
     Show(show::ShowArgs),

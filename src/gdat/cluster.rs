@@ -135,6 +135,27 @@ impl Cluster {
         Ok(self)
     }
 
+    /// The cluster a command line names: [`Cluster::for_soc`], then the `--cluster` file at
+    /// `file` (if any) applied with [`Cluster::with_file`]. A file that cannot be read or
+    /// parsed is a [`GdatError::ClusterFile`] naming it.
+    pub fn from_flags(
+        soc: &str,
+        rank_size: u32,
+        devices_per_server: u32,
+        file: Option<&std::path::Path>,
+    ) -> Result<Cluster, GdatError> {
+        let cluster = Cluster::for_soc(soc, rank_size, devices_per_server)?;
+        let Some(path) = file else {
+            return Ok(cluster);
+        };
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| GdatError::ClusterFile {
+            path: shown.clone(),
+            problem: format!("cannot read it: {e}"),
+        })?;
+        cluster.with_file(&Cluster::parse_file(&shown, &text)?)
+    }
+
     /// Parses a `--cluster` file's text (`path` names it in errors).
     pub fn parse_file(path: &str, text: &str) -> Result<ClusterFile, GdatError> {
         serde_json::from_str(text).map_err(|e| GdatError::ClusterFile {

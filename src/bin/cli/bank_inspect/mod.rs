@@ -22,11 +22,11 @@ pub fn open_bank(args: &BankArgs, atc: &[String]) -> Result<Bank> {
 /// [`open_bank`]; with `recover`, a custom bank left by a crashed writer is recovered first
 /// (`verify` only: the other commands never write).
 pub fn open_bank_with(args: &BankArgs, atc: &[String], recover: bool) -> Result<Bank> {
-    open_bank_of(args, atc, recover, RecordKind::Op)
+    open_bank_of_kind(args, atc, recover, RecordKind::Op)
 }
 
-/// [`open_bank_with`] for a bank of `kind` (the graph bank for subgraph keys).
-pub fn open_bank_of(
+/// [`open_bank_with`] for the bank of `kind` (its default file when no `--bank` is given).
+pub fn open_bank_of_kind(
     args: &BankArgs,
     atc: &[String],
     recover: bool,

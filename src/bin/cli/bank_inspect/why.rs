@@ -1,12 +1,14 @@
 //! `bank-inspect why`: per op, a hit (which layer, what it shadowed) or a miss with its nearest
-//! stored entries and the options that explain each difference; with `--job_type=1`, per
-//! subgraph key of the model, a hit or a miss with the nearest graph records and what differs
-//! (a graph-level option, the structure, or a node: index, op type, field).
+//! stored entries and the options that explain each difference; with `--rank_size`, the same
+//! for the model's gradient key (GDAT) in the gradient bank; with `--job_type=1`, per subgraph
+//! key of the model, a hit or a miss with the nearest graph records and what differs (a
+//! graph-level option, the structure, or a node: index, op type, field).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
+use tunebank::gdat::{plan_job, why_gradient, Cluster, GradientWhy, MAX_SEGMENTS};
 use tunebank::inspect::{
     why_descriptor, why_resolved, why_subgraphs, why_templates, SubgraphWhyReport, WhyConfig,
     WhyReport,
@@ -14,7 +16,7 @@ use tunebank::inspect::{
 use tunebank::key::{FsReader, OpDescriptor, OpTemplate, RecordKind, ResolvedOp, ResolvedOptions};
 use tunebank::tune::sgat::sgat_plan;
 
-use super::{open_bank, open_bank_of, BankArgs};
+use super::{open_bank, open_bank_of_kind, BankArgs};
 use crate::entry::{print_report, read_templates};
 
 /// Flags of `bank-inspect why`.
@@ -49,6 +51,20 @@ pub struct WhyArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// GDAT: explain the gradient key of `--model` for a data-parallel job of this many devices
+    /// (looked up in the gradient bank), instead of its ops.
+    #[arg(long = "rank_size", alias = "rank-size", requires = "model")]
+    pub rank_size: Option<u32>,
+    /// GDAT: devices per server of that job.
+    #[arg(
+        long = "devices_per_server",
+        alias = "devices-per-server",
+        default_value_t = 8
+    )]
+    pub devices_per_server: u32,
+    /// GDAT: the cluster file the job was tuned with (as `tunebank tune --cluster`).
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
 }
 
 impl WhyArgs {
@@ -69,6 +85,11 @@ impl WhyArgs {
 /// options given.
 pub fn run(args: WhyArgs, atc: &[String]) -> Result<ExitCode> {
     let options = ResolvedOptions::from_args(atc, &FsReader)?;
+    if let (Some(rank_size), Some(model)) = (args.rank_size, &args.model) {
+        let report = gradient(&args, model, rank_size, atc, &options)?;
+        print_report(&report, args.json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if options.given().get("job_type").map(|j| j.trim()) == Some("1") {
         let report = diagnose_subgraphs(&args, atc, &options)?;
         print_report(&report, args.json)?;
@@ -119,8 +140,35 @@ fn diagnose_subgraphs(
     };
     let model = tunebank::model::load_onnx(path)?;
     let plan = sgat_plan(&model, options, &options.soc()?)?;
-    let bank = open_bank_of(&args.bank, atc, false, RecordKind::Graph)?;
+    let bank = open_bank_of_kind(&args.bank, atc, false, RecordKind::Graph)?;
     Ok(why_subgraphs(&bank, &plan.subgraphs, &args.config())?)
+}
+
+/// The gradient key of `model` for a job of `rank_size` devices, looked up in the gradient
+/// bank: a hit, or the stored gradient records of the SoC with the fields that differ.
+fn gradient(
+    args: &WhyArgs,
+    model: &Path,
+    rank_size: u32,
+    atc: &[String],
+    options: &ResolvedOptions,
+) -> Result<GradientWhy> {
+    let soc = options.soc()?;
+    let cluster = Cluster::from_flags(
+        &soc.version,
+        rank_size,
+        args.devices_per_server,
+        args.cluster.as_deref(),
+    )?;
+    let model = tunebank::model::load_onnx(model)?;
+    let plan = plan_job(&model, options, &soc, cluster, MAX_SEGMENTS, None)?;
+    let bank = open_bank_of_kind(&args.bank, atc, false, RecordKind::Gradient)?;
+    let limit = if args.exhaustive {
+        usize::MAX
+    } else {
+        args.candidate_limit
+    };
+    Ok(why_gradient(&bank, &plan.descriptor, limit)?)
 }
 
 /// Every tuning unit of the ONNX model at `path` with its resolution, per dynamic profile, as

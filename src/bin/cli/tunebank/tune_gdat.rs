@@ -61,21 +61,27 @@ pub fn run(args: &TuneArgs, atc: &[String]) -> Result<ExitCode> {
     let Some(rank_size) = g.rank_size else {
         bail!("--rank_size: GDAT needs the number of devices of the data-parallel job, e.g. --rank_size 16");
     };
-    let mut cluster = Cluster::for_soc(&soc.version, rank_size, g.devices_per_server)?;
-    if let Some(path) = &g.cluster {
-        let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| gdat::GdatError::ClusterFile {
-            path: shown.clone(),
-            problem: format!("cannot read it: {e}"),
-        })?;
-        cluster = cluster.with_file(&Cluster::parse_file(&shown, &text)?)?;
-    }
+    let cluster = Cluster::from_flags(
+        &soc.version,
+        rank_size,
+        g.devices_per_server,
+        g.cluster.as_deref(),
+    )?;
     if args.budget == 0 {
         bail!("--budget 0: expected at least one candidate");
     }
     let repeat_tune = super::tune_config::repeat_tune()?;
     let model = load_onnx(&model_path)?;
-    let plan = gdat::plan_job(&model, &options, &soc, cluster, g.max_segments, None)?;
+    // Backward compute per op at its op-bank strategy where the op bank has one.
+    let op_bank = super::tune_sgat::open_op_bank(&soc.version)?;
+    let plan = gdat::plan_job(
+        &model,
+        &options,
+        &soc,
+        cluster,
+        g.max_segments,
+        op_bank.as_ref(),
+    )?;
     // Nothing is written before this point.
     let mut builder = Bank::builder(RecordKind::Gradient, &soc.version).read_only(false);
     if let Some(p) = &args.bank {

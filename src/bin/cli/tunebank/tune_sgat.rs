@@ -58,7 +58,7 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     }
     let bank = builder.open()?;
     let op_bank_file = args.graph_bank.as_ref().and(args.bank.as_deref());
-    let op_bank = open_op_bank(&soc.version, op_bank_file)?;
+    let op_bank = open_op_bank_at(&soc.version, op_bank_file)?;
     let work_path = ini.and_then(|i| i.work_path);
     let result = ResultFile::sgat(
         &super::tune::result_dir(&args, work_path.as_deref())?,
@@ -98,9 +98,13 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     Ok(exit_code(&summary))
 }
 
-/// The op bank `explicit` or the environment names, read-only, when it exists (node op
-/// strategies).
-fn open_op_bank(soc: &str, explicit: Option<&std::path::Path>) -> Result<Option<Bank>> {
+/// The op bank the environment names, read-only, when it exists (node op strategies).
+pub(super) fn open_op_bank(soc: &str) -> Result<Option<Bank>> {
+    open_op_bank_at(soc, None)
+}
+
+/// The op bank `explicit` or the environment names, read-only, when it exists.
+fn open_op_bank_at(soc: &str, explicit: Option<&std::path::Path>) -> Result<Option<Bank>> {
     let mut builder = Bank::builder(RecordKind::Op, soc).no_default_builtin();
     if let Some(p) = explicit {
         builder = builder.custom_path(p);
