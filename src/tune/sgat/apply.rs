@@ -216,13 +216,13 @@ pub fn apply_strategy(
                 .collect();
             merged.add(u, &keep, i == members[0]);
         }
-        let mut unit = merged.finish(unit(*members.last().unwrap_or(&members[0]))?);
+        let mut done = merged.finish(unit(*members.last().unwrap_or(&members[0]))?);
         if cut > 1 {
             if let Some(b) = batch.filter(|&b| b > 0) {
-                slice(&mut unit, &merged.activation, b, i64::from(cut));
+                slice(&mut done, &merged.activation, b, i64::from(cut));
             }
         }
-        unit.resolved.key = unit
+        done.resolved.key = done
             .resolved
             .descriptor
             .key()
@@ -230,7 +230,7 @@ pub fn apply_strategy(
                 name: sg.name.clone(),
                 source,
             })?;
-        out.push(unit);
+        out.push(done);
     }
     Ok(out)
 }

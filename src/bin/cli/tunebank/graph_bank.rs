@@ -11,7 +11,9 @@ use tunebank::bank::Bank;
 use tunebank::key::RecordKind;
 
 /// The graph bank for `soc`, read-only: `explicit` (which must exist), else the resolved one;
-/// `None` when no graph bank file exists.
+/// `None` when no graph bank file exists. A resolution that fails (`TUNE_BANK_PATH` naming no
+/// usable directory) means no custom graph bank: the op bank's own resolution reports that
+/// setting where it matters, and an explicit `--bank` still wins over it.
 pub fn open_read(explicit: Option<&Path>, soc: &str) -> Result<Option<Bank>> {
     let mut builder = Bank::builder(RecordKind::Graph, soc).read_only(true);
     if let Some(p) = explicit {
@@ -19,6 +21,8 @@ pub fn open_read(explicit: Option<&Path>, soc: &str) -> Result<Option<Bank>> {
             bail!("--graph-bank {}: no such graph bank file", p.display());
         }
         builder = builder.custom_path(p).no_default_builtin();
+    } else if builder.custom_location().is_err() {
+        builder = builder.no_custom();
     }
     let bank = builder.open()?;
     Ok((!bank.layer_paths().is_empty()).then_some(bank))
