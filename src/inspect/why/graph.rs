@@ -22,6 +22,10 @@ use crate::model::partition::{node_descriptor, Subgraph};
 
 use super::WhyConfig;
 
+/// The stored graph records of one SoC (layer, key, descriptor) and whether a layer held more
+/// than the candidate limit.
+type Group = (Vec<(LayerId, BankKey, GraphDescriptor)>, bool);
+
 /// What kind of thing differs between two subgraphs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -146,8 +150,7 @@ pub fn why_subgraphs(
 ) -> Result<SubgraphWhyReport, InspectError> {
     let mut order: Vec<SubgraphDiagnosis> = Vec::new();
     let mut seen: HashMap<BankKey, usize> = HashMap::new();
-    let mut groups: HashMap<String, (Vec<(LayerId, BankKey, GraphDescriptor)>, bool)> =
-        HashMap::new();
+    let mut groups: HashMap<String, Group> = HashMap::new();
     for sg in subgraphs {
         if let Some(&i) = seen.get(&sg.key) {
             order[i].instances += 1;
@@ -188,12 +191,7 @@ pub fn why_subgraphs(
 
 /// The stored graph records of `soc` in every layer, at most `limit` per layer, and whether a
 /// layer held more.
-#[allow(clippy::type_complexity)]
-fn read_group(
-    bank: &Bank,
-    soc: &str,
-    limit: usize,
-) -> Result<(Vec<(LayerId, BankKey, GraphDescriptor)>, bool), InspectError> {
+fn read_group(bank: &Bank, soc: &str, limit: usize) -> Result<Group, InspectError> {
     let mut out = Vec::new();
     let mut limited = false;
     for (layer, _) in bank.layer_paths() {
