@@ -96,7 +96,9 @@ pub fn shape_text(s: &[i64]) -> String {
     format!("[{}]", dims.join(", "))
 }
 
-fn tensor_diffs(
+/// The differences of two tensor lists, fields named `<side> <i> <what>` (and `<side> count`),
+/// appended to `out`.
+pub fn tensor_diffs(
     side: &str,
     stored: &[TensorDesc],
     current: &[TensorDesc],

@@ -15,6 +15,7 @@ use crate::bank::{Bank, LayerId, Lookup};
 use crate::inspect::InspectError;
 use crate::key::{derive_op_keys, BankKey, OpTemplate, Profile, ResolvedOptions, SocSpec};
 use crate::model::{ResolvedUnit, SkippedOp};
+use crate::tune::sgat::AppliedSubgraph;
 
 /// The key of every op template, one row per dynamic profile (`tunebank key`).
 ///
@@ -197,15 +198,23 @@ impl fmt::Display for LookupReport {
     }
 }
 
-/// The look-up of every tuning unit of a model (`tunebank convert`), as a converter does it.
+/// The look-up of every tuning unit of a model (`tunebank convert`), as a converter does it:
+/// with a graph bank, its subgraphs first ([`ConvertReport::with_graph_bank`]), then the
+/// resulting (post-SGAT) units in the op bank.
 ///
-/// JSON: `{"default_confirmed_hits", "hits", "misses", "model", "ops": [{"default_confirmed",
-/// "ir_type", "key", "layer", "op_name", "op_type", "profile", "result"}], "skipped": [{"node_name",
-/// "op_type", "reason"}], "soc_version", "total"}`.
+/// JSON: `{"default_confirmed_hits", "graph_bank", "graph_hits", "hits", "misses", "model",
+/// "ops": [{"default_confirmed", "ir_type", "key", "layer", "op_name", "op_type", "profile",
+/// "result"}], "skipped": [{"node_name", "op_type", "reason"}], "soc_version", "subgraphs":
+/// [{"key", "layer", "name", "result", "sliced", "units_after", "units_before"}], "total"}`;
+/// `graph_bank` is null and `subgraphs` empty without a graph bank.
 #[derive(Clone, Debug, Serialize)]
 pub struct ConvertReport {
     /// Hits whose strategy is a default confirmed by tuning.
     pub default_confirmed_hits: u64,
+    /// The graph bank applied first (its files), if any.
+    pub graph_bank: Option<String>,
+    /// Subgraphs the graph bank answered.
+    pub graph_hits: u64,
     /// Units that hit.
     pub hits: u64,
     /// Units that missed.
@@ -219,6 +228,8 @@ pub struct ConvertReport {
     pub skipped: Vec<SkippedOp>,
     /// The SoC converted for.
     pub soc_version: String,
+    /// With a graph bank: per subgraph, whether it hit and how many units it became.
+    pub subgraphs: Vec<AppliedSubgraph>,
     /// Units looked up.
     pub total: u64,
 }
@@ -314,21 +325,61 @@ impl ConvertReport {
         let total = units.len() as u64;
         Ok(ConvertReport {
             default_confirmed_hits: defaults,
+            graph_bank: None,
+            graph_hits: 0,
             hits,
             misses: total - hits,
             model: model.to_owned(),
             ops,
             skipped: skipped.to_vec(),
             soc_version: soc_version.to_owned(),
+            subgraphs: Vec::new(),
             total,
         })
+    }
+
+    /// The report of a conversion that applied the graph bank `files` first, with what it made
+    /// of each subgraph (the units looked up are then the post-SGAT units).
+    pub fn with_graph_bank(mut self, files: String, subgraphs: Vec<AppliedSubgraph>) -> Self {
+        self.graph_hits = subgraphs.iter().filter(|s| s.layer.is_some()).count() as u64;
+        self.graph_bank = Some(files);
+        self.subgraphs = subgraphs;
+        self
     }
 }
 
 impl fmt::Display for ConvertReport {
-    /// `hit (LAYER)` / `hit (LAYER, default)` / `miss`, key, op types and unit name per unit,
-    /// then the hit rate and how many hits are confirmed defaults.
+    /// With a graph bank, first per subgraph `graph hit (LAYER)` / `graph miss`, key, units
+    /// before → after and name, then the graph bank's summary line; then `hit (LAYER)` /
+    /// `hit (LAYER, default)` / `miss`, key, op types and unit name per unit, then the hit
+    /// rate and how many hits are confirmed defaults.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(files) = &self.graph_bank {
+            for s in &self.subgraphs {
+                let how = match &s.layer {
+                    Some(l) => format!("graph hit ({l})"),
+                    None => "graph miss".to_owned(),
+                };
+                let sliced = if s.sliced > 0 {
+                    format!(", {} sliced", s.sliced)
+                } else {
+                    String::new()
+                };
+                writeln!(
+                    f,
+                    "{how:<26}{}\t{} → {} units{sliced}\t{}",
+                    s.key, s.units_before, s.units_after, s.name
+                )?;
+            }
+            let before: usize = self.subgraphs.iter().map(|s| s.units_before).sum();
+            let after: usize = self.subgraphs.iter().map(|s| s.units_after).sum();
+            writeln!(
+                f,
+                "graph bank {files}: {}/{} subgraphs hit; {before} units → {after}",
+                self.graph_hits,
+                self.subgraphs.len()
+            )?;
+        }
         for r in &self.ops {
             let how = match &r.layer {
                 Some(l) if r.default_confirmed => format!("hit ({l}, default)"),

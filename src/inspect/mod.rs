@@ -26,8 +26,10 @@ pub use lookup::{
     ConvertReport, ConvertRow, KeyListing, KeyRow, LookupAnswer, LookupReport, LookupRow,
 };
 pub use why::{
-    why_descriptor, why_resolved, why_templates, Explanation, MissCause, MissDiagnosis, NearEntry,
-    OpDiagnosis, OptionDiff, SearchScope, Summary, Verdict, WhyConfig, WhyReport,
+    graph_diffs, why_descriptor, why_resolved, why_subgraphs, why_templates, Explanation,
+    GraphDiff, GraphDiffKind, GraphNearEntry, GraphVerdict, MissCause, MissDiagnosis, NearEntry,
+    OpDiagnosis, OptionDiff, SearchScope, SubgraphDiagnosis, SubgraphWhyReport, Summary, Verdict,
+    WhyConfig, WhyReport,
 };
 
 use crate::bank::{BankError, RecordError};

@@ -64,16 +64,35 @@ pub fn plan(
                 .filter(|r| only.is_none_or(|set| by_name(&r.unit, set) || by_ir(r, set))),
         );
     }
-    for g in group_by_key(&out.units) {
-        let first = &out.units[g.first];
-        out.tasks.push(TuneTask {
-            key: g.key,
-            descriptor: first.resolved.descriptor.clone(),
-            op_names: g.op_names,
-            op_types: first.unit.op_types.clone(),
-        });
+    Ok(TunePlan::from_units(out.units, out.skipped))
+}
+
+impl TunePlan {
+    /// The plan of resolved `units` (in order): one task per unique key, in order of first
+    /// appearance, as [`plan`] groups them.
+    pub fn from_units(units: Vec<ResolvedUnit>, skipped: Vec<SkippedOp>) -> TunePlan {
+        let mut tasks = Vec::new();
+        for g in group_by_key(&units) {
+            let first = &units[g.first];
+            tasks.push(TuneTask {
+                key: g.key,
+                descriptor: first.resolved.descriptor.clone(),
+                op_names: g.op_names,
+                op_types: first.unit.op_types.clone(),
+            });
+        }
+        TunePlan {
+            tasks,
+            units,
+            skipped,
+        }
     }
-    Ok(out)
+}
+
+/// Whether `set` (AOE's `tune_ops_file`) selects the resolved unit `r`, as [`plan`] selects
+/// units: by name, node name, op type or resolved IR type.
+pub fn unit_selected(r: &ResolvedUnit, set: &BTreeSet<String>) -> bool {
+    by_name(&r.unit, set) || by_ir(r, set)
 }
 
 /// The unit's name, one of its node names or one of its (ONNX) op types is in `set`.

@@ -21,7 +21,13 @@ use crate::key::{
 
 mod candidates;
 mod explain;
+mod graph;
 mod rank;
+
+pub use graph::{
+    graph_diffs, why_subgraphs, GraphDiff, GraphDiffKind, GraphNearEntry, GraphVerdict,
+    SubgraphDiagnosis, SubgraphWhyReport,
+};
 
 use candidates::GroupCache;
 

@@ -16,6 +16,7 @@
 //! baseline and result times sum every subgraph instance (tasks not finished count at their
 //! baseline).
 
+mod apply;
 mod space;
 
 use std::collections::HashMap;
@@ -24,12 +25,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use search_strategies::{strategies::by_name, Driver, StopReason};
 
+pub use apply::{
+    apply_graph_bank, apply_strategy, post_sgat_plan, AppliedSubgraph, ApplyError, PostSgat,
+};
 pub use space::{SgatSpace, SpaceBuildError};
 
 use super::decision::Round;
 use super::outcome::{Decision, TaskOutcome};
 use super::pool::{Budget, Cancellable, Pool};
-use super::{check_settings, check_soc, plan, TuneError, TuneSettings, TuneStats};
+use super::{check_settings, check_soc, plan, TuneError, TunePlan, TuneSettings, TuneStats};
 use crate::bank::{Bank, Descriptor, Lookup, Origin, Performance, Provenance, Record};
 use crate::key::{BankKey, GraphDescriptor, RecordKind, ResolvedOptions, SocSpec};
 use crate::measure::sim::graph::{GraphModelError, GraphOps, SgatStrategy, SGAT_MODEL_VERSION};
@@ -53,6 +57,9 @@ pub enum SgatError {
     /// A subgraph could not be built.
     #[error(transparent)]
     Partition(#[from] PartitionError),
+    /// The graph bank's strategies could not be applied.
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
     /// SGAT runs on the simulator only.
     #[error("runner {0}: subgraph tuning (--job_type=1) runs on the simulator (--runner sim)")]
     Runner(String),
@@ -92,7 +99,16 @@ pub fn sgat_plan(
     options: &ResolvedOptions,
     soc: &SocSpec,
 ) -> Result<SgatPlan, SgatError> {
-    let p = plan(model, options, soc, None)?;
+    partition_plan(&plan(model, options, soc, None)?, options, soc)
+}
+
+/// Partitions the units of `p` (every profile's, in plan order) into subgraphs, one task per
+/// key; the subgraphs' unit indices index `p.units`.
+pub(crate) fn partition_plan(
+    p: &TunePlan,
+    options: &ResolvedOptions,
+    soc: &SocSpec,
+) -> Result<SgatPlan, SgatError> {
     let graph_options = options.graph_options();
     let mut out = SgatPlan {
         skipped: p.skipped.clone(),

@@ -1,14 +1,20 @@
 //! `bank-inspect why`: per op, a hit (which layer, what it shadowed) or a miss with its nearest
 //! stored entries and the options that explain each difference; with `--rank_size`, the same
-//! for the model's gradient key (GDAT) in the gradient bank.
+//! for the model's gradient key (GDAT) in the gradient bank; with `--job_type=1`, per subgraph
+//! key of the model, a hit or a miss with the nearest graph records and what differs (a
+//! graph-level option, the structure, or a node: index, op type, field).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use tunebank::gdat::{plan_job, why_gradient, Cluster, GradientWhy, MAX_SEGMENTS};
-use tunebank::inspect::{why_descriptor, why_resolved, why_templates, WhyConfig, WhyReport};
+use tunebank::inspect::{
+    why_descriptor, why_resolved, why_subgraphs, why_templates, SubgraphWhyReport, WhyConfig,
+    WhyReport,
+};
 use tunebank::key::{FsReader, OpDescriptor, OpTemplate, RecordKind, ResolvedOp, ResolvedOptions};
+use tunebank::tune::sgat::sgat_plan;
 
 use super::{open_bank, open_bank_of_kind, BankArgs};
 use crate::entry::{print_report, read_templates};
@@ -21,7 +27,11 @@ pub struct WhyArgs {
     #[arg(long, conflicts_with_all = ["op_descriptor", "model"])]
     pub ops: Option<PathBuf>,
     /// ONNX model: imported, shape-inferred per dynamic profile and fused into tuning units
-    /// exactly as `tunebank tune` and `tunebank convert` do.
+    /// exactly as `tunebank tune` and `tunebank convert` do. With the ATC-style
+    /// `--job_type=1` (AOE's subgraph tuning), its subgraph keys are diagnosed instead, against
+    /// the graph bank (`--bank FILE`, else TUNE_BANK_PATH / ASCEND_CACHE_PATH/aoe_data / the
+    /// $HOME default): each miss names the graph-level option, the structure or the node (index,
+    /// op type, field) in which the nearest stored graph records differ.
     #[arg(long, conflicts_with = "op_descriptor")]
     pub model: Option<PathBuf>,
     /// JSON file with one resolved op descriptor.
@@ -80,6 +90,11 @@ pub fn run(args: WhyArgs, atc: &[String]) -> Result<ExitCode> {
         print_report(&report, args.json)?;
         return Ok(ExitCode::SUCCESS);
     }
+    if options.given().get("job_type").map(|j| j.trim()) == Some("1") {
+        let report = diagnose_subgraphs(&args, atc, &options)?;
+        print_report(&report, args.json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let report = diagnose(&args, atc, &options)?;
     print_report(&report, args.json)?;
     Ok(ExitCode::SUCCESS)
@@ -111,6 +126,22 @@ fn diagnose(args: &WhyArgs, atc: &[String], options: &ResolvedOptions) -> Result
         }
         (None, None, None) => bail!("give --model FILE, --ops FILE or --op-descriptor FILE"),
     })
+}
+
+/// The subgraph report: the model partitioned as `tunebank tune --job_type=1` does, every
+/// subgraph key looked up in the graph bank.
+fn diagnose_subgraphs(
+    args: &WhyArgs,
+    atc: &[String],
+    options: &ResolvedOptions,
+) -> Result<SubgraphWhyReport> {
+    let Some(path) = &args.model else {
+        bail!("--job_type=1 (subgraph keys): give --model FILE");
+    };
+    let model = tunebank::model::load_onnx(path)?;
+    let plan = sgat_plan(&model, options, &options.soc()?)?;
+    let bank = open_bank_of_kind(&args.bank, atc, false, RecordKind::Graph)?;
+    Ok(why_subgraphs(&bank, &plan.subgraphs, &args.config())?)
 }
 
 /// The gradient key of `model` for a job of `rank_size` devices, looked up in the gradient

@@ -1,5 +1,6 @@
-//! `tunebank convert`: the converter's view of a model, every tuning unit looked up in the
-//! layered bank under the given ATC options.
+//! `tunebank convert`: the converter's view of a model under the given ATC options: the graph
+//! bank applied first when there is one (subgraph fusion and slicing decide the ops), then every
+//! resulting unit looked up in the layered op bank.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +22,11 @@ pub struct ConvertArgs {
     /// Extra read-only built-in bank file (repeatable), consulted after the custom bank.
     #[arg(long = "builtin-bank")]
     pub builtin: Vec<PathBuf>,
+    /// Graph bank file applied before the op look-ups (subgraph fusion decides the ops looked
+    /// up); default: TUNE_BANK_PATH / ASCEND_CACHE_PATH/aoe_data / the $HOME default and the
+    /// built-in graph bank; none found: the fused ops as they are.
+    #[arg(long = "graph-bank", value_name = "FILE")]
+    pub graph_bank: Option<PathBuf>,
     /// Exit with status 1 if any op misses.
     #[arg(long)]
     pub error_on_miss: bool,
@@ -32,7 +38,7 @@ pub struct ConvertArgs {
 /// Loads and plans the model, then looks every unit up; exit 1 on a miss with
 /// `--error-on-miss`.
 pub fn run(args: ConvertArgs, atc: &[String]) -> Result<ExitCode> {
-    let loaded = load(&normalise_job_type(atc), None)?;
+    let loaded = load(&normalise_job_type(atc), None, args.graph_bank.as_deref())?;
     let soc = &loaded.soc.version;
     let mut builder = Bank::builder(RecordKind::Op, soc).read_only(true);
     if let Some(p) = &args.bank {
@@ -43,7 +49,11 @@ pub fn run(args: ConvertArgs, atc: &[String]) -> Result<ExitCode> {
     }
     let bank = builder.open()?;
     let plan = &loaded.plan;
-    let report = ConvertReport::run(&bank, &loaded.model_path, soc, &plan.units, &plan.skipped)?;
+    let mut report =
+        ConvertReport::run(&bank, &loaded.model_path, soc, &plan.units, &plan.skipped)?;
+    if let Some((files, applied)) = loaded.graph {
+        report = report.with_graph_bank(files, applied.subgraphs);
+    }
     print_report(&report, args.json)?;
     Ok(failed_if(args.error_on_miss && report.misses > 0))
 }

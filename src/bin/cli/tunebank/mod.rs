@@ -12,6 +12,7 @@ pub mod bank_stats;
 pub mod bank_verify;
 pub mod calibrate;
 pub mod convert;
+mod graph_bank;
 pub mod key;
 pub mod lookup;
 mod progress;

@@ -47,6 +47,13 @@ pub struct TuneArgs {
     /// Custom bank file; overrides TUNE_BANK_PATH / ASCEND_CACHE_PATH / the $HOME default.
     #[arg(long)]
     pub bank: Option<PathBuf>,
+    /// Graph bank file. Subgraph tuning (`--job_type=1`) writes its winners there (default:
+    /// `--bank`, else TUNE_BANK_PATH / ASCEND_CACHE_PATH/aoe_data / the $HOME default; with
+    /// `--graph-bank`, `--bank` names the op bank read for node strategies); operator tuning
+    /// applies it first and tunes the post-SGAT ops (default: the same resolution; none found:
+    /// the fused ops as they are).
+    #[arg(long = "graph-bank", value_name = "FILE")]
+    pub graph_bank: Option<PathBuf>,
     /// Directory of the result file; default $ASCEND_WORK_PATH, else aoe.ini's WORK_PATH, else
     /// the working directory.
     #[arg(long = "output-dir")]
@@ -169,6 +176,15 @@ fn announce(job: &TuneJob, bank: &Bank, result: &ResultFile) {
         settings.workers,
         if settings.repeat_tune { ", REPEAT_TUNE" } else { "" }
     );
+    if let Some((files, applied)) = &loaded.graph {
+        let before: usize = applied.subgraphs.iter().map(|s| s.units_before).sum();
+        eprintln!(
+            "tunebank: graph bank {files} applied first: {}/{} subgraphs hit, {before} fused units → {} post-SGAT units",
+            applied.hits(),
+            applied.subgraphs.len(),
+            applied.units.len()
+        );
+    }
     eprintln!(
         "tunebank: bank {}; result file {}",
         bank.custom_file()

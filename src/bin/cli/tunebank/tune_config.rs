@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use tunebank::key::{FsReader, ResolvedOptions, SocSpec};
 use tunebank::measure::TimingSettings;
 use tunebank::model::load_onnx;
+use tunebank::tune::sgat::{post_sgat_plan, PostSgat};
 use tunebank::tune::{self, memory, TunePlan, TuneSettings};
 
 use super::aoe_ini::AoeIni;
@@ -182,11 +183,20 @@ pub struct Loaded {
     pub model_path: String,
     /// The tasks and units to tune or look up.
     pub plan: TunePlan,
+    /// With a graph bank: its files and what it made of each subgraph (the plan's units are then
+    /// the post-SGAT units).
+    pub graph: Option<(String, PostSgat)>,
 }
 
 /// Options, model, plan: everything that can be bad input, before anything is opened for write.
-/// Skipped ops are named on standard error.
-pub fn load(atc: &[String], only: Option<&BTreeSet<String>>) -> Result<Loaded> {
+/// Skipped ops are named on standard error. The graph bank (`graph_bank`, else AOE's resolution
+/// of the custom graph bank, plus the built-in one) is applied first when one exists: the plan's
+/// units are then the post-SGAT units (`tunebank::tune::sgat::post_sgat_plan`).
+pub fn load(
+    atc: &[String],
+    only: Option<&BTreeSet<String>>,
+    graph_bank: Option<&Path>,
+) -> Result<Loaded> {
     let options = ResolvedOptions::from_args(atc, &FsReader)?;
     let soc = options.soc()?;
     let model_path = options
@@ -196,7 +206,15 @@ pub fn load(atc: &[String], only: Option<&BTreeSet<String>>) -> Result<Loaded> {
         .filter(|m| !m.is_empty())
         .context("--model: expected the ONNX model to tune, e.g. --model=resnet50.onnx")?;
     let model = load_onnx(&model_path)?;
-    let plan = tune::plan(&model, &options, &soc, only)?;
+    let graph_bank = super::graph_bank::open_read(graph_bank, &soc.version)?;
+    let (plan, graph) = match graph_bank {
+        None => (tune::plan(&model, &options, &soc, only)?, None),
+        Some(bank) => {
+            let (plan, applied) = post_sgat_plan(&model, &options, &soc, &bank, only)?;
+            let files = super::graph_bank::describe(&bank);
+            (plan, Some((files, applied)))
+        }
+    };
     for s in &plan.skipped {
         eprintln!(
             "tunebank: skipped {} ({}): {}",
@@ -207,6 +225,7 @@ pub fn load(atc: &[String], only: Option<&BTreeSet<String>>) -> Result<Loaded> {
         soc,
         model_path,
         plan,
+        graph,
     })
 }
 
@@ -313,7 +332,7 @@ pub fn configure(args: &TuneArgs, atc: &[String]) -> Result<TuneJob> {
     let (mut settings, requested) = settings(args, &options, ini.as_ref())?;
     tune::check_settings(&settings)?;
     tune::check_soc(&settings, &options.soc()?.version)?;
-    let loaded = load(atc, only.as_ref())?;
+    let loaded = load(atc, only.as_ref(), args.graph_bank.as_deref())?;
     if let Some(f) = &ops_file {
         if loaded.plan.units.is_empty() {
             bail!("--tune_ops_file {f}: selects no op of {} (names and types are matched as ONNX or Ascend IR spellings, e.g. Conv or Conv2D)", loaded.model_path);

@@ -1,6 +1,7 @@
 //! `tunebank tune --job_type=1` (or `AOE_MODE=1`): subgraph tuning (SGAT) of an ONNX model on
-//! the simulator, into the graph bank. Validates like OPAT (same flags, environment and
-//! settings), then runs the library's SGAT driver and prints its summary.
+//! the simulator, into the graph bank (`--graph-bank`, else `--bank`, else AOE's resolution).
+//! Validates like OPAT (same flags, environment and settings), then runs the library's SGAT
+//! driver and prints its summary.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -52,11 +53,12 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     }
     // Nothing is written before this point.
     let mut builder = Bank::builder(RecordKind::Graph, &soc.version).read_only(false);
-    if let Some(p) = &args.bank {
+    if let Some(p) = args.graph_bank.as_ref().or(args.bank.as_ref()) {
         builder = builder.custom_path(p);
     }
     let bank = builder.open()?;
-    let op_bank = open_op_bank(&soc.version)?;
+    let op_bank_file = args.graph_bank.as_ref().and(args.bank.as_deref());
+    let op_bank = open_op_bank_at(&soc.version, op_bank_file)?;
     let work_path = ini.and_then(|i| i.work_path);
     let result = ResultFile::sgat(
         &super::tune::result_dir(&args, work_path.as_deref())?,
@@ -98,7 +100,15 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
 
 /// The op bank the environment names, read-only, when it exists (node op strategies).
 pub(super) fn open_op_bank(soc: &str) -> Result<Option<Bank>> {
-    let builder = Bank::builder(RecordKind::Op, soc).no_default_builtin();
+    open_op_bank_at(soc, None)
+}
+
+/// The op bank `explicit` or the environment names, read-only, when it exists.
+fn open_op_bank_at(soc: &str, explicit: Option<&std::path::Path>) -> Result<Option<Bank>> {
+    let mut builder = Bank::builder(RecordKind::Op, soc).no_default_builtin();
+    if let Some(p) = explicit {
+        builder = builder.custom_path(p);
+    }
     match builder.custom_location()? {
         Some(loc) if loc.file.exists() => Ok(Some(builder.read_only(true).open()?)),
         _ => Ok(None),

@@ -1,0 +1,390 @@
+//! SGAT then OPAT then convert: the post-SGAT units a graph bank makes of a plan (scopes
+//! merged, cuts slicing the batch, L2 flags changing nothing), `tunebank convert` and `tune
+//! --job_type=2` applying the graph bank first, and `bank-inspect why --job_type=1` explaining a
+//! subgraph miss.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+use tunebank::bank::{Bank, Descriptor, Origin, Performance, Provenance, Record};
+use tunebank::inspect::{why_subgraphs, GraphDiffKind, GraphVerdict, WhyConfig};
+use tunebank::key::{AttrValue, FsReader, RecordKind, ResolvedOptions};
+use tunebank::measure::sim::SimRunner;
+use tunebank::measure::{Measure, TuningTask};
+use tunebank::model::load_onnx;
+use tunebank::tune::sgat::{post_sgat_plan, sgat_plan, PostSgat, SgatPlan};
+use tunebank::tune::{self, TunePlan};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
+const INSPECT: &str = env!("CARGO_BIN_EXE_bank-inspect");
+const SOC: &str = "Ascend910B2";
+const SHAPE: &str = "--input_shape=input:32,3,224,224";
+
+fn model_path() -> String {
+    format!(
+        "{}/fixtures/models/resnet50.onnx",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn options() -> ResolvedOptions {
+    ResolvedOptions::from_args(
+        [format!("--soc_version={SOC}"), SHAPE.to_owned()],
+        &FsReader,
+    )
+    .unwrap()
+}
+
+fn plans() -> (TunePlan, SgatPlan) {
+    let model = load_onnx(model_path()).unwrap();
+    let o = options();
+    let soc = o.soc().unwrap();
+    (
+        tune::plan(&model, &o, &soc, None).unwrap(),
+        sgat_plan(&model, &o, &soc).unwrap(),
+    )
+}
+
+fn graph_record(plan: &SgatPlan, sg: usize, strategy: Value) -> Record {
+    Record {
+        key_schema_version: tunebank::key::KEY_SCHEMA_VERSION,
+        kind: RecordKind::Graph,
+        descriptor: Descriptor::Graph(plan.subgraphs[sg].descriptor.clone()),
+        options: Default::default(),
+        strategy: serde_json::from_value(strategy).unwrap(),
+        performance: Performance {
+            baseline_us: 2.0,
+            tuned_us: 1.0,
+            samples_us: vec![1.0],
+            runner: "sim-sgat-v1".into(),
+            default_confirmed: false,
+            confirmed_budget: None,
+        },
+        provenance: Provenance {
+            tool_version: "test".into(),
+            algorithm: "manual".into(),
+            trials: 0,
+            seed: 0,
+            unix_time: 0,
+            origin: Origin::Imported,
+        },
+    }
+}
+
+fn graph_bank(file: &Path, records: &[Record]) -> Bank {
+    let bank = Bank::builder(RecordKind::Graph, SOC)
+        .custom_path(file)
+        .no_default_builtin()
+        .open()
+        .unwrap();
+    bank.write_batch(records).unwrap();
+    bank
+}
+
+fn post(bank: &Bank) -> PostSgat {
+    let model = load_onnx(model_path()).unwrap();
+    let o = options();
+    post_sgat_plan(&model, &o, &o.soc().unwrap(), bank, None)
+        .unwrap()
+        .1
+}
+
+fn keys(units: &[tunebank::model::ResolvedUnit]) -> Vec<tunebank::key::BankKey> {
+    units.iter().map(|u| u.resolved.key).collect()
+}
+
+/// The stored scopes, exactly: conv1+maxpool (subgraph 0) become one unit, conv2+conv3 of the
+/// first bottleneck (subgraph 1: conv1, conv2, conv3, downsample, add+relu) another; every other
+/// unit keeps its key; the merged ops' keys are new, derived from their descriptors, and the
+/// simulator times them.
+#[test]
+fn post_sgat_units_merge_exactly_the_scopes_of_a_stored_strategy() {
+    let (plan, sp) = plans();
+    let dir = tempfile::tempdir().unwrap();
+    let bank = graph_bank(
+        &dir.path().join("g.redb"),
+        &[
+            graph_record(&sp, 0, json!({"scopeId": [0, 0]})),
+            graph_record(&sp, 1, json!({"scopeId": [-1, 7, 7, -2, -3]})),
+        ],
+    );
+    let p = post(&bank);
+    assert_eq!(p.units.len(), plan.units.len() - 2);
+    assert_eq!(p.hits(), 2);
+    assert_eq!(
+        (p.subgraphs[0].units_after, p.subgraphs[1].units_after),
+        (1, 4)
+    );
+    assert!(p.subgraphs[2..].iter().all(|s| s.layer.is_none()));
+    // Units after the two subgraphs are the plan's, key for key.
+    assert_eq!(keys(&p.units[5..]), keys(&plan.units[7..]));
+    assert_eq!(keys(&p.units[1..2]), keys(&plan.units[2..3])); // conv1 of layer1.0
+    assert_eq!(keys(&p.units[3..5]), keys(&plan.units[5..7])); // downsample, add+relu
+    let old: BTreeSet<_> = keys(&plan.units).into_iter().collect();
+    for (merged, parts) in [
+        (&p.units[0], &plan.units[0..2]),
+        (&p.units[2], &plan.units[3..5]),
+    ] {
+        let d = &merged.resolved.descriptor;
+        assert_eq!(d.op_type, "Conv2D");
+        let mut fused = Vec::new();
+        for u in parts {
+            let pd = &u.resolved.descriptor;
+            if pd.fused_ops.is_empty() {
+                fused.push(pd.op_type.clone());
+            } else {
+                fused.extend(pd.fused_ops.clone());
+            }
+        }
+        assert_eq!(d.fused_ops, fused);
+        // The second part's input from the first is internal to the kernel.
+        let n_in: usize = parts
+            .iter()
+            .map(|u| u.resolved.descriptor.inputs.len())
+            .sum();
+        assert_eq!(d.inputs.len(), n_in - 1);
+        assert_eq!(d.inputs[0], parts[0].resolved.descriptor.inputs[0]);
+        assert_eq!(d.outputs, parts[1].resolved.descriptor.outputs);
+        assert_eq!(merged.resolved.key, d.key().unwrap());
+        assert!(!old.contains(&merged.resolved.key));
+        assert_eq!(
+            merged.unit.name,
+            format!("{}{}", parts[0].unit.name, parts[1].unit.name)
+        );
+        let task = TuningTask::new(d.clone());
+        let default = SimRunner::new().default_strategy(&task).unwrap();
+        let us = SimRunner::simulate(&task, &default).unwrap().unwrap();
+        assert!(us > 0.0 && us.is_finite());
+    }
+}
+
+/// `cut = 2` on the first bottleneck's conv1 halves the batch of its activations (not of its
+/// weight) and changes its key; L2 flags alone change no op.
+#[test]
+fn a_cut_slices_the_batch_and_l2_flags_change_nothing() {
+    let (plan, sp) = plans();
+    let dir = tempfile::tempdir().unwrap();
+    let bank = graph_bank(
+        &dir.path().join("g.redb"),
+        &[
+            graph_record(&sp, 1, json!({"cut": [2, 1, 1, 1, 1]})),
+            graph_record(
+                &sp,
+                2,
+                json!({"fusionType": [true, true, true, true], "cut": [1, 1, 1, 1]}),
+            ),
+        ],
+    );
+    let p = post(&bank);
+    assert_eq!(keys(&p.units[..2]), keys(&plan.units[..2]));
+    assert_eq!(
+        keys(&p.units[3..]),
+        keys(&plan.units[3..]),
+        "L2 flags: same keys"
+    );
+    let (before, after) = (
+        &plan.units[2].resolved.descriptor,
+        &p.units[2].resolved.descriptor,
+    );
+    assert_eq!(before.inputs[0].shape[0], 32);
+    assert_eq!(after.inputs[0].shape[0], 16);
+    assert_eq!(after.inputs[0].ori_shape[0], 16);
+    assert_eq!(after.outputs[0].shape[0], 16);
+    assert_eq!(
+        after.inputs[1], before.inputs[1],
+        "the weight is not sliced"
+    );
+    assert_ne!(p.units[2].resolved.key, plan.units[2].resolved.key);
+    assert_eq!(p.units[2].resolved.key, after.key().unwrap());
+    assert_eq!(p.subgraphs[1].sliced, 1);
+}
+
+fn cmd(bin: &str, home: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(bin);
+    c.args(args)
+        .env("HOME", home)
+        .env_remove("TUNE_BANK_PATH")
+        .env_remove("ASCEND_CACHE_PATH")
+        .env_remove("TUNEBANK_BUILTIN_PATH")
+        .env_remove("AOE_MODE")
+        .env_remove("REPEAT_TUNE")
+        .env("TUNING_PARALLEL_NUM", "2")
+        .stdin(Stdio::null());
+    c
+}
+
+fn run_ok(c: &mut Command) -> Output {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn convert_with_a_graph_bank_reports_graph_hits_and_the_units_they_became() {
+    let (plan, sp) = plans();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("g.redb");
+    drop(graph_bank(
+        &file,
+        &[graph_record(&sp, 0, json!({"scopeId": [3, 3]}))],
+    ));
+    let m = format!("--model={}", model_path());
+    let s = format!("--soc_version={SOC}");
+    let g = file.to_str().unwrap();
+    let base = ["convert", "--json", m.as_str(), s.as_str(), SHAPE];
+    let with: Vec<&str> = base.iter().copied().chain(["--graph-bank", g]).collect();
+    let v = json_of(&run_ok(&mut cmd(BIN, dir.path(), &with)));
+    assert_eq!(v["graph_bank"], g);
+    assert_eq!(v["graph_hits"], 1);
+    assert_eq!(v["subgraphs"].as_array().unwrap().len(), sp.subgraphs.len());
+    let first = &v["subgraphs"][0];
+    assert_eq!(
+        (
+            &first["result"],
+            &first["units_before"],
+            &first["units_after"]
+        ),
+        (&json!("hit"), &json!(2), &json!(1))
+    );
+    assert_eq!(v["subgraphs"][1]["result"], "miss");
+    assert_eq!(v["total"], plan.units.len() as u64 - 1);
+    assert!(v["ops"][0]["ir_type"]
+        .as_str()
+        .unwrap()
+        .ends_with("+MaxPoolV3"));
+    // The text says so too.
+    let text_args: Vec<&str> = with.iter().copied().filter(|a| *a != "--json").collect();
+    let text = String::from_utf8(run_ok(&mut cmd(BIN, dir.path(), &text_args)).stdout).unwrap();
+    assert!(text.contains("graph hit (custom)") && text.contains("2 → 1 units"));
+    assert!(text.contains(&format!("1/{} subgraphs hit", sp.subgraphs.len())));
+    // No graph bank anywhere: the fused units as before.
+    let v = json_of(&run_ok(&mut cmd(BIN, dir.path(), &base)));
+    assert_eq!(v["graph_bank"], Value::Null);
+    assert_eq!(v["total"], plan.units.len() as u64);
+}
+
+/// ResNet-50 at batch 32: SGAT writes the graph bank, OPAT tunes the post-SGAT ops, convert
+/// applies the graph bank and finds every op; those ops are not the unfused plan's, whose
+/// merged-away ops the op bank does not hold.
+#[test]
+fn sgat_then_opat_then_convert_hits_every_post_sgat_op() {
+    let (plan, _) = plans();
+    let tmp = tempfile::tempdir().unwrap();
+    let banks = tmp.path().join("banks");
+    std::fs::create_dir_all(&banks).unwrap();
+    let m = format!("--model={}", model_path());
+    let s = format!("--soc_version={SOC}");
+    let out = tmp.path().join("out");
+    let o = out.to_str().unwrap();
+    for job in ["--job_type=1", "--job_type=2"] {
+        let args = [
+            "tune",
+            job,
+            "--budget",
+            "8",
+            "--output-dir",
+            o,
+            &m,
+            &s,
+            SHAPE,
+        ];
+        run_ok(cmd(BIN, tmp.path(), &args).env("TUNE_BANK_PATH", &banks));
+    }
+    let args = ["convert", "--json", m.as_str(), s.as_str(), SHAPE];
+    let v = json_of(&run_ok(
+        cmd(BIN, tmp.path(), &args).env("TUNE_BANK_PATH", &banks),
+    ));
+    assert_eq!(
+        v["hits"], v["total"],
+        "every post-SGAT op is in the op bank"
+    );
+    assert_eq!(v["graph_hits"], v["subgraphs"].as_array().unwrap().len());
+    let converted: BTreeSet<String> = v["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["key"].as_str().unwrap().to_owned())
+        .collect();
+    let unfused: BTreeSet<String> = plan
+        .units
+        .iter()
+        .map(|u| u.resolved.key.to_string())
+        .collect();
+    assert_ne!(converted, unfused, "SGAT changed the ops");
+    assert!(converted.difference(&unfused).count() > 0);
+    // The same op bank without the graph bank: the unfused ops SGAT merged away miss.
+    let op_bank = banks.join(SOC).join("tunebank_op.redb");
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let mut args = args.to_vec();
+    args.extend(["--bank", op_bank.to_str().unwrap()]);
+    let v = json_of(&run_ok(
+        cmd(BIN, tmp.path(), &args).env("TUNE_BANK_PATH", &empty),
+    ));
+    assert_eq!(v["graph_bank"], Value::Null);
+    assert!(v["misses"].as_u64().unwrap() > 0);
+}
+
+/// A stored subgraph that differs from the model's in one node's attribute: `why` names that
+/// node, its op type and the field; under another precision mode, the option.
+#[test]
+fn why_names_the_differing_node_or_option_of_a_subgraph_miss() {
+    let (_, sp) = plans();
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = graph_record(&sp, 1, json!({}));
+    let Descriptor::Graph(g) = &mut r.descriptor else {
+        unreachable!()
+    };
+    g.nodes[2]
+        .attrs
+        .insert("dilations".into(), AttrValue::Ints(vec![1, 1, 2, 2]));
+    let file = dir.path().join("g.redb");
+    let bank = graph_bank(&file, &[r]);
+    let report = why_subgraphs(&bank, &sp.subgraphs, &WhyConfig::default()).unwrap();
+    let d = report
+        .subgraphs
+        .iter()
+        .find(|d| d.key == sp.subgraphs[1].key)
+        .unwrap();
+    let GraphVerdict::Miss { cause, nearest, .. } = &d.verdict else {
+        panic!("expected a miss")
+    };
+    assert_eq!(cause, "node 2 (Conv2D) differs");
+    let diffs = &nearest[0].differences;
+    assert_eq!(diffs.len(), 1, "{diffs:?}");
+    assert_eq!(
+        (diffs[0].kind, diffs[0].node, diffs[0].field.as_str()),
+        (GraphDiffKind::Node, Some(2), "attr dilations")
+    );
+    drop(bank);
+    // On the command line, under another precision mode: the option.
+    let m = format!("--model={}", model_path());
+    let s = format!("--soc_version={SOC}");
+    let args = [
+        "why",
+        "--bank",
+        file.to_str().unwrap(),
+        &m,
+        &s,
+        SHAPE,
+        "--precision_mode=force_fp32",
+        "--job_type=1",
+    ];
+    let text = String::from_utf8(run_ok(&mut cmd(INSPECT, dir.path(), &args)).stdout).unwrap();
+    assert!(text.contains("miss: precision_mode differs"), "{text}");
+    assert!(
+        text.contains("option precision_mode: stored force_fp16, this conversion force_fp32"),
+        "{text}"
+    );
+}
