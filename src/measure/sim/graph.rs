@@ -311,7 +311,13 @@ impl GraphOps {
                     }
                 }
             }
-            let ws = ib.saturating_add(ob);
+            // A node without outputs (AOE's graph bank records none for some) writes, as far
+            // as the model knows, as much as it reads.
+            let ws = if n.outputs.is_empty() {
+                ib.saturating_mul(2)
+            } else {
+                ib.saturating_add(ob)
+            };
             let strat = op_strategies.get(i).cloned().flatten();
             let m = node_model(TuningTask::new(op), strat, soc, ws, i)?;
             nodes.push(NodeModel { weight_bytes, ..m });
@@ -432,7 +438,8 @@ impl GraphOps {
 }
 
 /// The op model of one node: its time at `strategy` (or the default), roofline, compute
-/// floor; an op the simulator does not cover is one memory-bound pass over `ws` bytes.
+/// floor; an op the simulator does not cover, or a node without outputs, is one memory-bound
+/// pass over `ws` bytes.
 fn node_model(
     task: TuningTask,
     strategy: Option<StrategyMap>,
@@ -441,19 +448,23 @@ fn node_model(
     node: usize,
 ) -> Result<NodeModel, GraphModelError> {
     let op_err = |source| GraphModelError::Op { node, source };
+    let memory_pass = || {
+        let t = soc.launch_us + ws as f64 / soc.chip_read_bw(ws) * 1e6;
+        Ok(NodeModel {
+            op_us: t,
+            roofline_us: t,
+            compute_us: 0.0,
+            working_set: ws,
+            weight_bytes: 0,
+            modelled: false,
+        })
+    };
+    if task.op.outputs.is_empty() {
+        return memory_pass();
+    }
     let (m, _, cores, _) = match SimRunner::model(&task) {
         Ok(m) => m,
-        Err(MeasureError::Unsupported { .. } | MeasureError::TooLarge(_)) => {
-            let t = soc.launch_us + ws as f64 / soc.chip_read_bw(ws) * 1e6;
-            return Ok(NodeModel {
-                op_us: t,
-                roofline_us: t,
-                compute_us: 0.0,
-                working_set: ws,
-                weight_bytes: 0,
-                modelled: false,
-            });
-        }
+        Err(MeasureError::Unsupported { .. } | MeasureError::TooLarge(_)) => return memory_pass(),
         Err(e) => return Err(op_err(e)),
     };
     let mut runner = SimRunner::new();

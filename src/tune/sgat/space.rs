@@ -31,6 +31,11 @@ fn fixpipe_pass(op_type: &str) -> Option<&'static str> {
     }
 }
 
+/// The most configurations (before restrictions) a subgraph's space may have: the space is
+/// enumerated, so a larger one (a subgraph of some twenty nodes or more, as AOE's graph bank
+/// has) is refused with [`SpaceBuildError`] rather than exhausting memory.
+pub const MAX_RAW_CONFIGS: u64 = 1 << 20;
+
 /// One subgraph's space and how to read its configurations.
 #[derive(Debug)]
 pub struct SgatSpace {
@@ -120,6 +125,16 @@ impl SgatSpace {
         for ks in into.values().filter(|ks| ks.len() > 1) {
             let sum: Vec<String> = ks.iter().map(|k| format!("ub_{k}")).collect();
             restrictions.push(format!("{} <= 1", sum.join(" + ")));
+        }
+        let raw = params
+            .iter()
+            .try_fold(1u64, |p, q| p.checked_mul(q.values.len() as u64));
+        if raw.is_none_or(|r| r > MAX_RAW_CONFIGS) {
+            let raw = raw.map_or("over 2^64".to_owned(), |r| r.to_string());
+            return Err(SpaceBuildError(format!(
+                "{} parameters, {raw} configurations before restrictions: more than the {MAX_RAW_CONFIGS} an enumerated space holds",
+                params.len()
+            )));
         }
         let space = Space::enumerate(params, &restrictions, &constants)
             .map_err(|e| SpaceBuildError(e.to_string()))?;
