@@ -264,18 +264,129 @@ fn any_strategy_in_the_schema_is_accepted_and_inconsistent_ones_are_typed_errors
     assert!(t.total_us >= t.roofline_us);
     let back = SgatStrategy::from_strategy(&aoe, 5).unwrap().to_strategy();
     assert_eq!(back, aoe, "the schema round-trips, extra keys kept");
+    assert!(SgatStrategy::from_strategy(&aoe, 5)
+        .unwrap()
+        .trans_data_avoided
+        .is_empty());
+    // transDataAvoided: [producer, consumer] pairs; only an edge that offers it may name it.
+    let ops = GraphOps::prepare(g, &[]).unwrap();
+    let e = ops.edges.iter().find(|e| e.direct.is_some()).unwrap();
+    let mut direct = aoe.clone();
+    direct.insert("transDataAvoided".into(), json!([[e.from, e.to]]));
+    let read = SgatStrategy::from_strategy(&direct, 5).unwrap();
+    assert_eq!(read.trans_data_avoided, vec![(e.from, e.to)]);
+    assert_eq!(read.to_strategy(), direct);
+    assert!(simulate_graph(g, &direct, &[]).is_ok());
+    let other = ops.edges.iter().find(|e| e.direct.is_none()).unwrap();
+    let mut wrong = aoe.clone();
+    wrong.insert("transDataAvoided".into(), json!([[other.from, other.to]]));
+    let e = simulate_graph(g, &wrong, &[]).unwrap_err();
+    assert!(matches!(e, GraphModelError::Strategy(_)), "{e}");
     for (k, v) in [
         ("cut", json!([1, 1])),
         ("cut", json!([0, 1, 1, 1, 1])),
         ("fusionType", json!([1, 0, 0, 0, 0])),
         ("scopeId", json!("x")),
         ("ubPass", json!({"AutomaticUbFusion": ["a"]})),
+        ("transDataAvoided", json!([[0, 5]])),
+        ("transDataAvoided", json!([[1, 1]])),
+        ("transDataAvoided", json!([0, 4])),
     ] {
         let mut bad = aoe.clone();
         bad.insert(k.into(), v);
         let e = simulate_graph(g, &bad, &[]).unwrap_err();
         assert!(matches!(e, GraphModelError::Strategy(_)), "{k}: {e}");
     }
+}
+
+/// Avoiding a TransData (the producer writing its consumer's format itself) never costs more
+/// than running the TransData when the format change is free in the op model (the producer's
+/// time, roofline and compute floor no larger, the tensor as large in either format), under
+/// any strategy; and it saves the TransData's launch. ResNet-50's Conv2D (NC1HWC0) → residual
+/// Add (NCHW) edges are such edges on both SoCs.
+#[test]
+fn avoiding_a_free_transdata_never_costs_more() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let (mut free, mut checked) = (0, 0);
+    for plan in all_plans() {
+        for t in &plan.tasks {
+            let ops = GraphOps::prepare(&t.descriptor, &[]).unwrap();
+            let n = t.descriptor.nodes.len();
+            for e in &ops.edges {
+                let Some(d) = &e.direct else { continue };
+                assert!(e.transdata, "only a TransData edge can avoid one");
+                let p = &ops.nodes[e.from];
+                let is_free = d.node.op_us <= p.op_us
+                    && d.node.roofline_us <= p.roofline_us
+                    && d.node.compute_us <= p.compute_us
+                    && d.bytes == e.bytes;
+                if !is_free {
+                    continue;
+                }
+                free += 1;
+                for _ in 0..20 {
+                    let with = random_strategy(n, &mut rng);
+                    let mut without = with.clone();
+                    without.trans_data_avoided = vec![(e.from, e.to)];
+                    let (a, b) = (ops.time(&with).unwrap(), ops.time(&without).unwrap());
+                    assert!(
+                        b.total_us <= a.total_us,
+                        "{}: avoided {} > TransData {}",
+                        t.names[0],
+                        b.total_us,
+                        a.total_us
+                    );
+                    assert_eq!(b.launches + 1, a.launches);
+                    assert!(b.total_us >= ops.roofline_us());
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(free >= 8, "free TransData edges: {free}");
+    assert!(checked >= 160);
+}
+
+/// The search uses the per-edge format choice: on ResNet-50 at batch 32 the bottleneck
+/// subgraphs with a Conv2D → Add TransData edge are written with `transDataAvoided`, and the
+/// stored strategy reads back and times below the same strategy with the TransData run.
+#[test]
+fn sgat_avoids_transdata_edges_where_it_pays() {
+    let plan = resnet_plan("Ascend910B2");
+    let dir = tempfile::tempdir().unwrap();
+    let bank = graph_bank(dir.path(), "Ascend910B2");
+    let s = run_sgat(
+        &plan,
+        &bank,
+        None,
+        &sim_settings(),
+        "r",
+        None,
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    let mut using = 0;
+    for o in &s.outcomes {
+        let t = &plan.tasks[o.task];
+        let ops = GraphOps::prepare(&t.descriptor, &[]).unwrap();
+        if ops.edges.iter().all(|e| e.direct.is_none()) {
+            continue;
+        }
+        let Some(r) = &o.record else { continue };
+        let st = SgatStrategy::from_strategy(&r.strategy, t.descriptor.nodes.len()).unwrap();
+        if st.trans_data_avoided.is_empty() {
+            continue;
+        }
+        assert!(r.strategy.contains_key("transDataAvoided"));
+        let mut with = st.clone();
+        with.trans_data_avoided.clear();
+        assert!(ops.time(&st).unwrap().total_us < ops.time(&with).unwrap().total_us);
+        using += 1;
+    }
+    assert!(
+        using >= 4,
+        "subgraphs written with a TransData avoided: {using}"
+    );
 }
 
 #[test]
