@@ -609,8 +609,8 @@ fn run_ok(c: &mut Command) -> Output {
     out
 }
 
-/// SGAT on the command line (910B2 and 310P3 ResNet-50 at batch 32, BERT), a rerun that is all
-/// hits, then OPAT and convert with every op a hit.
+/// SGAT on the command line (ResNet-50 at batch 32 and BERT, each on 910B2 and 310P3), a rerun
+/// that is all hits, then OPAT and convert with every op a hit.
 #[test]
 fn cli_sgat_then_opat_then_convert() {
     let cases = [
@@ -625,6 +625,7 @@ fn cli_sgat_then_opat_then_convert() {
             Some("--input_shape=input:32,3,224,224"),
         ),
         ("bert_layer.onnx", "Ascend910B2", None),
+        ("bert_layer.onnx", "Ascend310P3", None),
     ];
     for (model, soc, shape) in cases {
         let tmp = tempfile::tempdir().unwrap();
@@ -684,4 +685,139 @@ fn cli_sgat_then_opat_then_convert() {
             "{model} {soc}: convert after SGAT and OPAT"
         );
     }
+}
+
+/// Polls `dir` until the SGAT result file reports a finished subgraph while `child` runs;
+/// returns that result file.
+fn wait_for_finished_subgraphs(dir: &Path, child: &mut std::process::Child) -> Value {
+    let start = std::time::Instant::now();
+    loop {
+        let found = std::fs::read_dir(dir).ok().and_then(|d| {
+            d.filter_map(|e| e.ok()).find(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("aoe_result_sgat_")
+            })
+        });
+        if let Some(v) = found
+            .and_then(|e| std::fs::read(e.path()).ok())
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        {
+            let sgat = &v.as_object().unwrap().values().next().unwrap()[1]["SGAT"];
+            if sgat["repo_summary"]["total_num"].as_u64().unwrap_or(0) >= 1 {
+                return v;
+            }
+        }
+        assert!(child.try_wait().unwrap().is_none(), "tuner ended early");
+        assert!(start.elapsed().as_secs() < 120, "no subgraph finished");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// An SGAT job long enough to stop midway: ResNet-50 at four dynamic batch sizes (some forty
+/// subgraph tasks, the result file rewritten after each).
+fn spawn_long_sgat(home: &Path, banks: &Path, out: &Path) -> std::process::Child {
+    let model = format!("--model={}", fixture("resnet50.onnx"));
+    let o = out.to_str().unwrap();
+    let mut c = cmd(
+        home,
+        &[
+            "tune",
+            "--job_type=1",
+            &model,
+            "--soc_version=Ascend910B2",
+            "--input_shape=input:-1,3,224,224",
+            "--dynamic_batch_size=1,2,4,8",
+            "--output-dir",
+            o,
+        ],
+    );
+    c.env("TUNE_BANK_PATH", banks)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    c.spawn().unwrap()
+}
+
+/// Reruns the long job to the end; returns its SGAT section (checked against the schema).
+fn rerun_long_sgat(home: &Path, banks: &Path, out: &Path) -> Value {
+    std::fs::create_dir_all(out).unwrap();
+    let mut child = spawn_long_sgat(home, banks, out);
+    assert!(child.wait().unwrap().success());
+    check_schema(&sgat_file(out))
+}
+
+/// `tune --job_type=1` killed with SIGKILL mid-job leaves a graph bank that verifies and a
+/// valid result file ("tuning incomplete"); a rerun continues: every subgraph reported before
+/// the kill is a hit.
+#[test]
+fn sgat_killed_with_sigkill_leaves_a_sound_graph_bank_and_a_rerun_continues() {
+    let tmp = tempfile::tempdir().unwrap();
+    let banks = tmp.path().join("banks");
+    let out = tmp.path().join("killed");
+    std::fs::create_dir_all(&banks).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let mut child = spawn_long_sgat(tmp.path(), &banks, &out);
+    wait_for_finished_subgraphs(&out, &mut child);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let v = sgat_file(&out);
+    let sgat = &v.as_object().unwrap().values().next().unwrap()[1]["SGAT"];
+    assert_eq!(sgat["sgat_tuning_result"], "tuning incomplete");
+    let killed = sgat["repo_summary"]["total_num"].as_u64().unwrap();
+    let bank = banks.join("tunebank_graph.redb");
+    let verify = cmd(
+        tmp.path(),
+        &[
+            "bank",
+            "verify",
+            "--bank",
+            bank.to_str().unwrap(),
+            "--soc_version=Ascend910B2",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+    let rerun = rerun_long_sgat(tmp.path(), &banks, &tmp.path().join("rerun"));
+    let r = &rerun["repo_summary"];
+    assert!(
+        r["repo_hit_num"].as_u64().unwrap() >= killed,
+        "every subgraph reported before the kill is a hit: {killed} then {r}"
+    );
+    assert!(r["total_num"].as_u64().unwrap() > killed);
+}
+
+/// SIGTERM stops SGAT cleanly: exit 130, "tuning incomplete" without a tuning time; a rerun
+/// completes and continues where it stopped.
+#[test]
+fn sgat_stopped_with_sigterm_exits_130_and_a_rerun_completes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let banks = tmp.path().join("banks");
+    let out = tmp.path().join("stopped");
+    std::fs::create_dir_all(&banks).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let mut child = spawn_long_sgat(tmp.path(), &banks, &out);
+    wait_for_finished_subgraphs(&out, &mut child);
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let v = sgat_file(&out);
+    let parts = v.as_object().unwrap().values().next().unwrap();
+    assert!(parts[0]["basic"].get("tuning_time(s)").is_none());
+    let sgat = &parts[1]["SGAT"];
+    assert_eq!(sgat["sgat_tuning_result"], "tuning incomplete");
+    let stopped = sgat["repo_summary"]["total_num"].as_u64().unwrap();
+    let rerun = rerun_long_sgat(tmp.path(), &banks, &tmp.path().join("rerun"));
+    let r = &rerun["repo_summary"];
+    assert!(
+        r["repo_hit_num"].as_u64().unwrap() >= stopped,
+        "{stopped} then {r}"
+    );
+    assert!(r["total_num"].as_u64().unwrap() > stopped);
 }
