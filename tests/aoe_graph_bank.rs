@@ -194,3 +194,63 @@ fn a_subgraph_that_does_not_map_is_named_and_the_rest_imported() {
         expected.join("\n") + "\n"
     );
 }
+
+/// `calibrate --aoe-graph` on the sample: every graph line is a record with the board's
+/// `end2EndTime` in µs and the subgraph model's times (stored strategies, unfused, its own SGAT
+/// best, never above the unfused); the summary's Spearman is the project's one Spearman over
+/// those records, and its quantiles lie within the ratios; the text form has one line a record.
+#[test]
+fn calibrate_aoe_graph_reports_every_record_against_the_board() {
+    let path = sample_path();
+    let o = tunebank(&[
+        "calibrate",
+        "--aoe-graph",
+        path.to_str().unwrap(),
+        SOC,
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = doc["records"].as_array().unwrap();
+    let file = aoe_graph::read_aoe_graph_file(&path).unwrap();
+    assert_eq!(rows.len(), 11);
+    assert_eq!(rows.len(), file.graphs.len());
+    let (mut stored, mut real, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for (r, g) in rows.iter().zip(&file.graphs) {
+        assert_eq!(r["graph_id"], g.graph_id_text());
+        assert_eq!(r["real_us"].as_f64().unwrap(), g.end2end_time_ns() / 1e3);
+        assert_eq!(r["subgraphs"], g.subgraphs.len());
+        let s = r["stored_us"].as_f64().expect("every sample line maps");
+        let d = r["default_us"].as_f64().unwrap();
+        assert!(s > 0.0 && d > 0.0, "{r}");
+        match r["best_us"].as_f64() {
+            Some(b) => assert!(b <= d && b > 0.0, "{r}"),
+            None => assert!(r["reason"].as_str().unwrap().contains("SGAT space"), "{r}"),
+        }
+        stored.push(s);
+        real.push(r["real_us"].as_f64().unwrap());
+        ratios.push(s / real.last().unwrap());
+    }
+    let s = &doc["summary"];
+    assert_eq!(
+        (s["records"].as_u64(), s["mapped"].as_u64()),
+        (Some(11), Some(11))
+    );
+    assert_eq!(s["subgraphs"], 18);
+    let rho = tunebank::inspect::calibrate::spearman(&stored, &real).unwrap();
+    assert_eq!(s["spearman_stored_real"].as_f64().unwrap(), rho);
+    ratios.sort_by(f64::total_cmp);
+    let (p10, p50, p90) = (
+        s["ratio_p10"].as_f64().unwrap(),
+        s["ratio_p50"].as_f64().unwrap(),
+        s["ratio_p90"].as_f64().unwrap(),
+    );
+    assert!(ratios[0] <= p10 && p10 <= p50 && p50 <= p90 && p90 <= ratios[10]);
+    let o = tunebank(&["calibrate", "--aoe-graph", path.to_str().unwrap(), SOC]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for g in &file.graphs {
+        assert!(out.contains(&g.graph_id_text()), "{out}");
+    }
+    assert!(out.contains("11 records, 11 mapped"), "{out}");
+}

@@ -264,18 +264,129 @@ fn any_strategy_in_the_schema_is_accepted_and_inconsistent_ones_are_typed_errors
     assert!(t.total_us >= t.roofline_us);
     let back = SgatStrategy::from_strategy(&aoe, 5).unwrap().to_strategy();
     assert_eq!(back, aoe, "the schema round-trips, extra keys kept");
+    assert!(SgatStrategy::from_strategy(&aoe, 5)
+        .unwrap()
+        .trans_data_avoided
+        .is_empty());
+    // transDataAvoided: [producer, consumer] pairs; only an edge that offers it may name it.
+    let ops = GraphOps::prepare(g, &[]).unwrap();
+    let e = ops.edges.iter().find(|e| e.direct.is_some()).unwrap();
+    let mut direct = aoe.clone();
+    direct.insert("transDataAvoided".into(), json!([[e.from, e.to]]));
+    let read = SgatStrategy::from_strategy(&direct, 5).unwrap();
+    assert_eq!(read.trans_data_avoided, vec![(e.from, e.to)]);
+    assert_eq!(read.to_strategy(), direct);
+    assert!(simulate_graph(g, &direct, &[]).is_ok());
+    let other = ops.edges.iter().find(|e| e.direct.is_none()).unwrap();
+    let mut wrong = aoe.clone();
+    wrong.insert("transDataAvoided".into(), json!([[other.from, other.to]]));
+    let e = simulate_graph(g, &wrong, &[]).unwrap_err();
+    assert!(matches!(e, GraphModelError::Strategy(_)), "{e}");
     for (k, v) in [
         ("cut", json!([1, 1])),
         ("cut", json!([0, 1, 1, 1, 1])),
         ("fusionType", json!([1, 0, 0, 0, 0])),
         ("scopeId", json!("x")),
         ("ubPass", json!({"AutomaticUbFusion": ["a"]})),
+        ("transDataAvoided", json!([[0, 5]])),
+        ("transDataAvoided", json!([[1, 1]])),
+        ("transDataAvoided", json!([0, 4])),
     ] {
         let mut bad = aoe.clone();
         bad.insert(k.into(), v);
         let e = simulate_graph(g, &bad, &[]).unwrap_err();
         assert!(matches!(e, GraphModelError::Strategy(_)), "{k}: {e}");
     }
+}
+
+/// Avoiding a TransData (the producer writing its consumer's format itself) never costs more
+/// than running the TransData when the format change is free in the op model (the producer's
+/// time, roofline and compute floor no larger, the tensor as large in either format), under
+/// any strategy; and it saves the TransData's launch. ResNet-50's Conv2D (NC1HWC0) → residual
+/// Add (NCHW) edges are such edges on both SoCs.
+#[test]
+fn avoiding_a_free_transdata_never_costs_more() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let (mut free, mut checked) = (0, 0);
+    for plan in all_plans() {
+        for t in &plan.tasks {
+            let ops = GraphOps::prepare(&t.descriptor, &[]).unwrap();
+            let n = t.descriptor.nodes.len();
+            for e in &ops.edges {
+                let Some(d) = &e.direct else { continue };
+                assert!(e.transdata, "only a TransData edge can avoid one");
+                let p = &ops.nodes[e.from];
+                let is_free = d.node.op_us <= p.op_us
+                    && d.node.roofline_us <= p.roofline_us
+                    && d.node.compute_us <= p.compute_us
+                    && d.bytes == e.bytes;
+                if !is_free {
+                    continue;
+                }
+                free += 1;
+                for _ in 0..20 {
+                    let with = random_strategy(n, &mut rng);
+                    let mut without = with.clone();
+                    without.trans_data_avoided = vec![(e.from, e.to)];
+                    let (a, b) = (ops.time(&with).unwrap(), ops.time(&without).unwrap());
+                    assert!(
+                        b.total_us <= a.total_us,
+                        "{}: avoided {} > TransData {}",
+                        t.names[0],
+                        b.total_us,
+                        a.total_us
+                    );
+                    assert_eq!(b.launches + 1, a.launches);
+                    assert!(b.total_us >= ops.roofline_us());
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(free >= 8, "free TransData edges: {free}");
+    assert!(checked >= 160);
+}
+
+/// The search uses the per-edge format choice: on ResNet-50 at batch 32 the bottleneck
+/// subgraphs with a Conv2D → Add TransData edge are written with `transDataAvoided`, and the
+/// stored strategy reads back and times below the same strategy with the TransData run.
+#[test]
+fn sgat_avoids_transdata_edges_where_it_pays() {
+    let plan = resnet_plan("Ascend910B2");
+    let dir = tempfile::tempdir().unwrap();
+    let bank = graph_bank(dir.path(), "Ascend910B2");
+    let s = run_sgat(
+        &plan,
+        &bank,
+        None,
+        &sim_settings(),
+        "r",
+        None,
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    let mut using = 0;
+    for o in &s.outcomes {
+        let t = &plan.tasks[o.task];
+        let ops = GraphOps::prepare(&t.descriptor, &[]).unwrap();
+        if ops.edges.iter().all(|e| e.direct.is_none()) {
+            continue;
+        }
+        let Some(r) = &o.record else { continue };
+        let st = SgatStrategy::from_strategy(&r.strategy, t.descriptor.nodes.len()).unwrap();
+        if st.trans_data_avoided.is_empty() {
+            continue;
+        }
+        assert!(r.strategy.contains_key("transDataAvoided"));
+        let mut with = st.clone();
+        with.trans_data_avoided.clear();
+        assert!(ops.time(&st).unwrap().total_us < ops.time(&with).unwrap().total_us);
+        using += 1;
+    }
+    assert!(
+        using >= 4,
+        "subgraphs written with a TransData avoided: {using}"
+    );
 }
 
 #[test]
@@ -498,8 +609,8 @@ fn run_ok(c: &mut Command) -> Output {
     out
 }
 
-/// SGAT on the command line (910B2 and 310P3 ResNet-50 at batch 32, BERT), a rerun that is all
-/// hits, then OPAT and convert with every op a hit.
+/// SGAT on the command line (ResNet-50 at batch 32 and BERT, each on 910B2 and 310P3), a rerun
+/// that is all hits, then OPAT and convert with every op a hit.
 #[test]
 fn cli_sgat_then_opat_then_convert() {
     let cases = [
@@ -514,6 +625,7 @@ fn cli_sgat_then_opat_then_convert() {
             Some("--input_shape=input:32,3,224,224"),
         ),
         ("bert_layer.onnx", "Ascend910B2", None),
+        ("bert_layer.onnx", "Ascend310P3", None),
     ];
     for (model, soc, shape) in cases {
         let tmp = tempfile::tempdir().unwrap();
@@ -605,4 +717,139 @@ fn a_confirmed_default_is_searched_again_only_under_a_larger_budget() {
         after.stats.trials, 0,
         "confirmed anew under the larger budget"
     );
+}
+
+/// Polls `dir` until the SGAT result file reports a finished subgraph while `child` runs;
+/// returns that result file.
+fn wait_for_finished_subgraphs(dir: &Path, child: &mut std::process::Child) -> Value {
+    let start = std::time::Instant::now();
+    loop {
+        let found = std::fs::read_dir(dir).ok().and_then(|d| {
+            d.filter_map(|e| e.ok()).find(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("aoe_result_sgat_")
+            })
+        });
+        if let Some(v) = found
+            .and_then(|e| std::fs::read(e.path()).ok())
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        {
+            let sgat = &v.as_object().unwrap().values().next().unwrap()[1]["SGAT"];
+            if sgat["repo_summary"]["total_num"].as_u64().unwrap_or(0) >= 1 {
+                return v;
+            }
+        }
+        assert!(child.try_wait().unwrap().is_none(), "tuner ended early");
+        assert!(start.elapsed().as_secs() < 120, "no subgraph finished");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// An SGAT job long enough to stop midway: ResNet-50 at four dynamic batch sizes (some forty
+/// subgraph tasks, the result file rewritten after each).
+fn spawn_long_sgat(home: &Path, banks: &Path, out: &Path) -> std::process::Child {
+    let model = format!("--model={}", fixture("resnet50.onnx"));
+    let o = out.to_str().unwrap();
+    let mut c = cmd(
+        home,
+        &[
+            "tune",
+            "--job_type=1",
+            &model,
+            "--soc_version=Ascend910B2",
+            "--input_shape=input:-1,3,224,224",
+            "--dynamic_batch_size=1,2,4,8",
+            "--output-dir",
+            o,
+        ],
+    );
+    c.env("TUNE_BANK_PATH", banks)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    c.spawn().unwrap()
+}
+
+/// Reruns the long job to the end; returns its SGAT section (checked against the schema).
+fn rerun_long_sgat(home: &Path, banks: &Path, out: &Path) -> Value {
+    std::fs::create_dir_all(out).unwrap();
+    let mut child = spawn_long_sgat(home, banks, out);
+    assert!(child.wait().unwrap().success());
+    check_schema(&sgat_file(out))
+}
+
+/// `tune --job_type=1` killed with SIGKILL mid-job leaves a graph bank that verifies and a
+/// valid result file ("tuning incomplete"); a rerun continues: every subgraph reported before
+/// the kill is a hit.
+#[test]
+fn sgat_killed_with_sigkill_leaves_a_sound_graph_bank_and_a_rerun_continues() {
+    let tmp = tempfile::tempdir().unwrap();
+    let banks = tmp.path().join("banks");
+    let out = tmp.path().join("killed");
+    std::fs::create_dir_all(&banks).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let mut child = spawn_long_sgat(tmp.path(), &banks, &out);
+    wait_for_finished_subgraphs(&out, &mut child);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let v = sgat_file(&out);
+    let sgat = &v.as_object().unwrap().values().next().unwrap()[1]["SGAT"];
+    assert_eq!(sgat["sgat_tuning_result"], "tuning incomplete");
+    let killed = sgat["repo_summary"]["total_num"].as_u64().unwrap();
+    let bank = banks.join("tunebank_graph.redb");
+    let verify = cmd(
+        tmp.path(),
+        &[
+            "bank",
+            "verify",
+            "--bank",
+            bank.to_str().unwrap(),
+            "--soc_version=Ascend910B2",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+    let rerun = rerun_long_sgat(tmp.path(), &banks, &tmp.path().join("rerun"));
+    let r = &rerun["repo_summary"];
+    assert!(
+        r["repo_hit_num"].as_u64().unwrap() >= killed,
+        "every subgraph reported before the kill is a hit: {killed} then {r}"
+    );
+    assert!(r["total_num"].as_u64().unwrap() > killed);
+}
+
+/// SIGTERM stops SGAT cleanly: exit 130, "tuning incomplete" without a tuning time; a rerun
+/// completes and continues where it stopped.
+#[test]
+fn sgat_stopped_with_sigterm_exits_130_and_a_rerun_completes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let banks = tmp.path().join("banks");
+    let out = tmp.path().join("stopped");
+    std::fs::create_dir_all(&banks).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let mut child = spawn_long_sgat(tmp.path(), &banks, &out);
+    wait_for_finished_subgraphs(&out, &mut child);
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let v = sgat_file(&out);
+    let parts = v.as_object().unwrap().values().next().unwrap();
+    assert!(parts[0]["basic"].get("tuning_time(s)").is_none());
+    let sgat = &parts[1]["SGAT"];
+    assert_eq!(sgat["sgat_tuning_result"], "tuning incomplete");
+    let stopped = sgat["repo_summary"]["total_num"].as_u64().unwrap();
+    let rerun = rerun_long_sgat(tmp.path(), &banks, &tmp.path().join("rerun"));
+    let r = &rerun["repo_summary"];
+    assert!(
+        r["repo_hit_num"].as_u64().unwrap() >= stopped,
+        "{stopped} then {r}"
+    );
+    assert!(r["total_num"].as_u64().unwrap() > stopped);
 }

@@ -74,6 +74,9 @@ and every ATC option; they must match those used for tuning for the ops to hit."
     /// --soc_version=SOC`): per record the board's time and the simulated time of its stored
     /// tiling, of the default and of the best of `--samples` sampled tilings; Spearman and ratio
     /// quantiles of each, and the share of stored tilings within 10 % of the simulator's best.
+    /// With `--aoe-graph FILE` instead: per graph line of an AOE graph bank, the board's
+    /// end-to-end time and the subgraph model's time under the stored strategies, the unfused
+    /// default and its own SGAT best, with the same summary.
     Calibrate(calibrate::CalibrateArgs),
 }
 

@@ -63,6 +63,10 @@ pub struct SgatStrategy {
     pub scope_id: Vec<i64>,
     /// `ubPass`: UB-fusion pass name → the scope ids it formed (informational for the model).
     pub ub_pass: BTreeMap<String, Vec<i64>>,
+    /// `transDataAvoided`: edges (producer, consumer node) whose producer writes the consumer's
+    /// format itself, so no TransData runs between them (see [`DirectWrite`]). Empty (the key
+    /// absent) = a TransData on every layout-changing edge, as before the key existed.
+    pub trans_data_avoided: Vec<(usize, usize)>,
     /// Any other keys of the stored strategy, kept as they are.
     pub extra: BTreeMap<String, Value>,
 }
@@ -76,13 +80,15 @@ impl SgatStrategy {
             fusion_type: vec![false; n],
             scope_id: (0..n).map(|i| -(i as i64) - 1).collect(),
             ub_pass: BTreeMap::new(),
+            trans_data_avoided: Vec::new(),
             extra: BTreeMap::new(),
         }
     }
 
     /// Reads a stored strategy for a subgraph of `nodes` nodes. Absent keys take the unfused
     /// values; present ones must have one entry per node (`ubPass`: an object of integer
-    /// arrays), cuts ≥ 1.
+    /// arrays; `transDataAvoided`: an array of `[producer, consumer]` node index pairs), cuts
+    /// ≥ 1.
     pub fn from_strategy(s: &Strategy, nodes: usize) -> Result<Self, GraphModelError> {
         let bad = |what: String| GraphModelError::Strategy(what);
         let mut out = SgatStrategy::unfused(nodes);
@@ -133,8 +139,18 @@ impl SgatStrategy {
             }
             Some(v) => return Err(bad(format!("\"ubPass\" is {v}, expected an object"))),
         }
+        if let Some(v) = s.get(TRANS_DATA_AVOIDED) {
+            out.trans_data_avoided = edge_pairs(v, nodes).ok_or_else(|| {
+                bad(format!(
+                    "\"{TRANS_DATA_AVOIDED}\" is {v}, expected [producer, consumer] pairs of node indices below {nodes}"
+                ))
+            })?;
+        }
         for (k, v) in s {
-            if !matches!(k.as_str(), "cut" | "fusionType" | "scopeId" | "ubPass") {
+            if !matches!(
+                k.as_str(),
+                "cut" | "fusionType" | "scopeId" | "ubPass" | TRANS_DATA_AVOIDED
+            ) {
                 out.extra.insert(k.clone(), v.clone());
             }
         }
@@ -148,6 +164,14 @@ impl SgatStrategy {
         s.insert("fusionType".into(), json!(self.fusion_type));
         s.insert("scopeId".into(), json!(self.scope_id));
         s.insert("ubPass".into(), json!(self.ub_pass));
+        if !self.trans_data_avoided.is_empty() {
+            let pairs: Vec<[usize; 2]> = self
+                .trans_data_avoided
+                .iter()
+                .map(|&(a, b)| [a, b])
+                .collect();
+            s.insert(TRANS_DATA_AVOIDED.into(), json!(pairs));
+        }
         s
     }
 
@@ -168,6 +192,25 @@ impl SgatStrategy {
         }
         out
     }
+}
+
+/// The strategy key of [`SgatStrategy::trans_data_avoided`].
+pub const TRANS_DATA_AVOIDED: &str = "transDataAvoided";
+
+/// `[[producer, consumer], …]` with indices below `nodes`, producer ≠ consumer.
+fn edge_pairs(v: &Value, nodes: usize) -> Option<Vec<(usize, usize)>> {
+    let index = |v: &Value| {
+        v.as_u64()
+            .and_then(|i| usize::try_from(i).ok())
+            .filter(|&i| i < nodes)
+    };
+    v.as_array()?
+        .iter()
+        .map(|p| match p.as_array()?.as_slice() {
+            [a, b] => Some((index(a)?, index(b)?)).filter(|(a, b)| a != b),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One node as the subgraph model sees it, from the op model.
@@ -198,6 +241,21 @@ pub struct Edge {
     pub bytes: u64,
     /// The consumer reads it in another format: a TransData kernel runs on the edge.
     pub transdata: bool,
+    /// On a TransData edge whose producer can write the consumer's format itself: the
+    /// producer doing so (a strategy may choose it, `transDataAvoided`).
+    pub direct: Option<DirectWrite>,
+}
+
+/// A producer writing its consumer's format directly, so no TransData runs on the edge:
+/// offered where the edge changes the layout, it is the producer's only consumer edge, the
+/// tensor is not a graph output, and the op model times the producer with its output in the
+/// consumer's view (shape and format; its own dtype).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DirectWrite {
+    /// The producer as the op model times it writing that format.
+    pub node: NodeModel,
+    /// Bytes of the tensor in the consumer's format.
+    pub bytes: u64,
 }
 
 /// A subgraph ready to be timed under many strategies: the op model run once per node.
@@ -286,6 +344,7 @@ impl GraphOps {
         let mut nodes = Vec::with_capacity(g.nodes.len());
         let mut out_bytes = Vec::with_capacity(g.nodes.len());
         let mut edges = Vec::new();
+        let mut views = Vec::new();
         for (i, n) in g.nodes.iter().enumerate() {
             let op = node_descriptor(g, i)?;
             let ob: u64 = n.outputs.iter().map(tensor_bytes).sum();
@@ -302,20 +361,34 @@ impl GraphOps {
                     }
                     TensorSource::Node { node, .. } => {
                         let have = source_tensor(g, s).map(|t| t.format);
+                        let transdata = have != Some(op.inputs[j].format);
+                        if transdata {
+                            views.push((edges.len(), op.inputs[j].clone()));
+                        }
                         edges.push(Edge {
                             from: node as usize,
                             to: i,
                             bytes: source_tensor(g, s).map(tensor_bytes).unwrap_or(0),
-                            transdata: have != Some(op.inputs[j].format),
+                            transdata,
+                            direct: None,
                         });
                     }
                 }
             }
-            let ws = ib.saturating_add(ob);
+            // A node without outputs (AOE's graph bank records none for some) writes, as far
+            // as the model knows, as much as it reads.
+            let ws = if n.outputs.is_empty() {
+                ib.saturating_mul(2)
+            } else {
+                ib.saturating_add(ob)
+            };
             let strat = op_strategies.get(i).cloned().flatten();
             let m = node_model(TuningTask::new(op), strat, soc, ws, i)?;
             nodes.push(NodeModel { weight_bytes, ..m });
             out_bytes.push(ob);
+        }
+        for (e, view) in views {
+            edges[e].direct = direct_write(g, &edges, e, view, &nodes, op_strategies, soc)?;
         }
         let graph_out_bytes = g
             .outputs
@@ -332,17 +405,28 @@ impl GraphOps {
         })
     }
 
-    /// The subgraph's lower bound: one launch plus the largest of the total cube compute at
-    /// peak, the largest single op's roofline body, and the graph outputs over the L2 write
-    /// bandwidth.
+    /// The subgraph's lower bound under every strategy: one launch plus the largest of the
+    /// total cube compute at peak, the largest single op's roofline body, and the graph outputs
+    /// over the L2 write bandwidth; a producer that may write its consumer's format counts at
+    /// the cheaper of its two forms.
     pub fn roofline_us(&self) -> f64 {
+        let mut nodes: Vec<(f64, f64)> = (self.nodes.iter())
+            .map(|n| (n.compute_us, n.roofline_us))
+            .collect();
+        for e in &self.edges {
+            if let Some(d) = &e.direct {
+                let m = &mut nodes[e.from];
+                *m = (m.0.min(d.node.compute_us), m.1.min(d.node.roofline_us));
+            }
+        }
+        self.roofline_of(nodes.into_iter())
+    }
+
+    /// The bound of [`GraphOps::roofline_us`] over per-node (compute, roofline) times.
+    fn roofline_of(&self, nodes: impl Iterator<Item = (f64, f64)> + Clone) -> f64 {
         let soc = self.soc;
-        let compute: f64 = self.nodes.iter().map(|n| n.compute_us).sum();
-        let op = self
-            .nodes
-            .iter()
-            .map(|n| n.roofline_us - soc.launch_us)
-            .fold(0.0, f64::max);
+        let compute: f64 = nodes.clone().map(|n| n.0).sum();
+        let op = nodes.map(|n| n.1 - soc.launch_us).fold(0.0, f64::max);
         let l2w = soc.l2_write_bpc * f64::from(soc.cube_cores) * soc.clock_ghz * 1e9;
         let out = self.graph_out_bytes as f64 / l2w * 1e6;
         soc.launch_us + compute.max(op).max(out)
@@ -357,6 +441,21 @@ impl GraphOps {
                 s.cut.len()
             )));
         }
+        // Edges whose TransData the strategy avoids, and each node as it runs under `s`.
+        let mut avoided = vec![false; self.edges.len()];
+        let mut eff: Vec<&NodeModel> = self.nodes.iter().collect();
+        let mut out_bytes = self.out_bytes.clone();
+        for &(p, c) in &s.trans_data_avoided {
+            let k = (self.edges.iter())
+                .position(|e| (e.from, e.to) == (p, c) && e.direct.is_some())
+                .ok_or_else(|| {
+                    GraphModelError::Strategy(format!(
+                        "{TRANS_DATA_AVOIDED} [{p}, {c}]: not a TransData edge whose producer can write the consumer's format"
+                    ))
+                })?;
+            let d = self.edges[k].direct.as_ref().expect("checked");
+            (avoided[k], eff[p], out_bytes[p]) = (true, &d.node, d.bytes);
+        }
         let soc = self.soc;
         let l = soc.launch_us;
         let chip = |bpc: f64| bpc * f64::from(soc.cube_cores) * soc.clock_ghz * 1e9;
@@ -367,7 +466,7 @@ impl GraphOps {
         );
         let resident: f64 = (0..n)
             .filter(|&i| s.fusion_type[i])
-            .map(|i| self.out_bytes[i] as f64 / f64::from(s.cut[i]))
+            .map(|i| out_bytes[i] as f64 / f64::from(s.cut[i]))
             .sum();
         let l2_fits = resident <= (soc.l2 / 4 * 3) as f64;
         let kernels = s.kernels();
@@ -378,16 +477,19 @@ impl GraphOps {
             }
         }
         // Per node: its op body plus the read/write corrections of its edges.
-        let mut body: Vec<f64> = self.nodes.iter().map(|m| m.op_us - l).collect();
+        let mut body: Vec<f64> = eff.iter().map(|m| m.op_us - l).collect();
         let mut internal_save = vec![0.0; kernels.len()];
         let mut launches = 0u64;
         let mut extra = 0.0;
-        for e in &self.edges {
-            let b = e.bytes as f64;
-            let (p, c) = (&self.nodes[e.from], &self.nodes[e.to]);
+        for (k, e) in self.edges.iter().enumerate() {
+            let (b, transdata) = match &e.direct {
+                Some(d) if avoided[k] => (d.bytes as f64, false),
+                _ => (e.bytes as f64, e.transdata),
+            };
+            let (p, c) = (eff[e.from], eff[e.to]);
             let w_charged = b / soc.chip_write_bw(p.working_set) * 1e6;
             let r_charged = b / soc.chip_read_bw(c.working_set) * 1e6;
-            if kernel_of[e.from] == kernel_of[e.to] && !e.transdata {
+            if kernel_of[e.from] == kernel_of[e.to] && !transdata {
                 internal_save[kernel_of[e.from]] += w_charged + r_charged;
                 continue;
             }
@@ -398,7 +500,7 @@ impl GraphOps {
             };
             body[e.from] += b / w_bw * 1e6 - w_charged;
             body[e.to] += b / r_bw * 1e6 - r_charged;
-            if e.transdata {
+            if transdata {
                 launches += 1;
                 extra += l + (b / r_bw + b / w_bw) * 1e6;
             }
@@ -408,11 +510,11 @@ impl GraphOps {
             launches += u64::from(cut);
             let floor = members
                 .iter()
-                .map(|&i| self.nodes[i].compute_us)
+                .map(|&i| eff[i].compute_us)
                 .fold(0.0, f64::max);
             let sum: f64 = members
                 .iter()
-                .map(|&i| body[i].max(self.nodes[i].compute_us))
+                .map(|&i| body[i].max(eff[i].compute_us))
                 .sum();
             let weights: f64 = members
                 .iter()
@@ -421,7 +523,7 @@ impl GraphOps {
             let reread = f64::from(cut - 1) * weights / soc.chip_read_bw(weights as u64) * 1e6;
             extra += f64::from(cut) * l + (sum - internal_save[k]).max(floor) + reread;
         }
-        let roofline_us = self.roofline_us();
+        let roofline_us = self.roofline_of(eff.iter().map(|m| (m.compute_us, m.roofline_us)));
         Ok(GraphTime {
             total_us: extra.max(roofline_us),
             roofline_us,
@@ -431,8 +533,48 @@ impl GraphOps {
     }
 }
 
+/// The producer of TransData edge `e` writing the consumer's `view` itself, where offered
+/// (see [`DirectWrite`]).
+fn direct_write(
+    g: &GraphDescriptor,
+    edges: &[Edge],
+    e: usize,
+    view: TensorDesc,
+    nodes: &[NodeModel],
+    op_strategies: &[Option<StrategyMap>],
+    soc: &'static SocModel,
+) -> Result<Option<DirectWrite>, GraphModelError> {
+    let p = edges[e].from;
+    let single = edges.iter().filter(|x| x.from == p).count() == 1;
+    let graph_output = g
+        .outputs
+        .iter()
+        .any(|o| matches!(*o, TensorSource::Node { node, .. } if node as usize == p));
+    if !single || graph_output || g.nodes[p].outputs.len() != 1 || !nodes[p].modelled {
+        return Ok(None);
+    }
+    let mut op = node_descriptor(g, p)?;
+    let out = &mut op.outputs[0];
+    let dtype = out.dtype;
+    *out = TensorDesc { dtype, ..view };
+    let bytes = tensor_bytes(out);
+    let ib: u64 = op.inputs.iter().map(tensor_bytes).sum();
+    let strat = op_strategies.get(p).cloned().flatten();
+    match node_model(TuningTask::new(op), strat, soc, ib.saturating_add(bytes), p) {
+        Ok(m) if m.modelled => Ok(Some(DirectWrite {
+            node: NodeModel {
+                weight_bytes: nodes[p].weight_bytes,
+                ..m
+            },
+            bytes,
+        })),
+        _ => Ok(None),
+    }
+}
+
 /// The op model of one node: its time at `strategy` (or the default), roofline, compute
-/// floor; an op the simulator does not cover is one memory-bound pass over `ws` bytes.
+/// floor; an op the simulator does not cover, or a node without outputs, is one memory-bound
+/// pass over `ws` bytes.
 fn node_model(
     task: TuningTask,
     strategy: Option<StrategyMap>,
@@ -441,19 +583,23 @@ fn node_model(
     node: usize,
 ) -> Result<NodeModel, GraphModelError> {
     let op_err = |source| GraphModelError::Op { node, source };
+    let memory_pass = || {
+        let t = soc.launch_us + ws as f64 / soc.chip_read_bw(ws) * 1e6;
+        Ok(NodeModel {
+            op_us: t,
+            roofline_us: t,
+            compute_us: 0.0,
+            working_set: ws,
+            weight_bytes: 0,
+            modelled: false,
+        })
+    };
+    if task.op.outputs.is_empty() {
+        return memory_pass();
+    }
     let (m, _, cores, _) = match SimRunner::model(&task) {
         Ok(m) => m,
-        Err(MeasureError::Unsupported { .. } | MeasureError::TooLarge(_)) => {
-            let t = soc.launch_us + ws as f64 / soc.chip_read_bw(ws) * 1e6;
-            return Ok(NodeModel {
-                op_us: t,
-                roofline_us: t,
-                compute_us: 0.0,
-                working_set: ws,
-                weight_bytes: 0,
-                modelled: false,
-            });
-        }
+        Err(MeasureError::Unsupported { .. } | MeasureError::TooLarge(_)) => return memory_pass(),
         Err(e) => return Err(op_err(e)),
     };
     let mut runner = SimRunner::new();

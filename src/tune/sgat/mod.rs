@@ -17,22 +17,24 @@
 //! baseline).
 
 mod apply;
+mod search;
 mod space;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use search_strategies::{strategies::by_name, Driver, StopReason};
+use search_strategies::{strategies::by_name, StopReason};
 
 pub use apply::{
     apply_graph_bank, apply_strategy, post_sgat_plan, AppliedSubgraph, ApplyError, PostSgat,
 };
-pub use space::{SgatSpace, SpaceBuildError};
+pub use search::{search_subgraph, sgat_best, SgatBest, SgatBestError, SubgraphSearch};
+pub use space::{SgatSpace, SpaceBuildError, MAX_RAW_CONFIGS};
 
 use super::decision::Round;
 use super::outcome::{Decision, TaskOutcome};
-use super::pool::{Budget, Cancellable, Pool};
+use super::pool::{Budget, Pool};
 use super::{check_settings, check_soc, plan, TuneError, TunePlan, TuneSettings, TuneStats};
 use crate::bank::{Bank, Descriptor, Lookup, Origin, Performance, Provenance, Record};
 use crate::key::{BankKey, GraphDescriptor, RecordKind, ResolvedOptions, SocSpec};
@@ -472,30 +474,19 @@ impl Ctx<'_> {
             out.failure = Some(format!("unknown strategy {}", self.settings.strategy));
             return (None, false, Duration::ZERO);
         };
-        let mut strategy = Cancellable {
-            inner,
-            cancel: self.cancel,
-        };
-        let mut driver = Driver::new(usize::try_from(granted).unwrap_or(usize::MAX));
-        driver.batch = self.settings.batch.max(1);
-        driver.time_limit = self.budget.job_time_limit(self.settings.time_per_op);
-        let mut in_model = Duration::ZERO;
-        let mut objective = |_: &search_strategies::Space, id| {
-            let s = space.strategy(id);
-            let t0 = Instant::now();
-            let r = ops.time(&s).ok().map(|g| g.total_us);
-            in_model += t0.elapsed();
-            r
-        };
-        let res = driver.run(&space.space, &mut strategy, &mut objective);
-        out.trials = res.history.len() as u64;
+        let limits = (
+            granted,
+            self.settings.batch,
+            self.budget.job_time_limit(self.settings.time_per_op),
+        );
+        let res = search_subgraph(space, ops, inner, limits, self.cancel);
+        out.trials = res.trials;
         let full = matches!(
             res.stop,
             StopReason::BudgetExhausted | StopReason::SpaceExhausted
         ) && out.trials >= granted.min(space.len() as u64);
         out.stop = Some(res.stop);
-        let best = res.history.best().map(|o| space.strategy(o.id));
-        (best, full, in_model)
+        (res.best.map(|b| b.0), full, res.in_model)
     }
 
     /// The win rule over side-by-side rounds of the (deterministic) model, the decision and

@@ -4,7 +4,10 @@
 //! Parameters: `cut` (slices of the batch, the divisors of the batch among 1, 2, 4, 8, 16; the
 //! same for every node), `l2_<i>` (0/1: node `i`'s outputs stay in L2, for every node that
 //! feeds another node), `ub_<e>` (0/1: UB-fuse edge `e`, for every edge whose producer has
-//! that one consumer and whose consumer is a vector op). Restrictions: the L2 scopes' working
+//! that one consumer and whose consumer is a vector op), `td_<j>` (0/1: the producer of
+//! TransData edge `j` writes the consumer's format itself, for every edge the subgraph model
+//! offers that for, [`crate::measure::sim::graph::DirectWrite`]; such an edge may be UB-fused
+//! only with its TransData avoided: `ub_e == 0 or td_j == 1`). Restrictions: the L2 scopes' working
 //! set per slice fits three quarters of the SoC's L2 (`sum(l2_i · bytes_i) <= L2CAP · cut`,
 //! in KiB); a UB-fused pair's minimal double-buffered tiles fit the UB (`ub_e == 0 or
 //! UBNEED_e <= UB`); a consumer takes in at most one UB-fused producer.
@@ -31,6 +34,11 @@ fn fixpipe_pass(op_type: &str) -> Option<&'static str> {
     }
 }
 
+/// The most configurations (before restrictions) a subgraph's space may have: the space is
+/// enumerated, so a larger one (a subgraph of some twenty nodes or more, as AOE's graph bank
+/// has) is refused with [`SpaceBuildError`] rather than exhausting memory.
+pub const MAX_RAW_CONFIGS: u64 = 1 << 20;
+
 /// One subgraph's space and how to read its configurations.
 #[derive(Debug)]
 pub struct SgatSpace {
@@ -40,6 +48,9 @@ pub struct SgatSpace {
     l2_nodes: Vec<usize>,
     /// UB-fusable edges (producer, consumer, pass), in parameter order.
     ub_edges: Vec<(usize, usize, &'static str)>,
+    /// TransData edges whose producer may write the consumer's format (producer, consumer), in
+    /// parameter order.
+    td_edges: Vec<(usize, usize)>,
     /// Number of nodes.
     nodes: usize,
 }
@@ -73,11 +84,16 @@ impl SgatSpace {
             *consumers.entry(e.from).or_default() += 1;
         }
         let l2_nodes: Vec<usize> = (0..n).filter(|i| consumers.contains_key(i)).collect();
+        let td_edges: Vec<(usize, usize)> = (ops.edges.iter())
+            .filter(|e| e.direct.is_some())
+            .map(|e| (e.from, e.to))
+            .collect();
         let mut ub_edges = Vec::new();
         for e in &ops.edges {
             let (p, c) = (&g.nodes[e.from], &g.nodes[e.to]);
             let cube_consumer = fixpipe_pass(&c.op_type).is_some();
-            if consumers[&e.from] != 1 || e.transdata || cube_consumer {
+            let transdata = e.transdata && e.direct.is_none();
+            if consumers[&e.from] != 1 || transdata || cube_consumer {
                 continue;
             }
             if !(ops.nodes[e.from].modelled && ops.nodes[e.to].modelled) {
@@ -101,9 +117,15 @@ impl SgatSpace {
         if !terms.is_empty() {
             restrictions.push(format!("{} <= L2CAP * cut", terms.join(" + ")));
         }
+        for j in 0..td_edges.len() {
+            params.push(Parameter::ints(format!("td_{j}"), &[0, 1]));
+        }
         let mut into: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         for (k, &(p, c, _)) in ub_edges.iter().enumerate() {
             params.push(Parameter::ints(format!("ub_{k}"), &[0, 1]));
+            if let Some(j) = td_edges.iter().position(|&e| e == (p, c)) {
+                restrictions.push(format!("ub_{k} == 0 or td_{j} == 1"));
+            }
             let tensors =
                 g.nodes[p].inputs.len() + g.nodes[c].inputs.len() + g.nodes[c].outputs.len();
             let row = g.nodes[c]
@@ -121,18 +143,30 @@ impl SgatSpace {
             let sum: Vec<String> = ks.iter().map(|k| format!("ub_{k}")).collect();
             restrictions.push(format!("{} <= 1", sum.join(" + ")));
         }
+        let raw = params
+            .iter()
+            .try_fold(1u64, |p, q| p.checked_mul(q.values.len() as u64));
+        if raw.is_none_or(|r| r > MAX_RAW_CONFIGS) {
+            let raw = raw.map_or("over 2^64".to_owned(), |r| r.to_string());
+            return Err(SpaceBuildError(format!(
+                "{} parameters, {raw} configurations before restrictions: more than the {MAX_RAW_CONFIGS} an enumerated space holds",
+                params.len()
+            )));
+        }
         let space = Space::enumerate(params, &restrictions, &constants)
             .map_err(|e| SpaceBuildError(e.to_string()))?;
         Ok(SgatSpace {
             space,
             l2_nodes,
             ub_edges,
+            td_edges,
             nodes: n,
         })
     }
 
-    /// The strategy of configuration `id`: the cut on every node, L2 flags, UB scopes (ids of
-    /// the chain's first node, passes named by the first edge's producer).
+    /// The strategy of configuration `id`: the cut on every node, L2 flags, TransData edges
+    /// avoided, UB scopes (ids of the chain's first node, passes named by the first edge's
+    /// producer).
     pub fn strategy(&self, id: search_strategies::ConfigId) -> SgatStrategy {
         let vals = self.space.values(id);
         let int = |v: &SValue| match v {
@@ -146,7 +180,13 @@ impl SgatSpace {
         for (j, &i) in self.l2_nodes.iter().enumerate() {
             s.fusion_type[i] = int(&vals[1 + j]) == 1;
         }
-        let base = 1 + self.l2_nodes.len();
+        let td = 1 + self.l2_nodes.len();
+        for (j, &e) in self.td_edges.iter().enumerate() {
+            if int(&vals[td + j]) == 1 {
+                s.trans_data_avoided.push(e);
+            }
+        }
+        let base = td + self.td_edges.len();
         let mut root: Vec<usize> = (0..n).collect();
         fn find(r: &mut [usize], i: usize) -> usize {
             let mut i = i;

@@ -1,12 +1,17 @@
 //! `tunebank calibrate --aoe FILE --soc_version=SOC`: the simulator against the board on the
-//! records of an AOE unified_bank file (stored tiling, default, best of N sampled tilings).
+//! records of an AOE unified_bank file (stored tiling, default, best of N sampled tilings);
+//! `--aoe-graph FILE`: the subgraph model against the board on an AOE graph bank (stored
+//! strategies, unfused default, the simulator's own SGAT best, per graph line).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use tunebank::bank::interchange::aoe_graph::read_aoe_graph_file;
 use tunebank::bank::maintenance::read_aoe_file;
 use tunebank::inspect::calibrate::calibrate;
+use tunebank::inspect::calibrate::graph::calibrate_graphs;
+use tunebank::tune::TuneSettings;
 
 use super::Conversion;
 use crate::entry::print_report;
@@ -15,9 +20,18 @@ use crate::entry::print_report;
 #[derive(clap::Args, Debug)]
 pub struct CalibrateArgs {
     /// The AOE unified_bank file whose records (board times, tuned tilings) calibrate against.
+    #[arg(
+        long,
+        required_unless_present = "aoe_graph",
+        conflicts_with = "aoe_graph"
+    )]
+    pub aoe: Option<PathBuf>,
+    /// An AOE graph-bank file (`ascend910b2_l2cache.json` format) whose graph lines (board
+    /// `end2EndTime`, stored subgraph strategies) calibrate the subgraph model against.
     #[arg(long)]
-    pub aoe: PathBuf,
-    /// Tilings sampled per record from the simulator's space (seeded; the default is added).
+    pub aoe_graph: Option<PathBuf>,
+    /// Tilings sampled per record from the simulator's space (seeded; the default is added);
+    /// `--aoe` only.
     #[arg(long, default_value_t = 200)]
     pub samples: usize,
     /// Print JSON (`{"records": [...], "summary": {...}}`) instead of a table.
@@ -25,11 +39,21 @@ pub struct CalibrateArgs {
     pub json: bool,
 }
 
-/// Prints the calibration; entries whose md5 does not verify are left out and named on standard
-/// error.
+/// Prints the calibration; with `--aoe`, entries whose md5 does not verify are left out and
+/// named on standard error; with `--aoe-graph`, a malformed line is bad input (exit 2) and a
+/// graph line without times is listed with its reason.
 pub fn run(args: CalibrateArgs, atc: &[String]) -> Result<ExitCode> {
     let ctx = Conversion::from_atc(atc).context("calibrate needs --soc_version")?;
-    let parsed = read_aoe_file(&args.aoe)?;
+    if let Some(path) = &args.aoe_graph {
+        let file = read_aoe_graph_file(path)?;
+        let report = calibrate_graphs(&file, &ctx.soc, &TuneSettings::default());
+        print_report(&report, args.json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let path = args
+        .aoe
+        .context("calibrate needs --aoe FILE or --aoe-graph FILE")?;
+    let parsed = read_aoe_file(&path)?;
     for r in &parsed.rejected {
         eprintln!("tunebank: left out {}[{}]: {}", r.md5, r.index, r.reason);
     }

@@ -5,9 +5,13 @@
 //! (uniformly, seeded, plus the default). The summary gives, for each simulated time, the
 //! Spearman rank correlation with the board's times and the quantiles of simulated / real; and
 //! the share of records whose stored tiling the simulator places within 10 % of its own best
-//! (`stored_us ≤ 1.1 · best_us`).
+//! (`stored_us ≤ 1.1 · best_us`). [`graph`] does the same for the subgraph model on AOE's graph
+//! bank (`calibrate --aoe-graph`), with the same Spearman and quantiles.
 
 use serde::Serialize;
+
+pub mod graph;
+pub mod view;
 
 use crate::bank::interchange::aoe::AoeBank;
 use crate::bank::interchange::tbe;
@@ -165,6 +169,11 @@ fn agreement(rows: &[CalibrationRow], sim: impl Fn(&CalibrationRow) -> Option<f6
         .iter()
         .filter_map(|r| sim(r).map(|s| (s, r.real_us)))
         .collect();
+    agreement_of(&pairs)
+}
+
+/// The agreement of (simulated, real) pairs: their count, Spearman, quantiles of the ratio.
+fn agreement_of(pairs: &[(f64, f64)]) -> Agreement {
     let (s, real): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
     let ratios: Vec<f64> = pairs.iter().map(|(s, r)| s / r).collect();
     Agreement {
