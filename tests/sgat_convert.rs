@@ -388,3 +388,71 @@ fn why_names_the_differing_node_or_option_of_a_subgraph_miss() {
         "{text}"
     );
 }
+
+/// An edge whose TransData the stored strategy avoids: the producer writes the layout its
+/// consumer reads (shape and format), so its key is a new one; every other unit keeps its key.
+#[test]
+fn an_avoided_transdata_makes_the_producer_write_its_consumers_layout() {
+    let (plan, sp) = plans();
+    // The first subgraph edge along which the layout changes (ResNet: a Conv2D writing
+    // NC1HWC0 into the residual Add).
+    let (sg, p, c, j) = sp
+        .subgraphs
+        .iter()
+        .enumerate()
+        .find_map(|(s, sub)| {
+            sub.descriptor
+                .nodes
+                .iter()
+                .enumerate()
+                .find_map(|(c, node)| {
+                    node.inputs
+                        .iter()
+                        .enumerate()
+                        .find_map(|(j, src)| match *src {
+                            tunebank::key::TensorSource::Node { node: p, output } => {
+                                let out = &plan.units[sub.units[p as usize]]
+                                    .resolved
+                                    .descriptor
+                                    .outputs[output as usize];
+                                let view = &plan.units[sub.units[c]].resolved.descriptor.inputs[j];
+                                (out.format != view.format).then_some((p as usize, c, j))
+                            }
+                            _ => None,
+                        })
+                })
+                .map(|(p, c, j)| (s, p, c, j))
+        })
+        .expect("a layout-changing edge in ResNet-50");
+    let n = sp.subgraphs[sg].units.len();
+    let dir = tempfile::tempdir().unwrap();
+    let bank = graph_bank(
+        &dir.path().join("g.redb"),
+        &[graph_record(
+            &sp,
+            sg,
+            json!({"cut": vec![1; n], "transDataAvoided": [[p, c]]}),
+        )],
+    );
+    let post = post(&bank);
+    assert_eq!(post.units.len(), plan.units.len(), "nothing merged");
+    let (pu, cu) = (sp.subgraphs[sg].units[p], sp.subgraphs[sg].units[c]);
+    let view = &plan.units[cu].resolved.descriptor.inputs[j];
+    let written = &post.units[pu].resolved.descriptor;
+    assert!(
+        written
+            .outputs
+            .iter()
+            .any(|o| o.format == view.format && o.shape == view.shape),
+        "the producer writes {:?} {:?}",
+        view.format,
+        view.shape
+    );
+    assert_ne!(post.units[pu].resolved.key, plan.units[pu].resolved.key);
+    assert_eq!(post.units[pu].resolved.key, written.key().unwrap());
+    for (i, (a, b)) in plan.units.iter().zip(&post.units).enumerate() {
+        if i != pu {
+            assert_eq!(a.resolved.key, b.resolved.key, "unit {i}");
+        }
+    }
+}

@@ -23,6 +23,11 @@
 //!   input's first dimension, as the subgraph model reads it) gets ⌈batch / k⌉ there, in its
 //!   shape and original shape (outputs and node-to-node edges; graph inputs of rank ≥ 2 that
 //!   are not FRACTAL_Z weights); the op key changes and the op runs k times;
+//! - an edge in `transDataAvoided` whose producer is the last node of its kernel and whose
+//!   consumer is outside it: the producer **writes the consumer's layout** — the output the
+//!   consumer reads takes the consumer's view of it (shape and format, dtype unchanged), so no
+//!   TransData runs and the producer's key is that of an op writing that layout (applied before a
+//!   cut slices the batch);
 //! - `fusionType` (outputs kept in L2) changes where a tensor lives, not what an op computes:
 //!   it never changes an op's descriptor or key.
 //!
@@ -36,8 +41,8 @@ use serde::Serialize;
 
 use crate::bank::{Bank, BankError, LayerId, Lookup};
 use crate::key::{
-    AttrValue, BankKey, Format, KeyError, OpOrigin, OpTemplate, ResolvedOptions, SocSpec,
-    TemplateTensor, TensorDesc, TensorSource,
+    AttrValue, BankKey, Format, GraphDescriptor, KeyError, OpOrigin, OpTemplate, ResolvedOptions,
+    SocSpec, TemplateTensor, TensorDesc, TensorSource,
 };
 use crate::measure::sim::graph::SgatStrategy;
 use crate::model::partition::Subgraph;
@@ -190,11 +195,19 @@ pub fn apply_strategy(
     for members in strategy.kernels() {
         let cut = members.iter().map(|&i| strategy.cut[i]).max().unwrap_or(1);
         let first = unit(members[0])?;
-        if members.len() == 1 && cut <= 1 {
+        let last = *members.last().unwrap_or(&members[0]);
+        let in_scope: BTreeSet<usize> = members.iter().copied().collect();
+        // Edges out of this kernel whose TransData the strategy avoids.
+        let direct: Vec<(usize, usize)> = strategy
+            .trans_data_avoided
+            .iter()
+            .copied()
+            .filter(|&(p, c)| p == last && !in_scope.contains(&c))
+            .collect();
+        if members.len() == 1 && cut <= 1 && direct.is_empty() {
             out.push(first.clone());
             continue;
         }
-        let in_scope: BTreeSet<usize> = members.iter().copied().collect();
         let mut merged = Merged::start(first);
         for &i in &members {
             let u = unit(i)?;
@@ -216,7 +229,10 @@ pub fn apply_strategy(
                 .collect();
             merged.add(u, &keep, i == members[0]);
         }
-        let mut done = merged.finish(unit(*members.last().unwrap_or(&members[0]))?);
+        let mut done = merged.finish(unit(last)?);
+        for (p, c) in direct {
+            write_direct(&mut done, g, (p, c), unit(c)?).map_err(bad)?;
+        }
         if cut > 1 {
             if let Some(b) = batch.filter(|&b| b > 0) {
                 slice(&mut done, &merged.activation, b, i64::from(cut));
@@ -233,6 +249,43 @@ pub fn apply_strategy(
         out.push(done);
     }
     Ok(out)
+}
+
+/// A producer that writes its consumer's format itself (`transDataAvoided`, edge `(p, c)` of
+/// `g`): the output `c` reads takes the shape and format in which `c` reads it (its dtype is
+/// unchanged), so the producer's op key is that of an op writing that layout.
+fn write_direct(
+    producer: &mut ResolvedUnit,
+    g: &GraphDescriptor,
+    (p, c): (usize, usize),
+    consumer: &ResolvedUnit,
+) -> Result<(), String> {
+    let port = g.nodes[c]
+        .inputs
+        .iter()
+        .enumerate()
+        .find_map(|(j, s)| match *s {
+            TensorSource::Node { node, output } if node as usize == p => Some((j, output)),
+            _ => None,
+        });
+    let Some((j, output)) = port else {
+        return Err(format!(
+            "transDataAvoided [{p}, {c}]: node {c} reads nothing of node {p}"
+        ));
+    };
+    let (Some(view), Some(out)) = (
+        consumer.resolved.descriptor.inputs.get(j),
+        producer
+            .resolved
+            .descriptor
+            .outputs
+            .get_mut(output as usize),
+    ) else {
+        return Err(format!("transDataAvoided [{p}, {c}]: no such port"));
+    };
+    out.shape = view.shape.clone();
+    out.format = view.format;
+    Ok(())
 }
 
 /// A merged unit being built: descriptor and template side by side.
