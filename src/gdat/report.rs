@@ -159,14 +159,15 @@ pub fn result_json(
         "one_segment": scenario_json(plan, &o.one_segment),
         "one_segment_per_gradient": {"tail(us)": r3(o.per_gradient.schedule.tail_us), "step(ms)": r3(o.per_gradient.step_us / 1e3)},
         "paste": paste_lines(plan, &o.tuned.split),
-        "repo_summary": {
-            "repo_add_num": u64::from(o.decision == GdatDecision::Add),
-            "repo_hit_num": hit,
-            "repo_reserved_num": u64::from(o.decision == GdatDecision::Reserved),
-            "repo_unsatisfied_num": u64::from(o.decision == GdatDecision::Unsatisfied),
-            "repo_update_num": u64::from(o.decision == GdatDecision::Update),
-            "total_num": 1,
-        },
+        "repo_summary": crate::report::RepoSummary {
+            add: u64::from(o.decision == GdatDecision::Add),
+            hit,
+            reserved: u64::from(o.decision == GdatDecision::Reserved),
+            unsatisfied: u64::from(o.decision == GdatDecision::Unsatisfied),
+            update: u64::from(o.decision == GdatDecision::Update),
+            total: 1,
+        }
+        .to_json(),
     });
     json!({ report_id: [ {"basic": {"tuning_name": name, "tuning_time(s)": r3(time_s)}}, {"GDAT": gdat} ] })
 }

@@ -137,6 +137,18 @@ impl RepoSummary {
         self.hit == self.update + self.reserved
             && self.total == self.add + self.hit + self.unsatisfied
     }
+
+    /// The result file's `repo_summary` object (OPAT, SGAT and GDAT alike).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "repo_add_num": self.add,
+            "repo_hit_num": self.hit,
+            "repo_reserved_num": self.reserved,
+            "repo_unsatisfied_num": self.unsatisfied,
+            "repo_update_num": self.update,
+            "total_num": self.total,
+        })
+    }
 }
 
 /// The content of an OPAT result file.
@@ -202,17 +214,7 @@ impl OpatReport {
         let mut opat = Map::new();
         opat.insert("opat_tuning_result".into(), json!(self.result.as_str()));
         opat.insert("repo_modified_operators".into(), Value::Array(modified));
-        opat.insert(
-            "repo_summary".into(),
-            json!({
-                "repo_add_num": s.add,
-                "repo_hit_num": s.hit,
-                "repo_reserved_num": s.reserved,
-                "repo_unsatisfied_num": s.unsatisfied,
-                "repo_update_num": s.update,
-                "total_num": s.total,
-            }),
-        );
+        opat.insert("repo_summary".into(), s.to_json());
         if self.result == OpatResult::Failed {
             opat.insert("tuning_failed_operators".into(), json!(self.failed_ops));
         }

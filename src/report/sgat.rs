@@ -112,17 +112,7 @@ impl SgatReport {
                 "update_repo_subgraphs": list(&self.updated),
             }),
         );
-        sgat.insert(
-            "repo_summary".into(),
-            json!({
-                "repo_add_num": s.add,
-                "repo_hit_num": s.hit,
-                "repo_reserved_num": s.reserved,
-                "repo_unsatisfied_num": s.unsatisfied,
-                "repo_update_num": s.update,
-                "total_num": s.total,
-            }),
-        );
+        sgat.insert("repo_summary".into(), s.to_json());
         if self.result == OpatResult::Failed {
             sgat.insert("tuning_failed_subgraphs".into(), json!(self.failed));
         }
