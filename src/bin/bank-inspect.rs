@@ -7,6 +7,8 @@
 //!
 //! This file is the argument wiring only: each subcommand is a module of `cli/bank_inspect/`.
 
+#[path = "cli/cluster_args.rs"]
+mod cluster_args;
 #[path = "cli/bank_inspect/mod.rs"]
 mod cmd;
 #[path = "cli/entry.rs"]

@@ -8,6 +8,8 @@
 //!
 //! This file is the argument wiring only: each subcommand is a module of `cli/tunebank/`.
 
+#[path = "cli/cluster_args.rs"]
+mod cluster_args;
 #[path = "cli/tunebank/mod.rs"]
 mod cmd;
 #[path = "cli/entry.rs"]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use tunebank::gdat::{plan_job, why_gradient, Cluster, GradientWhy, MAX_SEGMENTS};
+use tunebank::gdat::{plan_job, why_gradient, GradientWhy, MAX_SEGMENTS};
 use tunebank::inspect::{
     why_descriptor, why_resolved, why_subgraphs, why_templates, SubgraphWhyReport, WhyConfig,
     WhyReport,
@@ -51,20 +51,10 @@ pub struct WhyArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// GDAT: explain the gradient key of `--model` for a data-parallel job of this many devices
-    /// (looked up in the gradient bank), instead of its ops.
-    #[arg(long = "rank_size", alias = "rank-size", requires = "model")]
-    pub rank_size: Option<u32>,
-    /// GDAT: devices per server of that job.
-    #[arg(
-        long = "devices_per_server",
-        alias = "devices-per-server",
-        default_value_t = 8
-    )]
-    pub devices_per_server: u32,
-    /// GDAT: the cluster file the job was tuned with (as `tunebank tune --cluster`).
-    #[arg(long)]
-    pub cluster: Option<PathBuf>,
+    /// GDAT: with `--rank_size`, explain the gradient key of `--model` for that data-parallel
+    /// job (looked up in the gradient bank) instead of its ops.
+    #[command(flatten)]
+    pub cluster: crate::cluster_args::ClusterArgs,
 }
 
 impl WhyArgs {
@@ -85,7 +75,10 @@ impl WhyArgs {
 /// options given.
 pub fn run(args: WhyArgs, atc: &[String]) -> Result<ExitCode> {
     let options = ResolvedOptions::from_args(atc, &FsReader)?;
-    if let (Some(rank_size), Some(model)) = (args.rank_size, &args.model) {
+    if let Some(rank_size) = args.cluster.rank_size {
+        let Some(model) = &args.model else {
+            bail!("--rank_size: explains the gradient key of a model; give --model FILE");
+        };
         let report = gradient(&args, model, rank_size, atc, &options)?;
         print_report(&report, args.json)?;
         return Ok(ExitCode::SUCCESS);
@@ -154,12 +147,7 @@ fn gradient(
     options: &ResolvedOptions,
 ) -> Result<GradientWhy> {
     let soc = options.soc()?;
-    let cluster = Cluster::from_flags(
-        &soc.version,
-        rank_size,
-        args.devices_per_server,
-        args.cluster.as_deref(),
-    )?;
+    let cluster = args.cluster.cluster(&soc.version, rank_size)?;
     let model = tunebank::model::load_onnx(model)?;
     let plan = plan_job(&model, options, &soc, cluster, MAX_SEGMENTS, None)?;
     let bank = open_bank_of_kind(&args.bank, atc, false, RecordKind::Gradient)?;

@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::{bail, Context, Result};
 use tunebank::bank::Bank;
-use tunebank::gdat::{self, report, Cluster, GdatSettings};
+use tunebank::gdat::{self, report, GdatSettings};
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
 use tunebank::model::load_onnx;
 
@@ -20,19 +20,9 @@ use super::tune_config::check_framework;
 /// GDAT's own flags of `tune`.
 #[derive(clap::Args, Debug)]
 pub struct GdatArgs {
-    /// GDAT: devices in the data-parallel job (at least 2).
-    #[arg(long = "rank_size", alias = "rank-size")]
-    pub rank_size: Option<u32>,
-    /// GDAT: devices per server.
-    #[arg(
-        long = "devices_per_server",
-        alias = "devices-per-server",
-        default_value_t = 8
-    )]
-    pub devices_per_server: u32,
-    /// GDAT: JSON file overriding the cluster model's links (see README, "Gradient tuning").
-    #[arg(long)]
-    pub cluster: Option<PathBuf>,
+    /// The cluster: rank size, devices per server, links.
+    #[command(flatten)]
+    pub cluster: crate::cluster_args::ClusterArgs,
     /// GDAT: at most this many segments (1 to 8).
     #[arg(long = "max_segments", alias = "max-segments", default_value_t = 8)]
     pub max_segments: usize,
@@ -58,15 +48,10 @@ pub fn run(args: &TuneArgs, atc: &[String]) -> Result<ExitCode> {
         .cloned()
         .filter(|m| !m.is_empty())
         .context("--model: expected the ONNX model to tune, e.g. --model=resnet50.onnx")?;
-    let Some(rank_size) = g.rank_size else {
+    let Some(rank_size) = g.cluster.rank_size else {
         bail!("--rank_size: GDAT needs the number of devices of the data-parallel job, e.g. --rank_size 16");
     };
-    let cluster = Cluster::from_flags(
-        &soc.version,
-        rank_size,
-        g.devices_per_server,
-        g.cluster.as_deref(),
-    )?;
+    let cluster = g.cluster.cluster(&soc.version, rank_size)?;
     if args.budget == 0 {
         bail!("--budget 0: expected at least one candidate");
     }
