@@ -1,6 +1,8 @@
 //! Record builders shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod pg;
+
 use std::collections::BTreeMap;
 
 use tunebank::bank::record::{
