@@ -1,0 +1,108 @@
+//! Rust errors as the exceptions of `tunebank.errors`, chosen by
+//! [`tunebank::failure::FailureKind`] (the library's classification by type), with the whole
+//! source chain in the message.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+use tunebank::failure::FailureKind;
+
+/// A library error that knows its failure kind (each library error type has a `kind()`).
+pub trait Classified: std::error::Error {
+    /// The kind of failure.
+    fn failure_kind(&self) -> FailureKind;
+}
+
+macro_rules! classified {
+    ($($t:ty),* $(,)?) => {
+        $(impl Classified for $t {
+            fn failure_kind(&self) -> FailureKind {
+                self.kind()
+            }
+        })*
+    };
+}
+
+classified!(
+    tunebank::bank::BankError,
+    tunebank::inspect::InspectError,
+    tunebank::model::ModelError,
+    tunebank::tune::TuneError,
+);
+
+impl Classified for tunebank::key::OptionError {
+    fn failure_kind(&self) -> FailureKind {
+        FailureKind::Input
+    }
+}
+
+impl Classified for tunebank::key::ResolveError {
+    fn failure_kind(&self) -> FailureKind {
+        FailureKind::Input
+    }
+}
+
+impl Classified for tunebank::key::KeyError {
+    fn failure_kind(&self) -> FailureKind {
+        FailureKind::Input
+    }
+}
+
+impl Classified for search_strategies::replay::ReplayError {
+    fn failure_kind(&self) -> FailureKind {
+        FailureKind::Input
+    }
+}
+
+impl Classified for search_strategies::space::SpaceError {
+    fn failure_kind(&self) -> FailureKind {
+        FailureKind::Input
+    }
+}
+
+/// The message of `e` and of every error it wraps, joined by ": ".
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// The `tunebank.errors` class for `kind`.
+fn class_of(py: Python<'_>, kind: FailureKind) -> PyResult<Bound<'_, PyType>> {
+    static MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    let module = MODULE.get_or_try_init(py, || py.import("tunebank.errors").map(Bound::unbind))?;
+    let name = match kind {
+        FailureKind::Input => "InputError",
+        FailureKind::Io => "BankIOError",
+        FailureKind::Busy => "BankBusyError",
+        FailureKind::Damaged => "BankDamagedError",
+    };
+    Ok(module.bind(py).getattr(name)?.cast_into::<PyType>()?)
+}
+
+/// The exception of `kind` with `message`.
+pub fn raise(kind: FailureKind, message: impl Into<String>) -> PyErr {
+    let message = message.into();
+    Python::attach(|py| match class_of(py, kind) {
+        Ok(class) => PyErr::from_type(class, message),
+        Err(e) => e,
+    })
+}
+
+/// An [`FailureKind::Input`] exception: the request named bad input.
+pub fn input(message: impl Into<String>) -> PyErr {
+    raise(FailureKind::Input, message)
+}
+
+/// `e` as the exception of its failure kind.
+pub fn to_py<E: Classified>(e: E) -> PyErr {
+    raise(e.failure_kind(), chain(&e))
+}

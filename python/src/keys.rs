@@ -1,0 +1,85 @@
+//! `tunebank.key` and `tunebank.model_keys`: the bank keys of an op template and of a model,
+//! derived by the same library calls as the CLI's `tunebank key` and `tunebank convert`.
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tunebank::key::{derive_op_keys, FsReader, OpTemplate, ResolvedOptions, SocSpec};
+use tunebank::model::load_onnx;
+
+use crate::convert::{atc_args, from_json, to_json_text};
+use crate::errors::{self, to_py};
+
+/// The resolved ATC options of keyword arguments and the SoC they name (`soc_version` is
+/// required, as for the CLI).
+pub fn options_of(atc: Option<&Bound<'_, PyDict>>) -> PyResult<(ResolvedOptions, SocSpec)> {
+    let args = atc_args(atc)?;
+    let options = ResolvedOptions::from_args(&args, &FsReader).map_err(to_py)?;
+    let soc = options.soc().map_err(to_py)?;
+    Ok((options, soc))
+}
+
+/// An op template from a Python dict (the OpTemplate JSON shape).
+pub fn template_of(op: &Bound<'_, PyAny>) -> PyResult<OpTemplate> {
+    let text = to_json_text(op, "op")?;
+    serde_json::from_str(&text).map_err(|e| {
+        errors::input(format!(
+            "op: expected an op template {{node_name, op_type, inputs: [{{shape, dtype, ...}}], outputs, attrs}}: {e}"
+        ))
+    })
+}
+
+/// The bank keys (hex) of one op template under the ATC options, one per dynamic profile.
+#[pyfunction]
+#[pyo3(signature = (op, **atc_options))]
+fn key(
+    py: Python<'_>,
+    op: &Bound<'_, PyAny>,
+    atc_options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Vec<String>> {
+    let template = template_of(op)?;
+    let (options, soc) = options_of(atc_options)?;
+    let resolved = py
+        .detach(|| derive_op_keys(&template, &options, &soc))
+        .map_err(to_py)?;
+    Ok(resolved.iter().map(|r| r.key.to_string()).collect())
+}
+
+/// Every unit of an ONNX model under the ATC options, as a converter resolves it (inferred,
+/// fused, one row per unit and dynamic profile): `{"op_name", "op_type", "ir_type", "profile",
+/// "key"}`, the fields of `tunebank convert --json`'s rows.
+#[pyfunction]
+#[pyo3(signature = (path, **atc_options))]
+fn model_keys<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    atc_options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (options, soc) = options_of(atc_options)?;
+    let rows = py.detach(|| -> PyResult<serde_json::Value> {
+        let model = load_onnx(&path).map_err(to_py)?;
+        let plan = tunebank::tune::plan(&model, &options, &soc, None).map_err(to_py)?;
+        let rows = plan
+            .units
+            .iter()
+            .map(|u| {
+                let d = &u.resolved.descriptor;
+                serde_json::json!({
+                    "op_name": u.unit.name,
+                    "op_type": u.unit.op_types,
+                    "ir_type": if d.fused_ops.is_empty() { d.op_type.clone() } else { d.fused_ops.join("+") },
+                    "profile": u.resolved.profile,
+                    "key": u.resolved.key.to_string(),
+                })
+            })
+            .collect();
+        Ok(serde_json::Value::Array(rows))
+    })?;
+    from_json(py, &rows)
+}
+
+/// Adds the key functions to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(key, m)?)?;
+    m.add_function(wrap_pyfunction!(model_keys, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,82 @@
+"""Shared fixtures: the repository's fixture files and the CLI binary the parity tests compare
+against (``$TUNEBANK_BIN``, else ``target/release/tunebank`` of the workspace; missing is a
+failure under ``CI=true`` and a skip elsewhere)."""
+
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures"
+REPLAY = REPO / "search-strategies" / "fixtures" / "replay"
+
+
+@pytest.fixture(scope="session")
+def repo():
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """A function running the ``tunebank`` CLI with a clean environment; returns stdout."""
+    path = pathlib.Path(os.environ.get("TUNEBANK_BIN", REPO / "target" / "release" / "tunebank"))
+    if not path.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the tunebank CLI is required under CI=true: {path} does not exist")
+        pytest.skip(f"no tunebank CLI at {path} (build it: cargo build --release)")
+
+    def run(*args, home=None):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("TUNE_BANK_PATH", "ASCEND_CACHE_PATH", "ASCEND_WORK_PATH")}
+        if home is not None:
+            env["HOME"] = str(home)
+        out = subprocess.run([str(path), *map(str, args)], capture_output=True, text=True, env=env)
+        assert out.returncode == 0, f"tunebank {' '.join(map(str, args))}: {out.stderr}"
+        return out.stdout
+
+    return run
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path):
+    """No AOE bank variables and a fresh HOME: nothing outside the test's own files is read."""
+    for v in ("TUNE_BANK_PATH", "ASCEND_CACHE_PATH", "ASCEND_WORK_PATH", "REPEAT_TUNE"):
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    return tmp_path
+
+
+@pytest.fixture(scope="session")
+def tuned_resnet(tmp_path_factory):
+    """A bank tuned with ResNet-50 on the simulated Ascend910B2 (small budget), and the result."""
+    import tunebank
+
+    d = tmp_path_factory.mktemp("tuned")
+    old = {v: os.environ.pop(v, None) for v in ("TUNE_BANK_PATH", "ASCEND_CACHE_PATH", "REPEAT_TUNE")}
+    os.environ["HOME"], home = str(d), os.environ.get("HOME")
+    try:
+        result = tunebank.tune(
+            FIXTURES / "models" / "resnet50.onnx",
+            job_type=2,
+            bank=d / "bank.db",
+            output_dir=d,
+            soc_version="Ascend910B2",
+            budget=8,
+            seed=3,
+        )
+    finally:
+        for k, v in old.items():
+            if v is not None:
+                os.environ[k] = v
+        if home is not None:
+            os.environ["HOME"] = home
+    return d / "bank.db", result
+
+
+def copy_bank(src, dst):
+    shutil.copy(src, dst)
+    return dst

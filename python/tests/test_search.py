@@ -1,0 +1,151 @@
+"""Search from Python: spaces and restrictions, ask/tell determinism per seed, replay and the
+scorer against search-bench's own traces, a Python strategy in the Rust driver, and the GIL
+released during a comparison."""
+
+import json
+import random
+import threading
+
+import pytest
+
+import tunebank
+from tunebank import search
+from conftest import REPLAY
+
+CACHE = REPLAY / "schoonhoven2022" / "convolution_P100.json.gz"
+
+
+def small_space():
+    return search.Space(
+        {"bx": [16, 32, 64, 128], "by": [1, 2, 4, 8], "tile": [1, 2, 4], "vec": ["a", "b"]},
+        ["bx * by <= 256", "tile <= by"],
+    )
+
+
+def test_space_enumerates_the_valid_configurations():
+    space = small_space()
+    valid = [(bx, by, t, v) for bx in [16, 32, 64, 128] for by in [1, 2, 4, 8] for t in [1, 2, 4]
+             for v in "ab" if bx * by <= 256 and t <= by]
+    assert len(space) == len(valid)
+    got = {tuple(space.config(i).values()) for i in range(len(space))}
+    assert got == set(valid)
+    assert space.index({"bx": 128, "by": 8, "tile": 1, "vec": "a"}) is None
+    assert space.names == ["bx", "by", "tile", "vec"]
+
+
+@pytest.mark.parametrize("name", search.strategies())
+def test_ask_tell_is_deterministic_per_seed(name):
+    def run(seed):
+        space = small_space()
+        s = search.Strategy(name, space, seed=seed)
+        seen = []
+        while len(seen) < 26:
+            batch = s.ask(2)
+            if not batch:
+                break
+            for c in batch:
+                assert space.index(c) is not None and c not in seen
+                seen.append(c)
+                s.tell(c, float(c["bx"] * c["tile"]) if c["vec"] == "a" else None)
+        return seen
+
+    a, b = run(7), run(7)
+    assert a == b and len(a) == 26
+    if name not in ("exhaustive",):
+        assert run(8) != a
+
+
+def test_tell_rejects_unknown_and_repeated_configurations():
+    space = small_space()
+    s = search.Strategy("random", space, seed=1)
+    (c,) = s.ask(1)
+    s.tell(c, 1.0)
+    with pytest.raises(tunebank.InputError, match="already told"):
+        s.tell(c, 2.0)
+    with pytest.raises(tunebank.InputError, match="not a valid configuration"):
+        s.tell({"bx": 128, "by": 8, "tile": 1, "vec": "a"}, 1.0)
+    with pytest.raises(tunebank.InputError, match="parameters"):
+        s.tell({"bx": 16}, 1.0)
+    with pytest.raises(tunebank.InputError, match="expected one of"):
+        search.Strategy("nosuch", space)
+    assert s.best == (c, 1.0) and s.evaluations == 1
+
+
+def test_replay_and_score_agree_with_search_bench_traces():
+    space = search.Space.from_cache(CACHE)
+    assert len(space) > 100 and space.optimum > 0
+    cmp = search.compare([CACHE], ["random", "ensemble"], seeds=3, budget=50)
+    (key,) = cmp.traces
+    for name in ("random", "ensemble"):
+        row = next(r for r in cmp.rows if r["strategy"] == name)
+        scored = search.score(cmp.traces[key][name], CACHE, budget=50)
+        assert scored["score"] == pytest.approx(row["score"])
+        assert scored["runs"] == 3
+    # The replayed objective is the cache's: a trace's values are measurements of the space.
+    measured = {space.measure(space.config(i)) for i in range(len(space))}
+    assert set(v for v in cmp.traces[key]["ensemble"][0] if v is not None) <= measured
+
+
+class PyRandom:
+    """A researcher's strategy: uniform random over the space, in pure Python."""
+
+    name = "pyrandom"
+
+    def __init__(self, space, seed):
+        self.space, self.rng, self.told = space, random.Random(seed), set()
+
+    def ask(self, n):
+        free = [i for i in range(len(self.space)) if i not in self.told]
+        return [self.space.config(i) for i in self.rng.sample(free, min(n, len(free)))]
+
+    def tell(self, config, value):
+        self.told.add(self.space.index(config))
+
+
+def test_a_python_strategy_runs_in_the_same_driver_and_table():
+    cmp = search.compare([CACHE], ["ensemble", PyRandom], seeds=3, budget=40)
+    names = {r["strategy"] for r in cmp.rows}
+    assert names == {"ensemble", "py:pyrandom"}
+    (key,) = cmp.traces
+    traces = cmp.traces[key]["py:pyrandom"]
+    assert [len(t) for t in traces] == [40, 40, 40]
+    again = search.compare([CACHE], [PyRandom], seeds=3, budget=40)
+    assert again.traces[key]["py:pyrandom"] == traces
+    assert "py:pyrandom" in str(cmp)
+    ours = dict(cmp.means)
+    assert ours["ensemble"]["score"] > ours["py:pyrandom"]["score"] - 0.5
+
+
+def test_peer_trace_files_are_scored_beside(tmp_path):
+    cmp = search.compare([CACHE], ["random"], seeds=2, budget=30)
+    peer = tmp_path / "othertool.json"
+    peer.write_text(json.dumps({k: {"mine": v["random"]} for k, v in cmp.traces.items()}))
+    both = search.compare([CACHE], ["random"], seeds=2, budget=30, peers=[peer])
+    rows = {r["strategy"]: r for r in both.rows}
+    assert rows["othertool:mine"]["score"] == pytest.approx(rows["random"]["score"])
+
+
+def test_a_failing_python_strategy_raises_its_error():
+    class Broken(PyRandom):
+        def ask(self, n):
+            raise RuntimeError("broken strategy")
+
+    with pytest.raises(RuntimeError, match="broken strategy"):
+        search.compare([CACHE], [Broken], seeds=1, budget=10)
+
+
+def test_the_gil_is_released_during_a_builtin_comparison():
+    ticks = []
+    stop = threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(1)
+            stop.wait(0.001)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    search.compare([CACHE], ["bayes_opt"], seeds=2, budget=60)
+    stop.set()
+    t.join()
+    assert len(ticks) > 20

@@ -1,0 +1,52 @@
+"""tunebank from Python: the content-addressed tuning-knowledge bank and its search strategies.
+
+- :class:`Bank` — the layered op bank (``Bank.open(path, soc_version=...)``), look-ups
+  (``lookup``, ``lookup_many``) and ``why``;
+- :func:`key` and :func:`model_keys` — bank keys of an op template or of an ONNX model under
+  ATC options given as keywords, exactly as the CLI derives them;
+- :func:`tune` — an operator-tuning job (``tunebank tune --job_type=2``);
+- :mod:`tunebank.search` — spaces, strategies with ask/tell, Kernel Tuner cache replay, the
+  scorer and the comparison that also runs strategies written in Python;
+- :mod:`tunebank.errors` — the exception classes.
+
+The extension releases the GIL around look-ups, tuning and searches; a ``Bank`` may be used
+from several threads at once.
+"""
+
+from . import errors
+from ._tunebank import (
+    KEY_SCHEMA_VERSION,
+    Bank,
+    Hit,
+    TuneResult,
+    __version__,
+    key,
+    model_keys,
+    tune,
+)
+from . import search
+from .errors import (
+    BankBusyError,
+    BankDamagedError,
+    BankIOError,
+    InputError,
+    TunebankError,
+)
+
+__all__ = [
+    "KEY_SCHEMA_VERSION",
+    "Bank",
+    "Hit",
+    "TuneResult",
+    "__version__",
+    "key",
+    "model_keys",
+    "tune",
+    "search",
+    "errors",
+    "TunebankError",
+    "InputError",
+    "BankIOError",
+    "BankBusyError",
+    "BankDamagedError",
+]

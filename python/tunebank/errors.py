@@ -1,0 +1,42 @@
+"""The exceptions tunebank raises, one class per kind of failure.
+
+Every error from the Rust library is classified by its type (``tunebank::failure::FailureKind``),
+never by its message text, so callers can act on the class:
+
+- :class:`InputError` — the request is at fault (an argument, option, model or file); retrying
+  the same request fails the same way; nothing was written. Also a :class:`ValueError`.
+- :class:`BankIOError` — the operating system failed a read or write (disk full, permission).
+  Also an :class:`OSError`.
+- :class:`BankBusyError` — another process holds the bank in a way that excludes this open;
+  retrying later may work.
+- :class:`BankDamagedError` — a record fails its checksum or the storage engine is corrupt.
+"""
+
+
+class TunebankError(Exception):
+    """Base class of every tunebank error."""
+
+
+class InputError(TunebankError, ValueError):
+    """Bad input: an argument, ATC option, model, op template or file the request named."""
+
+
+class BankIOError(TunebankError, OSError):
+    """The operating system failed a read, write or sync of the bank."""
+
+
+class BankBusyError(TunebankError):
+    """Another process holds the bank exclusively; retrying later may work."""
+
+
+class BankDamagedError(TunebankError):
+    """The bank is damaged: a record fails its checksum or does not decode."""
+
+
+__all__ = [
+    "TunebankError",
+    "InputError",
+    "BankIOError",
+    "BankBusyError",
+    "BankDamagedError",
+]
