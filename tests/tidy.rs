@@ -39,7 +39,7 @@ const UNSAFE_ALLOWED: &[(&str, &str)] = &[
 ];
 
 /// The folders whose `.rs` files are library or binary code, relative to the workspace root.
-const CODE_ROOTS: &[&str] = &["src", "search-strategies/src", "capi/src"];
+const CODE_ROOTS: &[&str] = &["src", "search-strategies/src", "capi/src", "python/src"];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -387,6 +387,10 @@ fn unsafe_lints_are_set_per_crate() {
     assert!(
         read("search-strategies/src/lib.rs").contains("#![forbid(unsafe_code)]"),
         "search-strategies/src/lib.rs must forbid unsafe code"
+    );
+    assert!(
+        read("python/src/lib.rs").contains("#![forbid(unsafe_code)]"),
+        "python/src/lib.rs must forbid unsafe code (PyO3's safe API only)"
     );
     assert!(
         read("capi/src/lib.rs").contains("#![deny(unsafe_op_in_unsafe_fn)]"),

@@ -12,6 +12,8 @@
 //! failure kind, never by message text. Every call that does I/O, tuning or a search runs with
 //! the GIL released.
 
+#![forbid(unsafe_code)]
+
 use pyo3::prelude::*;
 
 mod bank;
