@@ -36,6 +36,26 @@ impl Classified for tunebank::key::OptionError {
     }
 }
 
+impl Classified for tunebank::gdat::GdatError {
+    fn failure_kind(&self) -> FailureKind {
+        use tunebank::gdat::GdatError as G;
+        match self {
+            G::Tune(e) => e.kind(),
+            G::Bank(e) => e.kind(),
+            _ => FailureKind::Input,
+        }
+    }
+}
+
+impl Classified for tunebank::tune::sgat::SgatError {
+    fn failure_kind(&self) -> FailureKind {
+        match self {
+            tunebank::tune::sgat::SgatError::Tune(e) => e.kind(),
+            _ => FailureKind::Input,
+        }
+    }
+}
+
 impl Classified for tunebank::key::ResolveError {
     fn failure_kind(&self) -> FailureKind {
         FailureKind::Input

@@ -1,18 +1,22 @@
-//! `tunebank.tune`: an operator-tuning job (AOE's OPAT, `tunebank tune --job_type=2`) from
-//! Python, through the same library calls as the CLI: the model planned under the ATC options,
-//! every unique key looked up and the misses searched and measured by the runner, winners
-//! written to the custom bank, and AOE's result file written after every finished op. The GIL
-//! is released for the whole job.
+//! `tunebank.tune`: a tuning job from Python — operator (OPAT), subgraph (SGAT) or gradient
+//! (GDAT) tuning — through the same library calls as `tunebank tune --job_type=N`: the model
+//! planned under the ATC options, every unique key looked up and the misses searched and
+//! measured, winners written to the custom bank of the job's kind, and AOE's result file
+//! written. The GIL is released for the whole job. What the CLI adds around it (aoe.ini,
+//! `--tune_ops_file`, the graph bank applied before OPAT, memory-capped workers, the printed
+//! table) stays the CLI's.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tunebank::bank::Bank as RustBank;
-use tunebank::key::RecordKind;
+use tunebank::gdat::{self, Cluster, GdatSettings};
+use tunebank::key::{FsReader, RecordKind, ResolvedOptions, SocSpec};
 use tunebank::report::ResultFile;
+use tunebank::tune::sgat::{run_sgat, sgat_plan};
 use tunebank::tune::{self as rust_tune, TuneSettings};
 
 use crate::convert::{atc_args, from_json};
@@ -21,18 +25,21 @@ use crate::errors::{self, to_py};
 /// What a tuning job did: AOE's result-file report, its path, and the counts the CLI prints.
 #[pyclass(frozen, module = "tunebank")]
 pub struct TuneResult {
+    /// 1 (SGAT), 2 (OPAT) or 4 (GDAT).
+    #[pyo3(get)]
+    job_type: u32,
     /// The AOE result file written (`aoe_result_opat_<timestamp>_pid<pid>.json`).
     #[pyo3(get)]
     result_file: String,
     report: serde_json::Value,
     repo_summary: serde_json::Value,
-    /// `opat_tuning_result`: `tuning successful`, `tuning failed` or `tuning incomplete`.
+    /// The job's result: `tuning successful`, `tuning failed` or `tuning incomplete`.
     #[pyo3(get)]
     result: String,
-    /// Unique keys (tasks) in the job.
+    /// Unique keys (tasks) in the job (1 for GDAT).
     #[pyo3(get)]
     tasks: usize,
-    /// Ops the model gives (units, across profiles).
+    /// What the model gives: ops (OPAT, across profiles), subgraphs (SGAT) or gradients (GDAT).
     #[pyo3(get)]
     units: usize,
     /// The job stopped before every task ran (total budget or time).
@@ -42,7 +49,8 @@ pub struct TuneResult {
 
 #[pymethods]
 impl TuneResult {
-    /// The result file's content as a dict (`{report_id: [{"basic": …}, {"OPAT": …}]}`).
+    /// The result file's content as a dict (`{report_id: [{"basic": …}, {"OPAT": …}]}` and the
+    /// SGAT and GDAT forms).
     #[getter]
     fn report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         from_json(py, &self.report)
@@ -67,13 +75,16 @@ impl TuneResult {
     }
 }
 
-/// Tunes the ops of the ONNX `model`: `job_type=2` (operator tuning; 1 and 4 are the CLI's
-/// for now). `bank` is the custom bank file (created if needed; `None` = AOE's path rules),
-/// the result file goes to `output_dir`; `runner` is `sim`, `sim:SEED`, `cpu` or
-/// `exec:COMMAND`; `budget` candidates per op; every other keyword is an ATC option
-/// (`soc_version` required).
+/// Tunes the ONNX `model` as `tunebank tune --job_type=N` does, through the same library calls:
+/// `job_type=2` operator tuning (OPAT) into the op bank, `1` subgraph tuning (SGAT, simulator
+/// only) into the graph bank (reading node strategies from `op_bank` when given), `4` gradient
+/// tuning (GDAT) of a data-parallel job of `rank_size` devices into the gradient bank. `bank` is
+/// the custom bank file of the job's kind (created if needed; `None` = AOE's path rules); the
+/// result file goes to `output_dir` (default: the working directory); `runner` is `sim`,
+/// `sim:SEED`, `cpu` or `exec:COMMAND`; `budget` candidates per op (subgraph, job); every other
+/// keyword is an ATC option (`soc_version` required).
 #[pyfunction]
-#[pyo3(signature = (model, job_type=2, *, bank=None, output_dir=None, runner="sim".to_owned(), strategy="ensemble".to_owned(), budget=64, seed=1, workers=1, repeat_tune=false, **atc_options))]
+#[pyo3(signature = (model, job_type=2, *, bank=None, output_dir=None, runner="sim".to_owned(), strategy="ensemble".to_owned(), budget=64, seed=1, workers=1, repeat_tune=false, op_bank=None, rank_size=None, devices_per_server=8, cluster=None, max_segments=8, **atc_options))]
 #[allow(clippy::too_many_arguments)]
 fn tune(
     py: Python<'_>,
@@ -87,13 +98,13 @@ fn tune(
     seed: u64,
     workers: usize,
     repeat_tune: bool,
+    op_bank: Option<PathBuf>,
+    rank_size: Option<u32>,
+    devices_per_server: u32,
+    cluster: Option<PathBuf>,
+    max_segments: usize,
     atc_options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<TuneResult> {
-    if job_type != 2 {
-        return Err(errors::input(format!(
-            "job_type={job_type}: from Python only operator tuning (2) runs; subgraph (1) and gradient (4) tuning are the CLI's (`tunebank tune --job_type={job_type}`)"
-        )));
-    }
     if budget == 0 || workers == 0 {
         return Err(errors::input(
             "budget and workers: expected at least 1 each",
@@ -101,8 +112,7 @@ fn tune(
     }
     let mut args = atc_args(atc_options)?;
     args.push(format!("--model={}", model.display()));
-    let options = tunebank::key::ResolvedOptions::from_args(&args, &tunebank::key::FsReader)
-        .map_err(to_py)?;
+    let options = ResolvedOptions::from_args(&args, &FsReader).map_err(to_py)?;
     let soc = options.soc().map_err(to_py)?;
     let dir = match output_dir {
         Some(d) => d,
@@ -121,46 +131,221 @@ fn tune(
     };
     rust_tune::check_settings(&settings).map_err(to_py)?;
     rust_tune::check_soc(&settings, &soc.version).map_err(to_py)?;
-    let name = model
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "model".into());
-    py.detach(|| {
-        let loaded = tunebank::model::load_onnx(&model).map_err(to_py)?;
-        let plan = rust_tune::plan(&loaded, &options, &soc, None).map_err(to_py)?;
-        let mut builder = RustBank::builder(RecordKind::Op, &soc.version);
-        if let Some(p) = &bank {
+    let job = Job {
+        name: model
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "model".into()),
+        model,
+        options,
+        soc,
+        dir,
+        bank,
+        settings,
+    };
+    match job_type {
+        2 => py.detach(|| job.opat()),
+        1 => py.detach(|| job.sgat(op_bank)),
+        4 => {
+            let rank_size = rank_size.ok_or_else(|| {
+                errors::input("rank_size: gradient tuning (job_type=4) needs the number of devices of the data-parallel job, e.g. rank_size=16")
+            })?;
+            py.detach(|| job.gdat(rank_size, devices_per_server, cluster, max_segments))
+        }
+        other => Err(errors::input(format!(
+            "job_type={other}: expected 1 (subgraph tuning), 2 (operator tuning) or 4 (gradient tuning)"
+        ))),
+    }
+}
+
+/// A validated job: the model, options, settings and where its outputs go.
+struct Job {
+    model: PathBuf,
+    name: String,
+    options: ResolvedOptions,
+    soc: SocSpec,
+    dir: PathBuf,
+    bank: Option<PathBuf>,
+    settings: TuneSettings,
+}
+
+impl Job {
+    /// The custom bank of `kind`, opened for writing.
+    fn open_bank(&self, kind: RecordKind) -> PyResult<RustBank> {
+        let mut builder = RustBank::builder(kind, &self.soc.version);
+        if let Some(p) = &self.bank {
             builder = builder.custom_path(p);
         }
-        let bank = builder.open().map_err(to_py)?;
-        std::fs::create_dir_all(&dir).map_err(|e| {
+        builder.open().map_err(to_py)
+    }
+
+    fn load(&self) -> PyResult<tunebank::model::Model> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| {
             errors::raise(
                 tunebank::failure::io_kind(&e),
-                format!("output_dir {}: {e}", dir.display()),
+                format!("output_dir {}: {e}", self.dir.display()),
             )
         })?;
-        let result = ResultFile::opat(&dir, SystemTime::now(), std::process::id());
+        tunebank::model::load_onnx(&self.model).map_err(to_py)
+    }
+
+    fn opat(&self) -> PyResult<TuneResult> {
+        let model = self.load()?;
+        let plan = rust_tune::plan(&model, &self.options, &self.soc, None).map_err(to_py)?;
+        let bank = self.open_bank(RecordKind::Op)?;
+        let result = ResultFile::opat(&self.dir, SystemTime::now(), std::process::id());
         let cancel = AtomicBool::new(false);
-        let summary = rust_tune::run(
+        let s = rust_tune::run(
             &plan,
             &bank,
-            &settings,
-            &name,
+            &self.settings,
+            &self.name,
             Some(&result),
             &cancel,
             &mut (),
         )
         .map_err(to_py)?;
         Ok(TuneResult {
+            job_type: 2,
             result_file: result.path.display().to_string(),
-            report: summary.report.to_json(&result.report_id),
-            repo_summary: summary.report.summary.to_json(),
-            result: summary.report.result.as_str().to_owned(),
+            report: s.report.to_json(&result.report_id),
+            repo_summary: s.report.summary.to_json(),
+            result: s.report.result.as_str().to_owned(),
             tasks: plan.tasks.len(),
             units: plan.units.len(),
-            interrupted: summary.interrupted,
+            interrupted: s.interrupted,
         })
-    })
+    }
+
+    fn sgat(&self, op_bank: Option<PathBuf>) -> PyResult<TuneResult> {
+        if !self.settings.runner.starts_with("sim") {
+            return Err(errors::input(format!(
+                "runner {}: subgraph tuning (job_type=1) runs on the simulator (runner=\"sim\")",
+                self.settings.runner
+            )));
+        }
+        let model = self.load()?;
+        let plan = sgat_plan(&model, &self.options, &self.soc).map_err(to_py)?;
+        let bank = self.open_bank(RecordKind::Graph)?;
+        let op_bank = match op_bank {
+            Some(p) => Some(
+                RustBank::builder(RecordKind::Op, &self.soc.version)
+                    .no_default_builtin()
+                    .custom_path(p)
+                    .read_only(true)
+                    .open()
+                    .map_err(to_py)?,
+            ),
+            None => None,
+        };
+        let settings = TuneSettings {
+            workers: 1,
+            ..self.settings.clone()
+        };
+        let result = ResultFile::sgat(&self.dir, SystemTime::now(), std::process::id());
+        let cancel = AtomicBool::new(false);
+        let s = run_sgat(
+            &plan,
+            &bank,
+            op_bank.as_ref(),
+            &settings,
+            &self.name,
+            Some(&result),
+            &cancel,
+        )
+        .map_err(to_py)?;
+        Ok(TuneResult {
+            job_type: 1,
+            result_file: result.path.display().to_string(),
+            report: s.report.to_json(&result.report_id),
+            repo_summary: s.report.summary.to_json(),
+            result: s.report.result.as_str().to_owned(),
+            tasks: plan.tasks.len(),
+            units: plan.subgraphs.len(),
+            interrupted: s.interrupted,
+        })
+    }
+
+    fn gdat(
+        &self,
+        rank_size: u32,
+        devices_per_server: u32,
+        cluster: Option<PathBuf>,
+        max_segments: usize,
+    ) -> PyResult<TuneResult> {
+        let started = (Instant::now(), SystemTime::now());
+        let cluster = Cluster::from_flags(
+            &self.soc.version,
+            rank_size,
+            devices_per_server,
+            cluster.as_deref(),
+        )
+        .map_err(to_py)?;
+        let model = self.load()?;
+        let plan = gdat::plan_job(
+            &model,
+            &self.options,
+            &self.soc,
+            cluster,
+            max_segments,
+            None,
+        )
+        .map_err(to_py)?;
+        let bank = self.open_bank(RecordKind::Gradient)?;
+        let result = gdat::report::result_file(&self.dir, started.1, std::process::id());
+        let mut given = self.options.given().clone();
+        given.insert("rank_size".into(), rank_size.to_string());
+        given.insert(
+            "devices_per_server".into(),
+            plan.cluster.devices_per_server.to_string(),
+        );
+        let settings = GdatSettings {
+            strategy: self.settings.strategy.clone(),
+            budget: self.settings.trials_per_op,
+            seed: self.settings.seed,
+            repeat_tune: self.settings.repeat_tune,
+            options_given: given,
+        };
+        let outcome = gdat::run_job(&plan, &bank, &settings, None).map_err(to_py)?;
+        let doc = gdat::report::result_json(
+            &result.report_id,
+            &self.name,
+            started.0.elapsed().as_secs_f64(),
+            &plan,
+            &outcome,
+        );
+        result.write_json(&doc).map_err(|e| {
+            errors::raise(
+                tunebank::failure::io_kind(&e),
+                format!("writing {}: {e}", result.path.display()),
+            )
+        })?;
+        let found = |name: &str| find(&doc, name).cloned().unwrap_or(serde_json::Value::Null);
+        Ok(TuneResult {
+            job_type: 4,
+            result_file: result.path.display().to_string(),
+            repo_summary: found("repo_summary"),
+            result: found("gdat_tuning_result")
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            report: doc,
+            tasks: 1,
+            units: plan.timeline.gradients.len(),
+            interrupted: false,
+        })
+    }
+}
+
+/// The first value under key `name` anywhere in `v` (depth first).
+fn find<'a>(v: &'a serde_json::Value, name: &str) -> Option<&'a serde_json::Value> {
+    match v {
+        serde_json::Value::Object(m) => m
+            .get(name)
+            .or_else(|| m.values().find_map(|x| find(x, name))),
+        serde_json::Value::Array(a) => a.iter().find_map(|x| find(x, name)),
+        _ => None,
+    }
 }
 
 /// Adds `tune` and `TuneResult` to the module.

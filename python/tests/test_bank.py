@@ -89,3 +89,35 @@ def test_one_bank_from_many_threads(tuned_resnet):
         t.join()
     bank.close()
     assert not errors and len(results) == 160 and all(results)
+
+
+def test_subgraph_and_gradient_tuning_from_python(tmp_path, clean_env, cli):
+    sgat = tunebank.tune(RESNET, job_type=1, bank=tmp_path / "graph.db", output_dir=tmp_path,
+                         soc_version="Ascend910B2", budget=8)
+    assert sgat.job_type == 1 and sgat.result == "tuning successful"
+    assert sgat.units >= sgat.tasks >= 5
+    assert sgat.summary["repo_add_num"] + sgat.summary["repo_unsatisfied_num"] == sgat.tasks
+    assert json.loads(open(sgat.result_file).read()) == sgat.report
+    again = tunebank.tune(RESNET, job_type=1, bank=tmp_path / "graph.db", output_dir=tmp_path,
+                          soc_version="Ascend910B2", budget=8)
+    assert again.summary["repo_hit_num"] == sgat.tasks
+
+    gdat = tunebank.tune(RESNET, job_type=4, bank=tmp_path / "grad.db", output_dir=tmp_path,
+                         soc_version="Ascend910B2", rank_size=8, budget=16)
+    assert gdat.job_type == 4 and gdat.result == "tuning successful" and gdat.units > 50
+    assert json.loads(open(gdat.result_file).read()) == gdat.report
+    # The CLI's GDAT of the same job, same seed, finds the same split.
+    out = tmp_path / "cli"
+    cli("tune", f"--model={RESNET}", "--job_type=4", "--soc_version=Ascend910B2", "--rank_size", 8,
+        "--budget", 16, "--bank", tmp_path / "cli_grad.db", "--output-dir", out, home=tmp_path)
+    (cli_file,) = out.glob("*.json")
+    cli_report = json.loads(cli_file.read_text())
+
+    def gdat_part(report):
+        (entries,) = report.values()
+        part = next(e for e in entries if "basic" not in e)
+        (body,) = part.values()
+        return {k: v for k, v in body.items() if k in ("performance_after_tune(us)", "tuned", "repo_key")}
+
+    assert gdat_part(cli_report) == gdat_part(gdat.report)
+    assert gdat_part(gdat.report)["tuned"]

@@ -33,8 +33,12 @@ def test_bad_models(tmp_path):
         tunebank.model_keys(FIXTURES / "models" / "garbage.onnx", soc_version="Ascend910B2")
     with pytest.raises(tunebank.InputError, match="nosuch.onnx"):
         tunebank.model_keys(tmp_path / "nosuch.onnx", soc_version="Ascend910B2")
-    with pytest.raises(tunebank.InputError, match="job_type=1"):
-        tunebank.tune(FIXTURES / "models" / "resnet50.onnx", job_type=1, soc_version="Ascend910B2")
+    with pytest.raises(tunebank.InputError, match="job_type=3"):
+        tunebank.tune(FIXTURES / "models" / "resnet50.onnx", job_type=3, soc_version="Ascend910B2")
+    with pytest.raises(tunebank.InputError, match="rank_size"):
+        tunebank.tune(FIXTURES / "models" / "resnet50.onnx", job_type=4, soc_version="Ascend910B2")
+    with pytest.raises(tunebank.InputError, match="simulator"):
+        tunebank.tune(FIXTURES / "models" / "resnet50.onnx", job_type=1, runner="cpu", soc_version="Ascend910B2")
 
 
 def test_bad_keys_and_banks(tmp_path):

@@ -92,14 +92,16 @@ def model_keys(path: _Path, **atc_options: Any) -> List[Dict[str, Any]]:
 class TuneResult:
     """What a tuning job did."""
 
+    job_type: int
+    """1 (SGAT), 2 (OPAT) or 4 (GDAT)."""
     result_file: str
     """The AOE result file written."""
     result: str
     """``tuning successful``, ``tuning failed`` or ``tuning incomplete``."""
     tasks: int
-    """Unique keys in the job."""
+    """Unique keys in the job (1 for GDAT)."""
     units: int
-    """Ops (units) the model gives, across profiles."""
+    """Ops (OPAT, across profiles), subgraphs (SGAT) or gradients (GDAT) the model gives."""
     interrupted: bool
     """The job stopped before every task ran."""
     @property
@@ -121,9 +123,16 @@ def tune(
     seed: int = 1,
     workers: int = 1,
     repeat_tune: bool = False,
+    op_bank: Optional[_Path] = None,
+    rank_size: Optional[int] = None,
+    devices_per_server: int = 8,
+    cluster: Optional[_Path] = None,
+    max_segments: int = 8,
     **atc_options: Any,
 ) -> TuneResult:
-    """Operator tuning (``job_type=2``) of an ONNX model, as ``tunebank tune --job_type=2``."""
+    """Tunes an ONNX model as ``tunebank tune --job_type=N``: 2 operator tuning into the op
+    bank, 1 subgraph tuning (simulator; node strategies from ``op_bank``) into the graph bank,
+    4 gradient tuning of a ``rank_size``-device data-parallel job into the gradient bank."""
 
 # tunebank.search (re-exported there)
 
