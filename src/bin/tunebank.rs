@@ -24,7 +24,7 @@ use clap::{Parser, Subcommand};
 
 use cmd::{
     bank_add, bank_export, bank_import, bank_merge, bank_migrate, bank_stats, bank_verify,
-    calibrate, convert, key, lookup, tune, BankArgs, OpArgs,
+    calibrate, convert, job, key, lookup, tune, worker, BankArgs, OpArgs,
 };
 
 /// tunebank: a content-addressed tuning-knowledge bank for Ascend-style operator tuning.
@@ -80,6 +80,23 @@ and every ATC option; they must match those used for tuning for the ops to hit."
     /// end-to-end time and the subgraph model's time under the stored strategies, the unfused
     /// default and its own SGAT best, with the same summary.
     Calibrate(calibrate::CalibrateArgs),
+    /// A worker of the distributed tuning queue (`--queue postgres://… --soc_version=SOC
+    /// --runner R`): claims the tasks of its SoC and runner that `tune --queue` queued, tunes
+    /// each as a local tune would and writes the records into the shared `--bank`.
+    Worker(worker::WorkerArgs),
+    /// A queued tuning job: per-task status, its AOE result file, cancellation.
+    #[command(subcommand)]
+    Job(JobCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum JobCommand {
+    /// Per task: state, worker, attempts, decision, last error (`--json`: everything).
+    Status(job::JobArgs),
+    /// Write the job's AOE result file from the database.
+    Report(job::ReportArgs),
+    /// Cancel the job's queued tasks; running ones finish or are abandoned on lease expiry.
+    Cancel(job::JobArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -122,6 +139,10 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
         Command::Tune(args) => tune::run(*args, &atc),
         Command::Convert(args) => convert::run(args, &atc),
         Command::Calibrate(args) => calibrate::run(args, &atc),
+        Command::Worker(args) => worker::run(args, &atc),
+        Command::Job(JobCommand::Status(args)) => job::status(args),
+        Command::Job(JobCommand::Report(args)) => job::report(args),
+        Command::Job(JobCommand::Cancel(args)) => job::cancel(args),
         Command::Bank(BankCommand::Stats(args)) => bank_stats::run(args, &atc),
         Command::Bank(BankCommand::Verify(args)) => bank_verify::run(args, &atc),
         Command::Bank(BankCommand::Add(args)) => bank_add::run(args, &atc),

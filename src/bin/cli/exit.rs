@@ -13,6 +13,7 @@ use tunebank::bank::{BankError, MaintenanceError, RecordError};
 use tunebank::failure::{io_kind, FailureKind};
 use tunebank::inspect::InspectError;
 use tunebank::model::ModelError;
+use tunebank::queue::QueueError;
 use tunebank::tune::TuneError;
 
 /// The command ran and its answer is negative (a check found problems, a look-up missed).
@@ -103,7 +104,8 @@ fn kind_of(e: &(dyn StdError + 'static)) -> FailureKind {
         MaintenanceError,
         InspectError,
         ModelError,
-        TuneError
+        TuneError,
+        QueueError
     );
     match e.downcast_ref::<std::io::Error>() {
         Some(io) => io_kind(io),

@@ -13,13 +13,16 @@ pub mod bank_verify;
 pub mod calibrate;
 pub mod convert;
 mod graph_bank;
+pub mod job;
 pub mod key;
 pub mod lookup;
 mod progress;
 pub mod tune;
 mod tune_config;
 mod tune_gdat;
+mod tune_queue;
 mod tune_sgat;
+pub mod worker;
 
 use std::path::PathBuf;
 
