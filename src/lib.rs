@@ -79,5 +79,6 @@ mod json;
 pub mod key;
 pub mod measure;
 pub mod model;
+pub mod pg;
 pub mod report;
 pub mod tune;
