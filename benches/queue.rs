@@ -61,7 +61,8 @@ impl Drop for Cluster {
 }
 
 fn plan_and_settings() -> (TunePlan, TuneSettings) {
-    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).expect("options");
+    let options =
+        ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).expect("options");
     let model = load_onnx(MODEL).expect("the ResNet-50 fixture loads");
     let soc = options.soc().expect("soc");
     let plan = tune::plan(&model, &options, &soc, None::<&BTreeSet<String>>).expect("plan");
@@ -83,14 +84,16 @@ fn submit(url: &str, bank: &Path, plan: &TunePlan, settings: &TuneSettings) -> u
         .open()
         .expect("bench bank");
     let mut client = queue::connect(url).expect("queue");
-    queue::migrate(&mut client).expect("migrate");
+    queue::migrate(&mut client, url).expect("migrate");
     let spec = JobSpec {
         tuning_name: "resnet50",
         model: MODEL,
         plan,
         settings,
     };
-    queue::enqueue(&mut client, &b, &spec).expect("enqueue").queued
+    queue::enqueue(&mut client, &b, &spec)
+        .expect("enqueue")
+        .queued
 }
 
 /// `workers` worker processes draining the queue; the wall time until the last exits.
@@ -99,8 +102,20 @@ fn drain(url: &str, bank: &Path, workers: usize) -> Duration {
     let children: Vec<_> = (0..workers)
         .map(|i| {
             Command::new(BIN)
-                .args(["worker", "--queue", url, "--soc_version=Ascend910B2", "--runner", "sim"])
-                .args(["--bank", bank.to_str().expect("utf-8"), "--idle-exit", "0.001"])
+                .args([
+                    "worker",
+                    "--queue",
+                    url,
+                    "--soc_version=Ascend910B2",
+                    "--runner",
+                    "sim",
+                ])
+                .args([
+                    "--bank",
+                    bank.to_str().expect("utf-8"),
+                    "--idle-exit",
+                    "0.001",
+                ])
                 .args(["--worker-id", &format!("bench{i}")])
                 .env("HOME", bank.parent().expect("dir"))
                 .stdout(Stdio::null())

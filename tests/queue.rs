@@ -113,7 +113,18 @@ fn essence(v: &Value) -> (String, Value, BTreeSet<(String, String)>, BTreeSet<St
 
 /// The keys of a bank's custom layer, from `bank export` (one line per record).
 fn bank_keys(dir: &Path, bank: &str) -> Vec<String> {
-    let out = cmd(dir, &["bank", "export", "--bank", bank]).output().unwrap();
+    let out = cmd(
+        dir,
+        &[
+            "bank",
+            "export",
+            "--bank",
+            bank,
+            "--soc_version=Ascend910B2",
+        ],
+    )
+    .output()
+    .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     text(&out.stdout)
         .lines()
@@ -167,7 +178,10 @@ fn spawn_worker(dir: &Path, url: &str, bank: &str, id: &str, hold: bool) -> Chil
     if hold {
         c.env(queue::HOLD_FIRST_TASK_ENV, "120");
     }
-    c.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap()
+    c.stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 fn wait_output(child: Child, limit: Duration) -> Output {
@@ -205,9 +219,11 @@ fn four_workers_one_killed_match_a_single_process_tune() {
         assert!(out.status.success(), "{}", text(&out.stderr));
         reference.push(essence(&result_json(&out_dir)));
     }
-    // The queue: both jobs submitted to one shared bank, then the workers.
-    let bank = dir.join("queue/bank.redb");
-    let bank_s = bank.to_str().unwrap();
+    // The queue: both jobs submitted against one shared PostgreSQL bank in the queue's
+    // database (`bank init` creates the bank's and the queue's tables), then the workers.
+    let out = cmd(dir, &["bank", "init", &url]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let bank_s = url.as_str();
     let jobs: Vec<i64> = models
         .iter()
         .map(|m| submit(dir, &url, m, bank_s).0)
@@ -239,7 +255,10 @@ fn four_workers_one_killed_match_a_single_process_tune() {
         assert_eq!(s.counts.done, s.tasks.len(), "every task done: {s}");
         for t in &s.tasks {
             if t.id == held.id {
-                assert_eq!(t.attempts, 2, "the killed worker's task was claimed again: {s}");
+                assert_eq!(
+                    t.attempts, 2,
+                    "the killed worker's task was claimed again: {s}"
+                );
                 assert!(t.errors[0].contains("w0"), "{:?}", t.errors);
                 assert_ne!(t.worker.as_deref(), Some("w0"));
             } else {
@@ -251,12 +270,24 @@ fn four_workers_one_killed_match_a_single_process_tune() {
         let js = j.to_string();
         let out = cmd(
             dir,
-            &["job", "report", &js, "--queue", &url, "--output-dir", out_dir.to_str().unwrap()],
+            &[
+                "job",
+                "report",
+                &js,
+                "--queue",
+                &url,
+                "--output-dir",
+                out_dir.to_str().unwrap(),
+            ],
         )
         .output()
         .unwrap();
         assert!(out.status.success(), "{}", text(&out.stderr));
-        assert_eq!(essence(&result_json(&out_dir)), reference[i], "job {j} vs single process");
+        assert_eq!(
+            essence(&result_json(&out_dir)),
+            reference[i],
+            "job {j} vs single process"
+        );
     }
     // Each queued key is in the bank exactly once (plus the confirmed defaults and winners of
     // the same keys only).
@@ -269,7 +300,10 @@ fn four_workers_one_killed_match_a_single_process_tune() {
     let (again, stderr) = submit(dir, &url, &models[1], bank_s);
     assert!(stderr.contains(" 0 tasks queued"), "{stderr}");
     let s = queue::job_status(&mut client, again).unwrap();
-    assert!(s.tasks.is_empty() && s.reused == s.plan_tasks && s.reused > 0, "{s}");
+    assert!(
+        s.tasks.is_empty() && s.reused == s.plan_tasks && s.reused > 0,
+        "{s}"
+    );
 }
 
 fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
@@ -341,7 +375,7 @@ fn an_expired_lease_is_claimed_again_and_done_once() {
     let dir = tempfile::tempdir().unwrap();
     let bank = fresh_bank(dir.path());
     let mut client = queue::connect(&url).unwrap();
-    queue::migrate(&mut client).unwrap();
+    queue::migrate(&mut client, &url).unwrap();
     let job = gemm_job(&mut client, &bank, "sim");
     // A worker claimed it and died: its lease ran out a second ago.
     client
@@ -353,13 +387,19 @@ fn an_expired_lease_is_claimed_again_and_done_once() {
         .unwrap();
     let cancel = AtomicBool::new(false);
     let mut w = worker(&url, "w1", "Ascend910B2", "sim");
-    let e = w.run_one(&bank, &cancel).unwrap().expect("the expired task");
+    let e = w
+        .run_one(&bank, &cancel)
+        .unwrap()
+        .expect("the expired task");
     assert_eq!(e.attempt, 2);
     assert!(matches!(e.result, TaskResult::Done { .. }), "{e}");
     assert!(w.run_one(&bank, &cancel).unwrap().is_none(), "done once");
     let s = queue::job_status(&mut client, job).unwrap();
     let t = &s.tasks[0];
-    assert_eq!((t.state.as_str(), t.worker.as_deref()), ("done", Some("w1")));
+    assert_eq!(
+        (t.state.as_str(), t.worker.as_deref()),
+        ("done", Some("w1"))
+    );
     assert_eq!(t.errors.len(), 1);
     assert!(t.errors[0].contains("ghost") && t.errors[0].contains("expired"));
     // A lease still running is not taken.
@@ -385,14 +425,15 @@ fn a_task_failing_n_times_is_failed_with_every_error_kept() {
     let dir = tempfile::tempdir().unwrap();
     let bank = fresh_bank(dir.path());
     let mut client = queue::connect(&url).unwrap();
-    queue::migrate(&mut client).unwrap();
+    queue::migrate(&mut client, &url).unwrap();
     let runner = "exec:/nonexistent/runner";
     let job = gemm_job(&mut client, &bank, runner);
     let mut w = worker(&url, "w1", "Ascend910B2", runner);
-    let report = w
-        .run(&bank, &AtomicBool::new(false), &mut |_| {})
-        .unwrap();
-    assert_eq!((report.claimed, report.failed_attempts, report.failed), (3, 3, 1));
+    let report = w.run(&bank, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(
+        (report.claimed, report.failed_attempts, report.failed),
+        (3, 3, 1)
+    );
     let s = queue::job_status(&mut client, job).unwrap();
     let t = &s.tasks[0];
     assert_eq!((t.state.as_str(), t.attempts), ("failed", 3));
@@ -414,14 +455,24 @@ fn workers_claim_only_tasks_of_their_soc_and_runner() {
     let dir = tempfile::tempdir().unwrap();
     let bank = fresh_bank(dir.path());
     let mut client = queue::connect(&url).unwrap();
-    queue::migrate(&mut client).unwrap();
+    queue::migrate(&mut client, &url).unwrap();
     let job = gemm_job(&mut client, &bank, "sim");
     let cancel = AtomicBool::new(false);
-    for (soc, runner) in [("Ascend310P3", "sim"), ("Ascend910B2", "sim:7"), ("Ascend910B2", "cpu")] {
+    for (soc, runner) in [
+        ("Ascend310P3", "sim"),
+        ("Ascend910B2", "sim:7"),
+        ("Ascend910B2", "cpu"),
+    ] {
         let mut w = worker(&url, "other", soc, runner);
-        assert!(w.run_one(&bank, &cancel).unwrap().is_none(), "{soc} {runner}");
+        assert!(
+            w.run_one(&bank, &cancel).unwrap().is_none(),
+            "{soc} {runner}"
+        );
     }
-    assert_eq!(queue::job_status(&mut client, job).unwrap().counts.queued, 1);
+    assert_eq!(
+        queue::job_status(&mut client, job).unwrap().counts.queued,
+        1
+    );
     let mut w = worker(&url, "match", "Ascend910B2", "sim");
     assert!(w.run_one(&bank, &cancel).unwrap().is_some());
     assert_eq!(queue::job_status(&mut client, job).unwrap().counts.done, 1);
@@ -437,7 +488,9 @@ fn cancel_marks_queued_tasks_and_workers_skip_them() {
     let bank = dir.join("bank.redb");
     let (job, _) = submit(dir, &url, &fixture("resnet50.onnx"), bank.to_str().unwrap());
     let js = job.to_string();
-    let out = cmd(dir, &["job", "cancel", &js, "--queue", &url, "--json"]).output().unwrap();
+    let out = cmd(dir, &["job", "cancel", &js, "--queue", &url, "--json"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(c["cancelled"].as_u64().unwrap() > 0, "{c}");
@@ -448,33 +501,57 @@ fn cancel_marks_queued_tasks_and_workers_skip_them() {
         .unwrap();
     let mut w = worker(&url, "w1", "Ascend910B2", "sim");
     assert!(w.run_one(&b, &AtomicBool::new(false)).unwrap().is_none());
-    let out = cmd(dir, &["job", "status", &js, "--queue", &url, "--json"]).output().unwrap();
+    let out = cmd(dir, &["job", "status", &js, "--queue", &url, "--json"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s["state"], "cancelled");
     let states: BTreeMap<String, usize> =
-        s["tasks"].as_array().unwrap().iter().fold(BTreeMap::new(), |mut m, t| {
-            *m.entry(t["state"].as_str().unwrap().to_owned()).or_default() += 1;
-            m
-        });
+        s["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .fold(BTreeMap::new(), |mut m, t| {
+                *m.entry(t["state"].as_str().unwrap().to_owned())
+                    .or_default() += 1;
+                m
+            });
     assert_eq!(states.keys().collect::<Vec<_>>(), ["cancelled"]);
-    let out = cmd(dir, &["job", "status", &js, "--queue", &url]).output().unwrap();
+    let out = cmd(dir, &["job", "status", &js, "--queue", &url])
+        .output()
+        .unwrap();
     assert!(text(&out.stdout).contains("cancelled"));
     // The report of a cancelled job is incomplete.
     let r = queue::job_report(&mut queue::connect(&url).unwrap(), job).unwrap();
     assert_eq!(r.result.as_str(), "tuning incomplete");
     // An unknown job is bad input naming it.
-    let out = cmd(dir, &["job", "status", "987654", "--queue", &url]).output().unwrap();
+    let out = cmd(dir, &["job", "status", "987654", "--queue", &url])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("job 987654"), "{}", text(&out.stderr));
-    // An unreachable server is an I/O failure naming the redacted URL.
+    assert!(
+        text(&out.stderr).contains("job 987654"),
+        "{}",
+        text(&out.stderr)
+    );
+    // An unreachable server is exit 6 naming the redacted URL.
     let out = cmd(
         dir,
-        &["job", "status", "1", "--queue", "postgres://u:secret@127.0.0.1:1/x"],
+        &[
+            "job",
+            "status",
+            "1",
+            "--queue",
+            "postgres://u:secret@127.0.0.1:1/x",
+        ],
     )
     .output()
     .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out.stderr));
     let err = text(&out.stderr);
-    assert!(err.contains("u:***@127.0.0.1:1") && !err.contains("secret"), "{err}");
+    assert!(
+        err.contains("u:***@127.0.0.1:1") && !err.contains("secret"),
+        "{err}"
+    );
 }

@@ -13,8 +13,9 @@
 //! [`job_report`] and [`cancel_job`] read and steer a job; the report is the AOE result file
 //! a local tune would write ([`crate::report::OpatReport`]).
 //!
-//! Every connection goes through [`connect`]; the queue's tables are created and migrated by
-//! [`migrate`] (component `queue` of the `tunebank_meta` version table).
+//! Every connection goes through [`connect`] ([`crate::pg`]); the queue's tables are component
+//! [`QUEUE`] of the database's versioned schema ([`crate::pg::schema`]): `tunebank bank init`
+//! creates them with the bank's, and [`migrate`] creates or migrates them on first use.
 
 mod enqueue;
 mod schema;
@@ -29,29 +30,25 @@ use serde::{Deserialize, Serialize};
 use crate::bank::BankError;
 use crate::failure::FailureKind;
 use crate::measure::TimingSettings;
+use crate::pg::PgError;
 use crate::tune::{TuneError, TuneSettings};
 
 pub use enqueue::{enqueue, Enqueued, JobSpec};
-pub use schema::{migrate, QUEUE_COMPONENT, QUEUE_SCHEMA_VERSION};
+pub use schema::{migrate, QUEUE, QUEUE_SCHEMA_VERSION};
 pub use status::{
     cancel_job, job_report, job_status, Cancelled, JobStatus, StateCounts, TaskStatus,
 };
 pub use worker::{TaskEvent, TaskResult, Worker, WorkerConfig, WorkerReport, HOLD_FIRST_TASK_ENV};
 
 /// A queue database connection.
-pub type Client = postgres::Client;
+pub use crate::pg::Client;
 
 /// Why a queue operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {
-    /// The server could not be reached or refused the connection (the URL is redacted).
-    #[error("cannot connect to the queue database {url}: {source}")]
-    Connect {
-        /// The URL, password removed.
-        url: String,
-        /// Cause.
-        source: postgres::Error,
-    },
+    /// Connecting, or the queue schema ([`crate::pg`]'s typed errors; the URL is redacted).
+    #[error(transparent)]
+    Pg(#[from] PgError),
     /// A statement failed on the server or the connection broke.
     #[error("queue database: {0}")]
     Db(#[from] postgres::Error),
@@ -60,14 +57,6 @@ pub enum QueueError {
     UnknownJob {
         /// The id asked for.
         id: i64,
-    },
-    /// The database holds a newer queue schema than this tool knows.
-    #[error("the queue schema is version {found}; this tunebank knows up to {known}: upgrade tunebank")]
-    NewerSchema {
-        /// Version in `tunebank_meta`.
-        found: i32,
-        /// [`QUEUE_SCHEMA_VERSION`].
-        known: i32,
     },
     /// A stored row does not decode (a descriptor, settings or outcome of another shape).
     #[error("queue row {what}: {detail}")]
@@ -94,15 +83,17 @@ pub enum QueueError {
 }
 
 impl QueueError {
-    /// An unreachable server or a broken connection is an I/O failure; an unknown job, a
-    /// newer schema and undecodable rows are the request's; tuning and bank errors answer for
-    /// themselves.
+    /// A connection error answers for itself ([`PgError::kind`]: an unreachable server is
+    /// [`FailureKind::Unreachable`]); a statement whose connection broke is unreachable too,
+    /// any other server error and a result file that cannot be written are I/O failures; an
+    /// unknown job is the request's; undecodable rows are damage; tuning and bank errors answer
+    /// for themselves.
     pub fn kind(&self) -> FailureKind {
         match self {
-            QueueError::Connect { .. } | QueueError::Db(_) | QueueError::Report { .. } => {
-                FailureKind::Io
-            }
-            QueueError::UnknownJob { .. } | QueueError::NewerSchema { .. } => FailureKind::Input,
+            QueueError::Pg(e) => e.kind(),
+            QueueError::Db(e) if e.as_db_error().is_none() => FailureKind::Unreachable,
+            QueueError::Db(_) | QueueError::Report { .. } => FailureKind::Io,
+            QueueError::UnknownJob { .. } => FailureKind::Input,
             QueueError::Row { .. } => FailureKind::Damaged,
             QueueError::Tune(e) => e.kind(),
             QueueError::Bank(e) => e.kind(),
@@ -110,41 +101,10 @@ impl QueueError {
     }
 }
 
-/// Opens a connection to the queue database at `url` (`postgres://user[:password]@host[:port]/db`).
-/// The one place the queue connects; errors carry the URL with its password removed.
+/// Opens a read-write connection to the queue database at `url`: the one place the queue
+/// connects, through [`crate::pg::connect`] (TLS, timeouts, redacted errors).
 pub fn connect(url: &str) -> Result<Client, QueueError> {
-    let config: postgres::Config = url.parse().map_err(|source| QueueError::Connect {
-        url: redact_url(url),
-        source,
-    })?;
-    let mut config = config;
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(Duration::from_secs(10));
-    }
-    config
-        .connect(postgres::NoTls)
-        .map_err(|source| QueueError::Connect {
-            url: redact_url(url),
-            source,
-        })
-}
-
-/// `url` with the password of its user-info part replaced by `***` (for messages and logs).
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, tail) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((user_info, host)) => match user_info.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
-    }
+    Ok(crate::pg::connect(url)?)
 }
 
 /// How a job tunes, as stored in its row: what a worker needs to tune each task exactly as a
@@ -239,19 +199,6 @@ fn to_json<T: Serialize>(v: &T) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(
-            redact_url("postgres://tuner:s3cret@db.example:5432/bank"),
-            "postgres://tuner:***@db.example:5432/bank"
-        );
-        assert_eq!(
-            redact_url("postgres://tuner@db/bank"),
-            "postgres://tuner@db/bank"
-        );
-        assert_eq!(redact_url("not a url"), "not a url");
-    }
 
     #[test]
     fn settings_round_trip_through_a_job_row() {

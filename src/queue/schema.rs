@@ -1,10 +1,10 @@
-//! The queue's tables and their versioned migrations: component `queue` of the
+//! The queue's tables and their versioned migrations: component `queue` ([`QUEUE`]) of the
 //! `tunebank_meta(component, version)` table that every tunebank schema in the database shares.
 
-use super::{Client, QueueError};
+use crate::pg::redact;
+use crate::pg::schema::{init, Component};
 
-/// The component name of the queue's schema in `tunebank_meta`.
-pub const QUEUE_COMPONENT: &str = "queue";
+use super::{Client, QueueError};
 
 /// The queue schema version this build writes ([`MIGRATIONS`]`.len()`).
 pub const QUEUE_SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
@@ -55,41 +55,23 @@ const MIGRATIONS: &[&str] = &[
         WHERE state IN ('queued', 'running');",
 ];
 
-/// Creates or migrates the queue's tables to [`QUEUE_SCHEMA_VERSION`], in one transaction under
-/// an advisory lock (concurrent callers wait, then find the work done). A database whose
-/// queue schema is newer than this build is refused ([`QueueError::NewerSchema`]).
-pub fn migrate(client: &mut Client) -> Result<(), QueueError> {
-    let mut tx = client.transaction()?;
-    tx.batch_execute(
-        "SELECT pg_advisory_xact_lock(7461726571756575);
-         CREATE TABLE IF NOT EXISTS tunebank_meta (
-             component text PRIMARY KEY,
-             version integer NOT NULL
-         );",
-    )?;
-    let found: i32 = tx
-        .query_opt(
-            "SELECT version FROM tunebank_meta WHERE component = $1",
-            &[&QUEUE_COMPONENT],
-        )?
-        .map(|r| r.get(0))
-        .unwrap_or(0);
-    if found > QUEUE_SCHEMA_VERSION {
-        return Err(QueueError::NewerSchema {
-            found,
-            known: QUEUE_SCHEMA_VERSION,
-        });
-    }
-    for m in &MIGRATIONS[found as usize..] {
-        tx.batch_execute(m)?;
-    }
-    if found < QUEUE_SCHEMA_VERSION {
-        tx.execute(
-            "INSERT INTO tunebank_meta (component, version) VALUES ($1, $2)
-             ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version",
-            &[&QUEUE_COMPONENT, &QUEUE_SCHEMA_VERSION],
-        )?;
-    }
-    tx.commit()?;
+/// The queue's tables as a component of the database's versioned schema: `tunebank bank init`
+/// installs it with the bank's; the writer role may change the queue, the reader role read it.
+pub const QUEUE: Component = Component {
+    name: "queue",
+    migrations: MIGRATIONS,
+    grants: "GRANT SELECT ON tunebank_queue_jobs, tunebank_queue_tasks TO tunebank_reader;
+             GRANT SELECT, INSERT, UPDATE, DELETE ON tunebank_queue_jobs, tunebank_queue_tasks
+                 TO tunebank_writer;
+             GRANT USAGE ON SEQUENCE tunebank_queue_jobs_id_seq, tunebank_queue_tasks_id_seq
+                 TO tunebank_writer;",
+};
+
+/// Creates or migrates the queue's tables to [`QUEUE_SCHEMA_VERSION`] on the server of `url`
+/// (named, redacted, in errors) through [`crate::pg::schema::init`]: one transaction under its
+/// advisory lock, idempotent; a database whose queue schema is newer than this build is
+/// refused.
+pub fn migrate(client: &mut Client, url: &str) -> Result<(), QueueError> {
+    init(client, &redact(url), &[QUEUE], false)?;
     Ok(())
 }

@@ -279,8 +279,7 @@ pub fn job_report(client: &mut Client, job_id: i64) -> Result<OpatReport, QueueE
                 let o: StoredOutcome = from_json(v, &format!("task {id} outcome"))?;
                 let d = o.decision();
                 d.count(&mut report.summary);
-                if let (Some(mode), Some(b), Some(a)) = (d.update_mode(), o.before_us, o.after_us)
-                {
+                if let (Some(mode), Some(b), Some(a)) = (d.update_mode(), o.before_us, o.after_us) {
                     report.modified.extend(op_names.iter().map(|n| ModifiedOp {
                         op_name: n.clone(),
                         op_types: op_types.clone(),

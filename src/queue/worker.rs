@@ -147,7 +147,7 @@ impl Worker {
     /// Connects to the queue (creating or migrating its tables).
     pub fn connect(config: WorkerConfig) -> Result<Worker, QueueError> {
         let mut client = connect(&config.url)?;
-        migrate(&mut client)?;
+        migrate(&mut client, &config.url)?;
         Ok(Worker {
             config,
             client,
@@ -375,7 +375,10 @@ impl Worker {
         outcome: Option<&TaskOutcome>,
     ) -> Result<TaskResult, QueueError> {
         let final_ = claim.attempt >= self.config.max_attempts;
-        let text = format!("attempt {} on {}: {error}", claim.attempt, self.config.worker_id);
+        let text = format!(
+            "attempt {} on {}: {error}",
+            claim.attempt, self.config.worker_id
+        );
         let stored = outcome.map(|o| to_json(&stored_outcome(o)));
         let n = self.client.execute(
             "UPDATE tunebank_queue_tasks SET errors = errors || to_jsonb($4::text),
@@ -412,7 +415,12 @@ impl Worker {
         );
         let n = self.client.execute(
             sql.as_str(),
-            &[&claim.task_id, &self.config.worker_id, &claim.attempt, &outcome],
+            &[
+                &claim.task_id,
+                &self.config.worker_id,
+                &claim.attempt,
+                &outcome,
+            ],
         )?;
         Ok(n == 1)
     }
@@ -442,7 +450,10 @@ fn tune(claim: &Claim, runner: &str, cancel: &AtomicBool) -> Result<TaskOutcome,
     let inner = runner_with_timing(&settings.runner, settings.timing).map_err(|e| e.to_string())?;
     let mut runner = TimedRunner::new(inner);
     let granted = settings.trials_per_op as u64;
-    catch_unwind(AssertUnwindSafe(|| opat.tune_one(&job, &mut runner, granted))).map_err(|p| {
+    catch_unwind(AssertUnwindSafe(|| {
+        opat.tune_one(&job, &mut runner, granted)
+    }))
+    .map_err(|p| {
         let what = p
             .downcast_ref::<&str>()
             .map(|s| s.to_string())

@@ -107,8 +107,8 @@ use crate::measure::{runner_with_timing, MeasureError};
 use crate::model::ModelError;
 use crate::report::ResultFile;
 use outcome::Progress;
-pub(crate) use pool::{Budget, TimedRunner};
 use pool::Pool;
+pub(crate) use pool::{Budget, TimedRunner};
 pub(crate) use task::{look_up, Job, Opat};
 
 /// Why a tuning job could not start or go on. Per-op problems are not errors: they are

@@ -36,7 +36,7 @@ pub struct ReportArgs {
 
 fn client(args: &JobArgs) -> Result<queue::Client> {
     let mut c = queue::connect(&args.queue)?;
-    queue::migrate(&mut c)?;
+    queue::migrate(&mut c, &args.queue)?;
     Ok(c)
 }
 

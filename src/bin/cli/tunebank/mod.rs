@@ -6,6 +6,7 @@ mod aoe_ini;
 pub mod bank_add;
 pub mod bank_export;
 pub mod bank_import;
+pub mod bank_init;
 pub mod bank_merge;
 pub mod bank_migrate;
 pub mod bank_stats;

@@ -22,7 +22,7 @@ use super::tune_config::configure;
 pub fn run(args: &TuneArgs, atc: &[String], url: &str) -> Result<ExitCode> {
     let job = configure(args, atc)?;
     let mut client = queue::connect(url)?;
-    queue::migrate(&mut client)?;
+    queue::migrate(&mut client, url)?;
     let bank = open_bank(args, &job)?;
     let name = tuning_name(&job.loaded.model_path);
     let spec = JobSpec {
@@ -36,7 +36,7 @@ pub fn run(args: &TuneArgs, atc: &[String], url: &str) -> Result<ExitCode> {
     eprintln!(
         "tunebank: job {} on {}: {} unique keys, {} bank hits reused, {} tasks queued for runner {}",
         e.job_id,
-        queue::redact_url(url),
+        tunebank::pg::redact(url),
         job.loaded.plan.tasks.len(),
         e.reused,
         e.queued,
@@ -70,7 +70,9 @@ fn wait(client: &mut queue::Client, job_id: i64, result: &ResultFile) -> Result<
             break;
         }
         if CANCEL.load(Ordering::SeqCst) {
-            eprintln!("tunebank: stopped waiting; job {job_id} goes on (tunebank job status {job_id})");
+            eprintln!(
+                "tunebank: stopped waiting; job {job_id} goes on (tunebank job status {job_id})"
+            );
             return Ok(ExitCode::from(130));
         }
         std::thread::sleep(Duration::from_millis(300));

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use tunebank::bank::Bank;
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
-use tunebank::queue::{self, Worker, WorkerConfig, HOLD_FIRST_TASK_ENV};
+use tunebank::queue::{Worker, WorkerConfig, HOLD_FIRST_TASK_ENV};
 
 use super::progress::{install_signal_handlers, CANCEL};
 
@@ -74,7 +74,10 @@ pub fn run(args: WorkerArgs, atc: &[String]) -> Result<ExitCode> {
         bail!("--max-attempts {}: expected at least 1", args.max_attempts);
     }
     let hold_first = match std::env::var(HOLD_FIRST_TASK_ENV) {
-        Ok(v) => Some(positive_seconds(v.parse().unwrap_or(f64::NAN), HOLD_FIRST_TASK_ENV)?),
+        Ok(v) => Some(positive_seconds(
+            v.parse().unwrap_or(f64::NAN),
+            HOLD_FIRST_TASK_ENV,
+        )?),
         Err(_) => None,
     };
     let config = WorkerConfig {
@@ -106,7 +109,7 @@ pub fn run(args: WorkerArgs, atc: &[String]) -> Result<ExitCode> {
     eprintln!(
         "tunebank: worker {} on {}: {} tasks with runner {}",
         config.worker_id,
-        queue::redact_url(&config.url),
+        tunebank::pg::redact(&config.url),
         soc,
         config.runner
     );
