@@ -220,9 +220,11 @@ fn four_workers_one_killed_match_a_single_process_tune() {
         reference.push(essence(&result_json(&out_dir)));
     }
     // The queue: both jobs submitted against one shared PostgreSQL bank in the queue's
-    // database (`bank init` creates the bank's and the queue's tables), then the workers.
-    let out = cmd(dir, &["bank", "init", &url]).output().unwrap();
+    // database (`bank init --roles` creates the bank's and the queue's tables and their
+    // grants), then the workers.
+    let out = cmd(dir, &["bank", "init", &url, "--roles"]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("queue: created (version 1)"));
     let bank_s = url.as_str();
     let jobs: Vec<i64> = models
         .iter()
