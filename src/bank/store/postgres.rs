@@ -92,8 +92,9 @@ impl PgStore {
             read_only,
             idle: Mutex::new(Vec::new()),
         };
-        let mut conn = store.connect()?;
-        schema::check(&mut conn.client, store.url.redacted(), &schema::BANK)?;
+        let mut client = store.url.connect_with(read_only)?;
+        schema::check(&mut client, store.url.redacted(), &schema::BANK)?;
+        let conn = store.prepare(client)?;
         store.give_back(conn);
         Ok(store)
     }
@@ -113,7 +114,10 @@ impl PgStore {
     }
 
     fn connect(&self) -> Result<Conn, StoreError> {
-        let mut client = self.url.connect_with(self.read_only)?;
+        self.prepare(self.url.connect_with(self.read_only)?)
+    }
+
+    fn prepare(&self, mut client: Client) -> Result<Conn, StoreError> {
         let get = client
             .prepare("SELECT value FROM tunebank_records WHERE bank = $1 AND key = $2")
             .map_err(|e| self.pg_err(&e))?;
