@@ -10,9 +10,9 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use common::op_record;
 use common::pg::PgServer;
-use common::{op_record, Owned};
-use tunebank::bank::store::{PgStore, Store, StoreError};
+use tunebank::bank::store::{PgStore, StoreError};
 use tunebank::bank::{Bank, BankError, LayerId, Lookup, RecordError};
 use tunebank::failure::FailureKind;
 use tunebank::key::RecordKind;

@@ -222,7 +222,9 @@ fn four_workers_one_killed_match_a_single_process_tune() {
     // The queue: both jobs submitted against one shared PostgreSQL bank in the queue's
     // database (`bank init --roles` creates the bank's and the queue's tables and their
     // grants), then the workers.
-    let out = cmd(dir, &["bank", "init", &url, "--roles"]).output().unwrap();
+    let out = cmd(dir, &["bank", "init", &url, "--roles"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("queue: created (version 1)"));
     let bank_s = url.as_str();
@@ -417,6 +419,23 @@ fn an_expired_lease_is_claimed_again_and_done_once() {
         )
         .unwrap();
     assert!(w.run_one(&bank, &cancel).unwrap().is_none());
+    // A lease that expired on the last attempt fails the task, keeping the error.
+    let job3 = {
+        let dir3 = tempfile::tempdir().unwrap();
+        gemm_job(&mut client, &fresh_bank(dir3.path()), "sim")
+    };
+    client
+        .execute(
+            "UPDATE tunebank_queue_tasks SET state = 'running', worker = 'ghost3', attempts = 3,
+             lease_until = now() - interval '1 second' WHERE job_id = $1",
+            &[&job3],
+        )
+        .unwrap();
+    assert!(w.run_one(&bank, &cancel).unwrap().is_none());
+    let s3 = queue::job_status(&mut client, job3).unwrap();
+    let t3 = &s3.tasks[0];
+    assert_eq!((t3.state.as_str(), t3.attempts), ("failed", 3), "{s3}");
+    assert!(t3.errors[0].contains("ghost3"), "{:?}", t3.errors);
 }
 
 #[test]
