@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL cluster for tests and CI.
 #
-#   scripts/pg-cluster.sh start DIR      initdb in DIR (if new), start on a free 127.0.0.1 port,
-#                                        print the superuser URL (postgres://postgres@127.0.0.1:PORT/postgres)
+#   scripts/pg-cluster.sh start DIR [CERT KEY]
+#                                        initdb in DIR (if new), start on a free 127.0.0.1 port,
+#                                        print the superuser URL (postgres://postgres@127.0.0.1:PORT/postgres);
+#                                        with a PEM certificate and key, TLS is on (ssl=on, both
+#                                        plain and TLS connections accepted)
 #   scripts/pg-cluster.sh restart DIR    `pg_ctl restart -m immediate` (a crash and recovery)
 #   scripts/pg-cluster.sh stop DIR       stop it (immediate) and leave DIR for the caller to remove
 #   scripts/pg-cluster.sh createdb URL NAME   on the server of superuser URL (…/postgres), create
@@ -57,6 +60,15 @@ case "$cmd" in
       user=postgres; id "$user" >/dev/null 2>&1 || user=nobody
       chown "$user" "$dir"
     fi
+    extra=""
+    if [ -n "${3:-}" ] && [ -n "${4:-}" ]; then
+      cp "$3" "$dir/server.crt"
+      cp "$4" "$dir/server.key"
+      chmod 600 "$dir/server.key"
+      if [ "$(id -u)" = 0 ]; then chown "$user" "$dir/server.crt" "$dir/server.key"; fi
+      extra="-c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key"
+    fi
+    echo "$extra" >"$dir/opts"
     if [ ! -f "$dir/data/PG_VERSION" ]; then
       as_owner "$bin/initdb" -D "$dir/data" -U postgres -A trust -N --no-instructions >"$dir/initdb.log" 2>&1 \
         || die "initdb failed in $dir (log: $dir/initdb.log)"
@@ -65,7 +77,7 @@ case "$cmd" in
       port=$(free_port)
       echo "$port" >"$dir/port"
       if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-          -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null 2>&1; then
+          -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 $extra" start >/dev/null 2>&1; then
         echo "postgres://postgres@127.0.0.1:$port/postgres"
         exit 0
       fi
@@ -75,8 +87,9 @@ case "$cmd" in
   restart)
     dir=$(cd "$dir" && pwd)
     port=$(cat "$dir/port")
+    extra=$(cat "$dir/opts" 2>/dev/null || true)
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 -m immediate \
-      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200" restart >/dev/null \
+      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 $extra" restart >/dev/null \
       || die "restart failed in $dir (log: $dir/server.log)"
     ;;
   stop)

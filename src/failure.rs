@@ -29,6 +29,9 @@ pub enum FailureKind {
     /// engine's structures are corrupt, or a bank left by a crashed writer needs a recovery this
     /// open may not run.
     Damaged,
+    /// The bank server (PostgreSQL) cannot be reached or did not answer in time; retrying
+    /// later may work.
+    Unreachable,
 }
 
 /// The kind of an I/O error: a path that does not exist and data that is not what was expected
@@ -45,13 +48,15 @@ pub fn io_kind(e: &std::io::Error) -> FailureKind {
 impl StoreError {
     /// What kind of failure this is: `Busy` is busy; `Corrupted` and `NeedsRecovery` are
     /// damage; `Io` is an I/O failure unless the bank does not exist; `Backend` (a newer table
-    /// layout, an engine error with no better class) and `ReadOnly` are the request's.
+    /// layout, an engine error with no better class) and `ReadOnly` are the request's; a
+    /// PostgreSQL error answers for itself ([`crate::pg::PgError::kind`]).
     pub fn kind(&self) -> FailureKind {
         match self {
             StoreError::Busy { .. } => FailureKind::Busy,
             StoreError::Io { source, .. } => io_kind(source),
             StoreError::Corrupted { .. } | StoreError::NeedsRecovery { .. } => FailureKind::Damaged,
             StoreError::Backend { .. } | StoreError::ReadOnly { .. } => FailureKind::Input,
+            StoreError::Postgres(e) => e.kind(),
         }
     }
 }

@@ -79,5 +79,7 @@ mod json;
 pub mod key;
 pub mod measure;
 pub mod model;
+pub mod pg;
+pub mod queue;
 pub mod report;
 pub mod tune;

@@ -364,8 +364,8 @@ fn help_and_readme_give_one_exit_code_table() {
     let tunebank = help_rows("tunebank");
     let inspect = help_rows("bank-inspect");
     let codes: Vec<u32> = tunebank.iter().map(|r| r.0).collect();
-    assert_eq!(codes, [0, 1, 2, 3, 4, 5, 130]);
-    assert_eq!(inspect[..], tunebank[..6]);
+    assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 130]);
+    assert_eq!(inspect[..], tunebank[..7]);
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
         .unwrap()
         .replace('`', "");
@@ -373,4 +373,38 @@ fn help_and_readme_give_one_exit_code_table() {
         let row = format!("| {code} | {meaning} |");
         assert!(readme.contains(&row), "README lacks the row {row}");
     }
+}
+
+/// A PostgreSQL bank whose server cannot be reached is exit 6 (`--bank`, `TUNE_BANK_PATH`,
+/// `bank init`), and the URL's password is never printed.
+#[test]
+fn an_unreachable_bank_server_is_6_without_the_password() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("postgres://alice:hunter2secret@127.0.0.1:{port}/team");
+    let check = |o: &Output, what: &str| {
+        assert_code(o, 6, what);
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(o));
+        assert!(!text.contains("hunter2secret"), "{what}: {text}");
+        assert!(text.contains("alice:***@127.0.0.1"), "{what}: {text}");
+    };
+    check(
+        &run("tunebank", &["lookup", "--bank", &url, "--op", OPS, SOC]),
+        "lookup --bank",
+    );
+    check(&run("tunebank", &["bank", "init", &url]), "bank init");
+    check(
+        &run("bank-inspect", &["stats", "--bank", &url, SOC]),
+        "bank-inspect stats",
+    );
+    let env = Command::new(env!("CARGO_BIN_EXE_tunebank"))
+        .args(["lookup", "--op", OPS, SOC])
+        .env("TUNE_BANK_PATH", &url)
+        .env_remove("ASCEND_CACHE_PATH")
+        .env_remove("TUNEBANK_BUILTIN_PATH")
+        .output()
+        .unwrap();
+    check(&env, "TUNE_BANK_PATH");
 }

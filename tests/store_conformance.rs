@@ -15,15 +15,33 @@ use tunebank::key::{BankKey, RecordKind};
 /// How a backend is opened; the suite is generic over it.
 trait Backend {
     type S: Store + 'static;
+    /// What keeps a fresh, empty bank's place alive (a temporary directory, a database).
+    type Place;
+    /// A fresh place for one bank, or `None` when the backend cannot run here (the test is
+    /// then skipped; see `common::pg`).
+    fn place() -> Option<Self::Place>;
+    /// The bank's path in `place`.
+    fn path(place: &Self::Place) -> PathBuf;
     /// Opens (creating) the bank at `path` read-write.
     fn open(path: &Path) -> Self::S;
     /// Opens the existing bank at `path` read-only.
     fn open_read_only(path: &Path) -> Self::S;
 }
 
+fn temp_place() -> Option<tempfile::TempDir> {
+    Some(tempfile::tempdir().unwrap())
+}
+
 struct Redb;
 impl Backend for Redb {
     type S = tunebank::bank::store::RedbStore;
+    type Place = tempfile::TempDir;
+    fn place() -> Option<Self::Place> {
+        temp_place()
+    }
+    fn path(place: &Self::Place) -> PathBuf {
+        bank_path(place)
+    }
     fn open(path: &Path) -> Self::S {
         Self::S::open(path).unwrap()
     }
@@ -37,11 +55,46 @@ struct Sled;
 #[cfg(feature = "sled")]
 impl Backend for Sled {
     type S = tunebank::bank::store::SledStore;
+    type Place = tempfile::TempDir;
+    fn place() -> Option<Self::Place> {
+        temp_place()
+    }
+    fn path(place: &Self::Place) -> PathBuf {
+        bank_path(place)
+    }
     fn open(path: &Path) -> Self::S {
         Self::S::open(path).unwrap()
     }
     fn open_read_only(path: &Path) -> Self::S {
         Self::S::open_read_only(path).unwrap()
+    }
+}
+
+/// A bank in a fresh database of the test server (`common::pg`), its schema initialised.
+struct Postgres;
+impl Backend for Postgres {
+    type S = tunebank::bank::store::PgStore;
+    type Place = (common::pg::PgServer, String);
+    fn place() -> Option<Self::Place> {
+        let (server, url) = common::pg::PgServer::database()?;
+        let mut client = tunebank::pg::connect(&url).unwrap();
+        tunebank::pg::schema::init(
+            &mut client,
+            &url,
+            &tunebank::pg::schema::components(),
+            false,
+        )
+        .unwrap();
+        Some((server, format!("{url}#op/Ascend910B2")))
+    }
+    fn path(place: &Self::Place) -> PathBuf {
+        PathBuf::from(&place.1)
+    }
+    fn open(path: &Path) -> Self::S {
+        Self::S::open(path.to_str().unwrap()).unwrap()
+    }
+    fn open_read_only(path: &Path) -> Self::S {
+        Self::S::open_read_only(path.to_str().unwrap()).unwrap()
     }
 }
 
@@ -83,8 +136,10 @@ fn index_scan(store: &dyn Store, prefix: IndexPrefix<'_>) -> Vec<(IndexKey, Bank
 }
 
 fn get_put<B: Backend>() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = B::open(&bank_path(&dir));
+    let Some(place) = B::place() else {
+        return;
+    };
+    let store = B::open(&B::path(&place));
     assert!(store.is_empty().unwrap());
     let a = one("a", "Ascend910B2", "MatMul", 1);
     assert_eq!(get(&store, &a.key), None);
@@ -97,8 +152,10 @@ fn get_put<B: Backend>() {
 }
 
 fn replace<B: Backend>() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = B::open(&bank_path(&dir));
+    let Some(place) = B::place() else {
+        return;
+    };
+    let store = B::open(&B::path(&place));
     let first = one("a", "Ascend910B2", "MatMul", 1);
     let second = Owned::new(first.key, &op_record("Ascend910B2", "MatMul", 2, 0, 1));
     store.put_batch(&[first.entry()]).unwrap();
@@ -116,8 +173,10 @@ fn replace<B: Backend>() {
 /// and counts what it wrote; the same key twice in one batch keeps the first. `put_batch_if`
 /// replaces exactly where its decision says so.
 fn put_if_absent_never_replaces<B: Backend>() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = B::open(&bank_path(&dir));
+    let Some(place) = B::place() else {
+        return;
+    };
+    let store = B::open(&B::path(&place));
     let held = one("a", "Ascend910B2", "MatMul", 1);
     store.put_batch(&[held.entry()]).unwrap();
     let rival = Owned::new(held.key, &op_record("Ascend910B2", "Conv2D", 2, 0, 1));
@@ -162,8 +221,10 @@ fn put_if_absent_never_replaces<B: Backend>() {
 }
 
 fn scan_order_and_early_stop<B: Backend>() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = B::open(&bank_path(&dir));
+    let Some(place) = B::place() else {
+        return;
+    };
+    let store = B::open(&B::path(&place));
     let batch: Vec<Owned> = (0..50)
         .map(|i| one(&format!("k{i}"), "Ascend910B2", "Add", i))
         .collect();
@@ -200,8 +261,10 @@ fn scan_order_and_early_stop<B: Backend>() {
 }
 
 fn index_prefixes<B: Backend>() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = B::open(&bank_path(&dir));
+    let Some(place) = B::place() else {
+        return;
+    };
+    let store = B::open(&B::path(&place));
     // Op types and SoCs that are prefixes of each other, to catch sloppy prefix matching.
     let specs = [
         ("Ascend910B2", "matmul"),
@@ -297,8 +360,10 @@ fn index_prefixes<B: Backend>() {
 }
 
 fn index_replaced_on_overwrite<B: Backend>() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = B::open(&bank_path(&dir));
+    let Some(place) = B::place() else {
+        return;
+    };
+    let store = B::open(&B::path(&place));
     let a = one("a", "Ascend910B2", "MatMul", 1);
     store.put_batch(&[a.entry()]).unwrap();
     let moved = one("a", "Ascend310P3", "BatchMatMul", 2);
@@ -319,8 +384,10 @@ fn index_replaced_on_overwrite<B: Backend>() {
 }
 
 fn empty_batch<B: Backend>() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = B::open(&bank_path(&dir));
+    let Some(place) = B::place() else {
+        return;
+    };
+    let store = B::open(&B::path(&place));
     store.put_batch(&[]).unwrap();
     assert_eq!(store.len().unwrap(), 0);
     assert!(all_keys(&store).is_empty());
@@ -328,8 +395,10 @@ fn empty_batch<B: Backend>() {
 }
 
 fn large_values<B: Backend>() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = B::open(&bank_path(&dir));
+    let Some(place) = B::place() else {
+        return;
+    };
+    let store = B::open(&B::path(&place));
     let mut rec = op_record("Ascend910B2", "MatMul", 1, 0, 1);
     rec.performance.samples_us = (0..300_000).map(f64::from).collect(); // ≈ 2.7 MB encoded
     let big = Owned::new(key("big"), &rec);
@@ -344,8 +413,10 @@ fn large_values<B: Backend>() {
 
 /// A reader running beside a writer sees every batch whole or not at all.
 fn batch_atomicity<B: Backend>() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(B::open(&bank_path(&dir)));
+    let Some(place) = B::place() else {
+        return;
+    };
+    let store = Arc::new(B::open(&B::path(&place)));
     const BATCHES: u64 = 40;
     const LEN: u64 = 20;
     let done = Arc::new(AtomicBool::new(false));
@@ -392,8 +463,10 @@ fn batch_atomicity<B: Backend>() {
 }
 
 fn read_only_rejects_writes<B: Backend>() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = bank_path(&dir);
+    let Some(place) = B::place() else {
+        return;
+    };
+    let path = B::path(&place);
     let a = one("a", "Ascend910B2", "MatMul", 1);
     {
         let store = B::open(&path);
@@ -414,8 +487,10 @@ fn read_only_rejects_writes<B: Backend>() {
 }
 
 fn reopen_persists<B: Backend>() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = bank_path(&dir);
+    let Some(place) = B::place() else {
+        return;
+    };
+    let path = B::path(&place);
     let batch: Vec<Owned> = (0..10)
         .map(|i| one(&format!("k{i}"), "Ascend910B2", "MatMul", i))
         .collect();
@@ -438,8 +513,10 @@ fn reopen_persists<B: Backend>() {
 /// after batch, every verification of the busy bank is clean (with two snapshots, a record
 /// committed between the index pass and the record pass would show up as unindexed).
 fn verify_is_one_snapshot_under_writes<B: Backend>() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(B::open(&bank_path(&dir)));
+    let Some(place) = B::place() else {
+        return;
+    };
+    let store = Arc::new(B::open(&B::path(&place)));
     const BATCHES: u64 = 200;
     const LEN: u64 = 5;
     let done = Arc::new(AtomicBool::new(false));
@@ -538,5 +615,6 @@ macro_rules! conformance {
 }
 
 conformance!(redb, Redb);
+conformance!(postgres, Postgres);
 #[cfg(feature = "sled")]
 conformance!(sled, Sled);

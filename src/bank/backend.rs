@@ -1,5 +1,6 @@
-//! Which storage backend holds a bank path, and opening it: an existing directory is a sled bank
-//! (cargo feature `sled`), anything else a redb file (new banks are redb files). [`Bank`] opens
+//! Which storage backend holds a bank path, and opening it: a `postgres://` URL is a PostgreSQL
+//! bank, an existing directory is a sled bank (cargo feature `sled`), anything else a redb file
+//! (new banks are redb files). [`Bank`] opens
 //! every layer through here, so a bank of either backend serves look-ups, export, merge, verify
 //! and diff alike.
 //!
@@ -9,7 +10,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::bank::layered::BankError;
-use crate::bank::store::{RedbStore, Store};
+use crate::bank::store::{PgStore, RedbStore, Store};
 
 /// A storage backend of a bank (ARCHITECTURE.md, "Bank storage format").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -18,6 +19,8 @@ pub enum Backend {
     Redb,
     /// A sled directory, one process at a time (cargo feature `sled`).
     Sled,
+    /// A bank in a PostgreSQL database, named by a `postgres://` URL.
+    Postgres,
 }
 
 impl fmt::Display for Backend {
@@ -25,15 +28,18 @@ impl fmt::Display for Backend {
         f.write_str(match self {
             Backend::Redb => "redb",
             Backend::Sled => "sled",
+            Backend::Postgres => "postgres",
         })
     }
 }
 
 impl Backend {
-    /// The backend of the bank at `path`: sled for an existing directory, redb otherwise (an
-    /// existing file, or nothing yet).
+    /// The backend of the bank at `path`: PostgreSQL for a `postgres://` URL, sled for an
+    /// existing directory, redb otherwise (an existing file, or nothing yet).
     pub fn of(path: &Path) -> Backend {
-        if path.is_dir() {
+        if crate::pg::is_url_path(path) {
+            Backend::Postgres
+        } else if path.is_dir() {
             Backend::Sled
         } else {
             Backend::Redb
@@ -43,7 +49,7 @@ impl Backend {
     /// Whether this build can open banks of this backend.
     pub fn available(self) -> bool {
         match self {
-            Backend::Redb => true,
+            Backend::Redb | Backend::Postgres => true,
             Backend::Sled => cfg!(feature = "sled"),
         }
     }
@@ -60,6 +66,14 @@ pub(crate) fn open_store(
 ) -> Result<Box<dyn Store>, BankError> {
     let backend = Backend::of(path);
     match backend {
+        Backend::Postgres => {
+            let url = path.to_str().unwrap_or_default();
+            Ok(Box::new(if read_only {
+                PgStore::open_read_only(url)?
+            } else {
+                PgStore::open(url)?
+            }))
+        }
         Backend::Redb if read_only && recover => {
             Ok(Box::new(RedbStore::open_read_only_recovering(path)?))
         }

@@ -142,6 +142,42 @@ pub fn check_tune_bank_path(path: &Path) -> Result<(), PathError> {
     Ok(())
 }
 
+/// Whether a bank location holds a bank to open: a PostgreSQL URL always does (opening it tells
+/// whether the server and the bank schema are there), a path when something exists there.
+pub fn bank_exists(location: &Path) -> bool {
+    crate::pg::is_url_path(location) || location.exists()
+}
+
+/// `location` fit for messages: a PostgreSQL URL without its password, a path as it is.
+pub fn redacted(location: &Path) -> PathBuf {
+    match location.to_str().filter(|l| crate::pg::is_url(l)) {
+        Some(url) => PathBuf::from(crate::pg::redact(url)),
+        None => location.to_owned(),
+    }
+}
+
+/// The name of the bank of `kind` on `soc` inside a PostgreSQL database: `op/<soc>`,
+/// `graph/<soc>`, `gradient/<soc>` (one database holds the banks of every kind and SoC, as one
+/// directory tree holds their redb files).
+pub fn pg_bank_name(kind: RecordKind, soc: &str) -> String {
+    let kind = match kind {
+        RecordKind::Op => "op",
+        RecordKind::Graph => "graph",
+        RecordKind::Gradient => "gradient",
+    };
+    format!("{kind}/{soc}")
+}
+
+/// A PostgreSQL bank URL naming the bank of `kind` on `soc` ([`pg_bank_name`]) in its fragment,
+/// unless the URL already names one (`postgres://…/db#NAME`).
+pub fn pg_bank_url(url: &str, kind: RecordKind, soc: &str) -> PathBuf {
+    if url.contains('#') {
+        PathBuf::from(url)
+    } else {
+        PathBuf::from(format!("{url}#{}", pg_bank_name(kind, soc)))
+    }
+}
+
 /// Resolves the custom (writable) bank file for `kind` on `soc`, exactly as AOE documents it:
 ///
 /// | kind | 1. `TUNE_BANK_PATH` | 2. `ASCEND_CACHE_PATH` | 3. default |
@@ -151,7 +187,8 @@ pub fn check_tune_bank_path(path: &Path) -> Result<(), PathError> {
 ///
 /// An `explicit` path wins over all of them and names the bank file itself. The file name inside
 /// a directory is [`bank_file_name`]. `TUNE_BANK_PATH` is checked (exists, rwx) here; nothing is
-/// created.
+/// created. A `postgres://` URL, explicit or in `TUNE_BANK_PATH`, names a database: the bank is
+/// the one of `kind` on `soc` in it ([`pg_bank_url`]).
 pub fn resolve_custom(
     kind: RecordKind,
     soc: &str,
@@ -160,9 +197,24 @@ pub fn resolve_custom(
 ) -> Result<BankLocation, PathError> {
     check_soc(soc)?;
     if let Some(file) = explicit {
+        let file = match file.to_str().filter(|f| crate::pg::is_url(f)) {
+            Some(url) => pg_bank_url(url, kind, soc),
+            None => file.to_owned(),
+        };
         return Ok(BankLocation {
-            file: file.to_owned(),
+            file,
             source: PathSource::Explicit,
+        });
+    }
+    if let Some(url) = env
+        .tune_bank_path
+        .as_ref()
+        .and_then(|t| t.to_str())
+        .filter(|t| crate::pg::is_url(t))
+    {
+        return Ok(BankLocation {
+            file: pg_bank_url(url, kind, soc),
+            source: PathSource::TuneBankPath,
         });
     }
     let per_soc = kind == RecordKind::Op;
@@ -200,9 +252,18 @@ pub fn resolve_custom(
 /// Resolves the built-in (read-only) bank file for `kind` on `soc`:
 /// `$TUNEBANK_BUILTIN_PATH/{op,graph}/<soc>/<file>`, else
 /// `$HOME/Ascend/latest/data/aoe/built-in/{op,graph}/<soc>/<file>`. The file may not exist; a
-/// missing built-in bank is simply an absent layer.
+/// missing built-in bank is simply an absent layer. A `postgres://` URL in
+/// `TUNEBANK_BUILTIN_PATH` names the database holding the built-in banks ([`pg_bank_url`]).
 pub fn resolve_builtin(kind: RecordKind, soc: &str, env: &BankEnv) -> Option<PathBuf> {
     check_soc(soc).ok()?;
+    if let Some(url) = env
+        .builtin_path
+        .as_ref()
+        .and_then(|b| b.to_str())
+        .filter(|b| crate::pg::is_url(b))
+    {
+        return Some(pg_bank_url(url, kind, soc));
+    }
     let sub = if kind == RecordKind::Op {
         "op"
     } else {

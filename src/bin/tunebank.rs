@@ -4,7 +4,7 @@
 //! negative (`bank verify` found damage, `lookup`/`convert --error-on-miss` missed, `bank
 //! export`/`merge` left damaged records out, `bank import --aoe` rejected entries whose md5 did
 //! not verify, `bank import --aoe-graph` left subgraphs out, `tune`: some op failed); 2 bad input, nothing written; 3 I/O failure; 4 bank
-//! busy; 5 bank damaged; 130 `tune` interrupted.
+//! busy; 5 bank damaged; 6 bank server unreachable; 130 `tune` interrupted.
 //!
 //! This file is the argument wiring only: each subcommand is a module of `cli/tunebank/`.
 
@@ -23,8 +23,8 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use cmd::{
-    bank_add, bank_export, bank_import, bank_merge, bank_migrate, bank_stats, bank_verify,
-    calibrate, convert, key, lookup, tune, BankArgs, OpArgs,
+    bank_add, bank_export, bank_import, bank_init, bank_merge, bank_migrate, bank_stats,
+    bank_verify, calibrate, convert, job, key, lookup, tune, worker, BankArgs, OpArgs,
 };
 
 /// tunebank: a content-addressed tuning-knowledge bank for Ascend-style operator tuning.
@@ -80,6 +80,23 @@ and every ATC option; they must match those used for tuning for the ops to hit."
     /// end-to-end time and the subgraph model's time under the stored strategies, the unfused
     /// default and its own SGAT best, with the same summary.
     Calibrate(calibrate::CalibrateArgs),
+    /// A worker of the distributed tuning queue (`--queue postgres://… --soc_version=SOC
+    /// --runner R`): claims the tasks of its SoC and runner that `tune --queue` queued, tunes
+    /// each as a local tune would and writes the records into the shared `--bank`.
+    Worker(worker::WorkerArgs),
+    /// A queued tuning job: per-task status, its AOE result file, cancellation.
+    #[command(subcommand)]
+    Job(JobCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum JobCommand {
+    /// Per task: state, worker, attempts, decision, last error (`--json`: everything).
+    Status(job::JobArgs),
+    /// Write the job's AOE result file from the database.
+    Report(job::ReportArgs),
+    /// Cancel the job's queued tasks; running ones finish or are abandoned on lease expiry.
+    Cancel(job::JobArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -106,6 +123,10 @@ enum BankCommand {
     /// the current one (Ascend IR form) and merge it into the custom bank; exit 1 if records
     /// could not be migrated.
     Migrate(bank_migrate::MigrateArgs),
+    /// Create or migrate the tunebank tables of a PostgreSQL database (a team bank:
+    /// `postgres://…` wherever a bank path goes); idempotent, refuses a newer schema. With
+    /// --roles, also the read-only and writer roles.
+    Init(bank_init::InitArgs),
 }
 
 /// The exit code only `tune` gives, beside the shared table.
@@ -122,6 +143,10 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
         Command::Tune(args) => tune::run(*args, &atc),
         Command::Convert(args) => convert::run(args, &atc),
         Command::Calibrate(args) => calibrate::run(args, &atc),
+        Command::Worker(args) => worker::run(args, &atc),
+        Command::Job(JobCommand::Status(args)) => job::status(args),
+        Command::Job(JobCommand::Report(args)) => job::report(args),
+        Command::Job(JobCommand::Cancel(args)) => job::cancel(args),
         Command::Bank(BankCommand::Stats(args)) => bank_stats::run(args, &atc),
         Command::Bank(BankCommand::Verify(args)) => bank_verify::run(args, &atc),
         Command::Bank(BankCommand::Add(args)) => bank_add::run(args, &atc),
@@ -129,6 +154,7 @@ fn run(cli: Cli, atc: Vec<String>) -> Result<ExitCode> {
         Command::Bank(BankCommand::Import(args)) => bank_import::run(args, &atc),
         Command::Bank(BankCommand::Merge(args)) => bank_merge::run(args, &atc),
         Command::Bank(BankCommand::Migrate(args)) => bank_migrate::run(args, &atc),
+        Command::Bank(BankCommand::Init(args)) => bank_init::run(args, &atc),
     }
 }
 

@@ -107,8 +107,9 @@ use crate::measure::{runner_with_timing, MeasureError};
 use crate::model::ModelError;
 use crate::report::ResultFile;
 use outcome::Progress;
-use pool::{Budget, Pool, TimedRunner};
-use task::Opat;
+use pool::Pool;
+pub(crate) use pool::{Budget, TimedRunner};
+pub(crate) use task::{look_up, Job, Opat};
 
 /// Why a tuning job could not start or go on. Per-op problems are not errors: they are
 /// [`TaskOutcome::failure`]s and end up in `tuning_failed_operators`.

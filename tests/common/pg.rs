@@ -59,6 +59,23 @@ impl PgServer {
         }
     }
 
+    /// A cluster owned by this test with TLS on (`ssl=on`, this PEM certificate and key; plain
+    /// connections are accepted too), or `None` (skip) when none can start outside CI.
+    pub fn own_tls(cert: &Path, key: &Path) -> Option<PgServer> {
+        let dir = tempfile::Builder::new()
+            .prefix("tunebank-pg")
+            .tempdir()
+            .expect("temp dir");
+        let arg = |p: &Path| p.to_str().expect("utf-8 path").to_owned();
+        match run_script(&["start", &arg(dir.path()), &arg(cert), &arg(key)]) {
+            Ok(url) => Some(PgServer {
+                own: Some(dir),
+                admin_url: url,
+            }),
+            Err(e) => unavailable(&e),
+        }
+    }
+
     /// The shared server from `TUNEBANK_TEST_PG_URL` when set, else [`PgServer::own`].
     pub fn shared_or_own() -> Option<PgServer> {
         match std::env::var("TUNEBANK_TEST_PG_URL") {

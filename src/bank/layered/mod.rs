@@ -210,7 +210,9 @@ impl BankBuilder {
         self
     }
 
-    /// Uses this bank file as the custom layer, overriding the environment (`--bank`).
+    /// Uses this bank file as the custom layer, overriding the environment (`--bank`); a
+    /// `postgres://` URL names a database, whose bank of this kind and SoC is the layer (or the
+    /// bank the URL's `#NAME` names; see `bank::store::postgres`).
     pub fn custom_path(mut self, file: impl Into<PathBuf>) -> Self {
         self.custom = Some(Some(file.into()));
         self
@@ -223,7 +225,9 @@ impl BankBuilder {
     }
 
     /// Adds a read-only built-in layer from this bank file, consulted after the custom layer and
-    /// after built-in layers added before it. A missing file is an absent layer.
+    /// after built-in layers added before it. A missing file is an absent layer. A
+    /// `postgres://` URL names a database: the layer is its bank of this kind and SoC (or the
+    /// bank the URL's `#NAME` names).
     pub fn builtin_path(mut self, file: impl Into<PathBuf>) -> Self {
         self.builtin.push(file.into());
         self
@@ -277,7 +281,7 @@ impl BankBuilder {
         let mut layers = Vec::new();
         if let Some(loc) = &location {
             if self.read_only {
-                if loc.file.exists() {
+                if paths::bank_exists(&loc.file) {
                     layers.push(Layer {
                         id: LayerId::Custom,
                         store: open_store(&loc.file, true, self.recover)?,
@@ -285,7 +289,12 @@ impl BankBuilder {
                     });
                 }
             } else {
-                if let Some(dir) = loc.file.parent().filter(|d| !d.as_os_str().is_empty()) {
+                let is_url = crate::pg::is_url_path(&loc.file);
+                if let Some(dir) = loc
+                    .file
+                    .parent()
+                    .filter(|d| !is_url && !d.as_os_str().is_empty())
+                {
                     std::fs::create_dir_all(dir).map_err(|source| BankError::CreateDir {
                         path: dir.to_owned(),
                         source,
@@ -305,7 +314,12 @@ impl BankBuilder {
             }
         }
         for (n, file) in builtin.iter().enumerate() {
-            if file.exists() {
+            let file = match file.to_str().filter(|f| crate::pg::is_url(f)) {
+                Some(url) => paths::pg_bank_url(url, self.kind, &self.soc),
+                None => file.clone(),
+            };
+            let file = &file;
+            if paths::bank_exists(file) {
                 layers.push(Layer {
                     id: LayerId::BuiltIn(n),
                     store: open_store(file, true, false)?,
@@ -315,7 +329,7 @@ impl BankBuilder {
         }
         Ok(Bank {
             kind: self.kind,
-            custom_file: location.map(|l| l.file),
+            custom_file: location.map(|l| paths::redacted(&l.file)),
             layers,
             error_on_miss: self.error_on_miss,
             hits: AtomicU64::new(0),
@@ -366,17 +380,18 @@ impl Bank {
     /// Opens the bank at `path` alone, read-only, whichever backend holds it (a redb file or a
     /// sled directory): for tools that read one bank file as a whole (merge sources, diff). Its
     /// one layer is [`LayerId::Custom`]; no environment is consulted and no built-in layer is
-    /// added. A path holding nothing is [`BankError::NotFound`].
+    /// added. A path holding nothing is [`BankError::NotFound`]. A `postgres://` URL must name
+    /// its bank (`#op/<soc>`).
     pub fn open_file(kind: RecordKind, path: impl AsRef<Path>) -> Result<Bank, BankError> {
         let path = path.as_ref();
-        if !path.exists() {
+        if !paths::bank_exists(path) {
             return Err(BankError::NotFound {
                 path: path.to_owned(),
             });
         }
         Ok(Bank {
             kind,
-            custom_file: Some(path.to_owned()),
+            custom_file: Some(paths::redacted(path)),
             layers: vec![Layer {
                 id: LayerId::Custom,
                 store: open_store(path, true, false)?,
@@ -394,7 +409,8 @@ impl Bank {
         self.kind
     }
 
-    /// The custom bank file (whether or not it exists yet).
+    /// The custom bank file (whether or not it exists yet); a PostgreSQL URL without its
+    /// password.
     pub fn custom_file(&self) -> Option<&Path> {
         self.custom_file.as_deref()
     }

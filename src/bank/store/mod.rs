@@ -1,8 +1,9 @@
 //! The narrow storage seam: a transactional map from [`BankKey`] to encoded record bytes, plus a
 //! secondary index by (SoC, kind, op type). Nothing here knows about tuning.
 //!
-//! Backends: [`RedbStore`] (the default; one file shared by many processes) and, behind the
-//! `sled` cargo feature, `SledStore` (one process at a time). Their tables are specified in
+//! Backends: [`RedbStore`] (the default; one file shared by many processes), [`PgStore`] (a
+//! bank in a PostgreSQL database, for a team) and, behind the `sled` cargo feature, `SledStore`
+//! (one process at a time). Their tables are specified in
 //! ARCHITECTURE.md ("Bank storage format"); `tests/store_conformance.rs` holds both to the [`Store`] contract.
 
 use std::ops::ControlFlow;
@@ -10,6 +11,7 @@ use std::path::PathBuf;
 
 use crate::key::{BankKey, RecordKind};
 
+pub mod postgres;
 pub mod redb;
 #[cfg(feature = "sled")]
 pub mod sled;
@@ -17,6 +19,7 @@ pub mod sled;
 #[cfg(test)]
 mod durability_tests;
 
+pub use self::postgres::PgStore;
 pub use self::redb::RedbStore;
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;
@@ -100,6 +103,10 @@ pub enum StoreError {
         /// Bank path.
         path: PathBuf,
     },
+    /// The PostgreSQL server of a [`PgStore`] failed: unreachable, timed out, refused the
+    /// login or a privilege, or any other server error. Names the server by its redacted URL.
+    #[error(transparent)]
+    Postgres(crate::pg::PgError),
     /// A write was attempted on a read-only handle.
     #[error("bank {path} is opened read-only")]
     ReadOnly {

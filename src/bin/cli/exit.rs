@@ -13,13 +13,15 @@ use tunebank::bank::{BankError, MaintenanceError, RecordError};
 use tunebank::failure::{io_kind, FailureKind};
 use tunebank::inspect::InspectError;
 use tunebank::model::ModelError;
+use tunebank::pg::PgError;
+use tunebank::queue::QueueError;
 use tunebank::tune::TuneError;
 
 /// The command ran and its answer is negative (a check found problems, a look-up missed).
 pub const NEGATIVE: u8 = 1;
 
 /// Every exit code both tools share, with its meaning, in order.
-pub const EXIT_CODES: [(u8, &str); 6] = [
+pub const EXIT_CODES: [(u8, &str); 7] = [
     (0, "success"),
     (
         NEGATIVE,
@@ -48,6 +50,11 @@ pub const EXIT_CODES: [(u8, &str); 6] = [
          structures are corrupt, or a bank left by a crashed writer needs a recovery this \
          read-only command may not run (bank verify runs it)",
     ),
+    (
+        6,
+        "bank server unreachable: the PostgreSQL server of a postgres:// bank refused the \
+         connection, could not be reached or did not answer in time; retry later",
+    ),
 ];
 
 /// The exit code of a failure of this kind.
@@ -57,6 +64,7 @@ pub fn code_of(kind: FailureKind) -> u8 {
         FailureKind::Io => 3,
         FailureKind::Busy => 4,
         FailureKind::Damaged => 5,
+        FailureKind::Unreachable => 6,
     }
 }
 
@@ -103,7 +111,9 @@ fn kind_of(e: &(dyn StdError + 'static)) -> FailureKind {
         MaintenanceError,
         InspectError,
         ModelError,
-        TuneError
+        TuneError,
+        PgError,
+        QueueError
     );
     match e.downcast_ref::<std::io::Error>() {
         Some(io) => io_kind(io),
@@ -261,7 +271,7 @@ mod tests {
     #[test]
     fn help_lists_every_code_once_within_100_columns() {
         let text = help(&[(130, "interrupted")]);
-        for code in [0, 1, 2, 3, 4, 5, 130] {
+        for code in [0, 1, 2, 3, 4, 5, 6, 130] {
             let head = format!("  {code:<5}");
             assert_eq!(
                 text.lines().filter(|l| l.starts_with(&head)).count(),
@@ -275,6 +285,7 @@ mod tests {
             FailureKind::Io,
             FailureKind::Busy,
             FailureKind::Damaged,
+            FailureKind::Unreachable,
         ] {
             assert!(EXIT_CODES.iter().any(|(c, _)| *c == code_of(kind)));
         }

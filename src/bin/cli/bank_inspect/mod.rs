@@ -33,7 +33,7 @@ pub fn open_bank_of_kind(
     kind: RecordKind,
 ) -> Result<Bank> {
     for p in args.bank.iter().chain(&args.builtin) {
-        if !p.exists() {
+        if !tunebank::bank::paths::bank_exists(p) {
             bail!("bank file {} does not exist", p.display());
         }
     }

@@ -17,7 +17,7 @@ use tunebank::key::RecordKind;
 pub fn open_read(explicit: Option<&Path>, soc: &str) -> Result<Option<Bank>> {
     let mut builder = Bank::builder(RecordKind::Graph, soc).read_only(true);
     if let Some(p) = explicit {
-        if !p.exists() {
+        if !tunebank::bank::paths::bank_exists(p) {
             bail!("--graph-bank {}: no such graph bank file", p.display());
         }
         builder = builder.custom_path(p).no_default_builtin();

@@ -6,6 +6,7 @@ mod aoe_ini;
 pub mod bank_add;
 pub mod bank_export;
 pub mod bank_import;
+pub mod bank_init;
 pub mod bank_merge;
 pub mod bank_migrate;
 pub mod bank_stats;
@@ -13,13 +14,16 @@ pub mod bank_verify;
 pub mod calibrate;
 pub mod convert;
 mod graph_bank;
+pub mod job;
 pub mod key;
 pub mod lookup;
 mod progress;
 pub mod tune;
 mod tune_config;
 mod tune_gdat;
+mod tune_queue;
 mod tune_sgat;
+pub mod worker;
 
 use std::path::PathBuf;
 

@@ -75,6 +75,13 @@ pub struct TuneArgs {
     /// AOE's -w: --weight (a Caffe model's weight file; Caffe is not supported).
     #[arg(short = 'w', value_name = "WEIGHT")]
     pub short_weight: Option<String>,
+    /// Distributed tuning (operator jobs): the PostgreSQL queue (postgres://…) to submit the
+    /// job to; `tunebank worker`s on any host tune its tasks into the shared `--bank`.
+    #[arg(long, value_name = "URL")]
+    pub queue: Option<String>,
+    /// With --queue: print the job's id and exit without waiting (`tunebank job status`).
+    #[arg(long, requires = "queue")]
+    pub detach: bool,
     /// Gradient tuning (`--job_type=4`) flags.
     #[command(flatten)]
     pub gdat: super::tune_gdat::GdatArgs,
@@ -83,6 +90,12 @@ pub struct TuneArgs {
 /// Tunes the model; exit 0 done, 1 some op failed or none tuned, 130 interrupted (a rerun continues).
 pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     let atc = normalise_job_type(&aoe_short_flags(&args, atc)?);
+    if let Some(url) = &args.queue {
+        if job_type(&atc)? != JobType::Op {
+            anyhow::bail!("--queue: only operator tuning (--job_type=2) is queued");
+        }
+        return super::tune_queue::run(&args, &atc, url);
+    }
     match job_type(&atc)? {
         JobType::Subgraph => return super::tune_sgat::run(args, &atc),
         JobType::Gradient => return super::tune_gdat::run(&args, &atc),
@@ -117,7 +130,7 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
 }
 
 /// The custom bank, opened for writing (created if needed).
-fn open_bank(args: &TuneArgs, job: &TuneJob) -> Result<Bank, BankError> {
+pub(super) fn open_bank(args: &TuneArgs, job: &TuneJob) -> Result<Bank, BankError> {
     let mut builder = Bank::builder(RecordKind::Op, &job.loaded.soc.version).read_only(false);
     if let Some(p) = &args.bank {
         builder = builder.custom_path(p);
@@ -145,7 +158,7 @@ pub(super) fn result_dir(args: &TuneArgs, ini_work_path: Option<&Path>) -> Resul
 }
 
 /// The OPAT result file in [`result_dir`].
-fn result_file(args: &TuneArgs, ini_work_path: Option<&Path>) -> Result<ResultFile> {
+pub(super) fn result_file(args: &TuneArgs, ini_work_path: Option<&Path>) -> Result<ResultFile> {
     Ok(ResultFile::opat(
         &result_dir(args, ini_work_path)?,
         SystemTime::now(),
@@ -154,7 +167,7 @@ fn result_file(args: &TuneArgs, ini_work_path: Option<&Path>) -> Result<ResultFi
 }
 
 /// The job's name in the result file: the model file's stem.
-fn tuning_name(model_path: &str) -> String {
+pub(super) fn tuning_name(model_path: &str) -> String {
     Path::new(model_path)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

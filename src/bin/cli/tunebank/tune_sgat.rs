@@ -110,7 +110,9 @@ fn open_op_bank_at(soc: &str, explicit: Option<&std::path::Path>) -> Result<Opti
         builder = builder.custom_path(p);
     }
     match builder.custom_location()? {
-        Some(loc) if loc.file.exists() => Ok(Some(builder.read_only(true).open()?)),
+        Some(loc) if tunebank::bank::paths::bank_exists(&loc.file) => {
+            Ok(Some(builder.read_only(true).open()?))
+        }
         _ => Ok(None),
     }
 }
