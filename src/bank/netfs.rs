@@ -39,18 +39,24 @@ pub fn fs_magic(path: &Path) -> std::io::Result<i64> {
     let mut probe = path;
     loop {
         match rustix::fs::statfs(probe) {
-            Ok(s) => return Ok(s.f_type as i64),
+            Ok(s) => return Ok(magic_of(&s)),
             Err(e) if e == rustix::io::Errno::NOENT => match probe.parent() {
                 Some(p) if !p.as_os_str().is_empty() => probe = p,
                 _ => {
                     return rustix::fs::statfs(".")
-                        .map(|s| s.f_type as i64)
+                        .map(|s| magic_of(&s))
                         .map_err(Into::into)
                 }
             },
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// `f_type` as `i64`: its width and sign differ between platforms.
+#[allow(clippy::unnecessary_cast)]
+fn magic_of(s: &rustix::fs::StatFs) -> i64 {
+    s.f_type as i64
 }
 
 /// Refuses a read-write redb bank at `path` on a network filesystem unless `allow`; `magic`
