@@ -11,8 +11,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use common::pg::PgServer;
-use common::{op_record, Owned};
-use tunebank::bank::store::{PgStore, Store, StoreError};
+use common::op_record;
+use tunebank::bank::store::{PgStore, StoreError};
 use tunebank::bank::{Bank, BankError, LayerId, Lookup, RecordError};
 use tunebank::failure::FailureKind;
 use tunebank::key::RecordKind;
