@@ -10,8 +10,8 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::pg::PgServer;
 use common::op_record;
+use common::pg::PgServer;
 use tunebank::bank::store::{PgStore, StoreError};
 use tunebank::bank::{Bank, BankError, LayerId, Lookup, RecordError};
 use tunebank::failure::FailureKind;
