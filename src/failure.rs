@@ -101,6 +101,7 @@ impl BankError {
             | BankError::WrongKind { .. }
             | BankError::NotFound { .. }
             | BankError::Unavailable { .. }
+            | BankError::NetworkFilesystem { .. }
             | BankError::NoCustomLayer { .. } => FailureKind::Input,
         }
     }

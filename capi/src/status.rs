@@ -115,6 +115,7 @@ pub(crate) fn bank_status(e: &BankError) -> TunebankStatus {
         BankError::Key(_)
         | BankError::NotWritable
         | BankError::NoCustomLayer { .. }
+        | BankError::NetworkFilesystem { .. }
         | BankError::WrongKind { .. } => TunebankStatus::BadInput,
         BankError::Miss { .. } => TunebankStatus::Miss,
     }

@@ -78,7 +78,14 @@ pub(crate) fn open_store(
             Ok(Box::new(RedbStore::open_read_only_recovering(path)?))
         }
         Backend::Redb if read_only => Ok(Box::new(RedbStore::open_read_only(path)?)),
-        Backend::Redb => Ok(Box::new(RedbStore::open(path)?)),
+        Backend::Redb => {
+            crate::bank::netfs::check(
+                path,
+                crate::bank::netfs::allowed_by_env(),
+                crate::bank::netfs::fs_magic,
+            )?;
+            Ok(Box::new(RedbStore::open(path)?))
+        }
         #[cfg(feature = "sled")]
         Backend::Sled if read_only => Ok(Box::new(crate::bank::store::SledStore::open_read_only(
             path,

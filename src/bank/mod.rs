@@ -5,6 +5,7 @@ pub mod interchange;
 pub mod layered;
 pub mod maintenance;
 pub mod migrate;
+pub mod netfs;
 pub mod paths;
 pub mod policy;
 pub mod record;

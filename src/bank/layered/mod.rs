@@ -155,6 +155,15 @@ pub enum BankError {
         /// Where the custom layer would be, if the bank has one.
         path: Option<PathBuf>,
     },
+    /// A read-write redb bank on a network filesystem, where its multi-process locking is not
+    /// safe (see `bank::netfs`).
+    #[error("bank {} is on a network filesystem ({fs}), where a redb bank shared by several writers can be damaged; share a bank between hosts through PostgreSQL (--bank postgres://…, `tunebank bank init`), or set TUNEBANK_ALLOW_NETWORK_FS=1 if only one process on one host writes it", path.display())]
+    NetworkFilesystem {
+        /// The bank file.
+        path: PathBuf,
+        /// The filesystem's name.
+        fs: &'static str,
+    },
     /// The directory for a new bank file could not be created.
     #[error("cannot create bank directory {path}: {source}")]
     CreateDir {
