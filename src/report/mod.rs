@@ -29,6 +29,8 @@ use serde_json::{json, Map, Value};
 
 pub mod sgat;
 mod summary;
+pub mod text;
+pub mod plot;
 
 pub use sgat::{SgatReport, SubgraphChange};
 pub use summary::{shorten, TuneTable};

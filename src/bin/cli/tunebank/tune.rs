@@ -75,6 +75,12 @@ pub struct TuneArgs {
     /// AOE's -w: --weight (a Caffe model's weight file; Caffe is not supported).
     #[arg(short = 'w', value_name = "WEIGHT")]
     pub short_weight: Option<String>,
+    /// No live progress bar, even on a terminal: one plain line per finished op.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Draw each op's time before and after tuning, sorted by gain (SVG), into FILE.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
     /// Gradient tuning (`--job_type=4`) flags.
     #[command(flatten)]
     pub gdat: super::tune_gdat::GdatArgs,
@@ -94,7 +100,7 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     let result = result_file(&args, job.work_path.as_deref())?;
     announce(&job, &bank, &result);
     install_signal_handlers();
-    let mut progress = Progress::new(std::io::stderr().is_terminal());
+    let mut progress = Progress::new(std::io::stderr().is_terminal() && !args.quiet);
     let (plan, settings) = (&job.loaded.plan, &job.settings);
     let name = tuning_name(&job.loaded.model_path);
     let summary = tune::run(
@@ -112,7 +118,15 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
         result_file: &result.path,
         workers: settings.workers,
     };
-    write!(std::io::stdout().lock(), "{table}")?;
+    write!(
+        std::io::stdout().lock(),
+        "{}",
+        table.render(crate::entry::stdout_width())
+    )?;
+    if let Some(path) = &args.svg {
+        let svg = tunebank::report::plot::before_after_svg(&table.op_times(), &name);
+        std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     Ok(exit_code(&summary))
 }
 
