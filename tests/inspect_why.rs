@@ -477,7 +477,10 @@ fn cli_why_explains_a_precision_mode_miss() {
         ),
         "{text}"
     );
-    assert!(text.contains("float16 → float32 (precision_mode)"), "{text}");
+    assert!(
+        text.contains("float16 → float32 (precision_mode)"),
+        "{text}"
+    );
     let doc: serde_json::Value = serde_json::from_slice(&why(true).stdout).unwrap();
     assert_eq!(doc["summary"]["misses_by_cause"]["precision_mode"], 1);
     assert_eq!(doc["ops"][0]["result"], "miss");

@@ -53,7 +53,10 @@ fn before_after_picture_renders_rows_sorted_by_gain() {
     let row = 18;
     let bottom_row = rows_top + 11 * row;
     assert!(count(&pixmap, hex(FASTER), rows_top, bottom_row) > 11 * 20);
-    assert_eq!(count(&pixmap, hex(FASTER), bottom_row + 2, bottom_row + row - 2), 0);
+    assert_eq!(
+        count(&pixmap, hex(FASTER), bottom_row + 2, bottom_row + row - 2),
+        0
+    );
     assert!(count(&pixmap, hex(SAME), bottom_row, bottom_row + row) > 10);
     // The largest gain is the first row.
     let first = svg.find("/layer11/").unwrap();

@@ -81,7 +81,10 @@ fn on_terminal(dir: &Path, cols: u16, extra: &[&str]) -> String {
 
 /// The lines of the summary table: from the `op … decision` header to the blank line after it.
 fn table_lines(text: &str) -> Vec<String> {
-    let lines: Vec<String> = text.lines().map(|l| l.trim_end_matches('\r').to_owned()).collect();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| l.trim_end_matches('\r').to_owned())
+        .collect();
     let start = lines
         .iter()
         .position(|l| l.starts_with("op ") && l.contains("decision"))
@@ -102,7 +105,11 @@ fn piped_output_has_no_control_characters_and_names_shortened_in_the_middle() {
         .stdin(Stdio::null());
     env(&mut c, dir.path());
     let out: Output = c.output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (stdout, stderr) = (
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),

@@ -84,7 +84,10 @@ fn why_on_resnet50_says_the_cause_first_and_fits_a_screen() {
         "force_fp16 (default)",
         "must_keep_origin_dtype",
     ] {
-        assert!(first.contains(word), "{word:?} not in the first line: {first}");
+        assert!(
+            first.contains(word),
+            "{word:?} not in the first line: {first}"
+        );
     }
     // One screen: at most a few lines per op, and the ops sharing the cause under one heading.
     assert!(

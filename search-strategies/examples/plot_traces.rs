@@ -35,7 +35,10 @@ struct Args {
     #[arg(long, default_value_t = 200)]
     budget: usize,
     /// Title of the picture.
-    #[arg(long, default_value = "gap to the optimum, mean over spaces and seeds (lower is better)")]
+    #[arg(
+        long,
+        default_value = "gap to the optimum, mean over spaces and seeds (lower is better)"
+    )]
     title: String,
     /// Where to write the SVG.
     #[arg(long)]
@@ -92,10 +95,16 @@ fn main() -> Result<(), String> {
         opt.fontdb_mut().load_system_fonts();
         let tree = resvg::usvg::Tree::from_str(&svg, &opt).map_err(|e| e.to_string())?;
         let size = tree.size().to_int_size();
-        let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height())
-            .ok_or("empty picture")?;
-        resvg::render(&tree, resvg::tiny_skia::Transform::default(), &mut pixmap.as_mut());
-        pixmap.save_png(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let mut pixmap =
+            resvg::tiny_skia::Pixmap::new(size.width(), size.height()).ok_or("empty picture")?;
+        resvg::render(
+            &tree,
+            resvg::tiny_skia::Transform::default(),
+            &mut pixmap.as_mut(),
+        );
+        pixmap
+            .save_png(p)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
     }
     Ok(())
 }

@@ -48,18 +48,30 @@ const HEIGHT: f64 = 520.0;
 /// to the optimum on a log axis from [`GAP_FLOOR`] (or the smallest gap's decade) to the largest
 /// gap's decade, labelled in percent. Curve `i` gets `PALETTE[i % 10]` and one of five marker
 /// shapes; ours solid, peers dashed; the legend at the right lists every curve with its gap at
-/// the last evaluation, smallest first. An empty list gives axes and a title.
+/// the last evaluation (one decimal, in percent), smallest first. An empty list gives axes and a title.
 pub fn gap_svg(curves: &[Curve], title: &str) -> String {
     let (ml, mt, xr, yb) = PLOT_AREA;
-    let budget = curves.iter().map(|c| c.ratio.len()).max().unwrap_or(1).max(2);
+    let budget = curves
+        .iter()
+        .map(|c| c.ratio.len())
+        .max()
+        .unwrap_or(1)
+        .max(2);
     let gaps: Vec<Vec<f64>> = curves
         .iter()
         .map(|c| c.ratio.iter().map(|&r| gap(r)).collect())
         .collect();
     let all = gaps.iter().flatten().copied();
-    let (lo, hi) = all.fold((f64::INFINITY, 0.0_f64), |(lo, hi), g| (lo.min(g), hi.max(g)));
+    let (lo, hi) = all.fold((f64::INFINITY, 0.0_f64), |(lo, hi), g| {
+        (lo.min(g), hi.max(g))
+    });
     let top = if hi > 0.0 { hi.log10().ceil() } else { 0.0 };
-    let bottom = if lo.is_finite() { lo.log10().floor() } else { -4.0 }.min(top - 1.0);
+    let bottom = if lo.is_finite() {
+        lo.log10().floor()
+    } else {
+        -4.0
+    }
+    .min(top - 1.0);
     let x = |k: usize| ml + (xr - ml) * (k as f64) / ((budget - 1) as f64);
     let y = |g: f64| mt + (yb - mt) * (top - g.log10()) / (top - bottom);
     let mut s = String::new();
@@ -242,8 +254,9 @@ fn legend(s: &mut String, curves: &[Curve], order: &[usize], gaps: &[Vec<f64>]) 
     let x0 = xr + 16.0;
     let _ = writeln!(
         s,
-        r#"<text x="{x0}" y="{}" font-weight="bold">gap at the end (dashed: peers)</text>"#,
-        mt + 4.0
+        r#"<text x="{x0}" y="{}" font-weight="bold">gap after {} (dashed: peers)</text>"#,
+        mt + 4.0,
+        gaps.iter().map(Vec::len).max().unwrap_or(0)
     );
     for (row, &i) in order.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
@@ -260,7 +273,10 @@ fn legend(s: &mut String, curves: &[Curve], order: &[usize], gaps: &[Vec<f64>]) 
         );
         s.push_str(&marker(i, x0 + 16.0, ly, color));
         s.push('\n');
-        let end = gaps[i].last().map(|&g| pct(g)).unwrap_or_default();
+        let end = gaps[i]
+            .last()
+            .map(|&g| format!("{:.1}%", 100.0 * g))
+            .unwrap_or_default();
         let _ = writeln!(
             s,
             r##"<text x="{}" y="{}">{} <tspan fill="#555">{end}</tspan></text>"##,
@@ -311,7 +327,11 @@ mod tests {
         let svg = gap_svg(&c, "t");
         let lines: Vec<&str> = svg.lines().filter(|l| l.starts_with("<polyline")).collect();
         assert_eq!(lines.len(), 2);
-        assert!(lines.iter().any(|l| l.contains(PALETTE[1]) && l.contains("dasharray")));
-        assert!(lines.iter().any(|l| l.contains(PALETTE[0]) && !l.contains("dasharray")));
+        assert!(lines
+            .iter()
+            .any(|l| l.contains(PALETTE[1]) && l.contains("dasharray")));
+        assert!(lines
+            .iter()
+            .any(|l| l.contains(PALETTE[0]) && !l.contains("dasharray")));
     }
 }

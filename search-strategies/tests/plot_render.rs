@@ -102,7 +102,10 @@ fn the_gap_axis_is_logarithmic_so_the_last_percent_is_apart() {
     };
     let (_, t, _, b) = PLOT_AREA;
     let apart = (last_y(PALETTE[0]) - last_y(PALETTE[1])).abs() / (b - t);
-    assert!(apart > 0.1, "the two ends are {apart:.3} of the height apart");
+    assert!(
+        apart > 0.1,
+        "the two ends are {apart:.3} of the height apart"
+    );
     assert!(doc.contains("gap to the optimum"), "{doc}");
     let pixmap = render(&doc);
     assert!(count_color(&pixmap, hex(PALETTE[1])) > 40);

@@ -174,7 +174,10 @@ impl fmt::Display for GradientWhy {
         // The verdict first: what the nearest record differs in, then the records.
         let because = match self.nearest.first() {
             None => " — no gradient record of this SoC is stored".to_owned(),
-            Some(n) => format!(" — the nearest record differs in {}", n.differences.join("; ")),
+            Some(n) => format!(
+                " — the nearest record differs in {}",
+                n.differences.join("; ")
+            ),
         };
         writeln!(f, "gradient key {}: miss{because}", self.key)?;
         if !self.nearest.is_empty() {

@@ -90,7 +90,11 @@ pub fn before_after_svg(ops: &[OpTimes], title: &str) -> String {
         h - 10.0
     );
     if ops.is_empty() {
-        let _ = writeln!(s, r#"<text x="{ml}" y="{}">no op was timed</text>"#, mt + 14.0);
+        let _ = writeln!(
+            s,
+            r#"<text x="{ml}" y="{}">no op was timed</text>"#,
+            mt + 14.0
+        );
     }
     for (i, o) in ops.iter().enumerate() {
         let y = mt + row * (i as f64 + 0.5);

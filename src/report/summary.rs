@@ -86,7 +86,14 @@ impl TuneTable<'_> {
         }
         let (l, r) = (Align::Left, Align::Right);
         text_table(
-            &["op", "decision", "before(us)", "after(us)", "gain", "trials"],
+            &[
+                "op",
+                "decision",
+                "before(us)",
+                "after(us)",
+                "gain",
+                "trials",
+            ],
             &[l, l, r, r, r, r],
             rows,
             width,

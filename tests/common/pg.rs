@@ -97,7 +97,10 @@ impl PgServer {
     /// `pg_ctl restart -m immediate`: a crash of the server and its recovery. Only for a
     /// cluster this test owns.
     pub fn restart_immediate(&self) {
-        let dir = self.own.as_ref().expect("restart needs a cluster of the test's own");
+        let dir = self
+            .own
+            .as_ref()
+            .expect("restart needs a cluster of the test's own");
         run_script(&["restart", dir.path().to_str().expect("utf-8 path")])
             .unwrap_or_else(|e| panic!("restart: {e}"));
     }

@@ -32,10 +32,11 @@ impl WhyReport {
         let groups = self.miss_groups();
         let mut out = self.verdict_line(&groups);
         out.push('\n');
-        let show_profile = self
-            .ops
-            .iter()
-            .any(|o| o.profile.as_ref().is_some_and(|p| format!("{p:?}") != "Static"));
+        let show_profile = self.ops.iter().any(|o| {
+            o.profile
+                .as_ref()
+                .is_some_and(|p| format!("{p:?}") != "Static")
+        });
         for g in &groups {
             let _ = writeln!(
                 out,
@@ -139,7 +140,11 @@ fn cause_phrase(label: &str, ops: &[&OpDiagnosis]) -> String {
                 }
             }
             let name = options.join(" and ");
-            let verb = if options.len() > 1 { "differ" } else { "differs" };
+            let verb = if options.len() > 1 {
+                "differ"
+            } else {
+                "differs"
+            };
             match values.as_slice() {
                 [(tuned, now)] => {
                     format!("{name} {verb}: tuned with {tuned}, this conversion {now}")
@@ -167,7 +172,10 @@ fn short_value(text: &str) -> String {
         return v.to_owned();
     }
     if let Some(rest) = text.split_once(" unset").map(|(_, r)| r) {
-        let d = rest.trim().trim_start_matches("(default").trim_end_matches(')');
+        let d = rest
+            .trim()
+            .trim_start_matches("(default")
+            .trim_end_matches(')');
         let d = d.trim().trim_start_matches(':').trim();
         return if d.is_empty() {
             "unset".into()
@@ -198,7 +206,12 @@ fn op_lines(ops: &[&OpDiagnosis], show_profile: bool, how: WhyText, miss: bool) 
             op.op_type.clone(),
         ];
         if show_profile {
-            row.push(op.profile.as_ref().map(|p| format!("{p:?}")).unwrap_or_default());
+            row.push(
+                op.profile
+                    .as_ref()
+                    .map(|p| format!("{p:?}"))
+                    .unwrap_or_default(),
+            );
         }
         row.push(verdict_cell(op));
         rows.push(row);
@@ -302,7 +315,14 @@ fn collapse_fields(diffs: &[&FieldDiff]) -> Vec<String> {
         diffs
             .iter()
             .filter(|d| d.class != FieldClass::KeySchema || diffs.len() == 1)
-            .map(|d| (d.field.as_str(), d.stored.as_str(), d.current.as_str(), None)),
+            .map(|d| {
+                (
+                    d.field.as_str(),
+                    d.stored.as_str(),
+                    d.current.as_str(),
+                    None,
+                )
+            }),
     )
 }
 
@@ -359,9 +379,24 @@ mod tests {
     #[test]
     fn identical_tensor_differences_collapse() {
         let items = [
-            ("input 0 dtype", "float16", "float32", Some("precision_mode")),
-            ("input 1 dtype", "float16", "float32", Some("precision_mode")),
-            ("output 0 dtype", "float16", "float32", Some("precision_mode")),
+            (
+                "input 0 dtype",
+                "float16",
+                "float32",
+                Some("precision_mode"),
+            ),
+            (
+                "input 1 dtype",
+                "float16",
+                "float32",
+                Some("precision_mode"),
+            ),
+            (
+                "output 0 dtype",
+                "float16",
+                "float32",
+                Some("precision_mode"),
+            ),
             ("input 0 shape", "[1, 2]", "[1, 3]", None),
         ];
         let out = collapse(items.into_iter());
