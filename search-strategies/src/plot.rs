@@ -113,6 +113,7 @@ pub fn gap_svg(curves: &[Curve], title: &str) -> String {
         let mut k = phase;
         while k < gaps[i].len() {
             s.push_str(&marker(i, x(k), y(gaps[i][k]), color));
+            s.push('\n');
             k += every;
         }
     }

@@ -78,9 +78,6 @@ pub struct TuneArgs {
     /// No live progress bar, even on a terminal: one plain line per finished op.
     #[arg(long)]
     pub quiet: bool,
-    /// Draw each op's time before and after tuning, sorted by gain (SVG), into FILE.
-    #[arg(long, value_name = "FILE")]
-    pub svg: Option<PathBuf>,
     /// Gradient tuning (`--job_type=4`) flags.
     #[command(flatten)]
     pub gdat: super::tune_gdat::GdatArgs,
@@ -123,7 +120,8 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
         "{}",
         table.render(crate::entry::stdout_width())
     )?;
-    if let Some(path) = &args.svg {
+    // `--svg` (declared with the GDAT flags): the per-op before/after picture.
+    if let Some(path) = &args.gdat.svg {
         let svg = tunebank::report::plot::before_after_svg(&table.op_times(), &name);
         std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
     }
