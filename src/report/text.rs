@@ -77,7 +77,7 @@ pub fn text_table(
             table.set_content_arrangement(ContentArrangement::Disabled);
         }
     }
-    table.set_header(header.iter().map(|h| Cell::new(h)));
+    table.set_header(header.iter().map(Cell::new));
     for row in rows {
         table.add_row(row);
     }

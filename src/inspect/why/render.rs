@@ -330,7 +330,7 @@ type Item<'a> = (&'a str, &'a str, &'a str, Option<&'a str>);
 
 fn collapse<'a>(items: impl Iterator<Item = Item<'a>>) -> Vec<String> {
     // (kind or field, stored, current, option) → (count, first field), in first-seen order.
-    let mut seen: Vec<((&str, &str, &str, Option<&str>), usize, &str)> = Vec::new();
+    let mut seen: Vec<(Item<'a>, usize, &str)> = Vec::new();
     for (field, stored, current, option) in items {
         let kind = field_kind(field).unwrap_or(field);
         let k = (kind, stored, current, option);
