@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::plot::{gap_svg, Curve};
 use crate::replay::ReplaySpace;
 use crate::score::{mean_curve, summarise, Baseline, Summary, Trace, TraceFile, FRACTION_AT};
 use crate::strategies::by_name;
@@ -135,106 +136,16 @@ fn dedup<'a>(it: impl Iterator<Item = &'a String>) -> Vec<&'a String> {
     v
 }
 
-/// An SVG line chart of mean best-so-far curves (objective relative to the optimum, log
-/// scale), one line per strategy, averaged over spaces and seeds.
+/// The comparison picture of mean best-so-far curves (each a ratio to the optimum, one per
+/// strategy, averaged over spaces and seeds): [`crate::plot::gap_svg`], the gap to the optimum
+/// on a log axis. A curve whose name has a prefix ending in `:` (`kt:`, another tuner's traces)
+/// is a peer's and drawn dashed.
 pub fn svg(curves: &[(String, Vec<f64>)], title: &str) -> String {
-    let (w, h, ml, mr, mt, mb) = (820.0, 520.0, 70.0, 200.0, 40.0, 50.0);
-    let budget = curves.iter().map(|c| c.1.len()).max().unwrap_or(1).max(2);
-    let ymax = curves
+    let curves: Vec<Curve> = curves
         .iter()
-        .flat_map(|c| c.1.iter().copied())
-        .fold(1.01_f64, f64::max)
-        .ln();
-    let x = |k: usize| ml + (w - ml - mr) * (k as f64) / ((budget - 1) as f64);
-    let y = |v: f64| mt + (h - mt - mb) * (1.0 - v.max(1.0).ln() / ymax);
-    let palette = [
-        "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-        "#bcbd22", "#17becf",
-    ];
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{ml}" y="22" font-size="14">{}</text>"#,
-        xml(title)
-    );
-    let _ = writeln!(
-        s,
-        r#"<line x1="{ml}" y1="{}" x2="{}" y2="{}" stroke="black"/><line x1="{ml}" y1="{mt}" x2="{ml}" y2="{}" stroke="black"/>"#,
-        h - mb,
-        w - mr,
-        h - mb,
-        h - mb
-    );
-    for k in (0..=budget).step_by((budget / 8).max(1)) {
-        let kk = k.clamp(1, budget);
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{}" text-anchor="middle">{kk}</text>"#,
-            x(kk - 1),
-            h - mb + 18.0
-        );
-    }
-    for t in [1.0_f64, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0] {
-        if t.ln() <= ymax {
-            let _ = writeln!(
-                s,
-                r##"<text x="{}" y="{:.1}" text-anchor="end">{t:.2}</text><line x1="{ml}" y1="{:.1}" x2="{}" y2="{:.1}" stroke="#ddd"/>"##,
-                ml - 6.0,
-                y(t) + 4.0,
-                y(t),
-                w - mr,
-                y(t)
-            );
-        }
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">unique configurations measured</text>"#,
-        (ml + w - mr) / 2.0,
-        h - 12.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">mean best-so-far / optimum</text>"#,
-        (mt + h - mb) / 2.0,
-        (mt + h - mb) / 2.0
-    );
-    for (i, (name, c)) in curves.iter().enumerate() {
-        let color = palette[i % palette.len()];
-        let pts: Vec<String> = c
-            .iter()
-            .enumerate()
-            .map(|(k, &v)| format!("{:.1},{:.1}", x(k), y(v)))
-            .collect();
-        let _ = writeln!(
-            s,
-            r#"<polyline fill="none" stroke="{color}" stroke-width="1.8" points="{}"/>"#,
-            pts.join(" ")
-        );
-        let ly = mt + 10.0 + 18.0 * i as f64;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="3"/><text x="{}" y="{}">{}</text>"#,
-            w - mr + 10.0,
-            w - mr + 30.0,
-            w - mr + 36.0,
-            ly + 4.0,
-            xml(name)
-        );
-    }
-    s.push_str("</svg>\n");
-    s
-}
-
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+        .map(|(name, c)| Curve::new(name.clone(), c.clone(), name.contains(':')))
+        .collect();
+    gap_svg(&curves, title)
 }
 
 /// Mean best-so-far curve per strategy over all spaces of `traces`, relative to each space's

@@ -100,6 +100,7 @@ pub mod bench;
 pub mod ensemble;
 pub mod expr;
 pub mod gp;
+pub mod plot;
 pub mod replay;
 pub mod score;
 pub mod space;

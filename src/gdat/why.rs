@@ -171,12 +171,22 @@ impl fmt::Display for GradientWhy {
         if self.hit {
             return writeln!(f, "gradient key {}: hit", self.key);
         }
-        writeln!(
-            f,
-            "gradient key {}: miss; {} stored gradient record(s) of this SoC",
-            self.key,
-            self.nearest.len()
-        )?;
+        // The verdict first: what the nearest record differs in, then the records.
+        let because = match self.nearest.first() {
+            None => " — no gradient record of this SoC is stored".to_owned(),
+            Some(n) => format!(
+                " — the nearest record differs in {}",
+                n.differences.join("; ")
+            ),
+        };
+        writeln!(f, "gradient key {}: miss{because}", self.key)?;
+        if !self.nearest.is_empty() {
+            writeln!(
+                f,
+                "{} stored gradient record(s) of this SoC:",
+                self.nearest.len()
+            )?;
+        }
         for n in &self.nearest {
             writeln!(f, "  {} ({}):", n.key, n.layer)?;
             for d in &n.differences {

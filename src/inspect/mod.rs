@@ -29,7 +29,7 @@ pub use why::{
     graph_diffs, why_descriptor, why_resolved, why_subgraphs, why_templates, Explanation,
     GraphDiff, GraphDiffKind, GraphNearEntry, GraphVerdict, MissCause, MissDiagnosis, NearEntry,
     OpDiagnosis, OptionDiff, SearchScope, SubgraphDiagnosis, SubgraphWhyReport, Summary, Verdict,
-    WhyConfig, WhyReport,
+    WhyConfig, WhyReport, WhyText,
 };
 
 use crate::bank::{BankError, RecordError};

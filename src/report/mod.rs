@@ -27,8 +27,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
 
+pub mod plot;
 pub mod sgat;
 mod summary;
+pub mod text;
 
 pub use sgat::{SgatReport, SubgraphChange};
 pub use summary::{shorten, TuneTable};

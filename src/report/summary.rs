@@ -6,6 +6,8 @@ use std::fmt;
 use std::path::Path;
 
 use crate::report::improvement;
+use crate::report::plot::OpTimes;
+use crate::report::text::{name_width, shorten_middle, text_table, Align};
 use crate::tune::{TunePlan, TuneSummary};
 
 /// A finished (or interrupted) tuning job, rendered as its summary text (`Display`; every line
@@ -39,14 +41,18 @@ pub fn shorten(s: &str, n: usize) -> String {
     }
 }
 
+/// Terminal columns the table's columns other than the op name take (with separators).
+const OTHER_COLUMNS: usize = 62;
+
 impl TuneTable<'_> {
-    /// The per-task rows.
-    fn rows(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "\n{:<56} {:<11} {:>11} {:>11} {:>8} {:>6}",
-            "op", "decision", "before(us)", "after(us)", "gain", "trials"
-        )?;
+    /// The per-task table: op names shortened in the middle to fit `width` terminal columns
+    /// (`None`: 56 columns for the name, as on a pipe).
+    pub fn rows_text(&self, width: Option<u16>) -> String {
+        let name_cols = match width {
+            Some(w) => name_width(usize::from(w), OTHER_COLUMNS, 24),
+            None => 56,
+        };
+        let mut rows = Vec::new();
         for o in &self.summary.outcomes {
             let t = &self.plan.tasks[o.task];
             let us = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
@@ -55,30 +61,84 @@ impl TuneTable<'_> {
                 (Some(b), Some(a)) if o.record.is_some() => improvement(b, a),
                 _ => "-".into(),
             };
-            let mut label = shorten(&t.op_names[0], 52);
-            if t.op_names.len() > 1 {
-                label = format!("{label} ×{}", t.op_names.len());
-            }
+            let count = if t.op_names.len() > 1 {
+                format!(" ×{}", t.op_names.len())
+            } else {
+                String::new()
+            };
+            let label = format!(
+                "{}{count}",
+                shorten_middle(&t.op_names[0], name_cols.saturating_sub(count.len()))
+            );
             let decision = if o.failure.is_some() {
                 "failed"
             } else {
                 o.decision.as_str()
             };
-            writeln!(
-                f,
-                "{label:<56} {decision:<11} {:>11} {:>11} {gain:>8} {:>6}",
+            rows.push(vec![
+                label,
+                decision.to_owned(),
                 us(o.before_us),
                 us(o.after_us),
-                o.trials
-            )?;
+                gain,
+                o.trials.to_string(),
+            ]);
         }
-        Ok(())
+        let (l, r) = (Align::Left, Align::Right);
+        text_table(
+            &[
+                "op",
+                "decision",
+                "before(us)",
+                "after(us)",
+                "gain",
+                "trials",
+            ],
+            &[l, l, r, r, r, r],
+            rows,
+            width,
+        )
     }
-}
 
-impl fmt::Display for TuneTable<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.rows(f)?;
+    /// Each task's first op with its time before tuning and the time it runs in now: the tuned
+    /// time when a better strategy was stored, else the default's (tasks without a measured
+    /// default are left out); plan order, ×N appended for tasks of several ops.
+    pub fn op_times(&self) -> Vec<OpTimes> {
+        let mut out = Vec::new();
+        for o in &self.summary.outcomes {
+            let t = &self.plan.tasks[o.task];
+            let Some(before) = o.before_us else {
+                continue;
+            };
+            let improved = o.record.is_some() && !o.default_confirmed() && o.failure.is_none();
+            let after = match o.after_us {
+                Some(a) if improved => a,
+                _ => before,
+            };
+            let mut name = t.op_names[0].clone();
+            if t.op_names.len() > 1 {
+                name.push_str(&format!(" ×{}", t.op_names.len()));
+            }
+            out.push(OpTimes {
+                name,
+                before_us: before,
+                after_us: after,
+            });
+        }
+        out
+    }
+
+    /// The whole summary text with the table fitted to `width` terminal columns.
+    pub fn render(&self, width: Option<u16>) -> String {
+        let mut out = format!("\n{}", self.rows_text(width));
+        // Writing into a String cannot fail.
+        let _ = self.totals(&mut out);
+        out
+    }
+
+    /// The totals, confirmed defaults, time accounting and result file lines.
+    fn totals(&self, f: &mut String) -> fmt::Result {
+        use std::fmt::Write as _;
         let summary = self.summary;
         let s = &summary.report.summary;
         writeln!(
@@ -116,5 +176,12 @@ impl fmt::Display for TuneTable<'_> {
             self.workers
         )?;
         writeln!(f, "result file: {}", self.result_file.display())
+    }
+}
+
+/// The summary as on a pipe: [`TuneTable::render`] without a terminal width.
+impl fmt::Display for TuneTable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(None))
     }
 }

@@ -167,7 +167,7 @@ fn run(args: Args) -> Result<(), String> {
     print!("{}", table.render());
     if let Some(p) = &args.svg {
         let title = format!(
-            "mean best-so-far over {} spaces, {} seeds",
+            "gap to the optimum over {} spaces, {} seeds (lower is better)",
             spaces.len(),
             args.seeds
         );

@@ -101,6 +101,12 @@ pub fn print_report<R: Serialize + Display>(report: &R, json: bool) -> anyhow::R
     Ok(())
 }
 
+/// Columns of the terminal standard output is, `None` when it is not a terminal (a pipe or a
+/// file gets full-length lines).
+pub fn stdout_width() -> Option<u16> {
+    console::Term::stdout().size_checked().map(|(_, cols)| cols)
+}
+
 /// Exit status 1 (a check failed) when `failed`, else success.
 pub fn failed_if(failed: bool) -> ExitCode {
     if failed {

@@ -410,6 +410,31 @@ pub fn graph_diffs(stored: &GraphDescriptor, now: &GraphDescriptor) -> Vec<Graph
 /// records with their differences (at most 12 each); then the totals.
 impl fmt::Display for SubgraphWhyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The verdict first: counts, then each miss cause with its count, most frequent first.
+        let mut causes: Vec<(String, usize)> = Vec::new();
+        for d in &self.subgraphs {
+            if let GraphVerdict::Miss { cause, .. } = &d.verdict {
+                match causes.iter_mut().find(|(c, _)| c == cause) {
+                    Some((_, n)) => *n += 1,
+                    None => causes.push((cause.clone(), 1)),
+                }
+            }
+        }
+        causes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        write!(
+            f,
+            "{} subgraph keys: {} hits, {} misses",
+            self.total, self.hits, self.misses
+        )?;
+        match causes.as_slice() {
+            [] => writeln!(f)?,
+            [(only, _)] if self.misses > 1 => writeln!(f, " — all because {only}")?,
+            [(only, _)] => writeln!(f, " — because {only}")?,
+            many => {
+                let parts: Vec<String> = many.iter().map(|(c, n)| format!("{n} {c}")).collect();
+                writeln!(f, " — {}", parts.join("; "))?;
+            }
+        }
         for d in &self.subgraphs {
             let what = match &d.verdict {
                 GraphVerdict::Hit { layer } => format!("hit ({layer})"),
@@ -453,10 +478,6 @@ impl fmt::Display for SubgraphWhyReport {
                 )?;
             }
         }
-        writeln!(
-            f,
-            "{} subgraph keys: {} hits, {} misses",
-            self.total, self.hits, self.misses
-        )
+        Ok(())
     }
 }

@@ -4,7 +4,8 @@
 //! (probes and bounded index groups, never a whole-bank scan), `rank` orders them by distance
 //! and keeps the nearest, `explain` names the differing fields, the options that explain them,
 //! and the cause. [`WhyReport`] is the answer, as JSON (`Serialize`) or as the text
-//! `bank-inspect why` prints (`Display`).
+//! `bank-inspect why` prints (`Display`, [`WhyReport::text`]; `render` writes it: the verdict
+//! first, then one line per op grouped by cause).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -23,11 +24,14 @@ mod candidates;
 mod explain;
 mod graph;
 mod rank;
+mod render;
 
 pub use graph::{
     graph_diffs, why_subgraphs, GraphDiff, GraphDiffKind, GraphNearEntry, GraphVerdict,
     SubgraphDiagnosis, SubgraphWhyReport,
 };
+
+pub use render::WhyText;
 
 use candidates::GroupCache;
 
@@ -263,18 +267,6 @@ pub struct WhyReport {
     pub ops: Vec<OpDiagnosis>,
     /// Totals.
     pub summary: Summary,
-}
-
-/// The text `bank-inspect why` prints: one line per op (node, op type, profile, key, verdict),
-/// under each miss its nearest entries with their explained and unexplained differences, then
-/// the summary. Every line ends in a newline.
-impl fmt::Display for WhyReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for op in &self.ops {
-            write!(f, "{op}")?;
-        }
-        writeln!(f, "{}", self.summary)
-    }
 }
 
 /// The op's line and, for a miss, the diagnosis under it (every line ends in a newline).

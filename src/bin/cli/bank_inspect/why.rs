@@ -4,6 +4,7 @@
 //! key of the model, a hit or a miss with the nearest graph records and what differs (a
 //! graph-level option, the structure, or a node: index, op type, field).
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -11,13 +12,13 @@ use anyhow::{bail, Context, Result};
 use tunebank::gdat::{plan_job, why_gradient, GradientWhy, MAX_SEGMENTS};
 use tunebank::inspect::{
     why_descriptor, why_resolved, why_subgraphs, why_templates, SubgraphWhyReport, WhyConfig,
-    WhyReport,
+    WhyReport, WhyText,
 };
 use tunebank::key::{FsReader, OpDescriptor, OpTemplate, RecordKind, ResolvedOp, ResolvedOptions};
 use tunebank::tune::sgat::sgat_plan;
 
 use super::{open_bank, open_bank_of_kind, BankArgs};
-use crate::entry::{print_report, read_templates};
+use crate::entry::{print_report, read_templates, stdout_width};
 
 /// Flags of `bank-inspect why`.
 #[derive(clap::Args, Debug)]
@@ -51,6 +52,10 @@ pub struct WhyArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Under every miss, its nearest stored entries with all their differences (by default a
+    /// miss gets one line: what differs, identical differences across tensors collapsed).
+    #[arg(long)]
+    pub detail: bool,
     /// GDAT: with `--rank_size`, explain the gradient key of `--model` for that data-parallel
     /// job (looked up in the gradient bank) instead of its ops.
     #[command(flatten)]
@@ -89,7 +94,16 @@ pub fn run(args: WhyArgs, atc: &[String]) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let report = diagnose(&args, atc, &options)?;
-    print_report(&report, args.json)?;
+    if args.json {
+        print_report(&report, true)?;
+    } else {
+        let how = WhyText {
+            detail: args.detail,
+            width: stdout_width(),
+        };
+        let mut out = std::io::stdout().lock();
+        write!(out, "{}", report.text(how))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,11 +1,13 @@
-//! What `tunebank tune` shows while it runs: a progress bar on a terminal, else one line per
-//! finished op on standard error; and the signal handlers that ask the driver to stop.
+//! What `tunebank tune` shows while it runs: an `indicatif` progress bar with ETA on a terminal,
+//! else (a pipe, a file, or `--quiet`) one plain line per finished op on standard error; and
+//! the signal handlers that ask the driver to stop.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::Duration;
 
-use tunebank::report::shorten;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tunebank::report::text::shorten_middle;
 use tunebank::tune::{TaskOutcome, TuneObserver, TunePlan};
 
 /// Set by SIGINT/SIGTERM; the driver stops cooperatively when it is set.
@@ -29,47 +31,43 @@ pub fn install_signal_handlers() {
     }
 }
 
-/// The progress display, told of every finished op.
+/// The progress display, told of every finished op: an `indicatif` bar on a terminal (position,
+/// ETA, the op just finished, shortened in the middle to fit), else one plain line per op.
 pub struct Progress {
     tty: bool,
-    start: Instant,
-    started: bool,
+    bar: Option<ProgressBar>,
 }
 
 impl Progress {
-    /// A bar when standard error is a terminal (`tty`), else lines.
+    /// A bar when `tty` (standard error is a terminal and `--quiet` is not given), else lines.
     pub fn new(tty: bool) -> Progress {
-        Progress {
-            tty,
-            start: Instant::now(),
-            started: false,
-        }
+        Progress { tty, bar: None }
     }
 
-    /// Redraws the bar: `done` of `total` ops, the time left, the op just finished.
-    fn bar(&mut self, err: &mut dyn Write, name: &str, done: usize, total: usize) {
-        if !self.started {
-            self.start = Instant::now();
-            self.started = true;
-        }
-        let frac = done as f64 / total.max(1) as f64;
-        let width = 30;
-        let filled = (frac * width as f64).round() as usize;
-        let el = self.start.elapsed().as_secs_f64();
-        let eta = if done > 0 && done < total {
-            format!("ETA {:.0}s", el / frac - el)
-        } else {
-            String::new()
-        };
-        let _ = write!(
-            err,
-            "\r\x1b[2K[{}{}] {done}/{total} ops  {eta}  {}",
-            "=".repeat(filled),
-            " ".repeat(width - filled),
-            shorten(name, 40)
-        );
-        if done == total {
-            let _ = writeln!(err);
+    /// Moves the bar to `done` of `total` ops, naming the op just finished; created at the first
+    /// finished op, redrawn at least every 200 ms so the ETA moves, finished at the last.
+    fn bar(&mut self, name: &str, done: usize, total: usize) {
+        let bar = self.bar.get_or_insert_with(|| {
+            let bar = ProgressBar::with_draw_target(
+                Some(total as u64),
+                ProgressDrawTarget::stderr_with_hz(5),
+            );
+            let style = ProgressStyle::with_template(
+                "[{bar:30}] {pos}/{len} ops  {elapsed_precise} ETA {eta}  {wide_msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+            bar.set_style(style);
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        let cols = console::Term::stderr()
+            .size_checked()
+            .map_or(80, |(_, c)| usize::from(c));
+        bar.set_message(shorten_middle(name, cols.saturating_sub(70).max(16)));
+        bar.set_position(done as u64);
+        if done >= total {
+            bar.finish();
         }
     }
 }
@@ -77,10 +75,10 @@ impl Progress {
 impl TuneObserver for Progress {
     fn finished(&mut self, plan: &TunePlan, o: &TaskOutcome, done: usize, total: usize) {
         let name = &plan.tasks[o.task].op_names[0];
-        let mut err = std::io::stderr().lock();
         if self.tty {
-            return self.bar(&mut err, name, done, total);
+            return self.bar(name, done, total);
         }
+        let mut err = std::io::stderr().lock();
         let times = match (o.before_us, o.after_us) {
             (Some(b), Some(a)) => format!("  {b:.3} -> {a:.3} us"),
             _ => String::new(),
@@ -95,7 +93,7 @@ impl TuneObserver for Progress {
             err,
             "[{done}/{total}] {:<11} {}{times}{fail}",
             o.decision.as_str(),
-            shorten(name, 60)
+            shorten_middle(name, 60)
         );
     }
 }

@@ -82,6 +82,9 @@ pub struct TuneArgs {
     /// With --queue: print the job's id and exit without waiting (`tunebank job status`).
     #[arg(long, requires = "queue")]
     pub detach: bool,
+    /// No live progress bar, even on a terminal: one plain line per finished op.
+    #[arg(long)]
+    pub quiet: bool,
     /// Gradient tuning (`--job_type=4`) flags.
     #[command(flatten)]
     pub gdat: super::tune_gdat::GdatArgs,
@@ -107,7 +110,7 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     let result = result_file(&args, job.work_path.as_deref())?;
     announce(&job, &bank, &result);
     install_signal_handlers();
-    let mut progress = Progress::new(std::io::stderr().is_terminal());
+    let mut progress = Progress::new(std::io::stderr().is_terminal() && !args.quiet);
     let (plan, settings) = (&job.loaded.plan, &job.settings);
     let name = tuning_name(&job.loaded.model_path);
     let summary = tune::run(
@@ -125,7 +128,16 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
         result_file: &result.path,
         workers: settings.workers,
     };
-    write!(std::io::stdout().lock(), "{table}")?;
+    write!(
+        std::io::stdout().lock(),
+        "{}",
+        table.render(crate::entry::stdout_width())
+    )?;
+    // `--svg` (declared with the GDAT flags): the per-op before/after picture.
+    if let Some(path) = &args.gdat.svg {
+        let svg = tunebank::report::plot::before_after_svg(&table.op_times(), &name);
+        std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     Ok(exit_code(&summary))
 }
 

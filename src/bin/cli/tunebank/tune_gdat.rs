@@ -29,8 +29,9 @@ pub struct GdatArgs {
     /// GDAT: write the timeline (gradients, all-reduce model, splits) as JSON here.
     #[arg(long = "timeline-out")]
     pub timeline_out: Option<PathBuf>,
-    /// GDAT: write the Gantt picture as SVG here.
-    #[arg(long)]
+    /// Write a picture as SVG here: GDAT the Gantt; OPAT each op's time before and after
+    /// tuning, sorted by gain.
+    #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 }
 
