@@ -105,6 +105,7 @@ pub mod score;
 pub mod space;
 pub mod strategies;
 pub mod strategy;
+pub mod tpe;
 
 pub use expr::{Restriction, RestrictionError, Value};
 pub use space::{Config, ConfigId, Neighbourhood, Parameter, Space, SpaceError};
