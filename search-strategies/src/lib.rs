@@ -97,6 +97,7 @@
 
 pub mod bayes;
 pub mod bench;
+pub mod compare;
 pub mod ensemble;
 pub mod expr;
 pub mod gp;
