@@ -152,27 +152,7 @@ fn run(args: Args) -> Result<(), String> {
         let (label, path) = parse_peer_arg(arg);
         peers.push(Peer::load(&label, &path).map_err(|e| e.to_string())?);
     }
-    for peer in &peers {
-        let other = &peer.traces;
-        let prefix = format!("{}:", peer.label);
-        table
-            .rows
-            .extend(Table::score(other, &baselines, args.budget, "").rows);
-        // Draw the other tuner's three best strategies by mean standardised score.
-        let best: Vec<String> = table
-            .means()
-            .into_iter()
-            .map(|(name, _)| name)
-            .filter(|n| n.starts_with(&prefix))
-            .take(3)
-            .collect();
-        let theirs = curves(other, &baselines, args.budget, "");
-        for name in &best {
-            if let Some(c) = theirs.iter().find(|c| &c.0 == name) {
-                lines.push(c.clone());
-            }
-        }
-    }
+    add_peers(&peers, &baselines, args.budget, &mut table, &mut lines);
     print!("{}", table.render());
     if strategies.contains(&args.versus) {
         for peer in &peers {
@@ -190,4 +170,36 @@ fn run(args: Args) -> Result<(), String> {
             .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
     Ok(())
+}
+
+/// Scores each peer's traces into `table` and adds its three best strategies' mean curves (by
+/// mean standardised score) to `lines`.
+fn add_peers(
+    peers: &[Peer],
+    baselines: &[(String, Baseline)],
+    budget: usize,
+    table: &mut Table,
+    lines: &mut Vec<(String, Vec<f64>)>,
+) {
+    for peer in peers {
+        let other = &peer.traces;
+        let prefix = format!("{}:", peer.label);
+        table
+            .rows
+            .extend(Table::score(other, baselines, budget, "").rows);
+        // Draw the other tuner's three best strategies by mean standardised score.
+        let best: Vec<String> = table
+            .means()
+            .into_iter()
+            .map(|(name, _)| name)
+            .filter(|n| n.starts_with(&prefix))
+            .take(3)
+            .collect();
+        let theirs = curves(other, baselines, budget, "");
+        for name in &best {
+            if let Some(c) = theirs.iter().find(|c| &c.0 == name) {
+                lines.push(c.clone());
+            }
+        }
+    }
 }
