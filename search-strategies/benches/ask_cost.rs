@@ -8,6 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use search_strategies::bayes::BayesOpt;
 use search_strategies::ensemble::Ensemble;
 use search_strategies::gp::{fit_hyper, Hyper};
+use search_strategies::tpe::Tpe;
 use search_strategies::{
     ConfigId, History, Observation, Parameter, SearchContext, Space, Strategy,
 };
@@ -90,6 +91,14 @@ fn bench(c: &mut Criterion) {
         .collect();
     c.bench_function("gp hyperparameter refit (80 points)", |b| {
         b.iter(|| fit_hyper(&x, d, &y, &Hyper::isotropic(d, 0.5, 1e-3), 30))
+    });
+
+    c.bench_function("tpe ask @500 observations", |b| {
+        b.iter_batched(
+            || Tpe::new(1),
+            |mut s| s.ask(&ctx, 1),
+            BatchSize::SmallInput,
+        )
     });
 
     c.bench_function(

@@ -9,6 +9,7 @@ use crate::bayes::BayesOpt;
 use crate::space::ConfigId;
 use crate::strategies::{random_unmeasured, seeded_rng, Annealing, Genetic};
 use crate::strategy::{Observation, SearchContext, Strategy};
+use crate::tpe::Tpe;
 
 struct Arm {
     strategy: Box<dyn Strategy>,
@@ -60,12 +61,15 @@ impl Ensemble {
         }
     }
 
-    /// The default ensemble: Bayesian optimisation, a genetic algorithm and annealing.
+    /// The default ensemble: Bayesian optimisation, TPE, a genetic algorithm and annealing.
+    /// TPE's per-parameter categorical densities model effects of single values that the
+    /// GP's rank encoding smooths over (see the crate README's analysis).
     pub fn default_arms(seed: u64) -> Self {
         Self::new(
             seed,
             vec![
                 Box::new(BayesOpt::new(seed)),
+                Box::new(Tpe::new(seed)),
                 Box::new(Genetic::new(seed)),
                 Box::new(Annealing::new(seed)),
             ],

@@ -97,6 +97,7 @@
 
 pub mod bayes;
 pub mod bench;
+pub mod compare;
 pub mod ensemble;
 pub mod expr;
 pub mod gp;
@@ -106,6 +107,7 @@ pub mod score;
 pub mod space;
 pub mod strategies;
 pub mod strategy;
+pub mod tpe;
 
 pub use expr::{Restriction, RestrictionError, Value};
 pub use space::{Config, ConfigId, Neighbourhood, Parameter, Space, SpaceError};

@@ -9,9 +9,10 @@ use crate::space::{Config, ConfigId, Neighbourhood};
 use crate::strategy::{Observation, SearchContext, Strategy};
 
 /// Names accepted by [`by_name`], the default first.
-pub const STRATEGY_NAMES: [&str; 6] = [
+pub const STRATEGY_NAMES: [&str; 7] = [
     "ensemble",
     "bayes_opt",
+    "tpe",
     "genetic",
     "annealing",
     "random",
@@ -26,6 +27,7 @@ pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Strategy>> {
         "annealing" => Box::new(Annealing::new(seed)),
         "genetic" => Box::new(Genetic::new(seed)),
         "bayes_opt" => Box::new(BayesOpt::new(seed)),
+        "tpe" => Box::new(crate::tpe::Tpe::new(seed)),
         "ensemble" => Box::new(crate::ensemble::Ensemble::default_arms(seed)),
         _ => return None,
     })

@@ -10,9 +10,10 @@ use std::sync::Mutex;
 
 use clap::Parser;
 use search_strategies::bench::{curves, run_one, svg, Table};
-use search_strategies::replay::{read_json, ReplaySpace};
+use search_strategies::compare::{parse_peer_arg, render_versus, versus, Peer};
+use search_strategies::replay::ReplaySpace;
 use search_strategies::score::{Baseline, Trace, TraceFile};
-use search_strategies::strategies::STRATEGY_NAMES;
+use search_strategies::strategies::{by_name, STRATEGY_NAMES};
 
 /// Replays search strategies on Kernel Tuner cache files and scores them.
 #[derive(Parser, Debug)]
@@ -40,10 +41,14 @@ struct Args {
     /// Where to draw the mean best-so-far curves (SVG).
     #[arg(long)]
     svg: Option<PathBuf>,
-    /// A trace file of another tuner (e.g. Kernel Tuner's) to score side by side; its strategy
-    /// names get the prefix `kt:`.
-    #[arg(long)]
-    compare: Option<PathBuf>,
+    /// Trace files of other tuners to score side by side, `[LABEL=]PATH`, repeatable. Strategy
+    /// names get the prefix `LABEL:`; without a label it is the file name up to its first `_`
+    /// (`KT_TRACES_dev.json.gz` → `kt:`, `OPTUNA_TRACES_dev.json.gz` → `optuna:`).
+    #[arg(long, num_args = 1..)]
+    compare: Vec<String>,
+    /// Our strategy whose per-space wins and losses against each peer's best are printed.
+    #[arg(long, default_value = "ensemble")]
+    versus: String,
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
@@ -67,7 +72,7 @@ fn run(args: Args) -> Result<(), String> {
         .filter(|s| !s.is_empty())
         .collect();
     for s in &strategies {
-        if !STRATEGY_NAMES.contains(&s.as_str()) {
+        if by_name(s, 0).is_none() {
             return Err(format!(
                 "unknown strategy `{s}`; expected one of {}",
                 STRATEGY_NAMES.join(", ")
@@ -142,29 +147,19 @@ fn run(args: Args) -> Result<(), String> {
         .collect();
     let mut table = Table::score(&file, &baselines, args.budget, "");
     let mut lines = curves(&file, &baselines, args.budget, "");
-    if let Some(p) = &args.compare {
-        let json = read_json(p).map_err(|e| e.to_string())?;
-        let other: TraceFile = serde_json::from_value(json)
-            .map_err(|e| format!("{} is not a trace file: {e}", p.display()))?;
-        table
-            .rows
-            .extend(Table::score(&other, &baselines, args.budget, "kt:").rows);
-        // Draw the other tuner's three best strategies by mean standardised score.
-        let best: Vec<String> = table
-            .means()
-            .into_iter()
-            .map(|(name, _)| name)
-            .filter(|n| n.starts_with("kt:"))
-            .take(3)
-            .collect();
-        let theirs = curves(&other, &baselines, args.budget, "kt:");
-        for name in &best {
-            if let Some(c) = theirs.iter().find(|c| &c.0 == name) {
-                lines.push(c.clone());
-            }
+    let mut peers = Vec::new();
+    for arg in &args.compare {
+        let (label, path) = parse_peer_arg(arg);
+        peers.push(Peer::load(&label, &path).map_err(|e| e.to_string())?);
+    }
+    add_peers(&peers, &baselines, args.budget, &mut table, &mut lines);
+    print!("{}", table.render());
+    if strategies.contains(&args.versus) {
+        for peer in &peers {
+            let duels = versus(&file, &args.versus, peer, &baselines, args.budget);
+            print!("\n{}", render_versus(&args.versus, &duels));
         }
     }
-    print!("{}", table.render());
     if let Some(p) = &args.svg {
         let title = format!(
             "gap to the optimum over {} spaces, {} seeds (lower is better)",
@@ -175,4 +170,36 @@ fn run(args: Args) -> Result<(), String> {
             .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
     Ok(())
+}
+
+/// Scores each peer's traces into `table` and adds its three best strategies' mean curves (by
+/// mean standardised score) to `lines`.
+fn add_peers(
+    peers: &[Peer],
+    baselines: &[(String, Baseline)],
+    budget: usize,
+    table: &mut Table,
+    lines: &mut Vec<(String, Vec<f64>)>,
+) {
+    for peer in peers {
+        let other = &peer.traces;
+        let prefix = format!("{}:", peer.label);
+        table
+            .rows
+            .extend(Table::score(other, baselines, budget, "").rows);
+        // Draw the other tuner's three best strategies by mean standardised score.
+        let best: Vec<String> = table
+            .means()
+            .into_iter()
+            .map(|(name, _)| name)
+            .filter(|n| n.starts_with(&prefix))
+            .take(3)
+            .collect();
+        let theirs = curves(other, baselines, budget, "");
+        for name in &best {
+            if let Some(c) = theirs.iter().find(|c| &c.0 == name) {
+                lines.push(c.clone());
+            }
+        }
+    }
 }
