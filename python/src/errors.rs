@@ -104,6 +104,7 @@ fn class_of(py: Python<'_>, kind: FailureKind) -> PyResult<Bound<'_, PyType>> {
         FailureKind::Io => "BankIOError",
         FailureKind::Busy => "BankBusyError",
         FailureKind::Damaged => "BankDamagedError",
+        FailureKind::Unreachable => "BankUnreachableError",
     };
     Ok(module.bind(py).getattr(name)?.cast_into::<PyType>()?)
 }

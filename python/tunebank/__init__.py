@@ -29,6 +29,7 @@ from .errors import (
     BankBusyError,
     BankDamagedError,
     BankIOError,
+    BankUnreachableError,
     InputError,
     TunebankError,
 )
@@ -49,4 +50,5 @@ __all__ = [
     "BankIOError",
     "BankBusyError",
     "BankDamagedError",
+    "BankUnreachableError",
 ]

@@ -10,6 +10,8 @@ never by its message text, so callers can act on the class:
 - :class:`BankBusyError` — another process holds the bank in a way that excludes this open;
   retrying later may work.
 - :class:`BankDamagedError` — a record fails its checksum or the storage engine is corrupt.
+- :class:`BankUnreachableError` — a ``postgres://`` bank's server cannot be reached (also a
+  :class:`ConnectionError`).
 """
 
 
@@ -29,6 +31,10 @@ class BankBusyError(TunebankError):
     """Another process holds the bank exclusively; retrying later may work."""
 
 
+class BankUnreachableError(TunebankError, ConnectionError):
+    """The bank server (a ``postgres://`` bank) cannot be reached or timed out."""
+
+
 class BankDamagedError(TunebankError):
     """The bank is damaged: a record fails its checksum or does not decode."""
 
@@ -39,4 +45,5 @@ __all__ = [
     "BankIOError",
     "BankBusyError",
     "BankDamagedError",
+    "BankUnreachableError",
 ]
