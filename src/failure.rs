@@ -34,6 +34,23 @@ pub enum FailureKind {
     Unreachable,
 }
 
+/// The message of `e` and of every error it wraps, joined by ": " (a cause whose text the message
+/// already contains is not repeated): the one form every caller outside the binaries (the
+/// Python package, the PostgreSQL client's errors) gives an error chain.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
 /// The kind of an I/O error: a path that does not exist and data that is not what was expected
 /// (e.g. a file that is not UTF-8) are the request's fault ([`FailureKind::Input`]); every
 /// other error is the operating system's ([`FailureKind::Io`]).

@@ -80,21 +80,6 @@ impl Classified for search_strategies::space::SpaceError {
     }
 }
 
-/// The message of `e` and of every error it wraps, joined by ": ".
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
-}
-
 /// The `tunebank.errors` class for `kind`.
 fn class_of(py: Python<'_>, kind: FailureKind) -> PyResult<Bound<'_, PyType>> {
     static MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
@@ -125,5 +110,5 @@ pub fn input(message: impl Into<String>) -> PyErr {
 
 /// `e` as the exception of its failure kind.
 pub fn to_py<E: Classified>(e: E) -> PyErr {
-    raise(e.failure_kind(), chain(&e))
+    raise(e.failure_kind(), tunebank::failure::error_chain(&e))
 }
