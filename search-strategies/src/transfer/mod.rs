@@ -420,9 +420,10 @@ pub fn prior_slope(ps: &[f64], ys: &[f64]) -> f64 {
 
 /// Observations needed before a prior's weight can be non-zero.
 pub const MIN_EVIDENCE: usize = 5;
-/// The t statistic of the prior–observation correlation needed to trust a prior (about a
-/// one-sided 5 % test at small `n`).
-pub const MIN_T: f64 = 2.0;
+/// The t statistic of the prior–observation correlation needed to trust a prior: strict (about
+/// a one-sided 0.5 % test at small `n`), since the test is repeated at every `ask` and a chance
+/// pass lets a misleading prior's seeds in.
+pub const MIN_T: f64 = 3.0;
 
 /// Proposes a prior's seeds first, then defers to the strategy it wraps (for strategies that
 /// have no model to put the prior into).
@@ -504,3 +505,6 @@ pub fn by_name_with_prior(name: &str, seed: u64, prior: Arc<Prior>) -> Option<Bo
         _ => Box::new(WarmStart::new(prior, inner)),
     })
 }
+
+#[cfg(test)]
+mod tests;
