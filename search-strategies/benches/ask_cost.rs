@@ -89,9 +89,15 @@ fn bench(c: &mut Criterion) {
     let y: Vec<f64> = (0..80)
         .map(|i| ((i * 37 % 17) as f64 - 8.0) / 5.0)
         .collect();
-    c.bench_function("gp hyperparameter refit (80 points)", |b| {
-        b.iter(|| fit_hyper(&x, d, &y, &Hyper::isotropic(d, 0.5, 1e-3), 30))
-    });
+    c.bench_function(
+        "gp hyperparameter refit (80 points, rank kernel only)",
+        |b| b.iter(|| fit_hyper(&x, d, &y, &Hyper::isotropic(d, 0.5, 1e-3), 30)),
+    );
+    // The default kernel: Matérn plus the overlap term (2d + 2 hyperparameters).
+    c.bench_function(
+        "gp hyperparameter refit (80 points, with overlap term)",
+        |b| b.iter(|| fit_hyper(&x, d, &y, &Hyper::with_overlap(d, 0.5, 1e-3, 1.0, 0.3), 30)),
+    );
 
     c.bench_function("tpe ask @500 observations", |b| {
         b.iter_batched(
