@@ -5,7 +5,7 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use search_strategies::bayes::BayesOpt;
+use search_strategies::bayes::{BayesConfig, BayesOpt};
 use search_strategies::ensemble::Ensemble;
 use search_strategies::gp::{fit_hyper, Hyper};
 use search_strategies::tpe::Tpe;
@@ -73,6 +73,23 @@ fn bench(c: &mut Criterion) {
     c.bench_function("bayes_opt ask @500 observations", |b| {
         b.iter_batched(
             || warm.clone(),
+            |mut s| s.ask(&ctx, 1),
+            BatchSize::SmallInput,
+        )
+    });
+
+    // The same with the rank-only kernel (the default before the overlap term).
+    let mut rank_only = BayesOpt::with_config(
+        1,
+        BayesConfig {
+            overlap: false,
+            ..BayesConfig::default()
+        },
+    );
+    let _ = rank_only.ask(&ctx, 1);
+    c.bench_function("bayes_opt ask @500 observations (rank kernel only)", |b| {
+        b.iter_batched(
+            || rank_only.clone(),
             |mut s| s.ask(&ctx, 1),
             BatchSize::SmallInput,
         )
