@@ -5,7 +5,7 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use search_strategies::bayes::BayesOpt;
+use search_strategies::bayes::{BayesConfig, BayesOpt};
 use search_strategies::ensemble::Ensemble;
 use search_strategies::gp::{fit_hyper, Hyper};
 use search_strategies::tpe::Tpe;
@@ -78,6 +78,23 @@ fn bench(c: &mut Criterion) {
         )
     });
 
+    // The same with the rank-only kernel (the default before the overlap term).
+    let mut rank_only = BayesOpt::with_config(
+        1,
+        BayesConfig {
+            overlap: false,
+            ..BayesConfig::default()
+        },
+    );
+    let _ = rank_only.ask(&ctx, 1);
+    c.bench_function("bayes_opt ask @500 observations (rank kernel only)", |b| {
+        b.iter_batched(
+            || rank_only.clone(),
+            |mut s| s.ask(&ctx, 1),
+            BatchSize::SmallInput,
+        )
+    });
+
     // The periodic hyperparameter refit (80 training points, 10 features), amortised over
     // max(8, n/6) observations by BayesOpt.
     let d = space.feature_dims();
@@ -89,9 +106,15 @@ fn bench(c: &mut Criterion) {
     let y: Vec<f64> = (0..80)
         .map(|i| ((i * 37 % 17) as f64 - 8.0) / 5.0)
         .collect();
-    c.bench_function("gp hyperparameter refit (80 points)", |b| {
-        b.iter(|| fit_hyper(&x, d, &y, &Hyper::isotropic(d, 0.5, 1e-3), 30))
-    });
+    c.bench_function(
+        "gp hyperparameter refit (80 points, rank kernel only)",
+        |b| b.iter(|| fit_hyper(&x, d, &y, &Hyper::isotropic(d, 0.5, 1e-3), 30)),
+    );
+    // The default kernel: Matérn plus the overlap term (2d + 2 hyperparameters).
+    c.bench_function(
+        "gp hyperparameter refit (80 points, with overlap term)",
+        |b| b.iter(|| fit_hyper(&x, d, &y, &Hyper::with_overlap(d, 0.5, 1e-3, 1.0, 0.3), 30)),
+    );
 
     c.bench_function("tpe ask @500 observations", |b| {
         b.iter_batched(

@@ -16,6 +16,9 @@ use crate::transfer::{prior_slope, unmeasured_seeds, Prior, EARLY_SEEDS};
 pub struct BayesConfig {
     /// Space-filling initial samples before the model is used.
     pub initial: usize,
+    /// Random unmeasured configurations among which each initial sample is the one farthest
+    /// from those already taken (a maximin design; more candidates, a truer maximin).
+    pub design_candidates: usize,
     /// At most this many observations condition the GP (the best ones and the most recent),
     /// which keeps `ask` cheap however long the search runs.
     pub max_train: usize,
@@ -28,17 +31,22 @@ pub struct BayesConfig {
     pub refit_every: usize,
     /// Expected-improvement margin, in standardised units.
     pub xi: f64,
+    /// Mix an overlap ("same value") term into the kernel, its rates and weight fitted with the
+    /// length scales, so effects of single parameter values are modelled beside rank trends.
+    pub overlap: bool,
 }
 
 impl Default for BayesConfig {
     fn default() -> Self {
         Self {
             initial: 10,
+            design_candidates: 1000,
             max_train: 80,
             random_candidates: 1000,
             local_parents: 5,
             refit_every: 8,
             xi: 0.0,
+            overlap: true,
         }
     }
 }
@@ -104,13 +112,23 @@ impl BayesOpt {
         Some(ids.iter().map(|&id| p.mean(space, id)).collect())
     }
 
-    /// Farthest-point sampling among a few random candidates: spreads initial samples.
+    /// The hyperparameters the first fit starts from, for `d` features.
+    fn start_hyper(&self, d: usize) -> Hyper {
+        if self.cfg.overlap {
+            Hyper::with_overlap(d, 0.5, 1e-3, 1.0, 0.3)
+        } else {
+            Hyper::isotropic(d, 0.5, 1e-3)
+        }
+    }
+
+    /// Farthest-point sampling among `design_candidates` random candidates: spreads the initial
+    /// samples (a greedy maximin design in rank space).
     fn space_filling(&mut self, ctx: &SearchContext<'_>, taken: &[ConfigId]) -> Option<ConfigId> {
         let space = ctx.space;
         let mut anchors: Vec<ConfigId> = ctx.history.observations().iter().map(|o| o.id).collect();
         anchors.extend_from_slice(taken);
         let mut best: Option<(ConfigId, f64)> = None;
-        for _ in 0..30 {
+        for _ in 0..self.cfg.design_candidates {
             let Some(c) = random_unmeasured(ctx, &mut self.rng, taken) else {
                 break;
             };
@@ -290,7 +308,7 @@ impl Strategy for BayesOpt {
             let x = gather(space, &all_ids);
             let len = ctx.history.len();
             if self.hyper.lengthscales.len() != d {
-                self.hyper = Hyper::isotropic(d, 0.5, 1e-3);
+                self.hyper = self.start_hyper(d);
             }
             // Refit often while data is scarce, then geometrically less often.
             let due = self.fitted_at + self.cfg.refit_every.max(self.fitted_at / 6);
@@ -347,4 +365,51 @@ impl Strategy for BayesOpt {
     }
 
     fn tell(&mut self, _: &SearchContext<'_>, _: &[Observation]) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::space::Parameter;
+    use crate::strategy::Driver;
+
+    /// Mean over seeds of the smallest squared distance between two of the first 10 samples.
+    fn spread(design_candidates: usize) -> f64 {
+        let values: Vec<i64> = (0..6).collect();
+        let params = (0..6)
+            .map(|j| Parameter::ints(format!("p{j}"), &values))
+            .collect();
+        let space = Space::enumerate(params, &[], &Default::default()).unwrap();
+        let mut flat = |_: &Space, _: ConfigId| Some(1.0);
+        let mut total = 0.0;
+        for seed in 0..8 {
+            let cfg = BayesConfig {
+                design_candidates,
+                ..BayesConfig::default()
+            };
+            let mut bo = BayesOpt::with_config(seed, cfg);
+            let out = Driver::new(10).run(&space, &mut bo, &mut flat);
+            let f: Vec<&[f64]> = out
+                .history
+                .observations()
+                .iter()
+                .map(|o| space.features(o.id))
+                .collect();
+            let mut dmin = f64::INFINITY;
+            for i in 0..f.len() {
+                for j in 0..i {
+                    let d: f64 = f[i].iter().zip(f[j]).map(|(a, b)| (a - b) * (a - b)).sum();
+                    dmin = dmin.min(d);
+                }
+            }
+            total += dmin;
+        }
+        total / 8.0
+    }
+
+    #[test]
+    fn more_design_candidates_spread_the_initial_samples_further() {
+        let (few, many) = (spread(30), spread(1000));
+        assert!(many > few * 1.2, "{many} vs {few}");
+    }
 }

@@ -63,9 +63,9 @@ impl Ensemble {
         }
     }
 
-    /// The default ensemble: Bayesian optimisation, TPE, a genetic algorithm and annealing.
-    /// TPE's per-parameter categorical densities model effects of single values that the
-    /// GP's rank encoding smooths over (see the crate README's analysis).
+    /// The default ensemble: Bayesian optimisation, TPE, a genetic algorithm and annealing,
+    /// without the exploration bonus ([`Ensemble::without_exploration`]). TPE's per-parameter
+    /// categorical densities model effects of single values (see the crate README's analysis).
     pub fn default_arms(seed: u64) -> Self {
         Self::default_arms_with_prior(seed, None)
     }
@@ -87,6 +87,16 @@ impl Ensemble {
                 Box::new(Annealing::new(seed)),
             ],
         )
+        .without_exploration()
+    }
+
+    /// The same ensemble with no exploration bonus: after each arm's first turn, an arm
+    /// proposes only while its recent proposals improve the best at a higher rate than the
+    /// others'; when none has improved it recently, the first arm (the strongest model) does.
+    /// With the bonus, arms that never improve still shared the budget about evenly.
+    pub fn without_exploration(mut self) -> Self {
+        self.exploration = 0.0;
+        self
     }
 
     fn credit(&self, a: usize, total: usize) -> f64 {
@@ -173,5 +183,44 @@ impl Strategy for Ensemble {
         for arm in &mut self.arms {
             arm.strategy.tell(ctx, results);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::space::{Parameter, Space};
+    use crate::strategies::RandomSearch;
+    use crate::strategy::Driver;
+
+    fn uses(e: &Ensemble) -> Vec<usize> {
+        e.arms.iter().map(|a| a.uses).collect()
+    }
+
+    #[test]
+    fn without_exploration_the_first_arm_proposes_while_none_improves() {
+        let values: Vec<i64> = (0..20).collect();
+        let space = Space::enumerate(
+            vec![Parameter::ints("a", &values), Parameter::ints("b", &values)],
+            &[],
+            &Default::default(),
+        )
+        .unwrap();
+        // A flat objective: nothing improves on the first measurement.
+        let mut flat = |_: &Space, _: ConfigId| Some(1.0);
+        let arms = || -> Vec<Box<dyn Strategy>> {
+            (1..=3)
+                .map(|s| Box::new(RandomSearch::new(s)) as Box<dyn Strategy>)
+                .collect()
+        };
+        let mut bonus = Ensemble::new(1, arms());
+        let mut greedy = Ensemble::new(1, arms()).without_exploration();
+        Driver::new(120).run(&space, &mut bonus, &mut flat);
+        Driver::new(120).run(&space, &mut greedy, &mut flat);
+        // Without the bonus: the warm-up, one turn for each other arm, then the first arm.
+        assert_eq!(uses(&greedy), vec![118, 1, 1]);
+        // With it, arms that never improve still share the budget.
+        let b = uses(&bonus);
+        assert!(b[1] >= 20 && b[2] >= 20, "{b:?}");
     }
 }

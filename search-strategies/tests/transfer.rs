@@ -71,11 +71,18 @@ fn another_device_of_the_same_kernel_lifts_the_search() {
         slope_on_sample(&target, &prior, 80) > 0.2,
         "a related device must be trusted"
     );
-    let runs = duel(&target, &prior, 0..8, 100);
+    let runs = duel(&target, &prior, 0..12, 100);
     let (lift, se) = mean(runs.iter().map(|r| r[1] - r[0]));
+    let (cold20, _) = mean(runs.iter().map(|r| r[2]));
     let (warm20, _) = mean(runs.iter().map(|r| r[3]));
-    assert!(lift - 2.0 * se > 0.1, "lift {lift:.3} ± {se:.3}");
-    assert!(warm20 > 0.95, "frac@20 with transfer {warm20:.3}");
+    assert!(
+        lift >= 0.1 && lift - 2.0 * se > 0.0,
+        "lift {lift:.3} ± {se:.3}"
+    );
+    assert!(
+        warm20 >= 0.9 && warm20 >= cold20 + 0.05,
+        "frac@20: {warm20:.3} with transfer, {cold20:.3} cold"
+    );
 }
 
 #[test]

@@ -66,6 +66,9 @@ pub struct Expected {
     pub optimum: f64,
     /// Where the valid set comes from.
     pub source: ValidSetSource,
+    /// Whether `KT_TRACES.json.gz` and `KT_BASELINE.txt` hold Kernel Tuner's runs on it (the
+    /// transfer-only caches have none).
+    pub traces: bool,
 }
 
 /// The fixture spaces and strategies of `fixtures/replay/expected.json`.
@@ -85,6 +88,7 @@ pub fn fixture_expected() -> (Vec<Expected>, Vec<String>) {
                 "cache_keys" => ValidSetSource::CacheKeys,
                 other => panic!("unknown valid_set {other}"),
             },
+            traces: e["traces"].as_bool().unwrap(),
         })
         .collect();
     let strategies = json["strategies"]

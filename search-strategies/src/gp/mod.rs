@@ -1,6 +1,7 @@
 //! A small Gaussian process: Matérn 5/2 kernel with one length scale per feature (ARD),
-//! Cholesky solve, marginal-likelihood fit of the length scales and noise with argmin's L-BFGS
-//! on the analytic gradient, and expected improvement.
+//! optionally mixed with an overlap ("same value") kernel that sees each feature as categorical,
+//! Cholesky solve, marginal-likelihood fit of the hyperparameters with argmin's L-BFGS on the
+//! analytic gradient, and expected improvement.
 
 use std::cell::{Cell, RefCell};
 
@@ -15,6 +16,12 @@ pub struct Hyper {
     pub lengthscales: Vec<f64>,
     /// Observation noise variance, relative to the signal variance.
     pub noise: f64,
+    /// Per-feature rates `θ_j` of the overlap term; empty: no overlap term (pure Matérn).
+    pub overlap: Vec<f64>,
+    /// Weight `w` of the overlap term in `[0, 1]`: the kernel is
+    /// `(1 − w)·Matérn(r) + w·exp(−Σ_j θ_j·[x_j ≠ x'_j])`, so two configurations that share a
+    /// parameter value correlate whatever the ranks in between. Ignored without `overlap`.
+    pub overlap_weight: f64,
 }
 
 impl Hyper {
@@ -23,7 +30,66 @@ impl Hyper {
         Self {
             lengthscales: vec![l; d],
             noise,
+            overlap: Vec::new(),
+            overlap_weight: 0.0,
         }
+    }
+
+    /// [`Hyper::isotropic`] plus an overlap term with equal rates `theta` and weight `w`.
+    pub fn with_overlap(d: usize, l: f64, noise: f64, theta: f64, w: f64) -> Self {
+        Self {
+            overlap: vec![theta; d],
+            overlap_weight: w,
+            ..Self::isotropic(d, l, noise)
+        }
+    }
+}
+
+/// The kernel of a [`Hyper`] in the form evaluated: inverse length scales and overlap rates.
+#[derive(Debug, Clone)]
+struct Kernel {
+    inv_l: Vec<f64>,
+    theta: Vec<f64>,
+    w: f64,
+}
+
+impl Kernel {
+    fn new(h: &Hyper) -> Self {
+        Self {
+            inv_l: h.lengthscales.iter().map(|l| 1.0 / l).collect(),
+            theta: h.overlap.clone(),
+            w: if h.overlap.is_empty() {
+                0.0
+            } else {
+                h.overlap_weight
+            },
+        }
+    }
+
+    /// `Σ_j θ_j·[a_j ≠ b_j]` (features are value ranks, so equal features mean equal values).
+    fn mismatch(&self, a: &[f64], b: &[f64]) -> f64 {
+        a.iter()
+            .zip(b)
+            .zip(&self.theta)
+            .filter(|((x, y), _)| x != y)
+            .map(|(_, t)| t)
+            .sum()
+    }
+
+    /// The correlation of `a` and `b` (1 when equal). One pass over the features: the same
+    /// sums in the same order as `scaled_dist` and `mismatch`, so the same values.
+    fn eval(&self, a: &[f64], b: &[f64]) -> f64 {
+        if self.theta.is_empty() {
+            return matern52(scaled_dist(a, b, &self.inv_l));
+        }
+        let (mut r2, mut miss) = (0.0, 0.0);
+        // Branch-free: whether two values match is unpredictable, and adding 0 is exact.
+        for ((x, y), (il, th)) in a.iter().zip(b).zip(self.inv_l.iter().zip(&self.theta)) {
+            let t = (x - y) * il;
+            r2 += t * t;
+            miss += th * f64::from(u8::from(x != y));
+        }
+        (1.0 - self.w) * matern52(r2.sqrt()) + self.w * (-miss).exp()
     }
 }
 
@@ -132,7 +198,7 @@ pub struct Gp {
     chol: Vec<f64>,
     alpha: Vec<f64>,
     hyper: Hyper,
-    inv_l: Vec<f64>,
+    kern: Kernel,
     log_det: f64,
     fit_term: f64,
 }
@@ -142,16 +208,12 @@ impl Gp {
     /// standardised). `None` when the kernel matrix is not positive definite even with jitter.
     pub fn fit(x: &[f64], d: usize, y: &[f64], hyper: Hyper) -> Option<Self> {
         let n = y.len();
-        let inv_l: Vec<f64> = hyper.lengthscales.iter().map(|l| 1.0 / l).collect();
+        let kern = Kernel::new(&hyper);
         for jitter in [0.0, 1e-6, 1e-4, 1e-2] {
             let mut k = vec![0.0; n * n];
             for i in 0..n {
                 for j in 0..=i {
-                    let v = matern52(scaled_dist(
-                        &x[i * d..(i + 1) * d],
-                        &x[j * d..(j + 1) * d],
-                        &inv_l,
-                    ));
+                    let v = kern.eval(&x[i * d..(i + 1) * d], &x[j * d..(j + 1) * d]);
                     k[i * n + j] = v;
                     k[j * n + i] = v;
                 }
@@ -170,7 +232,7 @@ impl Gp {
                     chol: k,
                     alpha,
                     hyper,
-                    inv_l,
+                    kern,
                     log_det,
                     fit_term,
                 });
@@ -192,13 +254,7 @@ impl Gp {
     /// Posterior mean at point `q` alone (no variance: `O(n·d)` instead of `O(n²)`).
     pub fn mean(&self, q: &[f64]) -> f64 {
         (0..self.n)
-            .map(|i| {
-                matern52(scaled_dist(
-                    q,
-                    &self.x[i * self.d..(i + 1) * self.d],
-                    &self.inv_l,
-                )) * self.alpha[i]
-            })
+            .map(|i| self.kern.eval(q, &self.x[i * self.d..(i + 1) * self.d]) * self.alpha[i])
             .sum()
     }
 
@@ -208,11 +264,7 @@ impl Gp {
         scratch.clear();
         let mut mean = 0.0;
         for i in 0..self.n {
-            let k = matern52(scaled_dist(
-                q,
-                &self.x[i * self.d..(i + 1) * self.d],
-                &self.inv_l,
-            ));
+            let k = self.kern.eval(q, &self.x[i * self.d..(i + 1) * self.d]);
             mean += k * self.alpha[i];
             scratch.push(k);
         }
@@ -225,6 +277,8 @@ impl Gp {
 struct Likelihood<'a> {
     x: &'a [f64],
     d: usize,
+    /// Whether the kernel has the overlap term (then `p` holds `2d + 2` values, else `d + 1`).
+    overlap: bool,
     y: &'a [f64],
     /// Evaluations so far, and the best `(cost, params)` seen: the fit stops with an error
     /// after [`MAX_EVALS`] evaluations and keeps the best point, so it always terminates.
@@ -238,6 +292,11 @@ type BestPoint = RefCell<Option<(f64, Vec<f64>)>>;
 /// `log θ = lo + (hi − lo)·sigmoid(u)`, so every point it tries is inside the box.
 const LOG_L: (f64, f64) = (-4.0, 3.0);
 const LOG_NOISE: (f64, f64) = (-11.0, 0.0);
+const LOG_THETA: (f64, f64) = (-4.0, 3.0);
+const LOG_W: (f64, f64) = (-5.0, 0.0);
+/// Weak priors on the overlap term: log rates ~ N(0, 1.5²), log weight ~ N(ln 0.3, 1.5²).
+const THETA_PRIOR_MEAN: f64 = 0.0;
+const W_PRIOR_MEAN: f64 = -1.204;
 /// A weak prior that keeps the fit sane with few points: log length scales ~ N(ln 0.5, 1.5²).
 const PRIOR_MEAN: f64 = -0.693;
 const PRIOR_VAR: f64 = 2.25;
@@ -247,17 +306,22 @@ fn sigmoid(u: f64) -> f64 {
     1.0 / (1.0 + (-u).exp())
 }
 
+/// Layout of the log hyperparameters `p`: `d` log length scales, the log noise, then with the
+/// overlap term `d` log rates and the log weight.
 fn bounds(j: usize, d: usize) -> (f64, f64) {
     if j < d {
         LOG_L
-    } else {
+    } else if j == d {
         LOG_NOISE
+    } else if j <= 2 * d {
+        LOG_THETA
+    } else {
+        LOG_W
     }
 }
 
 /// Unbounded optimiser coordinates → log hyperparameters.
-fn to_log(u: &[f64]) -> Vec<f64> {
-    let d = u.len() - 1;
+fn to_log(u: &[f64], d: usize) -> Vec<f64> {
     u.iter()
         .enumerate()
         .map(|(j, &v)| {
@@ -268,8 +332,7 @@ fn to_log(u: &[f64]) -> Vec<f64> {
 }
 
 /// Log hyperparameters → unbounded optimiser coordinates.
-fn from_log(p: &[f64]) -> Vec<f64> {
-    let d = p.len() - 1;
+fn from_log(p: &[f64], d: usize) -> Vec<f64> {
     p.iter()
         .enumerate()
         .map(|(j, &v)| {
@@ -280,18 +343,36 @@ fn from_log(p: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-fn hyper_from(p: &[f64]) -> Hyper {
-    let d = p.len() - 1;
+fn hyper_from(p: &[f64], d: usize) -> Hyper {
+    let overlap = p.len() > d + 1;
     Hyper {
         lengthscales: p[..d].iter().map(|v| v.exp()).collect(),
         noise: p[d].exp(),
+        overlap: if overlap {
+            p[d + 1..2 * d + 1].iter().map(|v| v.exp()).collect()
+        } else {
+            Vec::new()
+        },
+        overlap_weight: if overlap { p[2 * d + 1].exp() } else { 0.0 },
     }
+}
+
+/// The log hyperparameters of `h` for features of dimension `d` (the inverse of `hyper_from`).
+fn log_params(h: &Hyper, d: usize) -> Vec<f64> {
+    let mut p: Vec<f64> = h.lengthscales.iter().map(|l| l.ln()).collect();
+    p.push(h.noise.ln());
+    if h.overlap.len() == d && d > 0 {
+        p.extend(h.overlap.iter().map(|t| t.ln()));
+        p.push(h.overlap_weight.max(1e-6).ln());
+    }
+    p
 }
 
 impl Likelihood<'_> {
     fn new<'a>(
         x: &'a [f64],
         d: usize,
+        overlap: bool,
         y: &'a [f64],
         evals: &'a Cell<usize>,
         best: &'a BestPoint,
@@ -299,16 +380,34 @@ impl Likelihood<'_> {
         Likelihood {
             x,
             d,
+            overlap,
             y,
             evals,
             best,
         }
     }
 
+    /// The prior mean of log hyperparameter `j` (`None`: flat prior, the noise).
+    fn prior_mean(&self, j: usize) -> Option<f64> {
+        let d = self.d;
+        if j < d {
+            Some(PRIOR_MEAN)
+        } else if j == d {
+            None
+        } else if j <= 2 * d {
+            Some(THETA_PRIOR_MEAN)
+        } else {
+            Some(W_PRIOR_MEAN)
+        }
+    }
+
     fn prior(&self, p: &[f64]) -> f64 {
-        p[..self.d]
-            .iter()
-            .map(|v| 0.5 * (v - PRIOR_MEAN) * (v - PRIOR_MEAN) / PRIOR_VAR)
+        p.iter()
+            .enumerate()
+            .filter_map(|(j, v)| {
+                self.prior_mean(j)
+                    .map(|m| 0.5 * (v - m) * (v - m) / PRIOR_VAR)
+            })
             .sum()
     }
 
@@ -326,18 +425,20 @@ impl Likelihood<'_> {
 
     /// Penalised negative log marginal likelihood at log hyperparameters `p` (one Cholesky).
     fn value(&self, p: &[f64]) -> f64 {
-        Gp::fit(self.x, self.d, self.y, hyper_from(p)).map_or(1e12, |g| g.nll()) + self.prior(p)
+        Gp::fit(self.x, self.d, self.y, hyper_from(p, self.d)).map_or(1e12, |g| g.nll())
+            + self.prior(p)
     }
 
     /// Penalised negative log marginal likelihood and its gradient, both in log-parameter space.
     fn value_and_gradient(&self, p: &[f64]) -> (f64, Vec<f64>) {
         let d = self.d;
         let n = self.y.len();
-        let h = hyper_from(p);
-        let mut grad = vec![0.0; d + 1];
-        for j in 0..d {
-            grad[j] += (p[j] - PRIOR_MEAN) / PRIOR_VAR;
-        }
+        let h = hyper_from(p, d);
+        let mut grad: Vec<f64> = p
+            .iter()
+            .enumerate()
+            .map(|(j, v)| self.prior_mean(j).map_or(0.0, |m| (v - m) / PRIOR_VAR))
+            .collect();
         let Some(gp) = Gp::fit(self.x, d, self.y, h.clone()) else {
             return (1e12, grad);
         };
@@ -348,18 +449,30 @@ impl Likelihood<'_> {
             trace_noise += kinv[i * n + i] - gp.alpha[i] * gp.alpha[i];
         }
         grad[d] += 0.5 * trace_noise * h.noise;
-        let inv_l = &gp.inv_l;
+        let kern = &gp.kern;
+        let w = if self.overlap { kern.w } else { 0.0 };
         for i in 0..n {
             let xi = &self.x[i * d..(i + 1) * d];
             for k in 0..i {
                 let xk = &self.x[k * d..(k + 1) * d];
-                let r = scaled_dist(xi, xk, inv_l);
-                let g = 5.0 / 3.0 * (1.0 + SQRT5 * r) * (-SQRT5 * r).exp();
+                let r = scaled_dist(xi, xk, &kern.inv_l);
+                let e = (-SQRT5 * r).exp();
                 // Both (i, k) and (k, i): factor 2, times 0.5 from the formula.
-                let f = (kinv[i * n + k] - gp.alpha[i] * gp.alpha[k]) * g;
+                let wik = kinv[i * n + k] - gp.alpha[i] * gp.alpha[k];
+                let f = wik * (1.0 - w) * 5.0 / 3.0 * (1.0 + SQRT5 * r) * e;
                 for j in 0..d {
-                    let t = (xi[j] - xk[j]) * inv_l[j];
+                    let t = (xi[j] - xk[j]) * kern.inv_l[j];
                     grad[j] += f * t * t;
+                }
+                if self.overlap {
+                    let m = (1.0 + SQRT5 * r + 5.0 / 3.0 * r * r) * e;
+                    let c = (-kern.mismatch(xi, xk)).exp();
+                    for j in 0..d {
+                        if xi[j] != xk[j] {
+                            grad[d + 1 + j] -= wik * w * kern.theta[j] * c;
+                        }
+                    }
+                    grad[2 * d + 1] += wik * w * (c - m);
                 }
             }
         }
@@ -373,7 +486,7 @@ impl CostFunction for Likelihood<'_> {
 
     fn cost(&self, u: &Self::Param) -> Result<f64, ArgminError> {
         let c = if u.iter().all(|v| v.is_finite()) {
-            self.value(&to_log(u))
+            self.value(&to_log(u, self.d))
         } else {
             f64::INFINITY
         };
@@ -390,7 +503,7 @@ impl Gradient for Likelihood<'_> {
         if u.iter().any(|v| !v.is_finite()) {
             return Err(ArgminError::msg("non-finite hyperparameters"));
         }
-        let p = to_log(u);
+        let p = to_log(u, self.d);
         let (c, g) = self.value_and_gradient(&p);
         self.note(c, u)?;
         let d = self.d;
@@ -407,24 +520,25 @@ impl Gradient for Likelihood<'_> {
     }
 }
 
-/// Fits the length scales and noise by maximising the (weakly regularised) marginal likelihood
-/// with L-BFGS from `start`. Deterministic; at most `max_iters` iterations and a bounded number
-/// of likelihood evaluations; returns the best point seen, or `start` if nothing improved on it.
+/// Fits the length scales and noise (and, when `start` has an overlap term, its rates and
+/// weight) by maximising the (weakly regularised) marginal likelihood with L-BFGS from `start`.
+/// Deterministic; at most `max_iters` iterations and a bounded number of likelihood
+/// evaluations; returns the best point seen, or `start` if nothing improved on it.
 pub fn fit_hyper(x: &[f64], d: usize, y: &[f64], start: &Hyper, max_iters: u64) -> Hyper {
-    let mut p0: Vec<f64> = start.lengthscales.iter().map(|l| l.ln()).collect();
-    p0.push(start.noise.ln());
-    let u0 = from_log(&p0);
+    let p0 = log_params(start, d);
+    let overlap = p0.len() > d + 1;
+    let u0 = from_log(&p0, d);
     let evals = Cell::new(0);
     let best: BestPoint = RefCell::new(None);
-    let problem = Likelihood::new(x, d, y, &evals, &best);
-    let f0 = problem.value(&to_log(&u0));
+    let problem = Likelihood::new(x, d, overlap, y, &evals, &best);
+    let f0 = problem.value(&to_log(&u0, d));
     let solver = LBFGS::new(MoreThuenteLineSearch::new(), 7);
     // Whether the solver finishes or is stopped, the best point seen is kept.
     let _ = Executor::new(problem, solver)
         .configure(|s| s.param(u0).max_iters(max_iters))
         .run();
     match best.into_inner() {
-        Some((c, u)) if c < f0 => hyper_from(&to_log(&u)),
+        Some((c, u)) if c < f0 => hyper_from(&to_log(&u, d), d),
         _ => start.clone(),
     }
 }
@@ -471,73 +585,4 @@ fn erfc(x: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn interpolates_training_points() {
-        let x: Vec<f64> = (0..10).map(|i| i as f64 / 9.0).collect();
-        let y: Vec<f64> = x.iter().map(|v| (6.0 * v).sin()).collect();
-        let g = Gp::fit(&x, 1, &y, Hyper::isotropic(1, 0.3, 1e-6)).unwrap();
-        let mut s = Vec::new();
-        for i in 0..10 {
-            let (m, v) = g.predict(&x[i..i + 1], &mut s);
-            assert!((m - y[i]).abs() < 1e-3, "{m} vs {}", y[i]);
-            assert!(v < 1e-3);
-        }
-        let (_, v) = g.predict(&[3.0], &mut s);
-        assert!(v > 0.9, "far away the prior variance returns");
-    }
-
-    #[test]
-    fn hyper_fit_improves_likelihood() {
-        // Two features; only the first matters: ARD should lengthen the second scale.
-        let mut x = Vec::new();
-        let mut y = Vec::new();
-        for i in 0..6 {
-            for j in 0..6 {
-                let (a, b) = (i as f64 / 5.0, j as f64 / 5.0);
-                x.extend([a, b]);
-                y.push((4.0 * a).sin());
-            }
-        }
-        let start = Hyper::isotropic(2, 0.2, 0.1);
-        let before = Gp::fit(&x, 2, &y, start.clone()).unwrap().nll();
-        let h = fit_hyper(&x, 2, &y, &start, 60);
-        let after = Gp::fit(&x, 2, &y, h.clone()).unwrap().nll();
-        assert!(after < before, "{after} !< {before}");
-        assert!(h.lengthscales[1] > 2.0 * h.lengthscales[0], "{h:?}");
-    }
-
-    #[test]
-    fn gradient_matches_finite_differences() {
-        let x: Vec<f64> = (0..24)
-            .flat_map(|i| [(i % 5) as f64 / 4.0, (i / 5) as f64 / 4.0])
-            .collect();
-        let y: Vec<f64> = (0..24).map(|i| ((i * 7 % 11) as f64 - 5.0) / 3.0).collect();
-        let (evals, best) = (Cell::new(0), RefCell::new(None));
-        let lik = Likelihood::new(&x, 2, &y, &evals, &best);
-        let p = vec![-1.0, -0.5, -3.0];
-        let (_, g) = lik.value_and_gradient(&p);
-        for j in 0..3 {
-            let mut a = p.clone();
-            let mut b = p.clone();
-            a[j] += 1e-5;
-            b[j] -= 1e-5;
-            let fd = (lik.value_and_gradient(&a).0 - lik.value_and_gradient(&b).0) / 2e-5;
-            assert!(
-                (fd - g[j]).abs() < 1e-3 * (1.0 + fd.abs()),
-                "{j}: {fd} vs {}",
-                g[j]
-            );
-        }
-    }
-
-    #[test]
-    fn ei_and_cdf_are_sane() {
-        assert!((norm_cdf(0.0) - 0.5).abs() < 1e-7);
-        assert!((norm_cdf(1.96) - 0.975).abs() < 1e-3);
-        assert!(expected_improvement(0.0, 1.0, 0.0, 0.0) > 0.39);
-        assert!(expected_improvement(5.0, 1e-20, 0.0, 0.0) == 0.0);
-    }
-}
+mod tests;
