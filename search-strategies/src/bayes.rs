@@ -1,12 +1,15 @@
 //! Bayesian optimisation: a Gaussian process on log objectives, expected improvement over a
 //! candidate pool of random and near-best configurations.
 
+use std::sync::Arc;
+
 use rand_chacha::ChaCha8Rng;
 
 use crate::gp::{expected_improvement, fit_hyper, Gp, Hyper};
 use crate::space::{ConfigId, Neighbourhood, Space};
 use crate::strategies::{random_unmeasured, seeded_rng};
 use crate::strategy::{Observation, SearchContext, Strategy};
+use crate::transfer::{prior_slope, unmeasured_seeds, Prior};
 
 /// Tuning knobs of [`BayesOpt`].
 #[derive(Debug, Clone)]
@@ -48,6 +51,8 @@ pub struct BayesOpt {
     cfg: BayesConfig,
     hyper: Hyper,
     fitted_at: usize,
+    /// Transfer: seeds proposed first, and a prior mean the GP models the residual of.
+    prior: Option<Arc<Prior>>,
 }
 
 impl BayesOpt {
@@ -63,7 +68,26 @@ impl BayesOpt {
             cfg,
             hyper: Hyper::isotropic(0, 0.5, 1e-3),
             fitted_at: 0,
+            prior: None,
         }
+    }
+
+    /// With transfer from `prior` (built for the space this strategy will search): its seeds
+    /// open the initial design, and the GP models the observations' residual from the prior
+    /// mean scaled by a weight learned from them ([`prior_slope`]), so a prior that does not
+    /// predict them is ignored.
+    pub fn with_prior(mut self, prior: Arc<Prior>) -> Self {
+        self.prior = Some(prior);
+        self
+    }
+
+    /// The prior's prediction at each of `ids` (all 0 without a prior or for another space).
+    fn prior_means(&self, space: &Space, ids: &[ConfigId]) -> Option<Vec<f64>> {
+        let p = self
+            .prior
+            .as_ref()
+            .filter(|p| p.space_len() == space.len())?;
+        Some(ids.iter().map(|&id| p.mean(space, id)).collect())
     }
 
     /// Farthest-point sampling among a few random candidates: spreads initial samples.
@@ -149,6 +173,13 @@ impl BayesOpt {
                 }
             });
         }
+        if let Some(p) = self.prior.as_ref().filter(|p| p.space_len() == space.len()) {
+            for &id in p.top() {
+                if !ctx.history.is_measured(id) && !taken.contains(&id) && seen.insert(id) {
+                    cands.push(id);
+                }
+            }
+        }
         for _ in 0..self.cfg.random_candidates {
             match random_unmeasured(ctx, &mut self.rng, taken) {
                 Some(id) => {
@@ -185,6 +216,12 @@ impl Strategy for BayesOpt {
             .filter(|o| o.value.is_some())
             .count();
         while out.len() < n {
+            if let Some(p) = &self.prior {
+                if let Some(&id) = unmeasured_seeds(p, ctx, &out, 1).first() {
+                    out.push(id);
+                    continue;
+                }
+            }
             if n_ok < 2 || ctx.history.len() + out.len() < self.cfg.initial || d == 0 {
                 match self.space_filling(ctx, &out) {
                     Some(id) => out.push(id),
@@ -203,7 +240,23 @@ impl Strategy for BayesOpt {
             let mean = y.iter().sum::<f64>() / y.len() as f64;
             let var = y.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / y.len() as f64;
             let sd = var.sqrt().max(1e-9);
-            let ys: Vec<f64> = y.iter().map(|v| (v - mean) / sd).collect();
+            let mut ys: Vec<f64> = y.iter().map(|v| (v - mean) / sd).collect();
+            // Transfer: the GP models the residual from the prior mean, weighted by how well
+            // the prior predicts the observations (pending lies excluded).
+            let offset = self.prior_means(space, &all_ids).map(|ps| {
+                let told = ps.len() - out.len();
+                let beta = prior_slope(&ps[..told], &ys[..told]);
+                let centre = ps[..told].iter().sum::<f64>() / told.max(1) as f64;
+                (beta, centre)
+            });
+            let prior = self.prior.clone();
+            let shift = |id: ConfigId| match (&offset, &prior) {
+                (Some((beta, centre)), Some(p)) => beta * (p.mean(space, id) - centre),
+                _ => 0.0,
+            };
+            for (y, &id) in ys.iter_mut().zip(&all_ids) {
+                *y -= shift(id);
+            }
             let x = gather(space, &all_ids);
             let len = ctx.history.len();
             if self.hyper.lengthscales.len() != d {
@@ -222,7 +275,11 @@ impl Strategy for BayesOpt {
                 }
                 continue;
             };
-            let best = ys.iter().copied().fold(f64::INFINITY, f64::min);
+            let best = ys
+                .iter()
+                .zip(&all_ids)
+                .map(|(y, &id)| y + shift(id))
+                .fold(f64::INFINITY, f64::min);
             let cands = self.candidates(ctx, &out);
             if cands.is_empty() {
                 break;
@@ -233,7 +290,7 @@ impl Strategy for BayesOpt {
             let mut bounded: Vec<(f64, ConfigId)> = cands
                 .iter()
                 .map(|&c| {
-                    let mu = gp.mean(space.features(c));
+                    let mu = gp.mean(space.features(c)) + shift(c);
                     (expected_improvement(mu, 1.0, best, self.cfg.xi), c)
                 })
                 .collect();
@@ -245,6 +302,7 @@ impl Strategy for BayesOpt {
                     break;
                 }
                 let (mu, v) = gp.predict(space.features(c), &mut scratch);
+                let mu = mu + shift(c);
                 let ei = expected_improvement(mu, v, best, self.cfg.xi);
                 if pick.is_none_or(|(_, e)| ei > e) {
                     pick = Some((c, ei));

@@ -19,6 +19,21 @@ pub fn run_one(replay: &ReplaySpace, strategy: &str, seed: u64, budget: usize) -
     Some(out.history.observations().iter().map(|o| o.value).collect())
 }
 
+/// [`run_one`] with transfer from `prior` (built for `replay.space`), through
+/// [`by_name_with_prior`](crate::transfer::by_name_with_prior).
+pub fn run_one_with_prior(
+    replay: &ReplaySpace,
+    strategy: &str,
+    seed: u64,
+    budget: usize,
+    prior: std::sync::Arc<crate::transfer::Prior>,
+) -> Option<Trace> {
+    let mut s = crate::transfer::by_name_with_prior(strategy, seed, prior)?;
+    let mut objective = replay.objective();
+    let out = Driver::new(budget).run(&replay.space, s.as_mut(), &mut objective);
+    Some(out.history.observations().iter().map(|o| o.value).collect())
+}
+
 /// Scores of every strategy on every space, plus the mean over spaces.
 #[derive(Debug, Clone, Default)]
 pub struct Table {

@@ -2,6 +2,7 @@
 //! (OpenTuner's AUC bandit meta-technique).
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
 
@@ -10,6 +11,7 @@ use crate::space::ConfigId;
 use crate::strategies::{random_unmeasured, seeded_rng, Annealing, Genetic};
 use crate::strategy::{Observation, SearchContext, Strategy};
 use crate::tpe::Tpe;
+use crate::transfer::Prior;
 
 struct Arm {
     strategy: Box<dyn Strategy>,
@@ -65,10 +67,21 @@ impl Ensemble {
     /// TPE's per-parameter categorical densities model effects of single values that the
     /// GP's rank encoding smooths over (see the crate README's analysis).
     pub fn default_arms(seed: u64) -> Self {
+        Self::default_arms_with_prior(seed, None)
+    }
+
+    /// The default ensemble, its Bayesian arm (the first, which spends the warm-up) with
+    /// transfer from `prior` ([`BayesOpt::with_prior`]); the other arms stay cold but are told
+    /// every result, the warm-start seeds' included.
+    pub fn default_arms_with_prior(seed: u64, prior: Option<Arc<Prior>>) -> Self {
+        let bayes = match prior {
+            Some(p) => BayesOpt::new(seed).with_prior(p),
+            None => BayesOpt::new(seed),
+        };
         Self::new(
             seed,
             vec![
-                Box::new(BayesOpt::new(seed)),
+                Box::new(bayes),
                 Box::new(Tpe::new(seed)),
                 Box::new(Genetic::new(seed)),
                 Box::new(Annealing::new(seed)),

@@ -108,6 +108,7 @@ pub mod space;
 pub mod strategies;
 pub mod strategy;
 pub mod tpe;
+pub mod transfer;
 
 pub use expr::{Restriction, RestrictionError, Value};
 pub use space::{Config, ConfigId, Neighbourhood, Parameter, Space, SpaceError};

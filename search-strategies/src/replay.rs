@@ -148,6 +148,8 @@ pub struct ReplaySpace {
     pub outside: usize,
     /// Valid configurations absent from the cache (replayed as failures).
     pub missing: usize,
+    /// The cache's `kernel_name`, when it has one.
+    pub kernel: Option<String>,
 }
 
 impl ReplaySpace {
@@ -260,6 +262,10 @@ impl ReplaySpace {
             source,
             outside,
             missing,
+            kernel: json
+                .get("kernel_name")
+                .and_then(Json::as_str)
+                .map(str::to_string),
         })
     }
 
@@ -272,6 +278,18 @@ impl ReplaySpace {
             }
             None => Self::load(path, None),
         }
+    }
+
+    /// True when `other` measures the same kernel as `self`: the same `kernel_name` and the
+    /// same parameter names (in any order). Caches of one kernel on different devices are
+    /// related this way; transfer in `search-bench` takes its sources from them.
+    pub fn same_kernel(&self, other: &ReplaySpace) -> bool {
+        let names = |r: &ReplaySpace| {
+            let mut n: Vec<String> = r.space.params().iter().map(|p| p.name.clone()).collect();
+            n.sort();
+            n
+        };
+        self.kernel.is_some() && self.kernel == other.kernel && names(self) == names(other)
     }
 
     /// The best measured objective.

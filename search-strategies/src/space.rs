@@ -208,33 +208,7 @@ impl Space {
         let index = Index::build(&params, &configs, n);
         // Features: each parameter with more than one value becomes one coordinate in [0, 1],
         // its value's rank (numeric order when all values are numbers, list order otherwise).
-        let mut ranks: Vec<Option<Vec<f64>>> = Vec::with_capacity(dims);
-        for p in &params {
-            let k = p.values.len();
-            if k < 2 {
-                ranks.push(None);
-                continue;
-            }
-            let mut order: Vec<usize> = (0..k).collect();
-            let nums: Option<Vec<f64>> = p
-                .values
-                .iter()
-                .map(|v| match v {
-                    Value::Int(i) => Some(*i as f64),
-                    Value::Float(f) => Some(*f),
-                    Value::Bool(b) => Some(f64::from(u8::from(*b))),
-                    Value::Str(_) => None,
-                })
-                .collect();
-            if let Some(nums) = nums {
-                order.sort_by(|&a, &b| nums[a].total_cmp(&nums[b]));
-            }
-            let mut r = vec![0.0; k];
-            for (rank, &vi) in order.iter().enumerate() {
-                r[vi] = rank as f64 / (k - 1) as f64;
-            }
-            ranks.push(Some(r));
-        }
+        let ranks: Vec<Option<Vec<f64>>> = params.iter().map(value_ranks).collect();
         let feature_dims = ranks.iter().filter(|r| r.is_some()).count();
         let mut features = Vec::with_capacity(n * feature_dims);
         for i in 0..n {
@@ -516,6 +490,26 @@ impl Enumeration<'_> {
             .collect();
         r.holds(&vals)
     }
+}
+
+/// Each value's rank in `p`, scaled to `[0, 1]` (numeric order when all values are numbers, list
+/// order otherwise); `None` for a parameter with fewer than two values. The features of
+/// [`Space::features`] are these ranks.
+pub(crate) fn value_ranks(p: &Parameter) -> Option<Vec<f64>> {
+    let k = p.values.len();
+    if k < 2 {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..k).collect();
+    let nums: Option<Vec<f64>> = p.values.iter().map(Value::as_f64).collect();
+    if let Some(nums) = nums {
+        order.sort_by(|&a, &b| nums[a].total_cmp(&nums[b]));
+    }
+    let mut r = vec![0.0; k];
+    for (rank, &vi) in order.iter().enumerate() {
+        r[vi] = rank as f64 / (k - 1) as f64;
+    }
+    Some(r)
 }
 
 #[cfg(test)]

@@ -6,14 +6,15 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use clap::Parser;
-use search_strategies::bench::{curves, run_one, svg, Table};
+use search_strategies::bench::{curves, run_one, run_one_with_prior, svg, Table};
 use search_strategies::compare::{parse_peer_arg, render_versus, versus, Peer};
 use search_strategies::replay::ReplaySpace;
 use search_strategies::score::{Baseline, Trace, TraceFile};
 use search_strategies::strategies::{by_name, STRATEGY_NAMES};
+use search_strategies::transfer::{Prior, Source};
 
 /// Replays search strategies on Kernel Tuner cache files and scores them.
 #[derive(Parser, Debug)]
@@ -49,6 +50,16 @@ struct Args {
     /// Our strategy whose per-space wins and losses against each peer's best are printed.
     #[arg(long, default_value = "ensemble")]
     versus: String,
+    /// Also run each strategy with transfer (rows `NAME+transfer`), its sources for each target
+    /// space the other given caches of the same kernel (`leave-one-out`: the same
+    /// `kernel_name` and parameter names, never the target's own cache).
+    #[arg(long, value_parser = ["leave-one-out"])]
+    transfer: Option<String>,
+    /// Also run each strategy with transfer (rows `NAME+transfer`) from these caches, for every
+    /// target space except a source's own file. Sources need not be the same kernel: values are
+    /// matched by parameter name.
+    #[arg(long, num_args = 1.., conflicts_with = "transfer")]
+    transfer_from: Vec<PathBuf>,
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
@@ -91,6 +102,12 @@ fn run(args: Args) -> Result<(), String> {
         );
         spaces.push((path.display().to_string(), r));
     }
+    let priors = priors(&args, &spaces)?;
+    let mut strategies = strategies;
+    if priors.iter().any(Option::is_some) {
+        let warm: Vec<String> = strategies.iter().map(|s| format!("{s}+transfer")).collect();
+        strategies.extend(warm);
+    }
     let seeds: Vec<u64> = (args.seed_base..args.seed_base + args.seeds).collect();
     let tasks: Vec<(usize, usize, u64)> = (0..spaces.len())
         .flat_map(|sp| {
@@ -109,7 +126,14 @@ fn run(args: Args) -> Result<(), String> {
                 let Some(&(sp, st, seed)) = tasks.get(i) else {
                     break;
                 };
-                let trace = run_one(&spaces[sp].1, &strategies[st], seed, args.budget);
+                let name = &strategies[st];
+                let trace = match (name.strip_suffix("+transfer"), &priors[sp]) {
+                    (Some(base), Some(p)) => {
+                        run_one_with_prior(&spaces[sp].1, base, seed, args.budget, p.clone())
+                    }
+                    (Some(base), None) => run_one(&spaces[sp].1, base, seed, args.budget),
+                    (None, _) => run_one(&spaces[sp].1, name, seed, args.budget),
+                };
                 if let Ok(mut r) = results.lock() {
                     r[i] = trace;
                 }
@@ -170,6 +194,50 @@ fn run(args: Args) -> Result<(), String> {
             .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
     Ok(())
+}
+
+/// The transfer prior of each loaded space (`None` without `--transfer`/`--transfer-from`),
+/// with the sources it uses printed to stderr.
+fn priors(
+    args: &Args,
+    spaces: &[(String, ReplaySpace)],
+) -> Result<Vec<Option<Arc<Prior>>>, String> {
+    let mut from = Vec::new();
+    for path in &args.transfer_from {
+        let r = ReplaySpace::load_auto(path).map_err(|e| e.to_string())?;
+        from.push((path.display().to_string(), r));
+    }
+    if args.transfer.is_none() && from.is_empty() {
+        return Ok(vec![None; spaces.len()]);
+    }
+    let mut out = Vec::with_capacity(spaces.len());
+    for (name, target) in spaces {
+        let candidates: Vec<&(String, ReplaySpace)> = if args.transfer.is_some() {
+            spaces
+                .iter()
+                .filter(|(n, r)| n != name && target.same_kernel(r))
+                .collect()
+        } else {
+            from.iter().filter(|(n, _)| !same_file(n, name)).collect()
+        };
+        let sources: Vec<Source> = candidates
+            .iter()
+            .map(|(n, r)| Source::from_replay(n.clone(), r, 1.0))
+            .collect();
+        let prior = Prior::new(&target.space, &sources);
+        let labels: Vec<&str> = (0..prior.len()).map(|i| prior.label(i)).collect();
+        eprintln!("transfer to {name}: from [{}]", labels.join(", "));
+        out.push(Some(Arc::new(prior)));
+    }
+    Ok(out)
+}
+
+/// True when two paths name the same file.
+fn same_file(a: &str, b: &str) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
 }
 
 /// Scores each peer's traces into `table` and adds its three best strategies' mean curves (by
