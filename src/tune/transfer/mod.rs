@@ -18,7 +18,6 @@
 pub mod compare;
 mod distance;
 mod gather;
-mod shim;
 #[cfg(test)]
 mod tests;
 
@@ -28,9 +27,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use search_strategies::strategies::by_name;
+use search_strategies::transfer::{by_name_with_prior, Prior, Source, SourceRecord};
 use search_strategies::Strategy;
 
-use self::shim::{by_name_with_prior, Prior, Source, SourceRecord};
 use crate::bank::{Bank, BankError};
 use crate::key::BankKey;
 use crate::measure::{json_to_value, StrategyMap, TaskSpace};
@@ -141,7 +140,11 @@ pub fn transfer_strategy(
     }
     let mut seeded: Vec<SeededBy> = Vec::new();
     for s in prior.seeds() {
-        let r = &related[s.source];
+        // A seed names its source in the prior's own order; the label is the record's key.
+        let label = prior.label(s.source);
+        let Some(r) = related.iter().find(|r| r.key.to_string() == label) else {
+            continue;
+        };
         if !seeded.iter().any(|x| x.key == r.key) {
             seeded.push(SeededBy {
                 key: r.key,
