@@ -58,7 +58,8 @@ pub fn distance(target: &OpDescriptor, source: &OpDescriptor) -> Option<f64> {
     let (td, sd) = (dtypes(target), dtypes(source));
     let all_float = |v: &BTreeSet<DType>| v.iter().all(|d| is_float(*d));
     let same_dtypes = td == sd;
-    if !same_dtypes && !(all_float(&td) && all_float(&sd)) {
+    let both_float = all_float(&td) && all_float(&sd);
+    if !(same_dtypes || both_float) {
         return None;
     }
     let mut d = 0.0;
