@@ -9,7 +9,7 @@ use crate::gp::{expected_improvement, fit_hyper, Gp, Hyper};
 use crate::space::{ConfigId, Neighbourhood, Space};
 use crate::strategies::{random_unmeasured, seeded_rng};
 use crate::strategy::{Observation, SearchContext, Strategy};
-use crate::transfer::{prior_slope, unmeasured_seeds, Prior};
+use crate::transfer::{prior_slope, unmeasured_seeds, Prior, EARLY_SEEDS};
 
 /// Tuning knobs of [`BayesOpt`].
 #[derive(Debug, Clone)]
@@ -81,6 +81,20 @@ impl BayesOpt {
         self
     }
 
+    /// True when the prior predicts the observations so far ([`prior_slope`] is positive).
+    fn prior_trusted(&self, ctx: &SearchContext<'_>) -> bool {
+        let obs: Vec<(ConfigId, f64)> = ctx
+            .history
+            .observations()
+            .iter()
+            .filter_map(|o| Some((o.id, o.value.filter(|v| *v > 0.0)?.ln())))
+            .collect();
+        let ids: Vec<ConfigId> = obs.iter().map(|o| o.0).collect();
+        let ys: Vec<f64> = obs.iter().map(|o| o.1).collect();
+        self.prior_means(ctx.space, &ids)
+            .is_some_and(|ps| prior_slope(&ps, &ys) > 0.0)
+    }
+
     /// The prior's prediction at each of `ids` (all 0 without a prior or for another space).
     fn prior_means(&self, space: &Space, ids: &[ConfigId]) -> Option<Vec<f64>> {
         let p = self
@@ -149,7 +163,14 @@ impl BayesOpt {
         )
     }
 
-    fn candidates(&mut self, ctx: &SearchContext<'_>, taken: &[ConfigId]) -> Vec<ConfigId> {
+    /// Expected-improvement candidates: neighbours of the best, random configurations and,
+    /// with `prior_top`, the prior's best configurations.
+    fn candidates(
+        &mut self,
+        ctx: &SearchContext<'_>,
+        taken: &[ConfigId],
+        prior_top: bool,
+    ) -> Vec<ConfigId> {
         let space = ctx.space;
         let mut cands: Vec<ConfigId> = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -173,8 +194,13 @@ impl BayesOpt {
                 }
             });
         }
-        if let Some(p) = self.prior.as_ref().filter(|p| p.space_len() == space.len()) {
-            for &id in p.top() {
+        let prior = self
+            .prior
+            .as_ref()
+            .filter(|p| prior_top && p.space_len() == space.len());
+        if let Some(p) = prior {
+            let seeds = p.seeds().iter().map(|s| s.id);
+            for id in seeds.chain(p.top().iter().copied()) {
                 if !ctx.history.is_measured(id) && !taken.contains(&id) && seen.insert(id) {
                     cands.push(id);
                 }
@@ -216,7 +242,11 @@ impl Strategy for BayesOpt {
             .filter(|o| o.value.is_some())
             .count();
         while out.len() < n {
-            if let Some(p) = &self.prior {
+            if let Some(p) = self
+                .prior
+                .as_ref()
+                .filter(|_| ctx.history.len() + out.len() < EARLY_SEEDS || self.prior_trusted(ctx))
+            {
                 if let Some(&id) = unmeasured_seeds(p, ctx, &out, 1).first() {
                     out.push(id);
                     continue;
@@ -280,7 +310,7 @@ impl Strategy for BayesOpt {
                 .zip(&all_ids)
                 .map(|(y, &id)| y + shift(id))
                 .fold(f64::INFINITY, f64::min);
-            let cands = self.candidates(ctx, &out);
+            let cands = self.candidates(ctx, &out, offset.is_some_and(|o| o.0 > 0.0));
             if cands.is_empty() {
                 break;
             }

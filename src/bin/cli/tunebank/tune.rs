@@ -26,7 +26,7 @@ pub struct TuneArgs {
     /// Runner: sim, sim:SEED (simulator with seeded noise), cpu, or exec:COMMAND.
     #[arg(long, default_value = "sim")]
     pub runner: String,
-    /// Search strategy: ensemble, bayes_opt, genetic, annealing, random, exhaustive.
+    /// Search strategy: ensemble, bayes_opt, tpe, genetic, annealing, random, exhaustive.
     #[arg(long, default_value = "ensemble")]
     pub strategy: String,
     /// Candidates measured per op at most.

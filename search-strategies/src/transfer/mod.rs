@@ -16,13 +16,16 @@
 //!   predicts `-2 · exp(-3 · d)`, `d` the mean rank distance to the winner, so nearer is better.
 //!   Sources are averaged with weight `1 / (1 + distance)`; where none has an opinion the prior
 //!   is 0 (no opinion).
-//! - **Warm start.** The first proposals are each source's best projected configuration (the
-//!   nearest valid configuration to a winner), nearest sources first, then the best of the
-//!   combined prior, [`MAX_SEEDS`] in all.
+//! - **Warm start.** The seeds are each source's best projected configuration (the nearest valid
+//!   configuration to a winner), nearest sources first, then the best of the combined prior,
+//!   [`MAX_SEEDS`] in all. The Bayesian optimiser measures the first [`EARLY_SEEDS`] before
+//!   anything else and offers the rest to expected improvement once the prior has proved
+//!   predictive; strategies without a model ([`WarmStart`]) measure them all first.
 //! - **Learned weight.** [`BayesOpt`](crate::bayes::BayesOpt) with a prior fits its GP to the
 //!   residual of `β · prior`, `β ≥ 0` the least-squares slope of the observations on the prior,
-//!   shrunk by `n / (n + 5)`: a prior that does not predict the observations gets `β = 0` and the
-//!   search is the cold one (see [`prior_slope`]).
+//!   shrunk by `n / (n + 5)`, and only once the prior's correlation with the observations is
+//!   significant: a prior that does not predict them gets `β = 0`, its best configurations leave
+//!   the candidate pool, and the search is the cold one (see [`prior_slope`]).
 //! - **Competition.** The ensemble with a prior ([`Ensemble::default_arms_with_prior`]) keeps its
 //!   cold arms; the bandit moves the budget away from the warm arm when its proposals stop
 //!   improving the best.
@@ -41,6 +44,9 @@ use crate::strategy::{Observation, SearchContext, Strategy};
 
 /// At most this many warm-start proposals.
 pub const MAX_SEEDS: usize = 5;
+/// The seeds [`BayesOpt`](crate::bayes::BayesOpt) measures before anything else; the others
+/// join its candidate pool once the prior has proved predictive.
+pub const EARLY_SEEDS: usize = 1;
 /// The prior's best configurations kept for the candidate pools of the strategies that use it.
 const TOP_KEPT: usize = 256;
 /// Spaces larger than this are scanned on an even stride of this many configurations when the
@@ -384,25 +390,40 @@ fn project_value(p: &Parameter, v: &Value) -> Option<u16> {
 
 /// The weight of a prior learned from the observations: the least-squares slope of the
 /// standardised observations `ys` on the prior's predictions `ps` (both at the same
-/// configurations), clamped at 0 and shrunk by `n / (n + 5)`. 0 when the prior does not vary
-/// over the observations or predicts them the wrong way round.
+/// configurations), shrunk by `n / (n + 5)`, and 0 unless the prior predicts them: at least
+/// [`MIN_EVIDENCE`] observations and a positive correlation whose t statistic
+/// `r · sqrt((n − 2) / (1 − r²))` reaches [`MIN_T`]. A prior that predicts the observations the
+/// wrong way round or not at all is ignored.
 pub fn prior_slope(ps: &[f64], ys: &[f64]) -> f64 {
     let n = ps.len().min(ys.len());
-    if n < 2 {
+    if n < MIN_EVIDENCE {
         return 0.0;
     }
     let pm = ps[..n].iter().sum::<f64>() / n as f64;
     let ym = ys[..n].iter().sum::<f64>() / n as f64;
-    let (mut sxy, mut sxx) = (0.0, 0.0);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
     for (p, y) in ps[..n].iter().zip(&ys[..n]) {
         sxy += (p - pm) * (y - ym);
         sxx += (p - pm) * (p - pm);
+        syy += (y - ym) * (y - ym);
     }
-    if sxx < 1e-12 {
+    if sxx < 1e-12 || syy < 1e-12 || sxy <= 0.0 {
         return 0.0;
     }
-    (sxy / sxx).max(0.0) * n as f64 / (n as f64 + 5.0)
+    let r = (sxy / (sxx * syy).sqrt()).min(1.0 - 1e-9);
+    let t = r * ((n as f64 - 2.0) / (1.0 - r * r)).sqrt();
+    if t < MIN_T {
+        return 0.0;
+    }
+    sxy / sxx * n as f64 / (n as f64 + 5.0)
 }
+
+/// Observations needed before a prior's weight can be non-zero.
+pub const MIN_EVIDENCE: usize = 5;
+/// The t statistic of the prior–observation correlation needed to trust a prior: strict (about
+/// a one-sided 0.5 % test at small `n`), since the test is repeated at every `ask` and a chance
+/// pass lets a misleading prior's seeds in.
+pub const MIN_T: f64 = 3.0;
 
 /// Proposes a prior's seeds first, then defers to the strategy it wraps (for strategies that
 /// have no model to put the prior into).
@@ -484,3 +505,6 @@ pub fn by_name_with_prior(name: &str, seed: u64, prior: Arc<Prior>) -> Option<Bo
         _ => Box::new(WarmStart::new(prior, inner)),
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,169 @@
+//! Unit tests of projection, the prior mean, the seeds and the learned weight.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::space::Parameter;
+use crate::strategy::{Driver, History};
+
+fn space() -> Space {
+    let params = vec![
+        Parameter::ints("bx", &[16, 32, 64, 128, 256]),
+        Parameter::ints("ty", &[1, 2, 4]),
+        Parameter::new("mode", vec![Value::Str("a".into()), Value::Str("b".into())]),
+    ];
+    Space::enumerate(params, &["bx * ty <= 512".to_string()], &Default::default()).unwrap()
+}
+
+fn rec(bx: i64, ty: i64, mode: &str, t: Option<f64>) -> SourceRecord {
+    SourceRecord {
+        values: vec![
+            ("bx".into(), Value::Int(bx)),
+            ("ty".into(), Value::Int(ty)),
+            ("mode".into(), Value::Str(mode.into())),
+        ],
+        objective: t,
+    }
+}
+
+#[test]
+fn values_project_by_name_equal_or_nearest_on_a_log_scale() {
+    let p = Parameter::ints("bx", &[16, 32, 64, 128, 256]);
+    assert_eq!(project_value(&p, &Value::Int(64)), Some(2));
+    // 95 is nearer 64 than 128 linearly, but nearer 128 in ratio (128/95 < 95/64).
+    assert_eq!(project_value(&p, &Value::Int(95)), Some(3));
+    assert_eq!(project_value(&p, &Value::Float(1000.0)), Some(4));
+    let s = Parameter::new("mode", vec![Value::Str("a".into())]);
+    assert_eq!(project_value(&s, &Value::Str("z".into())), None);
+    assert_eq!(project_value(&s, &Value::Int(1)), None);
+}
+
+#[test]
+fn a_winner_seeds_its_nearest_valid_configuration() {
+    let sp = space();
+    // 256 × 4 breaks the restriction: the nearest valid configuration keeps 256 with ty 2 or
+    // 128 with 4; both are one rank step away, the seed must be one of them and valid.
+    let src = Source {
+        label: "w".into(),
+        distance: 0.5,
+        records: vec![rec(256, 4, "b", Some(3.0))],
+    };
+    let prior = Prior::new(&sp, &[src]);
+    assert_eq!(prior.len(), 1);
+    let seed = prior.seeds()[0];
+    let v = sp.values(seed.id);
+    assert!(
+        v == [Value::Int(256), Value::Int(2), Value::Str("b".into())]
+            || v == [Value::Int(128), Value::Int(4), Value::Str("b".into())],
+        "{v:?}"
+    );
+    assert_eq!(prior.label(seed.source), "w");
+    // Nearer the winner is better.
+    let far = sp.id_of(&[0, 0, 0]).expect("16, 1, a is valid");
+    assert!(prior.mean(&sp, seed.id) < prior.mean(&sp, far));
+}
+
+#[test]
+fn a_table_source_predicts_its_own_order_and_drops_what_it_does_not_know() {
+    let sp = space();
+    let records: Vec<SourceRecord> = [16, 32, 64, 128]
+        .iter()
+        .map(|&bx| rec(bx, 1, "a", Some(bx as f64)))
+        .chain([rec(256, 1, "a", None)])
+        .collect();
+    let unrelated = Source {
+        label: "u".into(),
+        distance: 0.0,
+        records: vec![SourceRecord {
+            values: vec![("other".into(), Value::Int(1))],
+            objective: Some(1.0),
+        }],
+    };
+    let prior = Prior::new(
+        &sp,
+        &[
+            Source {
+                label: "t".into(),
+                distance: 1.0,
+                records,
+            },
+            unrelated,
+        ],
+    );
+    assert_eq!(prior.len(), 1, "a source sharing no parameter is dropped");
+    let id = |bx: u16| sp.id_of(&[bx, 0, 0]).unwrap();
+    let means: Vec<f64> = (0..5).map(|b| prior.mean(&sp, id(b))).collect();
+    assert!(means[..4].windows(2).all(|w| w[0] < w[1]), "{means:?}");
+    // The failure counts as the worst seen.
+    assert!((means[4] - means[3]).abs() < 1e-6);
+    // ty 2 was never measured by the source: no opinion.
+    assert_eq!(prior.mean(&sp, sp.id_of(&[0, 1, 0]).unwrap()), 0.0);
+    assert_eq!(prior.seeds()[0].id, id(0));
+}
+
+#[test]
+fn the_learned_weight_ignores_priors_that_do_not_predict() {
+    let xs: Vec<f64> = (0..20).map(|i| i as f64).collect();
+    let good: Vec<f64> = xs.iter().map(|x| 0.5 * x + (x * 7.0).sin()).collect();
+    let reversed: Vec<f64> = xs.iter().map(|x| -x).collect();
+    let noise: Vec<f64> = xs
+        .iter()
+        .map(|x| (x * 12.9898).sin() * 43.0 % 1.0)
+        .collect();
+    let b = prior_slope(&xs, &good);
+    assert!(b > 0.3 && b < 0.5, "{b}");
+    assert_eq!(prior_slope(&xs, &reversed), 0.0);
+    assert_eq!(prior_slope(&xs, &noise), 0.0);
+    assert_eq!(
+        prior_slope(&xs[..4], &good[..4]),
+        0.0,
+        "too little evidence"
+    );
+    assert_eq!(prior_slope(&[1.0; 10], &good[..10]), 0.0, "a flat prior");
+}
+
+#[test]
+fn strategies_with_a_prior_start_from_its_seeds_and_stay_deterministic() {
+    let sp = space();
+    let src = Source {
+        label: "w".into(),
+        distance: 0.0,
+        records: vec![rec(64, 2, "b", Some(1.0))],
+    };
+    let prior = Arc::new(Prior::new(&sp, &[src]));
+    let first = prior.seeds()[0].id;
+    let objective = |s: &Space, id: ConfigId| {
+        let v = s.values(id);
+        let bx = match v[0] {
+            Value::Int(b) => b as f64,
+            _ => 0.0,
+        };
+        Some((bx - 64.0).abs() + 1.0)
+    };
+    for name in crate::strategies::STRATEGY_NAMES {
+        let run = |seed| {
+            let mut s = by_name_with_prior(name, seed, prior.clone()).unwrap();
+            let mut obj = objective;
+            Driver::new(12).run(&sp, s.as_mut(), &mut obj).history
+        };
+        let a: History = run(3);
+        assert_eq!(a.observations()[0].id, first, "{name}: the seed first");
+        let b = run(3);
+        let ids = |h: &History| h.observations().iter().map(|o| o.id).collect::<Vec<_>>();
+        assert_eq!(ids(&a), ids(&b), "{name}: not deterministic");
+    }
+}
+
+#[test]
+fn an_empty_prior_leaves_the_strategy_cold() {
+    let sp = space();
+    let prior = Arc::new(Prior::new(&sp, &[]));
+    assert!(prior.is_empty() && prior.seeds().is_empty());
+    let mut obj = |_: &Space, id: ConfigId| Some(f64::from(id) + 1.0);
+    let mut warm = by_name_with_prior("ensemble", 9, prior).unwrap();
+    let mut cold = by_name("ensemble", 9).unwrap();
+    let a = Driver::new(15).run(&sp, warm.as_mut(), &mut obj).history;
+    let b = Driver::new(15).run(&sp, cold.as_mut(), &mut obj).history;
+    let ids = |h: &History| h.observations().iter().map(|o| o.id).collect::<Vec<_>>();
+    assert_eq!(ids(&a), ids(&b));
+}
