@@ -576,3 +576,54 @@ fn cancel_marks_queued_tasks_and_workers_skip_them() {
         "{err}"
     );
 }
+
+/// ResNet-50's Gemm tuned on `soc` into `bank` (random, 8 trials, transfer as given).
+fn tune_gemm(bank: &Bank, soc: &str, transfer: bool) -> tune::TuneSummary {
+    let model = load_onnx(fixture("resnet50.onnx")).unwrap();
+    let options = ResolvedOptions::from_args([format!("--soc_version={soc}")], &FsReader).unwrap();
+    let only: BTreeSet<String> = ["Gemm".to_string()].into();
+    let plan = tune::plan(&model, &options, &options.soc().unwrap(), Some(&only)).unwrap();
+    let settings = TuneSettings {
+        runner: "sim".into(),
+        strategy: "random".into(),
+        trials_per_op: 8,
+        options_given: options.given().clone(),
+        transfer,
+        ..TuneSettings::default()
+    };
+    let cancel = AtomicBool::new(false);
+    tune::run(&plan, bank, &settings, "resnet50", None, &cancel, &mut ()).unwrap()
+}
+
+/// Transfer in a queued job: the worker seeds its search from the related records the bank
+/// held when the job was enqueued (as a local tune seeds it from those it holds when it
+/// starts), never from a record written after.
+#[test]
+fn a_queued_task_is_seeded_from_the_records_present_at_enqueue_only() {
+    let Some((_server, url)) = PgServer::database() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // The local reference: the Gemm on Ascend310P3, then on Ascend910B2 with transfer.
+    std::fs::create_dir_all(dir.path().join("ref")).unwrap();
+    let reference = fresh_bank(&dir.path().join("ref"));
+    tune_gemm(&reference, "Ascend310P3", false);
+    let local = tune_gemm(&reference, "Ascend910B2", true).report;
+    assert_eq!(local.transfer.len(), 1, "seeded from the 310P3 record");
+    assert_eq!(local.transfer[0].seeded_by[0].soc, "Ascend310P3");
+    // The queue: the same bank content at enqueue, then a nearer record (same SoC family)
+    // written before any worker runs.
+    let bank = fresh_bank(dir.path());
+    tune_gemm(&bank, "Ascend310P3", false);
+    let mut client = queue::connect(&url).unwrap();
+    queue::migrate(&mut client, &url).unwrap();
+    let job = gemm_job(&mut client, &bank, "sim");
+    tune_gemm(&bank, "Ascend910B3", false);
+    let cancel = AtomicBool::new(false);
+    let mut w = worker(&url, "w", "Ascend910B2", "sim");
+    w.run(&bank, &cancel, &mut |_| {}).unwrap();
+    let report = queue::job_report(&mut client, job).unwrap();
+    assert_eq!(report.transfer, local.transfer);
+    assert_eq!(report.modified, local.modified);
+    assert_eq!(report.summary, local.summary);
+}

@@ -81,10 +81,11 @@ impl TuneResult {
 /// tuning (GDAT) of a data-parallel job of `rank_size` devices into the gradient bank. `bank` is
 /// the custom bank file of the job's kind (created if needed; `None` = AOE's path rules); the
 /// result file goes to `output_dir` (default: the working directory); `runner` is `sim`,
-/// `sim:SEED`, `cpu` or `exec:COMMAND`; `budget` candidates per op (subgraph, job); every other
-/// keyword is an ATC option (`soc_version` required).
+/// `sim:SEED`, `cpu` or `exec:COMMAND`; `budget` candidates per op (subgraph, job); `transfer`
+/// (OPAT): a miss's search starts from the winners of related bank records, as `tunebank tune`
+/// does unless `--no-transfer`; every other keyword is an ATC option (`soc_version` required).
 #[pyfunction]
-#[pyo3(signature = (model, job_type=2, *, bank=None, output_dir=None, runner="sim".to_owned(), strategy="ensemble".to_owned(), budget=64, seed=1, workers=1, repeat_tune=false, op_bank=None, rank_size=None, devices_per_server=8, cluster=None, max_segments=8, **atc_options))]
+#[pyo3(signature = (model, job_type=2, *, bank=None, output_dir=None, runner="sim".to_owned(), strategy="ensemble".to_owned(), budget=64, seed=1, workers=1, repeat_tune=false, transfer=true, op_bank=None, rank_size=None, devices_per_server=8, cluster=None, max_segments=8, **atc_options))]
 #[allow(clippy::too_many_arguments)]
 fn tune(
     py: Python<'_>,
@@ -98,6 +99,7 @@ fn tune(
     seed: u64,
     workers: usize,
     repeat_tune: bool,
+    transfer: bool,
     op_bank: Option<PathBuf>,
     rank_size: Option<u32>,
     devices_per_server: u32,
@@ -127,6 +129,7 @@ fn tune(
         repeat_tune,
         workers,
         options_given: options.given().clone(),
+        transfer,
         ..TuneSettings::default()
     };
     rust_tune::check_settings(&settings).map_err(to_py)?;

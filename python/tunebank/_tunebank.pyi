@@ -123,6 +123,7 @@ def tune(
     seed: int = 1,
     workers: int = 1,
     repeat_tune: bool = False,
+    transfer: bool = True,
     op_bank: Optional[_Path] = None,
     rank_size: Optional[int] = None,
     devices_per_server: int = 8,
@@ -132,7 +133,9 @@ def tune(
 ) -> TuneResult:
     """Tunes an ONNX model as ``tunebank tune --job_type=N``: 2 operator tuning into the op
     bank, 1 subgraph tuning (simulator; node strategies from ``op_bank``) into the graph bank,
-    4 gradient tuning of a ``rank_size``-device data-parallel job into the gradient bank."""
+    4 gradient tuning of a ``rank_size``-device data-parallel job into the gradient bank.
+    ``transfer`` (operator tuning): a miss's search starts from the winners of related bank
+    records, as ``tunebank tune`` does unless ``--no-transfer``."""
 
 # tunebank.search (re-exported there)
 

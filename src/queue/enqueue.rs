@@ -2,7 +2,7 @@
 //! then one job row and one task row per key still to tune, in one transaction.
 
 use crate::bank::Bank;
-use crate::tune::{check_settings, check_soc, look_up, TunePlan, TuneSettings};
+use crate::tune::{check_settings, check_soc, job_snapshot, look_up, TunePlan, TuneSettings};
 
 use super::{to_json, Client, JobSettings, QueueError};
 
@@ -33,7 +33,9 @@ pub struct Enqueued {
 /// default confirmed under a smaller per-op budget is tuned again, as in [`crate::tune::run`])
 /// and writes the job with one `queued` task per remaining key, in plan order, each with the
 /// job's SoC and runner and the bank entry it had (the baseline a `REPEAT_TUNE` search must
-/// beat). The runner and strategy are checked first. Nothing is written when anything fails.
+/// beat), and the related bank records of the misses (transfer, read now: see
+/// [`JobSettings::related`]). The runner and strategy are checked first. Nothing is written
+/// when anything fails.
 pub fn enqueue(client: &mut Client, bank: &Bank, spec: &JobSpec) -> Result<Enqueued, QueueError> {
     let settings = spec.settings;
     check_settings(settings)?;
@@ -50,6 +52,10 @@ pub fn enqueue(client: &mut Client, bank: &Bank, spec: &JobSpec) -> Result<Enque
         settings.repeat_tune,
         settings.trials_per_op as u64,
     )?;
+    // The related records of the misses, read now (as a local tune reads them when it starts)
+    // and stored with the job: workers never see records written after this point.
+    let mut job_settings = JobSettings::from_settings(settings);
+    job_settings.related = job_snapshot(bank, spec.plan, &jobs, settings)?;
     let mut tx = client.transaction()?;
     let job_id: i64 = tx
         .query_one(
@@ -64,7 +70,7 @@ pub fn enqueue(client: &mut Client, bank: &Bank, spec: &JobSpec) -> Result<Enque
                 &settings.runner,
                 &(settings.seed as i64),
                 &settings.repeat_tune,
-                &to_json(&JobSettings::from_settings(settings)),
+                &to_json(&job_settings),
                 &(spec.plan.tasks.len() as i32),
                 &(spec.plan.units.len() as i32),
                 &(reused.len() as i32),

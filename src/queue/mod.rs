@@ -31,6 +31,7 @@ use crate::bank::BankError;
 use crate::failure::FailureKind;
 use crate::measure::TimingSettings;
 use crate::pg::PgError;
+use crate::tune::transfer::Snapshot;
 use crate::tune::{TuneError, TuneSettings};
 
 pub use enqueue::{enqueue, Enqueued, JobSpec};
@@ -133,6 +134,12 @@ pub struct JobSettings {
     pub timeout_ms: u64,
     /// The options as the user gave them (stored in records).
     pub options_given: BTreeMap<String, String>,
+    /// The related bank records of each queued task (by its ordinal, the plan's task index),
+    /// read when the job was enqueued: a worker seeds its search from them and from no record
+    /// written since, so each task is tuned as a local tune of the job would tune it (absent
+    /// when no task has any, or transfer is off).
+    #[serde(default, skip_serializing_if = "Snapshot::is_empty")]
+    pub related: Snapshot,
 }
 
 impl JobSettings {
@@ -151,6 +158,7 @@ impl JobSettings {
             repeats: s.timing.repeats,
             timeout_ms: s.timing.timeout_ms,
             options_given: s.options_given.clone(),
+            related: Snapshot::default(),
         }
     }
 

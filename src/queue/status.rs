@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{ModifiedOp, OpatReport, OpatResult, TuneMode};
+use crate::report::{ModifiedOp, OpSeeded, OpatReport, OpatResult, SeededBy, TuneMode};
 use crate::tune::Decision;
 
 use super::{from_json, Client, QueueError};
@@ -31,6 +31,9 @@ pub(crate) struct StoredOutcome {
     pub(crate) bank_replaced: Option<bool>,
     /// The policy's rule, if a record was offered.
     pub(crate) bank_reason: Option<serde_json::Value>,
+    /// The related bank records that seeded the search (transfer); absent when it ran cold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) seeded_by: Vec<SeededBy>,
 }
 
 impl StoredOutcome {
@@ -287,6 +290,12 @@ pub fn job_report(client: &mut Client, job_id: i64) -> Result<OpatReport, QueueE
                         before_us: b,
                         after_us: a,
                         update_mode: mode,
+                    }));
+                }
+                if !o.seeded_by.is_empty() {
+                    report.transfer.extend(op_names.iter().map(|n| OpSeeded {
+                        op_name: n.clone(),
+                        seeded_by: o.seeded_by.clone(),
                     }));
                 }
                 if o.failure.is_some() {

@@ -19,6 +19,7 @@ use serde::Serialize;
 use crate::bank::Bank;
 use crate::key::{BankKey, OpDescriptor};
 use crate::measure::{runner_with_timing, StrategyMap};
+use crate::tune::transfer::Snapshot;
 use crate::tune::{Budget, Job, Opat, TaskOutcome, TimedRunner, TunePlan, TuneTask};
 
 use super::status::StoredOutcome;
@@ -133,6 +134,8 @@ struct Claim {
     task: TuneTask,
     hit: Option<(StrategyMap, f64)>,
     reconfirm: bool,
+    /// The task's ordinal: its index in the job's plan.
+    ordinal: i32,
     settings: JobSettings,
 }
 
@@ -268,7 +271,7 @@ impl Worker {
                  lease_until = now() + $3::float8 * interval '1 second', updated = now()
              WHERE id = $1
              RETURNING job_id, attempts, key_hex, descriptor, op_names, op_types,
-                       hit_strategy, hit_tuned_us, reconfirm",
+                       hit_strategy, hit_tuned_us, reconfirm, ordinal",
             &[&task_id, &c.worker_id, &lease],
         )?;
         let job_id: i64 = r.get(0);
@@ -304,6 +307,7 @@ impl Worker {
             },
             hit,
             reconfirm: r.get(8),
+            ordinal: r.get(9),
             settings: from_json(settings, &format!("job {job_id} settings"))?,
         }))
     }
@@ -436,11 +440,17 @@ fn tune(claim: &Claim, runner: &str, cancel: &AtomicBool) -> Result<TaskOutcome,
         skipped: Vec::new(),
     };
     let budget = Budget::new(None, None);
+    // The related records the enqueuer read for this task, as the plan's only task.
+    let related = usize::try_from(claim.ordinal)
+        .map(|o| claim.settings.related.get(o).to_vec())
+        .unwrap_or_default();
+    let transfer = Snapshot::single(0, related);
     let opat = Opat {
         plan: &plan,
         settings: &settings,
         budget: &budget,
         cancel,
+        transfer: &transfer,
     };
     let job = Job {
         task: 0,
@@ -475,5 +485,6 @@ fn stored_outcome(o: &TaskOutcome) -> StoredOutcome {
         default_confirmed: o.default_confirmed(),
         bank_replaced: o.bank_verdict.map(|v| v.replace),
         bank_reason: o.bank_verdict.map(|v| to_json(&v.reason)),
+        seeded_by: o.seeded_by.clone(),
     }
 }

@@ -19,6 +19,11 @@
 //! atomically (temporary file in the same directory, fsync, rename), so a reader — or a tuner
 //! killed at any instant — never leaves a half-written file behind.
 //!
+//! One field is tunebank's own: when related bank records seeded some op's search (transfer),
+//! the OPAT section also holds `"tunebank_transfer": [{"op_name": "...", "seeded_by":
+//! [{"record": "<key>", "soc": "Ascend910B2", "distance": 1.386}]}]` ([`OpSeeded`]); a job
+//! without transfer writes exactly AOE's fields.
+//!
 //! [`TuneTable`] renders a finished job's summary as `tunebank tune` prints it.
 
 use std::io::Write;
@@ -115,6 +120,28 @@ pub struct ModifiedOp {
     pub update_mode: UpdateMode,
 }
 
+/// A related bank record whose winning strategy seeded an op's search (transfer, see
+/// `tune::transfer`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SeededBy {
+    /// The record's key (`bank-inspect show KEY`).
+    pub key: crate::key::BankKey,
+    /// Its SoC version.
+    pub soc: String,
+    /// Its distance to the op (`tune::transfer::distance`).
+    pub distance: f64,
+}
+
+/// One entry of `tunebank_transfer` (tunebank's own field of the OPAT section, absent when no op
+/// was seeded): an op whose search started from related bank records.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpSeeded {
+    /// The op's name, as in `repo_modified_operators`.
+    pub op_name: String,
+    /// The records that seeded it, in the order their strategies were proposed.
+    pub seeded_by: Vec<SeededBy>,
+}
+
 /// `repo_summary`. The driver keeps AOE's invariants: `hit = update + reserved` and
 /// `total = add + hit + unsatisfied`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -168,6 +195,10 @@ pub struct OpatReport {
     pub summary: RepoSummary,
     /// `tuning_failed_operators` (written only when `result` is `Failed`).
     pub failed_ops: Vec<String>,
+    /// `tunebank_transfer`: the ops whose search was seeded from related bank records, in the
+    /// order ops finished (written only when not empty, so a job without transfer writes
+    /// exactly AOE's fields).
+    pub transfer: Vec<OpSeeded>,
 }
 
 impl OpatReport {
@@ -180,6 +211,7 @@ impl OpatReport {
             modified: Vec::new(),
             summary: RepoSummary::default(),
             failed_ops: Vec::new(),
+            transfer: Vec::new(),
         }
     }
 
@@ -220,8 +252,34 @@ impl OpatReport {
         if self.result == OpatResult::Failed {
             opat.insert("tuning_failed_operators".into(), json!(self.failed_ops));
         }
+        if !self.transfer.is_empty() {
+            opat.insert("tunebank_transfer".into(), transfer_json(&self.transfer));
+        }
         json!({ report_id: [ {"basic": basic}, {"OPAT": opat} ] })
     }
+}
+
+/// `tunebank_transfer`: per seeded op, its name and the records that seeded it (key, SoC,
+/// distance rounded to three decimals).
+fn transfer_json(ops: &[OpSeeded]) -> Value {
+    let ops: Vec<Value> = ops
+        .iter()
+        .map(|o| {
+            let by: Vec<Value> = o
+                .seeded_by
+                .iter()
+                .map(|s| {
+                    json!({
+                        "record": s.key.to_string(),
+                        "soc": s.soc,
+                        "distance": round(s.distance, 3),
+                    })
+                })
+                .collect();
+            json!({ "op_name": o.op_name, "seeded_by": by })
+        })
+        .collect();
+    Value::Array(ops)
 }
 
 /// AOE's `performance_improvement`: `before / after − 1` as a percentage with two decimals

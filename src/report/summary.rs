@@ -1,6 +1,6 @@
 //! The summary of a tuning job as `tunebank tune` prints it at the end: one row per task
 //! (decision, times before and after, gain, trials), the AOE totals, the confirmed defaults, the
-//! time accounting and the result file.
+//! ops seeded from related bank records (transfer), the time accounting and the result file.
 
 use std::fmt;
 use std::path::Path;
@@ -161,6 +161,7 @@ impl TuneTable<'_> {
                 "{confirmed} unsatisfied op(s) kept the default strategy, now stored as confirmed: reruns and convert hit it; REPEAT_TUNE=True searches again"
             )?;
         }
+        self.transfer_lines(f)?;
         let st = &summary.stats;
         writeln!(
             f,
@@ -176,6 +177,37 @@ impl TuneTable<'_> {
             self.workers
         )?;
         writeln!(f, "result file: {}", self.result_file.display())
+    }
+}
+
+impl TuneTable<'_> {
+    /// When related bank records seeded some op's search: a line saying how many, then per such
+    /// task its first op name and the records (key prefix, SoC, distance), in the order the ops
+    /// finished; nothing otherwise.
+    fn transfer_lines(&self, f: &mut String) -> fmt::Result {
+        use std::fmt::Write as _;
+        let seeded: Vec<_> = (self.summary.outcomes.iter())
+            .filter(|o| !o.seeded_by.is_empty())
+            .collect();
+        if seeded.is_empty() {
+            return Ok(());
+        }
+        writeln!(
+            f,
+            "transfer: {} op(s) searched from the winners of related bank records (`bank-inspect show KEY`; --no-transfer searches cold):",
+            seeded.len()
+        )?;
+        for o in seeded {
+            let name = shorten_middle(&self.plan.tasks[o.task].op_names[0], 48);
+            let by: Vec<String> = (o.seeded_by.iter())
+                .map(|s| {
+                    let key = s.key.to_string();
+                    format!("{} ({}, distance {:.2})", &key[..12], s.soc, s.distance)
+                })
+                .collect();
+            writeln!(f, "  {name}: {}", by.join(", "))?;
+        }
+        Ok(())
     }
 }
 

@@ -42,7 +42,8 @@
 //! own task functions on it), `task.rs` (one OPAT task: search, side-by-side re-measurement,
 //! win rule, the record to offer), `outcome.rs` ([`TaskOutcome`], [`Decision`], [`TuneStats`],
 //! [`TuneSummary`], and the calling thread's bookkeeping: report counts, result file, observer),
-//! `decision.rs` ([`WinRule`]) and `memory.rs` (the worker cap).
+//! `decision.rs` ([`WinRule`]), `memory.rs` (the worker cap) and `transfer/` (a miss's search
+//! seeded from related bank records, read once when the job starts; see [`transfer`]).
 //!
 //! Time spent inside [`Measure::measure`](crate::measure::Measure::measure) is accounted separately from everything else
 //! (strategy, space building, bank, report), see [`TuneStats`].
@@ -93,6 +94,7 @@ pub mod sgat;
 mod task;
 #[cfg(test)]
 mod tests;
+pub mod transfer;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -189,6 +191,8 @@ pub fn run(
         progress.record(o, false)?;
     }
     progress.write_file()?;
+    // The related records of the misses, read once now: what this job writes is never used.
+    let snapshot = job_snapshot(bank, plan, &jobs, settings)?;
     progress.stats.bank_report += start.elapsed();
 
     let budget = Budget::new(
@@ -206,6 +210,7 @@ pub fn run(
         settings,
         budget: &budget,
         cancel,
+        transfer: &snapshot,
     };
     pool.run(
         &jobs,
@@ -230,4 +235,19 @@ pub fn run(
         },
     )?;
     progress.finish(start)
+}
+
+/// The related records of `jobs`' misses ([`transfer::snapshot`]), or none when transfer is
+/// off: what [`run`] and a queued job's enqueuer read before any task runs.
+pub(crate) fn job_snapshot(
+    bank: &Bank,
+    plan: &TunePlan,
+    jobs: &[Job],
+    settings: &TuneSettings,
+) -> Result<transfer::Snapshot, TuneError> {
+    if !settings.transfer {
+        return Ok(transfer::Snapshot::default());
+    }
+    let misses = jobs.iter().filter(|j| j.hit.is_none()).map(|j| j.task);
+    Ok(transfer::snapshot(bank, plan, misses)?)
 }

@@ -13,7 +13,8 @@ use crate::bank::policy::{Verdict, WritePolicy};
 use crate::bank::{Bank, BankError, Record};
 use crate::measure::StrategyMap;
 use crate::report::{
-    ModifiedOp, OpatReport, OpatResult, RepoSummary, ResultFile, TuneMode, UpdateMode,
+    ModifiedOp, OpSeeded, OpatReport, OpatResult, RepoSummary, ResultFile, SeededBy, TuneMode,
+    UpdateMode,
 };
 
 use super::{TuneError, TunePlan, TuneTask};
@@ -109,6 +110,9 @@ pub struct TaskOutcome {
     /// job looked it up, and the policy kept that one (the report still says what this job
     /// found).
     pub bank_verdict: Option<Verdict>,
+    /// The related bank records whose strategies seeded the search (transfer, see
+    /// [`super::transfer`]), in the order proposed; empty when the search started cold.
+    pub seeded_by: Vec<SeededBy>,
     /// Time inside `Measure::measure` for this task.
     pub measure_time: Duration,
     /// Time inside the runner's `space` and `default_strategy` for this task.
@@ -145,6 +149,7 @@ impl TaskOutcome {
             record: None,
             baseline: None,
             bank_verdict: None,
+            seeded_by: Vec::new(),
             measure_time: Duration::ZERO,
             setup_time: Duration::ZERO,
             task_time: Duration::ZERO,
@@ -189,6 +194,21 @@ impl TaskOutcome {
                 before_us: b,
                 after_us: a,
                 update_mode: mode,
+            })
+            .collect()
+    }
+
+    /// The result file's `tunebank_transfer` entries of this outcome: one per op name of `task`
+    /// when related records seeded its search, else none.
+    pub fn seeded_ops(&self, task: &TuneTask) -> Vec<OpSeeded> {
+        if self.seeded_by.is_empty() {
+            return Vec::new();
+        }
+        task.op_names
+            .iter()
+            .map(|name| OpSeeded {
+                op_name: name.clone(),
+                seeded_by: self.seeded_by.clone(),
             })
             .collect()
     }
@@ -312,6 +332,7 @@ impl<'a> Progress<'a> {
         let task = &self.plan.tasks[o.task];
         o.decision.count(&mut self.report.summary);
         self.report.modified.extend(o.modified_ops(task));
+        self.report.transfer.extend(o.seeded_ops(task));
         if o.failure.is_some() {
             self.report.failed_ops.extend(task.op_names.iter().cloned());
         }

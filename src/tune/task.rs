@@ -7,7 +7,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use search_strategies::{strategies::by_name, Driver, History};
+use search_strategies::{Driver, History};
 
 use crate::bank::{Bank, Descriptor, Lookup, Origin, Performance, Provenance, Record};
 use crate::key::{BankKey, RecordKind};
@@ -18,6 +18,7 @@ use crate::measure::{
 use super::decision::Round;
 use super::outcome::{Decision, TaskOutcome};
 use super::pool::{Budget, Cancellable, JobResult, TimedRunner};
+use super::transfer::{transfer_strategy, Related, Snapshot};
 use super::{TuneError, TunePlan, TuneSettings, TuneTask};
 
 /// A queued task: its index and the bank entry it had (strategy, stored time), if any.
@@ -129,6 +130,9 @@ pub(crate) struct Opat<'a> {
     pub(crate) budget: &'a Budget,
     /// The job's cancel flag.
     pub(crate) cancel: &'a AtomicBool,
+    /// The related records of the job's misses, read when the job started (empty: every
+    /// search starts cold).
+    pub(crate) transfer: &'a Snapshot,
 }
 
 impl Opat<'_> {
@@ -172,7 +176,12 @@ impl Opat<'_> {
             None => default,
         };
         out.baseline = Some(baseline.clone());
-        let history = self.search(out, t, &task, &space, runner, granted)?;
+        // Transfer only for a miss: a hit's search must beat the entry it has.
+        let related = match job.hit {
+            None => self.transfer.get(job.task),
+            Some(_) => &[],
+        };
+        let history = self.search(out, t, &task, &space, related, runner, granted)?;
         let Some(best) = history.best() else {
             return Ok(()); // every candidate failed: nothing to write
         };
@@ -192,23 +201,29 @@ impl Opat<'_> {
     }
 
     /// Searches the task's space within the `granted` trials and the per-op time (capped by
-    /// the job's deadline); sets the outcome's trials and stop reason.
+    /// the job's deadline), starting from the `related` records' winners when any projects onto
+    /// the space; sets the outcome's trials, stop reason and the records that seeded it.
+    #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
         out: &mut TaskOutcome,
         t: &TuneTask,
         task: &TuningTask,
         space: &TaskSpace,
+        related: &[Related],
         runner: &mut TimedRunner,
         granted: u64,
     ) -> Result<History, Early> {
         let settings = self.settings;
-        let Some(inner) = by_name(&settings.strategy, task_seed(settings.seed, &t.key)) else {
+        let seed = task_seed(settings.seed, &t.key);
+        let Some((inner, seeded_by)) = transfer_strategy(&settings.strategy, seed, space, related)
+        else {
             return Err(Early::Failure(format!(
                 "unknown strategy {}",
                 settings.strategy
             )));
         };
+        out.seeded_by = seeded_by;
         let mut strategy = Cancellable {
             inner,
             cancel: self.cancel,
@@ -347,7 +362,7 @@ impl Opat<'_> {
 }
 
 /// The seed of one task's search: the job's seed mixed with the task's key.
-fn task_seed(seed: u64, key: &BankKey) -> u64 {
+pub(crate) fn task_seed(seed: u64, key: &BankKey) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&key.0[..8]);
     seed ^ u64::from_le_bytes(b)

@@ -44,6 +44,11 @@ pub struct TuneArgs {
     /// Seed of the searches.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Search every miss cold. By default a miss's search starts from the winners of related
+    /// bank records (the same IR op type with other shapes, or on other SoCs), read once when
+    /// the job starts; the result file names them (`tunebank_transfer`).
+    #[arg(long = "no-transfer")]
+    pub no_transfer: bool,
     /// Custom bank file; overrides TUNE_BANK_PATH / ASCEND_CACHE_PATH / the $HOME default.
     #[arg(long)]
     pub bank: Option<PathBuf>,

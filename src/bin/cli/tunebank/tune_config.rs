@@ -392,6 +392,7 @@ pub(super) fn settings(
         batch,
         options_given: options.given().clone(),
         timing,
+        transfer: !args.no_transfer,
         ..TuneSettings::default()
     };
     Ok((settings, requested))

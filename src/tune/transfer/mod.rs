@@ -1,0 +1,175 @@
+//! Transfer from the bank: a task that misses starts its search from the winners of related
+//! records — the same IR op type with other shapes on the same SoC, or the same op on other
+//! SoCs — instead of cold.
+//!
+//! "Related" and its distance are defined in one place, [`distance`] (shape log-ratios plus
+//! documented penalties; another dtype class or IR type is never related). [`snapshot`] reads
+//! the related records of a job's misses from every layer of the bank once, before any task
+//! runs, and keeps the [`NEAREST`] nearest per task: records the job writes while it runs are
+//! never used, so a tune with a given seed and bank gives the same result whatever the worker
+//! count or timing (a queued job stores its snapshot with its tasks at enqueue time for the
+//! same reason). [`transfer_strategy`] turns a task's related records into
+//! `search_strategies::transfer` sources (each record's stored strategy, by parameter name,
+//! with its tuned time; label = the record's key, as `bank-inspect show` takes it) and builds
+//! the search strategy with the prior when anything projects onto the task's space, else the
+//! cold strategy, exactly as without transfer. [`compare`] measures what transfer gains on the
+//! simulator (candidates to reach 99 % of the cold search's best).
+
+pub mod compare;
+mod distance;
+mod gather;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use search_strategies::strategies::by_name;
+use search_strategies::transfer::{by_name_with_prior, Prior, Source, SourceRecord};
+use search_strategies::Strategy;
+
+use crate::bank::{Bank, BankError};
+use crate::key::BankKey;
+use crate::measure::{json_to_value, StrategyMap, TaskSpace};
+use crate::report::SeededBy;
+
+pub use distance::{
+    distance, soc_distance, soc_family, ATTR, FLOAT_WIDTH, FORMAT, FUSED, MODE, OTHER_SOC_FAMILY,
+    OTHER_SOC_SAME_FAMILY, UNMATCHED_INPUT,
+};
+pub use gather::GROUP_LIMIT;
+
+use super::TunePlan;
+
+/// How many related records a task's search gets at most: the nearest.
+pub const NEAREST: usize = 8;
+
+/// One related bank record as a task's search gets it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Related {
+    /// The record's key (`bank-inspect show KEY` shows it).
+    pub key: BankKey,
+    /// Its SoC version.
+    pub soc: String,
+    /// Its [`distance`] to the task.
+    pub distance: f64,
+    /// Its stored strategy.
+    pub strategy: StrategyMap,
+    /// Its stored tuned time, µs.
+    pub tuned_us: f64,
+}
+
+/// The related records of a job's tasks, fixed when the job starts: task index (into
+/// [`TunePlan::tasks`]) → its related records, nearest first. Tasks without any are absent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Snapshot {
+    per_task: BTreeMap<usize, Vec<Related>>,
+}
+
+impl Snapshot {
+    /// No task has related records (also: transfer is off).
+    pub fn is_empty(&self) -> bool {
+        self.per_task.is_empty()
+    }
+
+    /// Task `task`'s related records, nearest first (empty when it has none).
+    pub fn get(&self, task: usize) -> &[Related] {
+        self.per_task.get(&task).map_or(&[], Vec::as_slice)
+    }
+
+    /// A snapshot of one task (index `task`) with `related`.
+    pub fn single(task: usize, related: Vec<Related>) -> Snapshot {
+        let mut per_task = BTreeMap::new();
+        if !related.is_empty() {
+            per_task.insert(task, related);
+        }
+        Snapshot { per_task }
+    }
+}
+
+/// The related records of `tasks` (indices into `plan.tasks`: the job's misses), read from
+/// every layer of `bank` once: for each task, the [`NEAREST`] op records by [`distance`]
+/// (nearest first, ties by key), never its own key. One read per op type, SoC and layer (the
+/// secondary-index group, at most [`GROUP_LIMIT`] records each), whatever the number of tasks.
+pub fn snapshot(
+    bank: &Bank,
+    plan: &TunePlan,
+    tasks: impl IntoIterator<Item = usize>,
+) -> Result<Snapshot, BankError> {
+    let tasks: Vec<usize> = tasks.into_iter().collect();
+    let op_types: BTreeSet<String> = tasks
+        .iter()
+        .map(|&i| plan.tasks[i].descriptor.op_type.to_lowercase())
+        .collect();
+    if op_types.is_empty() {
+        return Ok(Snapshot::default());
+    }
+    let pool = gather::read_pool(bank, &op_types)?;
+    let mut per_task = BTreeMap::new();
+    for i in tasks {
+        let t = &plan.tasks[i];
+        let related = gather::nearest(&t.descriptor, &t.key, &pool, NEAREST);
+        if !related.is_empty() {
+            per_task.insert(i, related);
+        }
+    }
+    Ok(Snapshot { per_task })
+}
+
+/// The search strategy `name` seeded with `seed` for a task whose related records are
+/// `related`, over `space`: with the transfer prior when at least one related record projects
+/// onto the space (and the records whose projections seed the search, in the order proposed,
+/// each once), else the cold strategy and no records — then exactly `by_name(name, seed)`.
+/// `None` for an unknown strategy name.
+pub fn transfer_strategy(
+    name: &str,
+    seed: u64,
+    space: &TaskSpace,
+    related: &[Related],
+) -> Option<(Box<dyn Strategy>, Vec<SeededBy>)> {
+    if related.is_empty() {
+        return by_name(name, seed).map(|s| (s, Vec::new()));
+    }
+    let sources: Vec<Source> = related.iter().map(source).collect();
+    let prior = Prior::new(&space.space, &sources);
+    if prior.is_empty() {
+        return by_name(name, seed).map(|s| (s, Vec::new()));
+    }
+    let mut seeded: Vec<SeededBy> = Vec::new();
+    for s in prior.seeds() {
+        // A seed names its source in the prior's own order; the label is the record's key.
+        let label = prior.label(s.source);
+        let Some(r) = related.iter().find(|r| r.key.to_string() == label) else {
+            continue;
+        };
+        if !seeded.iter().any(|x| x.key == r.key) {
+            seeded.push(SeededBy {
+                key: r.key,
+                soc: r.soc.clone(),
+                distance: r.distance,
+            });
+        }
+    }
+    let strategy = by_name_with_prior(name, seed, Arc::new(prior))?;
+    Some((strategy, seeded))
+}
+
+/// A related record as a transfer source: one record (a winner), its strategy's scalar values
+/// by parameter name.
+fn source(r: &Related) -> Source {
+    Source {
+        label: r.key.to_string(),
+        distance: r.distance,
+        records: vec![SourceRecord {
+            values: r
+                .strategy
+                .iter()
+                .filter_map(|(k, v)| json_to_value(v).map(|v| (k.clone(), v)))
+                .collect(),
+            objective: Some(r.tuned_us),
+        }],
+    }
+}

@@ -1,0 +1,239 @@
+//! Relatedness, distance and the job's snapshot of related records.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::bank::layered::{descriptor_key, fresh_bank};
+use crate::bank::{Descriptor, Origin, Performance, Provenance, Record};
+use crate::key::{
+    AttrValue, CubeMath, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,
+};
+use crate::measure::{runner_from_spec, TuningTask};
+use crate::tune::TuneTask;
+
+fn tensor(shape: &[i64], dtype: DType) -> TensorDesc {
+    TensorDesc {
+        shape: shape.to_vec(),
+        ori_shape: shape.to_vec(),
+        dtype,
+        format: Format::ND,
+        ori_format: Format::ND,
+    }
+}
+
+/// A MatMulV2 of (m × k) · (k × n) in `dtype` on `soc`.
+fn matmul(m: i64, k: i64, n: i64, dtype: DType, soc: &str) -> OpDescriptor {
+    let attrs: BTreeMap<String, AttrValue> = [
+        ("transpose_x1".to_owned(), AttrValue::Bool(false)),
+        ("transpose_x2".to_owned(), AttrValue::Bool(false)),
+    ]
+    .into();
+    OpDescriptor {
+        op_type: "MatMulV2".into(),
+        fused_ops: Vec::new(),
+        inputs: vec![tensor(&[m, k], dtype), tensor(&[k, n], dtype)],
+        outputs: vec![tensor(&[m, n], dtype)],
+        attrs,
+        impl_mode: ImplMode::HighPerformance,
+        cube_math: CubeMath::Native,
+        soc: SocSpec::from_version(soc).unwrap(),
+        origin: None,
+    }
+}
+
+fn fp16(m: i64, k: i64, n: i64, soc: &str) -> OpDescriptor {
+    matmul(m, k, n, DType::Float16, soc)
+}
+
+#[test]
+fn equal_ops_are_at_distance_zero_and_distance_is_symmetric() {
+    let a = fp16(128, 768, 768, "Ascend910B2");
+    assert_eq!(distance(&a, &a), Some(0.0));
+    let b = fp16(256, 768, 3072, "Ascend310P3");
+    assert_eq!(distance(&a, &b), distance(&b, &a));
+    // Rows ×2 (one dim of one input) and columns ×4 (one dim of one input), other family.
+    let want = 2f64.ln() + 4f64.ln() + OTHER_SOC_FAMILY;
+    assert!((distance(&a, &b).unwrap() - want).abs() < 1e-12);
+}
+
+#[test]
+fn another_shape_on_the_same_soc_is_nearer_than_the_same_shape_on_another_family() {
+    let target = fp16(128, 768, 768, "Ascend910B2");
+    // K doubled: one dim of both inputs, 2 ln 2 ≈ 1.39.
+    let other_shape = distance(&target, &fp16(128, 1536, 768, "Ascend910B2")).unwrap();
+    let same_family = distance(&target, &fp16(128, 768, 768, "Ascend910B3")).unwrap();
+    let other_family = distance(&target, &fp16(128, 768, 768, "Ascend310P3")).unwrap();
+    assert!(other_shape < other_family, "{other_shape} {other_family}");
+    assert!(same_family < other_family);
+    assert_eq!(same_family, OTHER_SOC_SAME_FAMILY);
+    // Far shapes lose to the same shape on another SoC.
+    let far = distance(&target, &fp16(128, 768, 768 * 64, "Ascend910B2")).unwrap();
+    assert!(far > other_family);
+}
+
+#[test]
+fn another_ir_type_is_never_related() {
+    let target = fp16(128, 768, 768, "Ascend910B2");
+    let mut batch = target.clone();
+    batch.op_type = "BatchMatMulV2".into();
+    assert_eq!(distance(&target, &batch), None);
+    let mut folded = target.clone();
+    folded.op_type = "matmulv2".into(); // the bank indexes op types case-folded
+    assert_eq!(distance(&target, &folded), Some(0.0));
+}
+
+#[test]
+fn float_widths_are_penalised_and_other_dtype_classes_excluded() {
+    let target = fp16(128, 768, 768, "Ascend910B2");
+    let fp32 = matmul(128, 768, 768, DType::Float32, "Ascend910B2");
+    assert_eq!(distance(&target, &fp32), Some(FLOAT_WIDTH));
+    let int8 = matmul(128, 768, 768, DType::Int8, "Ascend910B2");
+    assert_eq!(distance(&target, &int8), None);
+    assert_eq!(distance(&int8, &int8), Some(0.0));
+}
+
+#[test]
+fn attributes_fusion_and_a_missing_bias_add_their_penalties() {
+    let target = fp16(128, 768, 768, "Ascend910B2");
+    let mut other = target.clone();
+    other
+        .attrs
+        .insert("transpose_x2".into(), AttrValue::Bool(true));
+    other.fused_ops = vec!["MatMulV2".into(), "Relu".into()];
+    other.inputs.push(tensor(&[768], DType::Float16));
+    let d = distance(&target, &other).unwrap();
+    assert!((d - (ATTR + FUSED + UNMATCHED_INPUT)).abs() < 1e-12, "{d}");
+}
+
+#[test]
+fn soc_families() {
+    assert_eq!(soc_family("Ascend910B2C"), soc_family("Ascend910B4"));
+    assert_eq!(soc_family("Ascend910PremiumA"), soc_family("Ascend910A"));
+    assert_eq!(soc_family("Ascend310P1"), soc_family("Ascend310P3"));
+    assert_ne!(soc_family("Ascend310"), soc_family("Ascend310P3"));
+    assert_ne!(soc_family("Ascend910A"), soc_family("Ascend910B2"));
+    assert_eq!(soc_distance("ascend910b2", "Ascend910B2"), 0.0);
+}
+
+/// A record of `op` storing the simulator's default strategy, `tuned_us`.
+fn record(op: &OpDescriptor, tuned_us: f64) -> Record {
+    let mut sim = runner_from_spec("sim").unwrap();
+    let strategy = sim.default_strategy(&TuningTask::new(op.clone())).unwrap();
+    Record {
+        key_schema_version: crate::key::KEY_SCHEMA_VERSION,
+        kind: RecordKind::Op,
+        descriptor: Descriptor::Op(op.clone()),
+        options: Default::default(),
+        strategy,
+        performance: Performance {
+            baseline_us: 2.0 * tuned_us,
+            tuned_us,
+            samples_us: vec![tuned_us],
+            runner: "sim".into(),
+            default_confirmed: false,
+            confirmed_budget: None,
+        },
+        provenance: Provenance {
+            tool_version: "0".into(),
+            algorithm: "test".into(),
+            trials: 1,
+            seed: 0,
+            unix_time: 0,
+            origin: Origin::Tuned,
+        },
+    }
+}
+
+fn plan_of(ops: &[OpDescriptor]) -> TunePlan {
+    TunePlan {
+        tasks: ops
+            .iter()
+            .enumerate()
+            .map(|(i, op)| TuneTask {
+                key: op.key().unwrap(),
+                descriptor: op.clone(),
+                op_names: vec![format!("op{i}")],
+                op_types: vec!["MatMul".into()],
+            })
+            .collect(),
+        ..TunePlan::default()
+    }
+}
+
+#[test]
+fn the_snapshot_keeps_the_nearest_related_records_never_the_task_itself() {
+    let (_dir, bank) = fresh_bank();
+    let target = fp16(128, 768, 768, "Ascend910B2");
+    let near = fp16(128, 768, 1536, "Ascend910B2");
+    let other_soc = fp16(128, 768, 768, "Ascend310P3");
+    let int8 = matmul(128, 768, 768, DType::Int8, "Ascend910B2");
+    let mut conv = fp16(128, 768, 768, "Ascend910B2");
+    conv.op_type = "Conv2D".into();
+    let stored: Vec<Record> = [&target, &near, &other_soc, &int8]
+        .iter()
+        .map(|op| record(op, 10.0))
+        .collect();
+    bank.write_batch(&stored).unwrap();
+    let plan = plan_of(&[target.clone(), conv]);
+    let snap = snapshot(&bank, &plan, [0, 1]).unwrap();
+    let related = snap.get(0);
+    let keys: Vec<BankKey> = related.iter().map(|r| r.key).collect();
+    let want: Vec<BankKey> = [&near, &other_soc]
+        .iter()
+        .map(|op| descriptor_key(&Descriptor::Op((*op).clone())).unwrap())
+        .collect();
+    assert_eq!(keys, want, "nearest first; not itself, not int8");
+    assert_eq!(related[1].soc, "Ascend310P3");
+    assert_eq!(related[0].distance, distance(&target, &near).unwrap());
+    assert!(snap.get(1).is_empty(), "no Conv2D record in the bank");
+    // Only the tasks asked for.
+    assert!(snapshot(&bank, &plan, [1]).unwrap().is_empty());
+}
+
+#[test]
+fn the_snapshot_keeps_at_most_the_nearest_few() {
+    let (_dir, bank) = fresh_bank();
+    let target = fp16(128, 768, 768, "Ascend910B2");
+    let stored: Vec<Record> = (1..=NEAREST as i64 + 3)
+        .map(|i| record(&fp16(128, 768, 768 + 16 * i, "Ascend910B2"), 10.0))
+        .collect();
+    bank.write_batch(&stored).unwrap();
+    let snap = snapshot(&bank, &plan_of(&[target]), [0]).unwrap();
+    let related = snap.get(0);
+    assert_eq!(related.len(), NEAREST);
+    assert!(related.windows(2).all(|w| w[0].distance < w[1].distance));
+    let farthest_kept = related.last().unwrap().distance;
+    let n_kept = |n: i64| fp16(128, 768, 768 + 16 * n, "Ascend910B2");
+    assert!(
+        farthest_kept
+            < distance(
+                &fp16(128, 768, 768, "Ascend910B2"),
+                &n_kept(NEAREST as i64 + 1)
+            )
+            .unwrap()
+    );
+}
+
+#[test]
+fn related_records_seed_the_search_and_none_leave_it_cold() {
+    let target = fp16(128, 768, 768, "Ascend910B2");
+    let source = fp16(128, 768, 1536, "Ascend910B2");
+    let space = runner_from_spec("sim")
+        .unwrap()
+        .space(&TuningTask::new(target))
+        .unwrap();
+    let r = record(&source, 10.0);
+    let related = vec![Related {
+        key: descriptor_key(&r.descriptor).unwrap(),
+        soc: "Ascend910B2".into(),
+        distance: 0.69,
+        strategy: r.strategy.clone(),
+        tuned_us: 10.0,
+    }];
+    let (_, seeded) = transfer_strategy("random", 1, &space, &related).unwrap();
+    assert_eq!(seeded.len(), 1);
+    assert_eq!(seeded[0].key, related[0].key);
+    let (_, cold) = transfer_strategy("random", 1, &space, &[]).unwrap();
+    assert!(cold.is_empty());
+    assert!(transfer_strategy("no_such", 1, &space, &related).is_none());
+}
