@@ -27,8 +27,22 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// `tunebank tune` of `model` on `soc` into `bank`, result file in `out`; returns stdout.
+/// `tunebank tune` of `model` on `soc` into `bank` with two workers, result file in `out`;
+/// returns stdout.
 fn tune_cli(dir: &Path, model: &str, soc: &str, bank: &Path, out: &Path, extra: &[&str]) -> String {
+    tune_cli_workers(dir, model, soc, bank, out, extra, "2")
+}
+
+/// [`tune_cli`] with `workers` (`TUNING_PARALLEL_NUM`).
+fn tune_cli_workers(
+    dir: &Path,
+    model: &str,
+    soc: &str,
+    bank: &Path,
+    out: &Path,
+    extra: &[&str],
+    workers: &str,
+) -> String {
     let soc_flag = format!("--soc_version={soc}");
     let model = fixture(model);
     let mut args = vec![
@@ -52,7 +66,7 @@ fn tune_cli(dir: &Path, model: &str, soc: &str, bank: &Path, out: &Path, extra: 
     let o = Command::new(BIN)
         .args(&args)
         .env("HOME", dir.join("home"))
-        .env("TUNING_PARALLEL_NUM", "2")
+        .env("TUNING_PARALLEL_NUM", workers)
         .env_remove("TUNE_BANK_PATH")
         .env_remove("ASCEND_CACHE_PATH")
         .env_remove("ASCEND_WORK_PATH")
@@ -171,33 +185,8 @@ fn the_result_file_names_the_seeding_records_and_no_transfer_is_the_cold_tune() 
     assert!(stdout.contains("transfer: "), "{stdout}");
     // The same seed and bank give the same result file, whatever the worker count.
     let b = copy(dir, &source, "again.redb");
-    let o = Command::new(BIN)
-        .args([
-            "tune",
-            "--model",
-            &fixture("bert_layer"),
-            "--job_type=2",
-            "--soc_version=Ascend910B2",
-            "--budget",
-            "16",
-            "--strategy",
-            "ensemble",
-            "--seed",
-            "5",
-            "--bank",
-            b.to_str().unwrap(),
-            "--output-dir",
-            dir.join("again").to_str().unwrap(),
-        ])
-        .env("HOME", dir.join("home"))
-        .env("TUNING_PARALLEL_NUM", "1")
-        .env_remove("TUNE_BANK_PATH")
-        .env_remove("ASCEND_CACHE_PATH")
-        .env_remove("ASCEND_WORK_PATH")
-        .env_remove("TE_PARALLEL_COMPILER")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let again = dir.join("again");
+    tune_cli_workers(dir, "bert_layer", "Ascend910B2", &b, &again, &[], "1");
     assert_eq!(opat(&dir.join("again")), warm);
 }
 

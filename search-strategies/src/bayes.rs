@@ -260,12 +260,14 @@ impl Strategy for BayesOpt {
             .filter(|o| o.value.is_some())
             .count();
         while out.len() < n {
-            if let Some(p) = self
+            // The next seed, if one is left: the first ones always, later ones once the prior
+            // is trusted (tested only then, so a search past its seeds pays nothing for it).
+            let seed = self
                 .prior
                 .as_ref()
-                .filter(|_| ctx.history.len() + out.len() < EARLY_SEEDS || self.prior_trusted(ctx))
-            {
-                if let Some(&id) = unmeasured_seeds(p, ctx, &out, 1).first() {
+                .and_then(|p| unmeasured_seeds(p, ctx, &out, 1).first().copied());
+            if let Some(id) = seed {
+                if ctx.history.len() + out.len() < EARLY_SEEDS || self.prior_trusted(ctx) {
                     out.push(id);
                     continue;
                 }
