@@ -30,18 +30,19 @@ fn text(b: &[u8]) -> String {
 /// `tunebank tune` of `model` on `soc` into `bank` with two workers, result file in `out`;
 /// returns stdout.
 fn tune_cli(dir: &Path, model: &str, soc: &str, bank: &Path, out: &Path, extra: &[&str]) -> String {
-    tune_cli_workers(dir, model, soc, bank, out, extra, "2")
+    tune_cli_env(dir, model, soc, bank, out, extra, &[])
 }
 
-/// [`tune_cli`] with `workers` (`TUNING_PARALLEL_NUM`).
-fn tune_cli_workers(
+/// [`tune_cli`] with environment variables `env` set (`TUNING_PARALLEL_NUM` is 2 unless
+/// `env` sets it).
+fn tune_cli_env(
     dir: &Path,
     model: &str,
     soc: &str,
     bank: &Path,
     out: &Path,
     extra: &[&str],
-    workers: &str,
+    env: &[(&str, &str)],
 ) -> String {
     let soc_flag = format!("--soc_version={soc}");
     let model = fixture(model);
@@ -66,7 +67,7 @@ fn tune_cli_workers(
     let o = Command::new(BIN)
         .args(&args)
         .env("HOME", dir.join("home"))
-        .env("TUNING_PARALLEL_NUM", workers)
+        .env("TUNING_PARALLEL_NUM", "2")
         .env_remove("TUNE_BANK_PATH")
         .env_remove("ASCEND_CACHE_PATH")
         .env_remove("ASCEND_WORK_PATH")
@@ -74,6 +75,7 @@ fn tune_cli_workers(
         .env_remove("AOE_MODE")
         .env_remove("REPEAT_TUNE")
         .env_remove("TE_PARALLEL_COMPILER")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -186,8 +188,38 @@ fn the_result_file_names_the_seeding_records_and_no_transfer_is_the_cold_tune() 
     // The same seed and bank give the same result file, whatever the worker count.
     let b = copy(dir, &source, "again.redb");
     let again = dir.join("again");
-    tune_cli_workers(dir, "bert_layer", "Ascend910B2", &b, &again, &[], "1");
+    let one_worker = [("TUNING_PARALLEL_NUM", "1")];
+    tune_cli_env(dir, "bert_layer", "Ascend910B2", &b, &again, &[], &one_worker);
     assert_eq!(opat(&dir.join("again")), warm);
+    // REPEAT_TUNE searches every hit again, and those searches are seeded too: now also by
+    // the records the warm tune wrote (BERT's other shapes on Ascend910B2), never by the op's
+    // own entry (a search seeded by it would only find the entry it must beat).
+    let written: BTreeSet<BankKey> = {
+        let bank = Bank::open_file(RecordKind::Op, &b).unwrap();
+        let records = bank.custom_layer().unwrap().records().unwrap().records;
+        (records.into_iter().map(|(k, _)| k))
+            .filter(|k| !matches!(src.lookup(k).unwrap(), Lookup::Hit(_)))
+            .collect()
+    };
+    assert!(!written.is_empty());
+    let repeat = dir.join("repeat");
+    let stdout = tune_cli_env(
+        dir,
+        "bert_layer",
+        "Ascend910B2",
+        &b,
+        &repeat,
+        &[],
+        &[("REPEAT_TUNE", "True")],
+    );
+    assert!(stdout.contains("transfer: "), "{stdout}");
+    let reseeded = opat(&repeat)["tunebank_transfer"].clone();
+    let by_written = (reseeded.as_array().expect("REPEAT_TUNE searches are seeded"))
+        .iter()
+        .flat_map(|o| o["seeded_by"].as_array().unwrap())
+        .filter(|s| written.contains(&s["record"].as_str().unwrap().parse().unwrap()))
+        .count();
+    assert!(by_written > 0, "{reseeded}");
 }
 
 fn plan(model: &str, soc: &str) -> (TunePlan, ResolvedOptions) {

@@ -42,7 +42,7 @@
 //! own task functions on it), `task.rs` (one OPAT task: search, side-by-side re-measurement,
 //! win rule, the record to offer), `outcome.rs` ([`TaskOutcome`], [`Decision`], [`TuneStats`],
 //! [`TuneSummary`], and the calling thread's bookkeeping: report counts, result file, observer),
-//! `decision.rs` ([`WinRule`]), `memory.rs` (the worker cap) and `transfer/` (a miss's search
+//! `decision.rs` ([`WinRule`]), `memory.rs` (the worker cap) and `transfer/` (a search
 //! seeded from related bank records, read once when the job starts; see [`transfer`]).
 //!
 //! Time spent inside [`Measure::measure`](crate::measure::Measure::measure) is accounted separately from everything else
@@ -191,7 +191,8 @@ pub fn run(
         progress.record(o, false)?;
     }
     progress.write_file()?;
-    // The related records of the misses, read once now: what this job writes is never used.
+    // The related records of the tasks to search, read once now: what this job writes is
+    // never used.
     let snapshot = job_snapshot(bank, plan, &jobs, settings)?;
     progress.stats.bank_report += start.elapsed();
 
@@ -237,8 +238,9 @@ pub fn run(
     progress.finish(start)
 }
 
-/// The related records of `jobs`' misses ([`transfer::snapshot`]), or none when transfer is
-/// off: what [`run`] and a queued job's enqueuer read before any task runs.
+/// The related records of every task `jobs` will search ([`transfer::snapshot`]: misses,
+/// `REPEAT_TUNE` hits and reconfirmed defaults alike), or none when transfer is off: what
+/// [`run`] and a queued job's enqueuer read before any task runs.
 pub(crate) fn job_snapshot(
     bank: &Bank,
     plan: &TunePlan,
@@ -248,6 +250,5 @@ pub(crate) fn job_snapshot(
     if !settings.transfer {
         return Ok(transfer::Snapshot::default());
     }
-    let misses = jobs.iter().filter(|j| j.hit.is_none()).map(|j| j.task);
-    Ok(transfer::snapshot(bank, plan, misses)?)
+    Ok(transfer::snapshot(bank, plan, jobs.iter().map(|j| j.task))?)
 }

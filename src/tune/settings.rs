@@ -41,7 +41,7 @@ pub struct TuneSettings {
     pub options_given: std::collections::BTreeMap<String, String>,
     /// How each worker's runner times a candidate (`repeats`: AOE's `RUN_LOOP`).
     pub timing: TimingSettings,
-    /// Transfer: a miss's search starts from the winners of related bank records
+    /// Transfer: a task's search (a miss, or a hit searched again) starts from the winners of related bank records
     /// ([`super::transfer`]) when there are any (`tune --no-transfer` turns it off). A job with
     /// no related records searches exactly as with this off.
     pub transfer: bool,

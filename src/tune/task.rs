@@ -176,11 +176,9 @@ impl Opat<'_> {
             None => default,
         };
         out.baseline = Some(baseline.clone());
-        // Transfer only for a miss: a hit's search must beat the entry it has.
-        let related = match job.hit {
-            None => self.transfer.get(job.task),
-            Some(_) => &[],
-        };
+        // A REPEAT_TUNE or reconfirming search starts from related records too (never its own
+        // entry): the side-by-side against that entry still decides what is stored.
+        let related = self.transfer.get(job.task);
         let history = self.search(out, t, &task, &space, related, runner, granted)?;
         let Some(best) = history.best() else {
             return Ok(()); // every candidate failed: nothing to write

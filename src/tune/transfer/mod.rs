@@ -1,10 +1,10 @@
-//! Transfer from the bank: a task that misses starts its search from the winners of related
-//! records — the same IR op type with other shapes on the same SoC, or the same op on other
-//! SoCs — instead of cold.
+//! Transfer from the bank: a task to search (a miss, or a hit under `REPEAT_TUNE`) starts its
+//! search from the winners of related records — the same IR op type with other shapes on the
+//! same SoC, or the same op on other SoCs — instead of cold.
 //!
 //! "Related" and its distance are defined in one place, [`distance`] (shape log-ratios plus
 //! documented penalties; another dtype class or IR type is never related). [`snapshot`] reads
-//! the related records of a job's misses from every layer of the bank once, before any task
+//! the related records of a job's tasks to search from every layer of the bank once, before any task
 //! runs, and keeps the [`NEAREST`] nearest per task: records the job writes while it runs are
 //! never used, so a tune with a given seed and bank gives the same result whatever the worker
 //! count or timing (a queued job stores its snapshot with its tasks at enqueue time for the
@@ -90,7 +90,7 @@ impl Snapshot {
     }
 }
 
-/// The related records of `tasks` (indices into `plan.tasks`: the job's misses), read from
+/// The related records of `tasks` (indices into `plan.tasks`: the tasks the job searches), read from
 /// every layer of `bank` once: for each task, the [`NEAREST`] op records by [`distance`]
 /// (nearest first, ties by key), never its own key. One read per op type, SoC and layer (the
 /// secondary-index group, at most [`GROUP_LIMIT`] records each), whatever the number of tasks.
