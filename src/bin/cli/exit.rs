@@ -1,5 +1,5 @@
 //! Exit codes of both command lines: the table ([`EXIT_CODES`], the one source of the `--help`
-//! text; README's "Exit codes" table repeats it and `tests/cli_exit_codes.rs` holds the two
+//! text; README's "Exit codes" table repeats it and `tests/it/cli_exit_codes.rs` holds the two
 //! equal) and the classification of a failed command's error into its code ([`failure_code`]),
 //! by the library's typed errors ([`tunebank::failure::FailureKind`]), never by message text.
 

@@ -5,7 +5,7 @@
 //! weights are read. Equations, constants and their sources: `src/measure/README.md`
 //! ("Subgraph model").
 //!
-//! Guarantees (tested in `tests/sgat.rs`): deterministic; never below
+//! Guarantees (tested in `tests/it/sgat.rs`): deterministic; never below
 //! [`GraphOps::roofline_us`]; a one-node subgraph under the unfused strategy takes exactly the
 //! op's time; UB-fusing two ops never costs more than running them apart; with no L2 scope,
 //! more slices never make it faster. Any strategy in the agreed schema is accepted, imported

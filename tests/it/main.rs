@@ -1,0 +1,48 @@
+//! The integration tests, one test binary (`it`): each module is one subject, named as the file
+//! it lives in (`transfer.rs` → `transfer::…`). One binary links the library once instead of once
+//! per file, which is most of the suite's build time. `full_data` is its own binary: the
+//! `#[ignore]`d tests on the public data that `.ci/run` selects with `binary(full_data)`.
+//! Run one subject with `cargo nextest run --release --test it -E 'test(/^transfer::/)'`.
+
+mod common;
+
+mod aoe_bank;
+mod aoe_graph_bank;
+mod atc_options;
+mod backward_compatibility;
+mod bank_layers;
+mod bank_policy;
+mod cli_bank;
+mod cli_exit_codes;
+mod corruption;
+mod gdat;
+mod inspect_interchange;
+mod inspect_model;
+mod inspect_why;
+mod key_encoding;
+mod key_golden;
+mod key_options;
+mod key_resolve;
+mod measure_cpu;
+mod measure_exec;
+mod measure_sim;
+mod model_fuse;
+mod model_import;
+mod model_infer;
+mod multiprocess;
+mod pg_bank;
+mod pg_crash;
+mod plots_render;
+mod queue;
+mod sgat;
+mod sgat_convert;
+mod sled_bank;
+mod store_conformance;
+mod tidy;
+mod transfer;
+mod tune_aoe;
+mod tune_aoe_cli;
+mod tune_cli;
+mod tune_driver;
+mod tune_output;
+mod why_output;

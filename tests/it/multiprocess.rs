@@ -1,0 +1,488 @@
+//! Several processes sharing one redb bank, and writers killed mid-write.
+//!
+//! Child processes are this test binary re-executed with a role in `TUNEBANK_TEST_ROLE`, running
+//! only the `child_entry` test; without the variable, `child_entry` does nothing.
+
+use crate::common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{BufRead, Read, Write};
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{entries, key, op_record, Owned};
+use rand::{Rng, SeedableRng};
+use tunebank::bank::record::decode;
+use tunebank::bank::store::{RedbStore, Store, StoreError, StructureCheck};
+use tunebank::bank::verify::verify_store;
+
+const ROLE: &str = "TUNEBANK_TEST_ROLE";
+const BANK: &str = "TUNEBANK_TEST_BANK";
+const ID: &str = "TUNEBANK_TEST_ID";
+
+/// Records per batch of a concurrent writer, and batches per writer (500 records each).
+const WRITER_BATCH: u64 = 25;
+const WRITER_BATCHES: u64 = 20;
+/// Records per batch of a killed writer, by batch number modulo 3: small batches give many
+/// acknowledgements, large ones long commits (and file growth) for the kill to land in.
+const KILL_BATCH: [u64; 3] = [10, 1, 60];
+
+fn kill_batch_len(batch: u64) -> u64 {
+    KILL_BATCH[(batch % 3) as usize]
+}
+
+fn writer_batch(writer: u64, batch: u64) -> Vec<Owned> {
+    (0..WRITER_BATCH)
+        .map(|i| {
+            Owned::new(
+                key(&format!("w{writer}/{batch}/{i}")),
+                &op_record(
+                    "Ascend910B2",
+                    "MatMul",
+                    i,
+                    writer * 1000 + batch,
+                    WRITER_BATCH,
+                ),
+            )
+        })
+        .collect()
+}
+
+fn kill_batch(run: u64, batch: u64) -> Vec<Owned> {
+    let len = kill_batch_len(batch);
+    (0..len)
+        .map(|i| {
+            Owned::new(
+                key(&format!("r{run}/{batch}/{i}")),
+                &op_record("Ascend310P3", "Conv2D", i, run * 1_000_000 + batch, len),
+            )
+        })
+        .collect()
+}
+
+/// The child side. A no-op unless started by [`spawn`].
+#[test]
+fn child_entry() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let bank = std::env::var(BANK).unwrap();
+    let id: u64 = std::env::var(ID).unwrap().parse().unwrap();
+    let mut out = std::io::stdout().lock();
+    #[cfg(feature = "sled")]
+    if role == "sled-holder" {
+        let _store = tunebank::bank::store::SledStore::open(&bank).unwrap();
+        writeln!(out, "HELD").unwrap();
+        out.flush().unwrap();
+        // Hold the bank until the parent closes our stdin.
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        return;
+    }
+    if role == "opener" {
+        wait_for_go(Path::new(&bank));
+    }
+    let store = RedbStore::open(&bank).unwrap();
+    match role.as_str() {
+        "writer" => {
+            writeln!(out, "READY").unwrap();
+            out.flush().unwrap();
+            wait_for_go(Path::new(&bank));
+            for b in 0..WRITER_BATCHES {
+                store.put_batch(&entries(&writer_batch(id, b))).unwrap();
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos();
+                writeln!(out, "ACK {b} {now}").unwrap();
+                out.flush().unwrap();
+            }
+        }
+        "opener" => {
+            store.put_batch(&entries(&kill_batch(id, 0))).unwrap();
+        }
+        "killable" => {
+            for b in 0.. {
+                store.put_batch(&entries(&kill_batch(id, b))).unwrap();
+                writeln!(out, "ACK {b}").unwrap();
+                out.flush().unwrap();
+            }
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+/// Waits for the parent's go file beside `bank`, so that children start together.
+fn wait_for_go(bank: &Path) {
+    let go = bank.with_extension("go");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !go.exists() {
+        assert!(Instant::now() < deadline, "no go signal");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+fn spawn(role: &str, bank: &Path, id: u64) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .arg(common::exact_test_name(module_path!(), "child_entry"))
+        .args(["--exact", "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .env(BANK, bank)
+        .env(ID, id.to_string())
+        .stdin(if role == "sled-holder" {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        // A killed child's stderr is not read; a finishing child's is, for its failure message.
+        .stderr(if role == "killable" {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
+        .spawn()
+        .unwrap()
+}
+
+/// The complete `ACK <batch> [<unix nanos>]` lines of a child's output, as (batch, time) (the
+/// harness may print its own text before the first one on the same line).
+fn ack_lines(output: &str) -> Vec<(u64, Option<u128>)> {
+    output
+        .split_inclusive('\n')
+        .filter(|l| l.ends_with('\n'))
+        .filter_map(|l| l.find("ACK ").map(|at| &l[at + 4..]))
+        .map(|rest| {
+            let mut fields = rest.split_whitespace();
+            let batch = fields.next().unwrap().parse().unwrap();
+            (batch, fields.next().map(|t| t.parse().unwrap()))
+        })
+        .collect()
+}
+
+/// Batch numbers acknowledged by a child.
+fn acks(output: &str) -> BTreeSet<u64> {
+    ack_lines(output).into_iter().map(|(b, _)| b).collect()
+}
+
+fn present(store: &dyn Store, batch: &[Owned]) -> usize {
+    batch
+        .iter()
+        .filter(|o| {
+            let mut value = None;
+            let found = store
+                .get_with(&o.key, &mut |v| value = Some(v.to_vec()))
+                .unwrap();
+            if found {
+                let value = value.unwrap();
+                assert_eq!(value, o.value);
+                decode(&o.key, &value).unwrap();
+            }
+            found
+        })
+        .count()
+}
+
+/// Four processes write 500 records each at once while a reader checks every snapshot it sees.
+#[test]
+fn four_writers_and_a_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = dir.path().join("bank.redb");
+    drop(RedbStore::open(&bank).unwrap());
+
+    let reader_store = RedbStore::open_read_only(&bank).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut scans = 0u64;
+            let mut partial_views = 0u64;
+            loop {
+                let finished = done.load(Ordering::SeqCst);
+                let mut per_batch = HashMap::<u64, u64>::new();
+                let mut n = 0u64;
+                reader_store
+                    .scan(&mut |k, v| {
+                        let rec = decode(k, v).expect("every value a reader sees decodes");
+                        *per_batch.entry(rec.provenance.seed).or_default() += 1;
+                        n += 1;
+                        ControlFlow::Continue(())
+                    })
+                    .unwrap();
+                for (batch, count) in per_batch {
+                    assert_eq!(count, WRITER_BATCH, "batch {batch} seen torn");
+                }
+                scans += 1;
+                if n > 0 && n < 4 * WRITER_BATCH * WRITER_BATCHES {
+                    partial_views += 1;
+                }
+                if finished {
+                    return (scans, partial_views, n);
+                }
+            }
+        })
+    };
+
+    let start = Instant::now();
+    // Each writer opens the bank and reports READY; all start writing on the go file.
+    let mut children: Vec<(Child, std::io::BufReader<std::process::ChildStdout>)> = (0..4)
+        .map(|w| {
+            let mut child = spawn("writer", &bank, w);
+            let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+            (child, stdout)
+        })
+        .collect();
+    for (child, stdout) in &mut children {
+        let mut line = String::new();
+        while !line.contains("READY") {
+            line.clear();
+            if stdout.read_line(&mut line).unwrap() == 0 {
+                let mut err = String::new();
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .unwrap();
+                panic!("writer died before it was ready: {err}");
+            }
+        }
+    }
+    std::fs::write(bank.with_extension("go"), b"").unwrap();
+    let mut commits = Vec::new();
+    for (w, (mut child, mut stdout)) in children.into_iter().enumerate() {
+        let mut acked = String::new();
+        stdout.read_to_string(&mut acked).unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert!(child.wait().unwrap().success(), "writer {w} failed: {err}");
+        let lines = ack_lines(&acked);
+        assert_eq!(lines.len() as u64, WRITER_BATCHES);
+        commits.extend(lines.into_iter().map(|(_, t)| (t.unwrap(), w)));
+    }
+    // The writers really ran at the same time: their commits interleave.
+    commits.sort();
+    let switches = commits.windows(2).filter(|p| p[0].1 != p[1].1).count();
+    eprintln!("commit order switched writer {switches} times");
+    assert!(switches > 3, "writers ran one after another");
+    done.store(true, Ordering::SeqCst);
+    let (scans, partial_views, last_seen) = reader.join().unwrap();
+    assert_eq!(
+        last_seen, 2000,
+        "the read-only handle, opened before the writers, follows their commits"
+    );
+    eprintln!(
+        "4 writers: {:?}; reader made {scans} scans, {partial_views} of a partly written bank",
+        start.elapsed()
+    );
+
+    let store = RedbStore::open(&bank).unwrap();
+    assert_eq!(store.len().unwrap(), 2000);
+    for w in 0..4 {
+        for b in 0..WRITER_BATCHES {
+            assert_eq!(present(&store, &writer_batch(w, b)), WRITER_BATCH as usize);
+        }
+    }
+    let report = verify_store(&store);
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.records, 2000);
+}
+
+/// A writer killed with SIGKILL at random moments, again and again on the same bank, never loses
+/// an acknowledged batch and never leaves a partial one or a bank that fails to verify.
+#[test]
+fn killed_writers_lose_nothing_acknowledged() {
+    const RUNS: u64 = 24;
+    let seed: u64 = std::env::var("TUNEBANK_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::thread_rng().gen());
+    eprintln!("kill schedule seed {seed} (set TUNEBANK_TEST_SEED to replay)");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let bank = dir.path().join("bank.redb");
+    drop(RedbStore::open(&bank).unwrap());
+
+    let start = Instant::now();
+    let mut acknowledged: Vec<(u64, u64)> = Vec::new();
+    let mut total_acks = 0;
+    // For the second half of the runs this process keeps its own read-write handle open beside
+    // the children and writes between kills, so a killed peer must not disturb a live one.
+    let mut shared: Option<RedbStore> = None;
+    let mut shared_batches = Vec::new();
+    for run in 0..RUNS {
+        if run == RUNS / 2 {
+            shared = Some(RedbStore::open(&bank).unwrap());
+        }
+        let mut child = spawn("killable", &bank, run);
+        let mut stdout = child.stdout.take().unwrap();
+        let collector = std::thread::spawn(move || {
+            let mut s = String::new();
+            stdout.read_to_string(&mut s).unwrap();
+            s
+        });
+        // From before the child opens the bank to well into its writes.
+        std::thread::sleep(Duration::from_millis(rng.gen_range(0..120)));
+        child.kill().unwrap();
+        let status = child.wait().unwrap();
+        let output = collector.join().unwrap();
+        assert!(!status.success(), "killable writer exited on its own");
+        let run_acks = acks(&output);
+        if std::env::var_os("TUNEBANK_TEST_VERBOSE").is_some() {
+            eprintln!("run {run}: {} acks", run_acks.len());
+        }
+        total_acks += run_acks.len();
+
+        if let Some(shared) = &shared {
+            let batch = kill_batch(RUNS + run, 0);
+            shared.put_batch(&entries(&batch)).unwrap();
+            shared_batches.push(batch);
+            for &b in &run_acks {
+                let batch = kill_batch(run, b);
+                assert_eq!(present(shared, &batch), batch.len());
+            }
+        }
+
+        let store = RedbStore::open(&bank).unwrap();
+        for &b in &run_acks {
+            let batch = kill_batch(run, b);
+            assert_eq!(
+                present(&store, &batch),
+                batch.len(),
+                "run {run}: acknowledged batch {b} lost"
+            );
+        }
+        // The batch in flight at the kill is whole or absent.
+        let next = run_acks.last().map_or(0, |b| b + 1);
+        let in_flight = present(&store, &kill_batch(run, next));
+        assert!(
+            in_flight == 0 || in_flight as u64 == kill_batch_len(next),
+            "run {run}: batch {next} is partial ({in_flight} records)"
+        );
+        for (r, b) in &acknowledged {
+            let batch = kill_batch(*r, *b);
+            assert_eq!(present(&store, &batch), batch.len());
+        }
+        for batch in &shared_batches {
+            assert_eq!(present(&store, batch), batch.len());
+        }
+        acknowledged.extend(run_acks.iter().map(|&b| (run, b)));
+        let verify_start = Instant::now();
+        let report = verify_store(&store);
+        if std::env::var_os("TUNEBANK_TEST_VERBOSE").is_some() {
+            eprintln!("run {run}: verify {:?}", verify_start.elapsed());
+        }
+        assert!(report.is_clean(), "run {run}: {report:?}");
+        assert_eq!(report.structure, Some(StructureCheck::Clean), "run {run}");
+    }
+    eprintln!(
+        "{RUNS} kills, {total_acks} acknowledged batches, {:?}",
+        start.elapsed()
+    );
+    assert!(
+        total_acks > 0,
+        "no writer got far enough to acknowledge a batch"
+    );
+}
+
+/// sled serves one process at a time: a second process gets a clear `Busy` error naming the bank,
+/// and can open it once the first has let go.
+#[cfg(feature = "sled")]
+#[test]
+fn sled_bank_held_by_another_process_is_busy() {
+    use std::io::BufRead;
+    use tunebank::bank::store::{SledStore, StoreError};
+
+    let dir = tempfile::tempdir().unwrap();
+    let bank = dir.path().join("bank.sled");
+    let mut child = spawn("sled-holder", &bank, 0);
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(
+        lines.any(|l| l.unwrap().ends_with("HELD")),
+        "holder did not open the bank"
+    );
+
+    let err = SledStore::open(&bank).unwrap_err();
+    match &err {
+        StoreError::Busy { path, .. } => assert_eq!(path, &bank),
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    let message = err.to_string();
+    assert!(message.contains(&bank.display().to_string()), "{message}");
+    assert!(message.contains("in use by another process"), "{message}");
+    assert!(matches!(
+        SledStore::open_read_only(&bank),
+        Err(StoreError::Busy { .. })
+    ));
+
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    let store = SledStore::open(&bank).unwrap();
+    assert!(store.is_empty().unwrap());
+}
+
+/// Several processes opening a bank that does not exist yet all end up sharing one bank.
+#[test]
+fn racing_first_opens_share_one_bank() {
+    for round in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let bank = dir.path().join("bank.redb");
+        let children: Vec<Child> = (0..4).map(|w| spawn("opener", &bank, w)).collect();
+        std::thread::sleep(Duration::from_millis(30));
+        std::fs::write(bank.with_extension("go"), b"").unwrap();
+        for (w, child) in children.into_iter().enumerate() {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}, opener {w} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let store = RedbStore::open(&bank).unwrap();
+        assert_eq!(store.len().unwrap(), 4 * kill_batch_len(0), "round {round}");
+        assert!(verify_store(&store).is_clean());
+    }
+}
+
+/// After a writer is killed and no writer is left, a read-only open refuses the bank without
+/// writing a byte of it; a caller that may write says so and gets the recovered bank.
+#[test]
+fn read_only_open_after_a_crash_never_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = dir.path().join("bank.redb");
+    let mut child = spawn("killable", &bank, 0);
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let acked = loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(at) = line.find("ACK ") {
+            break line[at + 4..].trim().parse::<u64>().unwrap();
+        }
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = std::fs::read(&bank).unwrap();
+    match RedbStore::open_read_only(&bank) {
+        Err(e @ StoreError::NeedsRecovery { .. }) => {
+            assert!(e.to_string().contains("read-only open never writes"), "{e}")
+        }
+        other => panic!("expected NeedsRecovery, got {:?}", other.map(|_| ())),
+    }
+    assert!(
+        std::fs::read(&bank).unwrap() == before,
+        "a read-only open changed the bank file"
+    );
+    let store = RedbStore::open_read_only_recovering(&bank).unwrap();
+    let batch = kill_batch(0, acked);
+    assert_eq!(present(&store, &batch), batch.len());
+    // Once recovered, a plain read-only open serves it.
+    drop(store);
+    assert!(RedbStore::open_read_only(&bank).is_ok());
+}

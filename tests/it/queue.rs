@@ -1,0 +1,629 @@
+//! The distributed tuning queue on PostgreSQL: `tune --queue`, `tunebank worker` processes,
+//! `job status|report|cancel`, leases, attempts, SoC/runner matching. Each test gets a fresh
+//! database from `common::pg` (skipped outside CI when no server can start; fails under CI).
+
+use crate::common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use common::pg::PgServer;
+use serde_json::Value;
+use tunebank::bank::Bank;
+use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
+use tunebank::model::load_onnx;
+use tunebank::queue::{self, JobSpec, TaskResult, Worker, WorkerConfig};
+use tunebank::tune::{self, TuneSettings};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
+
+fn fixture(name: &str) -> String {
+    format!("{}/fixtures/models/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A command of the binary with a clean environment inside `dir`.
+fn cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .env("HOME", dir.join("home"))
+        .env("ASCEND_WORK_PATH", dir.join("work"))
+        .env("TUNING_PARALLEL_NUM", "2")
+        .env_remove("TUNE_BANK_PATH")
+        .env_remove("ASCEND_CACHE_PATH")
+        .env_remove("TUNEBANK_BUILTIN_PATH")
+        .env_remove("AOE_MODE")
+        .env_remove("REPEAT_TUNE")
+        .env_remove("TE_PARALLEL_COMPILER")
+        .env_remove(queue::HOLD_FIRST_TASK_ENV)
+        .stdin(Stdio::null());
+    c
+}
+
+/// The OPAT flags every job of these tests uses.
+fn job_flags<'a>(model: &'a str, bank: &'a str) -> Vec<&'a str> {
+    vec![
+        "tune",
+        "--model",
+        model,
+        "--job_type=2",
+        "--soc_version=Ascend910B2",
+        "--budget",
+        "8",
+        "--strategy",
+        "random",
+        "--seed",
+        "3",
+        "--bank",
+        bank,
+    ]
+}
+
+/// The only result file in `dir`, as JSON.
+fn result_json(dir: &Path) -> Value {
+    let files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("aoe_result_opat_")
+        })
+        .collect();
+    assert_eq!(files.len(), 1, "one result file in {}", dir.display());
+    serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap()
+}
+
+/// What must agree between two result files: the result, the summary counts, the modified ops
+/// (name and add/update) and the failed ops.
+fn essence(v: &Value) -> (String, Value, BTreeSet<(String, String)>, BTreeSet<String>) {
+    let list = v.as_object().unwrap().values().next().unwrap();
+    let opat = &list[1]["OPAT"];
+    let modified = opat["repo_modified_operators"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|m| {
+                    (
+                        m["op_name"].as_str().unwrap().to_owned(),
+                        m["update_mode"].to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let failed = opat["tuning_failed_operators"]
+        .as_array()
+        .map(|a| a.iter().map(|x| x.to_string()).collect())
+        .unwrap_or_default();
+    (
+        opat["opat_tuning_result"].to_string(),
+        opat["repo_summary"].clone(),
+        modified,
+        failed,
+    )
+}
+
+/// The keys of a bank's custom layer, from `bank export` (one line per record).
+fn bank_keys(dir: &Path, bank: &str) -> Vec<String> {
+    let out = cmd(
+        dir,
+        &[
+            "bank",
+            "export",
+            "--bank",
+            bank,
+            "--soc_version=Ascend910B2",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            v["key"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+fn sandbox() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["home", "work", "ref", "queue", "again"] {
+        std::fs::create_dir_all(dir.path().join(d)).unwrap();
+    }
+    dir
+}
+
+/// Submits `model` to the queue, detached; returns the job id.
+fn submit(dir: &Path, url: &str, model: &str, bank: &str) -> (i64, String) {
+    let mut args = job_flags(model, bank);
+    args.extend_from_slice(&["--queue", url, "--detach"]);
+    let out = cmd(dir, &args).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let id = text(&out.stdout).trim().parse().unwrap();
+    (id, text(&out.stderr))
+}
+
+fn spawn_worker(dir: &Path, url: &str, bank: &str, id: &str, hold: bool) -> Child {
+    let mut c = cmd(
+        dir,
+        &[
+            "worker",
+            "--queue",
+            url,
+            "--soc_version=Ascend910B2",
+            "--runner",
+            "sim",
+            "--bank",
+            bank,
+            "--lease",
+            "1.5",
+            "--idle-exit",
+            "6",
+            "--poll-ms",
+            "100",
+            "--worker-id",
+            id,
+        ],
+    );
+    if hold {
+        c.env(queue::HOLD_FIRST_TASK_ENV, "120");
+    }
+    c.stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_output(child: Child, limit: Duration) -> Output {
+    let start = Instant::now();
+    let mut child = child;
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("worker did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The distributed test: BERT and ResNet-50 jobs, four worker processes, one SIGKILLed while it
+/// holds a task. Every task ends done exactly once, the bank holds each key once, each job's
+/// result file equals a single-process tune of the same job, and a second job is all hits.
+#[test]
+fn four_workers_one_killed_match_a_single_process_tune() {
+    let Some((_server, url)) = PgServer::database() else {
+        return;
+    };
+    let sb = sandbox();
+    let dir = sb.path();
+    let models = [fixture("bert_layer.onnx"), fixture("resnet50.onnx")];
+    // The single-process reference: each job on its own fresh bank.
+    let mut reference = Vec::new();
+    for (i, m) in models.iter().enumerate() {
+        let bank = dir.join(format!("ref/bank{i}.redb"));
+        let out_dir = dir.join(format!("ref/out{i}"));
+        let mut args = job_flags(m, bank.to_str().unwrap());
+        args.extend_from_slice(&["--output-dir", out_dir.to_str().unwrap()]);
+        let out = cmd(dir, &args).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        reference.push(essence(&result_json(&out_dir)));
+    }
+    // The queue: both jobs submitted against one shared PostgreSQL bank in the queue's
+    // database (`bank init --roles` creates the bank's and the queue's tables and their
+    // grants), then the workers.
+    let out = cmd(dir, &["bank", "init", &url, "--roles"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("queue: created (version 1)"));
+    let bank_s = url.as_str();
+    let jobs: Vec<i64> = models
+        .iter()
+        .map(|m| submit(dir, &url, m, bank_s).0)
+        .collect();
+    let mut client = queue::connect(&url).unwrap();
+    let doomed = spawn_worker(dir, &url, bank_s, "w0", true);
+    let held = wait_until(Duration::from_secs(60), || {
+        jobs.iter().find_map(|j| {
+            let s = queue::job_status(&mut client, *j).unwrap();
+            s.tasks
+                .into_iter()
+                .find(|t| t.state == "running" && t.worker.as_deref() == Some("w0"))
+        })
+    });
+    let mut doomed = doomed;
+    doomed.kill().unwrap(); // SIGKILL while it holds `held`
+    doomed.wait().unwrap();
+    let workers: Vec<Child> = (1..4)
+        .map(|i| spawn_worker(dir, &url, bank_s, &format!("w{i}"), false))
+        .collect();
+    for w in workers {
+        let out = wait_output(w, Duration::from_secs(600));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let mut queued_keys = Vec::new();
+    for (i, j) in jobs.iter().enumerate() {
+        let s = queue::job_status(&mut client, *j).unwrap();
+        assert!(s.counts.queued + s.counts.done > 0, "job {j} queued tasks");
+        assert_eq!(s.counts.done, s.tasks.len(), "every task done: {s}");
+        for t in &s.tasks {
+            if t.id == held.id {
+                assert_eq!(
+                    t.attempts, 2,
+                    "the killed worker's task was claimed again: {s}"
+                );
+                assert!(t.errors[0].contains("w0"), "{:?}", t.errors);
+                assert_ne!(t.worker.as_deref(), Some("w0"));
+            } else {
+                assert_eq!(t.attempts, 1, "{s}");
+            }
+            queued_keys.push(t.key.clone());
+        }
+        let out_dir = dir.join(format!("queue/out{i}"));
+        let js = j.to_string();
+        let out = cmd(
+            dir,
+            &[
+                "job",
+                "report",
+                &js,
+                "--queue",
+                &url,
+                "--output-dir",
+                out_dir.to_str().unwrap(),
+            ],
+        )
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(
+            essence(&result_json(&out_dir)),
+            reference[i],
+            "job {j} vs single process"
+        );
+    }
+    // Each queued key is in the bank exactly once (plus the confirmed defaults and winners of
+    // the same keys only).
+    let keys = bank_keys(dir, bank_s);
+    let unique: BTreeSet<&String> = keys.iter().collect();
+    assert_eq!(unique.len(), keys.len(), "each key once");
+    let wanted: BTreeSet<&String> = queued_keys.iter().collect();
+    assert!(wanted.is_subset(&unique), "every tuned key is in the bank");
+    // A second job of the same model is all hits: nothing queued.
+    let (again, stderr) = submit(dir, &url, &models[1], bank_s);
+    assert!(stderr.contains(" 0 tasks queued"), "{stderr}");
+    let s = queue::job_status(&mut client, again).unwrap();
+    assert!(
+        s.tasks.is_empty() && s.reused == s.plan_tasks && s.reused > 0,
+        "{s}"
+    );
+}
+
+fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < limit, "timed out");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A one-task job (ResNet-50's Gemm) submitted through the library, with `runner`.
+fn gemm_job(client: &mut queue::Client, bank: &Bank, runner: &str) -> i64 {
+    let model = load_onnx(fixture("resnet50.onnx")).unwrap();
+    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
+    let only: BTreeSet<String> = ["Gemm".to_string()].into();
+    let plan = tune::plan(&model, &options, &options.soc().unwrap(), Some(&only)).unwrap();
+    assert_eq!(plan.tasks.len(), 1);
+    let settings = TuneSettings {
+        runner: runner.into(),
+        strategy: "random".into(),
+        trials_per_op: 8,
+        options_given: options.given().clone(),
+        ..TuneSettings::default()
+    };
+    let spec = JobSpec {
+        tuning_name: "resnet50",
+        model: "resnet50.onnx",
+        plan: &plan,
+        settings: &settings,
+    };
+    let e = queue::enqueue(client, bank, &spec).unwrap();
+    assert_eq!((e.queued, e.reused), (1, 0));
+    e.job_id
+}
+
+fn worker(url: &str, id: &str, soc: &str, runner: &str) -> Worker {
+    Worker::connect(WorkerConfig {
+        url: url.into(),
+        worker_id: id.into(),
+        soc: soc.into(),
+        runner: runner.into(),
+        lease: Duration::from_secs(30),
+        max_attempts: 3,
+        max_tasks: None,
+        idle_exit: Some(Duration::ZERO),
+        poll: Duration::from_millis(10),
+        hold_first: None,
+    })
+    .unwrap()
+}
+
+fn fresh_bank(dir: &Path) -> Bank {
+    Bank::builder(RecordKind::Op, "Ascend910B2")
+        .custom_path(dir.join("op.redb"))
+        .no_default_builtin()
+        .read_only(false)
+        .open()
+        .unwrap()
+}
+
+#[test]
+fn an_expired_lease_is_claimed_again_and_done_once() {
+    let Some((_server, url)) = PgServer::database() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bank = fresh_bank(dir.path());
+    let mut client = queue::connect(&url).unwrap();
+    queue::migrate(&mut client, &url).unwrap();
+    let job = gemm_job(&mut client, &bank, "sim");
+    // A worker claimed it and died: its lease ran out a second ago.
+    client
+        .execute(
+            "UPDATE tunebank_queue_tasks SET state = 'running', worker = 'ghost', attempts = 1,
+             lease_until = now() - interval '1 second' WHERE job_id = $1",
+            &[&job],
+        )
+        .unwrap();
+    let cancel = AtomicBool::new(false);
+    let mut w = worker(&url, "w1", "Ascend910B2", "sim");
+    let e = w
+        .run_one(&bank, &cancel)
+        .unwrap()
+        .expect("the expired task");
+    assert_eq!(e.attempt, 2);
+    assert!(matches!(e.result, TaskResult::Done { .. }), "{e}");
+    assert!(w.run_one(&bank, &cancel).unwrap().is_none(), "done once");
+    let s = queue::job_status(&mut client, job).unwrap();
+    let t = &s.tasks[0];
+    assert_eq!(
+        (t.state.as_str(), t.worker.as_deref()),
+        ("done", Some("w1"))
+    );
+    assert_eq!(t.errors.len(), 1);
+    assert!(t.errors[0].contains("ghost") && t.errors[0].contains("expired"));
+    // A lease still running is not taken.
+    let job2 = {
+        let dir2 = tempfile::tempdir().unwrap();
+        gemm_job(&mut client, &fresh_bank(dir2.path()), "sim")
+    };
+    client
+        .execute(
+            "UPDATE tunebank_queue_tasks SET state = 'running', worker = 'alive', attempts = 1,
+             lease_until = now() + interval '1 hour' WHERE job_id = $1",
+            &[&job2],
+        )
+        .unwrap();
+    assert!(w.run_one(&bank, &cancel).unwrap().is_none());
+    // A lease that expired on the last attempt fails the task, keeping the error.
+    let job3 = {
+        let dir3 = tempfile::tempdir().unwrap();
+        gemm_job(&mut client, &fresh_bank(dir3.path()), "sim")
+    };
+    client
+        .execute(
+            "UPDATE tunebank_queue_tasks SET state = 'running', worker = 'ghost3', attempts = 3,
+             lease_until = now() - interval '1 second' WHERE job_id = $1",
+            &[&job3],
+        )
+        .unwrap();
+    assert!(w.run_one(&bank, &cancel).unwrap().is_none());
+    let s3 = queue::job_status(&mut client, job3).unwrap();
+    let t3 = &s3.tasks[0];
+    assert_eq!((t3.state.as_str(), t3.attempts), ("failed", 3), "{s3}");
+    assert!(t3.errors[0].contains("ghost3"), "{:?}", t3.errors);
+}
+
+#[test]
+fn a_task_failing_n_times_is_failed_with_every_error_kept() {
+    let Some((_server, url)) = PgServer::database() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bank = fresh_bank(dir.path());
+    let mut client = queue::connect(&url).unwrap();
+    queue::migrate(&mut client, &url).unwrap();
+    let runner = "exec:/nonexistent/runner";
+    let job = gemm_job(&mut client, &bank, runner);
+    let mut w = worker(&url, "w1", "Ascend910B2", runner);
+    let report = w.run(&bank, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(
+        (report.claimed, report.failed_attempts, report.failed),
+        (3, 3, 1)
+    );
+    let s = queue::job_status(&mut client, job).unwrap();
+    let t = &s.tasks[0];
+    assert_eq!((t.state.as_str(), t.attempts), ("failed", 3));
+    assert_eq!(t.errors.len(), 3, "{:?}", t.errors);
+    for (i, e) in t.errors.iter().enumerate() {
+        assert!(e.starts_with(&format!("attempt {}", i + 1)), "{e}");
+    }
+    let r = queue::job_report(&mut client, job).unwrap();
+    assert_eq!(r.failed_ops.len(), 1);
+    assert_eq!((r.summary.total, r.summary.unsatisfied), (1, 1));
+    assert_eq!(r.result.as_str(), "tuning failed");
+}
+
+#[test]
+fn workers_claim_only_tasks_of_their_soc_and_runner() {
+    let Some((_server, url)) = PgServer::database() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bank = fresh_bank(dir.path());
+    let mut client = queue::connect(&url).unwrap();
+    queue::migrate(&mut client, &url).unwrap();
+    let job = gemm_job(&mut client, &bank, "sim");
+    let cancel = AtomicBool::new(false);
+    for (soc, runner) in [
+        ("Ascend310P3", "sim"),
+        ("Ascend910B2", "sim:7"),
+        ("Ascend910B2", "cpu"),
+    ] {
+        let mut w = worker(&url, "other", soc, runner);
+        assert!(
+            w.run_one(&bank, &cancel).unwrap().is_none(),
+            "{soc} {runner}"
+        );
+    }
+    assert_eq!(
+        queue::job_status(&mut client, job).unwrap().counts.queued,
+        1
+    );
+    let mut w = worker(&url, "match", "Ascend910B2", "sim");
+    assert!(w.run_one(&bank, &cancel).unwrap().is_some());
+    assert_eq!(queue::job_status(&mut client, job).unwrap().counts.done, 1);
+}
+
+#[test]
+fn cancel_marks_queued_tasks_and_workers_skip_them() {
+    let Some((_server, url)) = PgServer::database() else {
+        return;
+    };
+    let sb = sandbox();
+    let dir = sb.path();
+    let bank = dir.join("bank.redb");
+    let (job, _) = submit(dir, &url, &fixture("resnet50.onnx"), bank.to_str().unwrap());
+    let js = job.to_string();
+    let out = cmd(dir, &["job", "cancel", &js, "--queue", &url, "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(c["cancelled"].as_u64().unwrap() > 0, "{c}");
+    let b = Bank::builder(RecordKind::Op, "Ascend910B2")
+        .custom_path(&bank)
+        .read_only(false)
+        .open()
+        .unwrap();
+    let mut w = worker(&url, "w1", "Ascend910B2", "sim");
+    assert!(w.run_one(&b, &AtomicBool::new(false)).unwrap().is_none());
+    let out = cmd(dir, &["job", "status", &js, "--queue", &url, "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["state"], "cancelled");
+    let states: BTreeMap<String, usize> =
+        s["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .fold(BTreeMap::new(), |mut m, t| {
+                *m.entry(t["state"].as_str().unwrap().to_owned())
+                    .or_default() += 1;
+                m
+            });
+    assert_eq!(states.keys().collect::<Vec<_>>(), ["cancelled"]);
+    let out = cmd(dir, &["job", "status", &js, "--queue", &url])
+        .output()
+        .unwrap();
+    assert!(text(&out.stdout).contains("cancelled"));
+    // The report of a cancelled job is incomplete.
+    let r = queue::job_report(&mut queue::connect(&url).unwrap(), job).unwrap();
+    assert_eq!(r.result.as_str(), "tuning incomplete");
+    // An unknown job is bad input naming it.
+    let out = cmd(dir, &["job", "status", "987654", "--queue", &url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("job 987654"),
+        "{}",
+        text(&out.stderr)
+    );
+    // An unreachable server is exit 6 naming the redacted URL.
+    let out = cmd(
+        dir,
+        &[
+            "job",
+            "status",
+            "1",
+            "--queue",
+            "postgres://u:secret@127.0.0.1:1/x",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("u:***@127.0.0.1:1") && !err.contains("secret"),
+        "{err}"
+    );
+}
+
+/// ResNet-50's Gemm tuned on `soc` into `bank` (random, 8 trials, transfer as given).
+fn tune_gemm(bank: &Bank, soc: &str, transfer: bool) -> tune::TuneSummary {
+    let model = load_onnx(fixture("resnet50.onnx")).unwrap();
+    let options = ResolvedOptions::from_args([format!("--soc_version={soc}")], &FsReader).unwrap();
+    let only: BTreeSet<String> = ["Gemm".to_string()].into();
+    let plan = tune::plan(&model, &options, &options.soc().unwrap(), Some(&only)).unwrap();
+    let settings = TuneSettings {
+        runner: "sim".into(),
+        strategy: "random".into(),
+        trials_per_op: 8,
+        options_given: options.given().clone(),
+        transfer,
+        ..TuneSettings::default()
+    };
+    let cancel = AtomicBool::new(false);
+    tune::run(&plan, bank, &settings, "resnet50", None, &cancel, &mut ()).unwrap()
+}
+
+/// Transfer in a queued job: the worker seeds its search from the related records the bank
+/// held when the job was enqueued (as a local tune seeds it from those it holds when it
+/// starts), never from a record written after.
+#[test]
+fn a_queued_task_is_seeded_from_the_records_present_at_enqueue_only() {
+    let Some((_server, url)) = PgServer::database() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // The local reference: the Gemm on Ascend310P3, then on Ascend910B2 with transfer.
+    std::fs::create_dir_all(dir.path().join("ref")).unwrap();
+    let reference = fresh_bank(&dir.path().join("ref"));
+    tune_gemm(&reference, "Ascend310P3", false);
+    let local = tune_gemm(&reference, "Ascend910B2", true).report;
+    assert_eq!(local.transfer.len(), 1, "seeded from the 310P3 record");
+    assert_eq!(local.transfer[0].seeded_by[0].soc, "Ascend310P3");
+    // The queue: the same bank content at enqueue, then a nearer record (same SoC family)
+    // written before any worker runs.
+    let bank = fresh_bank(dir.path());
+    tune_gemm(&bank, "Ascend310P3", false);
+    let mut client = queue::connect(&url).unwrap();
+    queue::migrate(&mut client, &url).unwrap();
+    let job = gemm_job(&mut client, &bank, "sim");
+    tune_gemm(&bank, "Ascend910B3", false);
+    let cancel = AtomicBool::new(false);
+    let mut w = worker(&url, "w", "Ascend910B2", "sim");
+    w.run(&bank, &cancel, &mut |_| {}).unwrap();
+    let report = queue::job_report(&mut client, job).unwrap();
+    assert_eq!(report.transfer, local.transfer);
+    assert_eq!(report.modified, local.modified);
+    assert_eq!(report.summary, local.summary);
+}
