@@ -1,6 +1,7 @@
 //! The integration tests, one test binary (`it`): each module is one subject, named as the file
 //! it lives in (`transfer.rs` → `transfer::…`). One binary links the library once instead of once
-//! per file, which is most of the suite's build time. `full_data` is its own binary: the
+//! per file (the release build of every target after a change to the library: 325 s of wall time
+//! on 2 cores, against 380 s with one binary per file). `full_data` is its own binary: the
 //! `#[ignore]`d tests on the public data that `.ci/run` selects with `binary(full_data)`.
 //! Run one subject with `cargo nextest run --release --test it -E 'test(/^transfer::/)'`.
 
