@@ -41,9 +41,9 @@ pub struct TuneSettings {
     pub options_given: std::collections::BTreeMap<String, String>,
     /// How each worker's runner times a candidate (`repeats`: AOE's `RUN_LOOP`).
     pub timing: TimingSettings,
-    /// Transfer: a task's search (a miss, or a hit searched again) starts from the winners of related bank records
-    /// ([`super::transfer`]) when there are any (`tune --no-transfer` turns it off). A job with
-    /// no related records searches exactly as with this off.
+    /// Transfer: a task's search (a miss, or a hit searched again) starts from the winners of
+    /// related bank records ([`super::transfer`]) when there are any (`tune --no-transfer` turns
+    /// it off). A job with no related records searches exactly as with this off.
     pub transfer: bool,
 }
 

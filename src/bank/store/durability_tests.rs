@@ -1,6 +1,6 @@
 //! Durability of a committed batch, apart from its atomicity. The SIGKILL tests of
-//! `tests/it/multiprocess.rs` keep the page cache, so they would pass if commits were never synced;
-//! these tests observe the storage under every commit path of the [`Store`] trait instead:
+//! `tests/it/multiprocess.rs` keep the page cache, so they would pass if commits were never
+//! synced; these tests observe the storage under every commit path of the [`Store`] trait instead:
 //! - redb: the bank is opened over a storage backend that wraps redb's own file backend and
 //!   records every write and sync, so a commit that returns with its writes not yet synced (all
 //!   but redb's final clearing of a header mark, see the test), a commit that syncs nothing, or a

@@ -4,7 +4,8 @@
 //! Backends: [`RedbStore`] (the default; one file shared by many processes), [`PgStore`] (a
 //! bank in a PostgreSQL database, for a team) and, behind the `sled` cargo feature, `SledStore`
 //! (one process at a time). Their tables are specified in
-//! ARCHITECTURE.md ("Bank storage format"); `tests/it/store_conformance.rs` holds both to the [`Store`] contract.
+//! ARCHITECTURE.md ("Bank storage format"); `tests/it/store_conformance.rs` holds both to the
+//! [`Store`] contract.
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -192,7 +193,8 @@ pub type Replace<'a> = dyn Fn(&BankKey, &[u8]) -> bool + 'a;
 
 /// A transactional key-value store holding encoded records.
 ///
-/// Contract, checked by the conformance suite in `tests/it/store_conformance.rs` for every backend:
+/// Contract, checked by the conformance suite in `tests/it/store_conformance.rs` for every
+/// backend:
 /// - `put_batch` is all-or-nothing and durable when it returns `Ok`: after a crash, either every
 ///   entry of the batch is readable or none is, and a concurrent reader sees one or the other.
 /// - A `put` of an existing key replaces its value and its index entry.
