@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
 
-use crate::bayes::BayesOpt;
+use crate::bayes::{BayesConfig, BayesOpt};
 use crate::space::ConfigId;
 use crate::strategies::{random_unmeasured, seeded_rng, Annealing, Genetic};
 use crate::strategy::{Observation, SearchContext, Strategy};
@@ -30,6 +30,8 @@ pub struct Ensemble {
     window: usize,
     exploration: f64,
     warmup: usize,
+    /// The first this many arms share the warm-up (1: the first arm alone).
+    warmup_arms: usize,
     rng: ChaCha8Rng,
 }
 
@@ -59,6 +61,7 @@ impl Ensemble {
             window: 30,
             exploration: 0.03,
             warmup: 20,
+            warmup_arms: 1,
             rng: seeded_rng(seed, 6),
         }
     }
@@ -73,21 +76,40 @@ impl Ensemble {
     /// The default ensemble, its Bayesian arm (the first, which spends the warm-up) with
     /// transfer from `prior` ([`BayesOpt::with_prior`]); the other arms stay cold but are told
     /// every result, the warm-start seeds' included.
+    ///
+    /// With a prior, a second arm follows the first: the same Bayesian optimiser in local mode
+    /// ([`BayesConfig::local`], with the prior), which refines the incumbent (at first the
+    /// prior's seed) by one-step moves of one or two parameters ranked by expected improvement,
+    /// and the two take turns in the warm-up. A related task's best configuration usually
+    /// differs from this task's in a few parameters (a block split when the core count
+    /// differs), so the seed's neighbourhood is where the prior pays; the first arm's turns
+    /// still spread the design the models need, and after the warm-up the bandit gives the
+    /// local arm turns only while its moves improve the best, so a misleading seed's
+    /// neighbourhood is left once it stops paying. Without a prior this is
+    /// [`Ensemble::default_arms`].
     pub fn default_arms_with_prior(seed: u64, prior: Option<Arc<Prior>>) -> Self {
-        let bayes = match prior {
-            Some(p) => BayesOpt::new(seed).with_prior(p),
-            None => BayesOpt::new(seed),
+        let mut arms: Vec<Box<dyn Strategy>> = Vec::new();
+        let warmup_arms = match prior {
+            Some(p) => {
+                let local = BayesConfig {
+                    local: true,
+                    ..BayesConfig::default()
+                };
+                arms.push(Box::new(BayesOpt::new(seed).with_prior(p.clone())));
+                arms.push(Box::new(BayesOpt::with_config(seed, local).with_prior(p)));
+                2
+            }
+            None => {
+                arms.push(Box::new(BayesOpt::new(seed)));
+                1
+            }
         };
-        Self::new(
-            seed,
-            vec![
-                Box::new(bayes),
-                Box::new(Tpe::new(seed)),
-                Box::new(Genetic::new(seed)),
-                Box::new(Annealing::new(seed)),
-            ],
-        )
-        .without_exploration()
+        arms.push(Box::new(Tpe::new(seed)));
+        arms.push(Box::new(Genetic::new(seed)));
+        arms.push(Box::new(Annealing::new(seed)));
+        let mut e = Self::new(seed, arms).without_exploration();
+        e.warmup_arms = warmup_arms;
+        e
     }
 
     /// The same ensemble with no exploration bonus: after each arm's first turn, an arm
@@ -131,17 +153,22 @@ impl Strategy for Ensemble {
         let mut guard = 0;
         while out.len() < n && guard < 4 * n + 4 {
             guard += 1;
-            // The first arm alone spends the warm-up (its initial design serves all arms).
-            let mut order: Vec<usize> = if ctx.history.len() + out.len() < self.warmup {
-                vec![0]
+            // The warm-up arms (the first alone, without a prior) spend the warm-up: its
+            // initial design serves all arms.
+            let done = ctx.history.len() + out.len();
+            let order: Vec<usize> = if done < self.warmup {
+                // The warm-up arms take turns (the next in turn first, the others as fallback).
+                let k = self.warmup_arms;
+                (0..k).map(|i| (done + i) % k).collect()
             } else {
-                (0..self.arms.len()).collect()
+                let mut order: Vec<usize> = (0..self.arms.len()).collect();
+                order.sort_by(|&a, &b| {
+                    self.credit(b, total)
+                        .total_cmp(&self.credit(a, total))
+                        .then(a.cmp(&b))
+                });
+                order
             };
-            order.sort_by(|&a, &b| {
-                self.credit(b, total)
-                    .total_cmp(&self.credit(a, total))
-                    .then(a.cmp(&b))
-            });
             let mut got = None;
             for &a in &order {
                 let props = self.arms[a].strategy.ask(ctx, n - out.len());
