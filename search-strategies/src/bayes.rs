@@ -38,6 +38,10 @@ pub struct BayesConfig {
     /// Local (trust-region) mode: no initial design and no seeds of its own; expected
     /// improvement is scored only over the incumbent's close neighbourhood ([`local_moves`]),
     /// so every proposal is a one- or two-parameter refinement of the best configuration.
+    /// With a prior ([`BayesOpt::with_prior`]) it is gated on trust: `ask` proposes nothing
+    /// until the prior predicts the observations (the significance test that admits the later
+    /// seeds, [`prior_slope`] `> 0`: at least 5 observations and `t >= 3`), and nothing again
+    /// whenever it stops doing so.
     pub local: bool,
 }
 
@@ -95,7 +99,8 @@ impl BayesOpt {
         self
     }
 
-    /// True when the prior predicts the observations so far ([`prior_slope`] is positive).
+    /// True when the prior predicts the observations so far ([`prior_slope`] is positive):
+    /// what admits the later seeds, and what gates local mode ([`BayesConfig::local`]).
     fn prior_trusted(&self, ctx: &SearchContext<'_>) -> bool {
         let obs: Vec<(ConfigId, f64)> = ctx
             .history
@@ -116,6 +121,18 @@ impl BayesOpt {
             .as_ref()
             .filter(|p| p.space_len() == space.len())?;
         Some(ids.iter().map(|&id| p.mean(space, id)).collect())
+    }
+
+    /// Local mode with too little data for a model: the incumbent's move (not in `taken`) the
+    /// prior likes best, the first without a prior.
+    fn local_start(&self, ctx: &SearchContext<'_>, taken: &[ConfigId]) -> Option<ConfigId> {
+        let moves = local_moves(ctx, taken);
+        match self.prior_means(ctx.space, &moves) {
+            Some(ps) => (moves.iter().zip(ps))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|p| *p.0),
+            None => moves.first().copied(),
+        }
     }
 
     /// The hyperparameters the first fit starts from, for `d` features.
@@ -353,6 +370,11 @@ impl Strategy for BayesOpt {
             .iter()
             .filter(|o| o.value.is_some())
             .count();
+        // The trust gate: a local arm with a prior proposes only while the prior predicts the
+        // observations, so with one that does not, the search is the one without this arm.
+        if self.cfg.local && self.prior.is_some() && !self.prior_trusted(ctx) {
+            return out;
+        }
         while out.len() < n {
             // The next seed, if one is left: the first ones always, later ones once the prior
             // is trusted (tested only then, so a search past its seeds pays nothing for it).
@@ -368,16 +390,7 @@ impl Strategy for BayesOpt {
                 }
             }
             if self.cfg.local && (n_ok < 2 || d == 0) {
-                // Too little data for a model: the incumbent's move the prior likes best (the
-                // first without a prior).
-                let moves = local_moves(ctx, &out);
-                let pick = match self.prior_means(space, &moves) {
-                    Some(ps) => (moves.iter().zip(ps))
-                        .min_by(|a, b| a.1.total_cmp(&b.1))
-                        .map(|p| *p.0),
-                    None => moves.first().copied(),
-                };
-                match pick {
+                match self.local_start(ctx, &out) {
                     Some(id) => out.push(id),
                     None => break,
                 }

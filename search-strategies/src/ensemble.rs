@@ -78,14 +78,18 @@ impl Ensemble {
     /// every result, the warm-start seeds' included.
     ///
     /// With a prior, a second arm follows the first: the same Bayesian optimiser in local mode
-    /// ([`BayesConfig::local`], with the prior), which refines the incumbent (at first the
-    /// prior's seed) by one-step moves of one or two parameters ranked by expected improvement,
-    /// and the two take turns in the warm-up. A related task's best configuration usually
-    /// differs from this task's in a few parameters (a block split when the core count
-    /// differs), so the seed's neighbourhood is where the prior pays; the first arm's turns
-    /// still spread the design the models need, and after the warm-up the bandit gives the
-    /// local arm turns only while its moves improve the best, so a misleading seed's
-    /// neighbourhood is left once it stops paying. Without a prior this is
+    /// ([`BayesConfig::local`], with the prior), which refines the incumbent by one-step moves
+    /// of one or two parameters ranked by expected improvement. A related task's best
+    /// configuration usually differs from this task's in a few parameters (a block split when
+    /// the core count differs), so the best's neighbourhood is where a good prior pays.
+    ///
+    /// The local arm is gated on trust: it proposes only while its prior predicts the
+    /// observations (the significance test, `t >= 3` on at least 5 observations, that admits
+    /// the later seeds); otherwise its `ask` returns nothing and the turn falls to the other
+    /// arms (in the warm-up, to the first arm). While trusted, it takes turns with the first
+    /// arm in the warm-up, and afterwards the bandit gives it turns only while its moves
+    /// improve the best. So with a prior that does not predict the observations, the search
+    /// is exactly the one without the local arm. Without a prior this is
     /// [`Ensemble::default_arms`].
     pub fn default_arms_with_prior(seed: u64, prior: Option<Arc<Prior>>) -> Self {
         let mut arms: Vec<Box<dyn Strategy>> = Vec::new();
@@ -157,7 +161,9 @@ impl Strategy for Ensemble {
             // initial design serves all arms.
             let done = ctx.history.len() + out.len();
             let order: Vec<usize> = if done < self.warmup {
-                // The warm-up arms take turns (the next in turn first, the others as fallback).
+                // The warm-up arms take turns (the next in turn first, the others as fallback:
+                // an arm that proposes nothing, as the untrusted local arm, leaves its turn to
+                // the next).
                 let k = self.warmup_arms;
                 (0..k).map(|i| (done + i) % k).collect()
             } else {
@@ -219,6 +225,7 @@ mod tests {
     use crate::space::{Parameter, Space};
     use crate::strategies::RandomSearch;
     use crate::strategy::Driver;
+    use crate::transfer::{Source, SourceRecord};
 
     fn uses(e: &Ensemble) -> Vec<usize> {
         e.arms.iter().map(|a| a.uses).collect()
@@ -249,5 +256,83 @@ mod tests {
         // With it, arms that never improve still share the budget.
         let b = uses(&bonus);
         assert!(b[1] >= 20 && b[2] >= 20, "{b:?}");
+    }
+
+    /// Four parameters of 8 values and a bowl around (5, 2, 6, 1).
+    fn bowl_space() -> Space {
+        let values: Vec<i64> = (0..8).collect();
+        let params = (0..4)
+            .map(|j| Parameter::ints(format!("p{j}"), &values))
+            .collect();
+        Space::enumerate(params, &[], &Default::default()).unwrap()
+    }
+
+    fn bowl(space: &Space, id: ConfigId) -> f64 {
+        let c = space.config(id);
+        let d: i32 = (0..4)
+            .map(|j| (i32::from(c[j]) - [5, 2, 6, 1][j]).pow(2))
+            .sum();
+        1.0 + f64::from(d)
+    }
+
+    /// A prior from a related cache of the whole space that measured `f`.
+    fn prior_of(space: &Space, f: impl Fn(ConfigId) -> f64) -> Arc<Prior> {
+        let names: Vec<String> = space.params().iter().map(|p| p.name.clone()).collect();
+        let records = (0..space.len() as ConfigId)
+            .map(|id| SourceRecord {
+                values: names.iter().cloned().zip(space.values(id)).collect(),
+                objective: Some(f(id)),
+            })
+            .collect();
+        let src = Source {
+            label: "related".into(),
+            distance: 1.0,
+            records,
+        };
+        Arc::new(Prior::new(space, &[src]))
+    }
+
+    /// The warm ensemble as it is without the local arm.
+    fn without_local_arm(seed: u64, prior: Arc<Prior>) -> Ensemble {
+        let arms: Vec<Box<dyn Strategy>> = vec![
+            Box::new(BayesOpt::new(seed).with_prior(prior)),
+            Box::new(Tpe::new(seed)),
+            Box::new(Genetic::new(seed)),
+            Box::new(Annealing::new(seed)),
+        ];
+        Ensemble::new(seed, arms).without_exploration()
+    }
+
+    #[test]
+    fn the_local_arm_proposes_only_while_its_prior_is_trusted() {
+        let space = bowl_space();
+        let mut f = |s: &Space, id: ConfigId| Some(bowl(s, id));
+        let ids = |h: &crate::strategy::History| -> Vec<ConfigId> {
+            h.observations().iter().map(|o| o.id).collect()
+        };
+        // A misleading prior (the bowl upside down): never trusted, so the local arm never
+        // proposes and the search is, proposal for proposal, the one without it.
+        let upside_down = prior_of(&space, |id| 1.0 / bowl(&space, id));
+        for (seed, batch) in [(1, 1), (2, 1), (3, 4)] {
+            let driver = Driver {
+                batch,
+                ..Driver::new(60)
+            };
+            let mut gated = Ensemble::default_arms_with_prior(seed, Some(upside_down.clone()));
+            let mut plain = without_local_arm(seed, upside_down.clone());
+            let a = driver.run(&space, &mut gated, &mut f).history;
+            let b = driver.run(&space, &mut plain, &mut f).history;
+            assert_eq!(ids(&a), ids(&b), "seed {seed}, batch {batch}");
+            assert_eq!(uses(&gated)[1], 0);
+        }
+        // A predictive prior (the same bowl): trusted once there is evidence, and the local
+        // arm proposes, in the warm-up already.
+        let same = prior_of(&space, |id| bowl(&space, id));
+        for seed in 1..=3 {
+            let mut warm = Ensemble::default_arms_with_prior(seed, Some(same.clone()));
+            Driver::new(20).run(&space, &mut warm, &mut f);
+            let u = uses(&warm);
+            assert!(u[1] >= 5, "seed {seed}: {u:?}");
+        }
     }
 }
