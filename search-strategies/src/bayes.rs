@@ -1,5 +1,6 @@
 //! Bayesian optimisation: a Gaussian process on log objectives, expected improvement over a
-//! candidate pool of random and near-best configurations.
+//! candidate pool of random and near-best configurations (or, in local mode, over the
+//! incumbent's one-step moves only: [`local_moves`]).
 
 use std::sync::Arc;
 
@@ -34,6 +35,14 @@ pub struct BayesConfig {
     /// Mix an overlap ("same value") term into the kernel, its rates and weight fitted with the
     /// length scales, so effects of single parameter values are modelled beside rank trends.
     pub overlap: bool,
+    /// Local (trust-region) mode: no initial design and no seeds of its own; expected
+    /// improvement is scored only over the incumbent's close neighbourhood ([`local_moves`]),
+    /// so every proposal is a one- or two-parameter refinement of the best configuration.
+    /// With a prior ([`BayesOpt::with_prior`]) it is gated on trust: `ask` proposes nothing
+    /// until the prior predicts the observations (the significance test that admits the later
+    /// seeds, [`prior_slope`] `> 0`: at least 5 observations and `t >= 3`), and nothing again
+    /// whenever it stops doing so.
+    pub local: bool,
 }
 
 impl Default for BayesConfig {
@@ -47,6 +56,7 @@ impl Default for BayesConfig {
             refit_every: 8,
             xi: 0.0,
             overlap: true,
+            local: false,
         }
     }
 }
@@ -89,7 +99,8 @@ impl BayesOpt {
         self
     }
 
-    /// True when the prior predicts the observations so far ([`prior_slope`] is positive).
+    /// True when the prior predicts the observations so far ([`prior_slope`] is positive):
+    /// what admits the later seeds, and what gates local mode ([`BayesConfig::local`]).
     fn prior_trusted(&self, ctx: &SearchContext<'_>) -> bool {
         let obs: Vec<(ConfigId, f64)> = ctx
             .history
@@ -110,6 +121,18 @@ impl BayesOpt {
             .as_ref()
             .filter(|p| p.space_len() == space.len())?;
         Some(ids.iter().map(|&id| p.mean(space, id)).collect())
+    }
+
+    /// Local mode with too little data for a model: the incumbent's move (not in `taken`) the
+    /// prior likes best, the first without a prior.
+    fn local_start(&self, ctx: &SearchContext<'_>, taken: &[ConfigId]) -> Option<ConfigId> {
+        let moves = local_moves(ctx, taken);
+        match self.prior_means(ctx.space, &moves) {
+            Some(ps) => (moves.iter().zip(ps))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|p| *p.0),
+            None => moves.first().copied(),
+        }
     }
 
     /// The hyperparameters the first fit starts from, for `d` features.
@@ -238,6 +261,94 @@ impl BayesOpt {
     }
 }
 
+/// The candidate of `cands` with the highest expected improvement over `best` under `gp` plus
+/// `shift` (the prior's part of the mean), ties to the smaller id; `None` when `cands` is empty.
+/// Branch and bound: EI grows with the variance, which is at most 1, so EI(mean, 1) bounds a
+/// candidate's EI from the cheap mean alone; exact EI (an O(n²) solve) is computed in bound
+/// order until no bound can beat the best.
+fn best_by_ei(
+    gp: &Gp,
+    space: &Space,
+    cands: &[ConfigId],
+    best: f64,
+    xi: f64,
+    shift: &dyn Fn(ConfigId) -> f64,
+) -> Option<ConfigId> {
+    let mut bounded: Vec<(f64, ConfigId)> = cands
+        .iter()
+        .map(|&c| {
+            let mu = gp.mean(space.features(c)) + shift(c);
+            (expected_improvement(mu, 1.0, best, xi), c)
+        })
+        .collect();
+    bounded.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut scratch = Vec::new();
+    let mut pick: Option<(ConfigId, f64)> = None;
+    for &(bound, c) in &bounded {
+        if pick.is_some_and(|(_, e)| bound <= e) {
+            break;
+        }
+        let (mu, v) = gp.predict(space.features(c), &mut scratch);
+        let mu = mu + shift(c);
+        let ei = expected_improvement(mu, v, best, xi);
+        if pick.is_none_or(|(_, e)| ei > e) {
+            pick = Some((c, ei));
+        }
+    }
+    pick.map(|p| p.0)
+}
+
+/// The trust region of [`BayesConfig::local`]: the unmeasured configurations (not in `taken`)
+/// that differ from the best observation by one step in one parameter's value list, then
+/// those that differ by one step in each of two parameters, in that order, each once. When
+/// the best one's region is exhausted, the next best observation's is used. Empty when
+/// nothing succeeded yet.
+pub fn local_moves(ctx: &SearchContext<'_>, taken: &[ConfigId]) -> Vec<ConfigId> {
+    let space = ctx.space;
+    let mut ranked: Vec<(f64, ConfigId)> = ctx
+        .history
+        .observations()
+        .iter()
+        .filter_map(|o| Some((o.value?, o.id)))
+        .collect();
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut keep = |id: ConfigId, out: &mut Vec<ConfigId>| {
+        if !ctx.history.is_measured(id) && !taken.contains(&id) && seen.insert(id) {
+            out.push(id);
+        }
+    };
+    for &(_, parent) in &ranked {
+        space.for_each_neighbour(parent, Neighbourhood::Adjacent, |m| keep(m, &mut out));
+        let c = space.config(parent).to_vec();
+        let step = |j: usize, s: i32| -> Option<u16> {
+            let v = i32::from(c[j]) + s;
+            let k = space.params()[j].values.len() as i32;
+            (0..k).contains(&v).then_some(v as u16)
+        };
+        for j in 0..c.len() {
+            for k in j + 1..c.len() {
+                for (sj, sk) in [(-1, -1), (-1, 1), (1, -1), (1, 1)] {
+                    let (Some(vj), Some(vk)) = (step(j, sj), step(k, sk)) else {
+                        continue;
+                    };
+                    let mut m = c.clone();
+                    m[j] = vj;
+                    m[k] = vk;
+                    if let Some(id) = space.id_of(&m) {
+                        keep(id, &mut out);
+                    }
+                }
+            }
+        }
+        if !out.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
 fn gather(space: &Space, ids: &[ConfigId]) -> Vec<f64> {
     ids.iter()
         .flat_map(|&id| space.features(id).iter().copied())
@@ -259,12 +370,18 @@ impl Strategy for BayesOpt {
             .iter()
             .filter(|o| o.value.is_some())
             .count();
+        // The trust gate: a local arm with a prior proposes only while the prior predicts the
+        // observations, so with one that does not, the search is the one without this arm.
+        if self.cfg.local && self.prior.is_some() && !self.prior_trusted(ctx) {
+            return out;
+        }
         while out.len() < n {
             // The next seed, if one is left: the first ones always, later ones once the prior
             // is trusted (tested only then, so a search past its seeds pays nothing for it).
             let seed = self
                 .prior
                 .as_ref()
+                .filter(|_| !self.cfg.local)
                 .and_then(|p| unmeasured_seeds(p, ctx, &out, 1).first().copied());
             if let Some(id) = seed {
                 if ctx.history.len() + out.len() < EARLY_SEEDS || self.prior_trusted(ctx) {
@@ -272,7 +389,15 @@ impl Strategy for BayesOpt {
                     continue;
                 }
             }
-            if n_ok < 2 || ctx.history.len() + out.len() < self.cfg.initial || d == 0 {
+            if self.cfg.local && (n_ok < 2 || d == 0) {
+                match self.local_start(ctx, &out) {
+                    Some(id) => out.push(id),
+                    None => break,
+                }
+                continue;
+            }
+            let design = ctx.history.len() + out.len() < self.cfg.initial;
+            if !self.cfg.local && (n_ok < 2 || design || d == 0) {
                 match self.space_filling(ctx, &out) {
                     Some(id) => out.push(id),
                     None => break,
@@ -330,36 +455,17 @@ impl Strategy for BayesOpt {
                 .zip(&all_ids)
                 .map(|(y, &id)| y + shift(id))
                 .fold(f64::INFINITY, f64::min);
-            let cands = self.candidates(ctx, &out, offset.is_some_and(|o| o.0 > 0.0));
+            let cands = if self.cfg.local {
+                local_moves(ctx, &out)
+            } else {
+                self.candidates(ctx, &out, offset.is_some_and(|o| o.0 > 0.0))
+            };
             if cands.is_empty() {
                 break;
             }
-            // Branch and bound: EI grows with the variance, which is at most 1, so
-            // EI(mean, 1) bounds a candidate's EI from the cheap mean alone. Exact EI (an
-            // O(n²) solve) is computed in bound order until no bound can beat the best.
-            let mut bounded: Vec<(f64, ConfigId)> = cands
-                .iter()
-                .map(|&c| {
-                    let mu = gp.mean(space.features(c)) + shift(c);
-                    (expected_improvement(mu, 1.0, best, self.cfg.xi), c)
-                })
-                .collect();
-            bounded.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            let mut scratch = Vec::new();
-            let mut pick: Option<(ConfigId, f64)> = None;
-            for &(bound, c) in &bounded {
-                if pick.is_some_and(|(_, e)| bound <= e) {
-                    break;
-                }
-                let (mu, v) = gp.predict(space.features(c), &mut scratch);
-                let mu = mu + shift(c);
-                let ei = expected_improvement(mu, v, best, self.cfg.xi);
-                if pick.is_none_or(|(_, e)| ei > e) {
-                    pick = Some((c, ei));
-                }
-            }
+            let pick = best_by_ei(&gp, space, &cands, best, self.cfg.xi, &shift);
             match pick {
-                Some((id, _)) => out.push(id),
+                Some(id) => out.push(id),
                 None => break,
             }
         }
@@ -373,7 +479,7 @@ impl Strategy for BayesOpt {
 mod tests {
     use super::*;
     use crate::space::Parameter;
-    use crate::strategy::Driver;
+    use crate::strategy::{Driver, History};
 
     /// Mean over seeds of the smallest squared distance between two of the first 10 samples.
     fn spread(design_candidates: usize) -> f64 {
@@ -407,6 +513,57 @@ mod tests {
             total += dmin;
         }
         total / 8.0
+    }
+
+    #[test]
+    fn local_mode_proposes_only_one_step_moves_of_the_incumbent() {
+        let values: Vec<i64> = (0..8).collect();
+        let params = (0..4)
+            .map(|j| Parameter::ints(format!("p{j}"), &values))
+            .collect();
+        let space = Space::enumerate(params, &[], &Default::default()).unwrap();
+        // A bowl around (5, 2, 6, 1): each improvement is a step towards it.
+        let target = [5i32, 2, 6, 1];
+        let bowl = |s: &Space, id: ConfigId| {
+            let c = s.config(id);
+            let d: i32 = (0..4).map(|j| (i32::from(c[j]) - target[j]).pow(2)).sum();
+            Some(1.0 + f64::from(d))
+        };
+        let cfg = BayesConfig {
+            local: true,
+            ..BayesConfig::default()
+        };
+        let mut bo = BayesOpt::with_config(3, cfg);
+        // Start far from the bowl's centre, at the corner (0, 0, 0, 0).
+        let start = space.id_of(&[0, 0, 0, 0]).unwrap();
+        let mut history = History::new(space.len());
+        history.record(Observation {
+            id: start,
+            value: bowl(&space, start),
+        });
+        for _ in 0..40 {
+            let ctx = SearchContext {
+                space: &space,
+                history: &history,
+            };
+            let best = history.best().unwrap().id;
+            let Some(&id) = bo.ask(&ctx, 1).first() else {
+                break;
+            };
+            let (a, b) = (space.config(best), space.config(id));
+            let steps: Vec<u16> = (0..4).map(|j| a[j].abs_diff(b[j])).collect();
+            let moved = steps.iter().filter(|&&s| s > 0).count();
+            assert!(
+                steps.iter().all(|&s| s <= 1) && (1..=2).contains(&moved),
+                "{a:?} -> {b:?}"
+            );
+            history.record(Observation {
+                id,
+                value: bowl(&space, id),
+            });
+        }
+        // One- and two-step moves walk down the bowl to its centre.
+        assert_eq!(history.best().unwrap().value, Some(1.0));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
 
-use crate::bayes::BayesOpt;
+use crate::bayes::{BayesConfig, BayesOpt};
 use crate::space::ConfigId;
 use crate::strategies::{random_unmeasured, seeded_rng, Annealing, Genetic};
 use crate::strategy::{Observation, SearchContext, Strategy};
@@ -30,6 +30,8 @@ pub struct Ensemble {
     window: usize,
     exploration: f64,
     warmup: usize,
+    /// The first this many arms share the warm-up (1: the first arm alone).
+    warmup_arms: usize,
     rng: ChaCha8Rng,
 }
 
@@ -59,6 +61,7 @@ impl Ensemble {
             window: 30,
             exploration: 0.03,
             warmup: 20,
+            warmup_arms: 1,
             rng: seeded_rng(seed, 6),
         }
     }
@@ -73,21 +76,44 @@ impl Ensemble {
     /// The default ensemble, its Bayesian arm (the first, which spends the warm-up) with
     /// transfer from `prior` ([`BayesOpt::with_prior`]); the other arms stay cold but are told
     /// every result, the warm-start seeds' included.
+    ///
+    /// With a prior, a second arm follows the first: the same Bayesian optimiser in local mode
+    /// ([`BayesConfig::local`], with the prior), which refines the incumbent by one-step moves
+    /// of one or two parameters ranked by expected improvement. A related task's best
+    /// configuration usually differs from this task's in a few parameters (a block split when
+    /// the core count differs), so the best's neighbourhood is where a good prior pays.
+    ///
+    /// The local arm is gated on trust: it proposes only while its prior predicts the
+    /// observations (the significance test, `t >= 3` on at least 5 observations, that admits
+    /// the later seeds); otherwise its `ask` returns nothing and the turn falls to the other
+    /// arms (in the warm-up, to the first arm). While trusted, it takes turns with the first
+    /// arm in the warm-up, and afterwards the bandit gives it turns only while its moves
+    /// improve the best. So with a prior that does not predict the observations, the search
+    /// is exactly the one without the local arm. Without a prior this is
+    /// [`Ensemble::default_arms`].
     pub fn default_arms_with_prior(seed: u64, prior: Option<Arc<Prior>>) -> Self {
-        let bayes = match prior {
-            Some(p) => BayesOpt::new(seed).with_prior(p),
-            None => BayesOpt::new(seed),
+        let mut arms: Vec<Box<dyn Strategy>> = Vec::new();
+        let warmup_arms = match prior {
+            Some(p) => {
+                let local = BayesConfig {
+                    local: true,
+                    ..BayesConfig::default()
+                };
+                arms.push(Box::new(BayesOpt::new(seed).with_prior(p.clone())));
+                arms.push(Box::new(BayesOpt::with_config(seed, local).with_prior(p)));
+                2
+            }
+            None => {
+                arms.push(Box::new(BayesOpt::new(seed)));
+                1
+            }
         };
-        Self::new(
-            seed,
-            vec![
-                Box::new(bayes),
-                Box::new(Tpe::new(seed)),
-                Box::new(Genetic::new(seed)),
-                Box::new(Annealing::new(seed)),
-            ],
-        )
-        .without_exploration()
+        arms.push(Box::new(Tpe::new(seed)));
+        arms.push(Box::new(Genetic::new(seed)));
+        arms.push(Box::new(Annealing::new(seed)));
+        let mut e = Self::new(seed, arms).without_exploration();
+        e.warmup_arms = warmup_arms;
+        e
     }
 
     /// The same ensemble with no exploration bonus: after each arm's first turn, an arm
@@ -131,17 +157,24 @@ impl Strategy for Ensemble {
         let mut guard = 0;
         while out.len() < n && guard < 4 * n + 4 {
             guard += 1;
-            // The first arm alone spends the warm-up (its initial design serves all arms).
-            let mut order: Vec<usize> = if ctx.history.len() + out.len() < self.warmup {
-                vec![0]
+            // The warm-up arms (the first alone, without a prior) spend the warm-up: its
+            // initial design serves all arms.
+            let done = ctx.history.len() + out.len();
+            let order: Vec<usize> = if done < self.warmup {
+                // The warm-up arms take turns (the next in turn first, the others as fallback:
+                // an arm that proposes nothing, as the untrusted local arm, leaves its turn to
+                // the next).
+                let k = self.warmup_arms;
+                (0..k).map(|i| (done + i) % k).collect()
             } else {
-                (0..self.arms.len()).collect()
+                let mut order: Vec<usize> = (0..self.arms.len()).collect();
+                order.sort_by(|&a, &b| {
+                    self.credit(b, total)
+                        .total_cmp(&self.credit(a, total))
+                        .then(a.cmp(&b))
+                });
+                order
             };
-            order.sort_by(|&a, &b| {
-                self.credit(b, total)
-                    .total_cmp(&self.credit(a, total))
-                    .then(a.cmp(&b))
-            });
             let mut got = None;
             for &a in &order {
                 let props = self.arms[a].strategy.ask(ctx, n - out.len());
@@ -192,6 +225,7 @@ mod tests {
     use crate::space::{Parameter, Space};
     use crate::strategies::RandomSearch;
     use crate::strategy::Driver;
+    use crate::transfer::{Source, SourceRecord};
 
     fn uses(e: &Ensemble) -> Vec<usize> {
         e.arms.iter().map(|a| a.uses).collect()
@@ -222,5 +256,83 @@ mod tests {
         // With it, arms that never improve still share the budget.
         let b = uses(&bonus);
         assert!(b[1] >= 20 && b[2] >= 20, "{b:?}");
+    }
+
+    /// Four parameters of 8 values and a bowl around (5, 2, 6, 1).
+    fn bowl_space() -> Space {
+        let values: Vec<i64> = (0..8).collect();
+        let params = (0..4)
+            .map(|j| Parameter::ints(format!("p{j}"), &values))
+            .collect();
+        Space::enumerate(params, &[], &Default::default()).unwrap()
+    }
+
+    fn bowl(space: &Space, id: ConfigId) -> f64 {
+        let c = space.config(id);
+        let d: i32 = (0..4)
+            .map(|j| (i32::from(c[j]) - [5, 2, 6, 1][j]).pow(2))
+            .sum();
+        1.0 + f64::from(d)
+    }
+
+    /// A prior from a related cache of the whole space that measured `f`.
+    fn prior_of(space: &Space, f: impl Fn(ConfigId) -> f64) -> Arc<Prior> {
+        let names: Vec<String> = space.params().iter().map(|p| p.name.clone()).collect();
+        let records = (0..space.len() as ConfigId)
+            .map(|id| SourceRecord {
+                values: names.iter().cloned().zip(space.values(id)).collect(),
+                objective: Some(f(id)),
+            })
+            .collect();
+        let src = Source {
+            label: "related".into(),
+            distance: 1.0,
+            records,
+        };
+        Arc::new(Prior::new(space, &[src]))
+    }
+
+    /// The warm ensemble as it is without the local arm.
+    fn without_local_arm(seed: u64, prior: Arc<Prior>) -> Ensemble {
+        let arms: Vec<Box<dyn Strategy>> = vec![
+            Box::new(BayesOpt::new(seed).with_prior(prior)),
+            Box::new(Tpe::new(seed)),
+            Box::new(Genetic::new(seed)),
+            Box::new(Annealing::new(seed)),
+        ];
+        Ensemble::new(seed, arms).without_exploration()
+    }
+
+    #[test]
+    fn the_local_arm_proposes_only_while_its_prior_is_trusted() {
+        let space = bowl_space();
+        let mut f = |s: &Space, id: ConfigId| Some(bowl(s, id));
+        let ids = |h: &crate::strategy::History| -> Vec<ConfigId> {
+            h.observations().iter().map(|o| o.id).collect()
+        };
+        // A misleading prior (the bowl upside down): never trusted, so the local arm never
+        // proposes and the search is, proposal for proposal, the one without it.
+        let upside_down = prior_of(&space, |id| 1.0 / bowl(&space, id));
+        for (seed, batch) in [(1, 1), (2, 1), (3, 4)] {
+            let driver = Driver {
+                batch,
+                ..Driver::new(60)
+            };
+            let mut gated = Ensemble::default_arms_with_prior(seed, Some(upside_down.clone()));
+            let mut plain = without_local_arm(seed, upside_down.clone());
+            let a = driver.run(&space, &mut gated, &mut f).history;
+            let b = driver.run(&space, &mut plain, &mut f).history;
+            assert_eq!(ids(&a), ids(&b), "seed {seed}, batch {batch}");
+            assert_eq!(uses(&gated)[1], 0);
+        }
+        // A predictive prior (the same bowl): trusted once there is evidence, and the local
+        // arm proposes, in the warm-up already.
+        let same = prior_of(&space, |id| bowl(&space, id));
+        for seed in 1..=3 {
+            let mut warm = Ensemble::default_arms_with_prior(seed, Some(same.clone()));
+            Driver::new(20).run(&space, &mut warm, &mut f);
+            let u = uses(&warm);
+            assert!(u[1] >= 5, "seed {seed}: {u:?}");
+        }
     }
 }

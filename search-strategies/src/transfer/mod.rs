@@ -26,8 +26,16 @@
 //!   shrunk by `n / (n + 5)`, and only once the prior's correlation with the observations is
 //!   significant: a prior that does not predict them gets `β = 0`, its best configurations leave
 //!   the candidate pool, and the search is the cold one (see [`prior_slope`]).
+//! - **Local refinement.** The ensemble with a prior adds a second Bayesian arm in local mode
+//!   ([`BayesConfig::local`](crate::bayes::BayesConfig::local)): expected improvement over the
+//!   incumbent's one-step moves of one or two parameters. It is gated on trust: it proposes
+//!   only while the prior passes the test that admits the later seeds (`t >= 3`, see
+//!   [`prior_slope`]), and otherwise leaves its turn to the other arms, so with a prior that
+//!   does not predict the observations the search is exactly the one without it. While
+//!   trusted, it takes turns with the first arm's design in the warm-up; afterwards it
+//!   proposes only while its moves improve the best.
 //! - **Competition.** The ensemble with a prior ([`Ensemble::default_arms_with_prior`]) keeps its
-//!   cold arms; the bandit moves the budget away from the warm arm when its proposals stop
+//!   cold arms; the bandit moves the budget away from the warm arms when their proposals stop
 //!   improving the best.
 
 use std::sync::Arc;
