@@ -15,8 +15,8 @@
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default: 600 s, every target)
 # FUZZ_PROFILE: `release` (the default, as `cargo fuzz run`: optimised, debug assertions on,
 #   one codegen unit, AddressSanitizer) or `dev` (as `cargo fuzz run --dev --sanitizer none`: a
-#   debug build with overflow checks and debug assertions, no sanitizer runtime; it compiles in
-#   about the time the plain build of the fuzz crate takes). CI runs
+#   debug build, line tables only, with overflow checks and debug assertions, no sanitizer
+#   runtime; it compiles in about the time the plain build of the fuzz crate takes). CI runs
 #   `FUZZ_PROFILE=dev scripts/fuzz.sh 10`: the regressions plus 10 s of each target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +41,9 @@ case "$profile" in
     out=release
     ;;
   dev)
-    cargo_flags=()
+    # Line tables only (not full debug info): crash backtraces keep file and line, and the
+    # build of the fuzz crate's dependency tree is quicker.
+    cargo_flags=(--config 'profile.dev.debug="line-tables-only"')
     out=debug
     ;;
   *)

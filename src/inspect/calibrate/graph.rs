@@ -167,6 +167,37 @@ fn row(line: &AoeGraphLine, soc: &SocSpec, settings: &TuneSettings) -> GraphCali
 }
 
 /// Share of `rows` for which `holds`; `None` for no rows.
+/// `f` of every item, in order, computed on `threads` threads (at least one) that each take
+/// the next item as they finish one (graph lines differ in cost: a graph's SGAT search grows
+/// with its subgraphs).
+fn map_in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let threads = threads.clamp(1, items.len().max(1));
+    if threads == 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(items.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_by_key(|p| p.0);
+    done.into_iter().map(|p| p.1).collect()
+}
+
 fn share(
     rows: &[&GraphCalibrationRow],
     holds: impl Fn(&GraphCalibrationRow) -> bool,
@@ -176,13 +207,14 @@ fn share(
 
 /// Calibrates the subgraph model on every graph line of `file` for `soc`, the simulator's own
 /// best found with `settings` (strategy, `trials_per_op`, batch, seed); see the module docs.
+/// Graph lines are calibrated on `settings.workers` threads (at least one); each line's row
+/// depends on that line alone, so the report is the same for any number of threads.
 pub fn calibrate_graphs(
     file: &AoeGraphFile,
     soc: &SocSpec,
     settings: &TuneSettings,
 ) -> GraphCalibrationReport {
-    let records: Vec<GraphCalibrationRow> =
-        file.graphs.iter().map(|l| row(l, soc, settings)).collect();
+    let records = map_in_parallel(&file.graphs, settings.workers, |l| row(l, soc, settings));
     let mapped: Vec<&GraphCalibrationRow> =
         records.iter().filter(|r| r.stored_us.is_some()).collect();
     let pairs = |sim: fn(&GraphCalibrationRow) -> Option<f64>| -> Vec<(f64, f64)> {
@@ -275,5 +307,38 @@ impl std::fmt::Display for GraphCalibrationReport {
             pct(s.stored_within_10pct_of_best),
             pct(s.stored_faster_than_default)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::map_in_parallel;
+
+    #[test]
+    fn map_in_parallel_keeps_the_order_and_maps_every_item_once_on_any_thread_count() {
+        // Uneven costs, so threads finish out of order.
+        let items: Vec<u64> = (0..57).collect();
+        let f = |&x: &u64| {
+            std::thread::sleep(std::time::Duration::from_micros((x * 37) % 11 * 50));
+            (x, std::thread::current().id())
+        };
+        let serial: Vec<u64> = map_in_parallel(&items, 1, f).iter().map(|p| p.0).collect();
+        assert_eq!(serial, items);
+        for threads in [0, 2, 3, 8, 100] {
+            let out = map_in_parallel(&items, threads, f);
+            let xs: Vec<u64> = out.iter().map(|p| p.0).collect();
+            assert_eq!(xs, items, "{threads} threads");
+            let mut ids: Vec<_> = out.iter().map(|p| p.1).collect();
+            ids.sort_by_key(|id| format!("{id:?}"));
+            ids.dedup();
+            if threads >= 2 {
+                assert!(
+                    ids.len() >= 2,
+                    "{threads} threads ran on {} thread(s)",
+                    ids.len()
+                );
+            }
+        }
+        assert!(map_in_parallel(&[] as &[u64], 4, |&x| x).is_empty());
     }
 }

@@ -46,7 +46,12 @@ pub fn run(args: CalibrateArgs, atc: &[String]) -> Result<ExitCode> {
     let ctx = Conversion::from_atc(atc).context("calibrate needs --soc_version")?;
     if let Some(path) = &args.aoe_graph {
         let file = read_aoe_graph_file(path)?;
-        let report = calibrate_graphs(&file, &ctx.soc, &TuneSettings::default());
+        // One graph line per thread at a time, on every core (the report does not depend on it).
+        let settings = TuneSettings {
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ..TuneSettings::default()
+        };
+        let report = calibrate_graphs(&file, &ctx.soc, &settings);
         print_report(&report, args.json)?;
         return Ok(ExitCode::SUCCESS);
     }
