@@ -41,8 +41,16 @@ pub struct BayesConfig {
     /// With a prior ([`BayesOpt::with_prior`]) it is gated on trust: `ask` proposes nothing
     /// until the prior predicts the observations (the significance test that admits the later
     /// seeds, [`prior_slope`] `> 0`: at least 5 observations and `t >= 3`), and nothing again
-    /// whenever it stops doing so.
+    /// whenever it stops doing so. One exception, untrusted: while the incumbent (the best
+    /// observation so far) is one of the prior's seeds ([`Prior::seeds`]) and at least
+    /// [`BayesConfig::seed_lead`] observations other than seeds have been measured, it refines
+    /// that seed, since a seed that beats several other configurations is worth refining
+    /// before the prior has the evidence to be trusted (a misleading seed is usually beaten,
+    /// and then the gate applies as before).
     pub local: bool,
+    /// The observations other than seeds a seed must lead for the untrusted local mode to
+    /// refine it (see [`BayesConfig::local`]).
+    pub seed_lead: usize,
 }
 
 impl Default for BayesConfig {
@@ -57,6 +65,7 @@ impl Default for BayesConfig {
             xi: 0.0,
             overlap: true,
             local: false,
+            seed_lead: 3,
         }
     }
 }
@@ -112,6 +121,23 @@ impl BayesOpt {
         let ys: Vec<f64> = obs.iter().map(|o| o.1).collect();
         self.prior_means(ctx.space, &ids)
             .is_some_and(|ps| prior_slope(&ps, &ys) > 0.0)
+    }
+
+    /// True when the best observation so far is one of the prior's seeds and at least
+    /// [`BayesConfig::seed_lead`] observations other than seeds have been measured: what lets
+    /// local mode refine the seed before the prior is trusted.
+    fn seed_leads(&self, ctx: &SearchContext<'_>) -> bool {
+        let (Some(p), Some(best)) = (self.prior.as_ref(), ctx.history.best()) else {
+            return false;
+        };
+        if p.space_len() != ctx.space.len() {
+            return false;
+        }
+        let is_seed = |id: ConfigId| p.seeds().iter().any(|s| s.id == id);
+        let others = (ctx.history.observations().iter())
+            .filter(|o| !is_seed(o.id))
+            .count();
+        is_seed(best.id) && others >= self.cfg.seed_lead
     }
 
     /// The prior's prediction at each of `ids` (all 0 without a prior or for another space).
@@ -371,8 +397,13 @@ impl Strategy for BayesOpt {
             .filter(|o| o.value.is_some())
             .count();
         // The trust gate: a local arm with a prior proposes only while the prior predicts the
-        // observations, so with one that does not, the search is the one without this arm.
-        if self.cfg.local && self.prior.is_some() && !self.prior_trusted(ctx) {
+        // observations or one of its seeds leads, so with a prior that does neither, the
+        // search is the one without this arm.
+        if self.cfg.local
+            && self.prior.is_some()
+            && !self.seed_leads(ctx)
+            && !self.prior_trusted(ctx)
+        {
             return out;
         }
         while out.len() < n {

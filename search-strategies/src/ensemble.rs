@@ -85,11 +85,14 @@ impl Ensemble {
     ///
     /// The local arm is gated on trust: it proposes only while its prior predicts the
     /// observations (the significance test, `t >= 3` on at least 5 observations, that admits
-    /// the later seeds); otherwise its `ask` returns nothing and the turn falls to the other
-    /// arms (in the warm-up, to the first arm). While trusted, it takes turns with the first
-    /// arm in the warm-up, and afterwards the bandit gives it turns only while its moves
-    /// improve the best. So with a prior that does not predict the observations, the search
-    /// is exactly the one without the local arm. Without a prior this is
+    /// the later seeds), or, untrusted, while the best observation is one of the prior's seeds
+    /// and at least [`BayesConfig::seed_lead`] (3) observations other than seeds have been
+    /// measured, so a seed that beats the first design points is refined at once; otherwise
+    /// its `ask` returns nothing and the turn falls to the other arms (in the warm-up, to the
+    /// first arm). While it proposes, it takes turns with the first arm in the warm-up, and
+    /// afterwards the bandit gives it turns only while its moves improve the best. So with a
+    /// prior that neither predicts the observations nor seeds their best, the search is
+    /// exactly the one without the local arm. Without a prior this is
     /// [`Ensemble::default_arms`].
     pub fn default_arms_with_prior(seed: u64, prior: Option<Arc<Prior>>) -> Self {
         let mut arms: Vec<Box<dyn Strategy>> = Vec::new();
@@ -310,8 +313,9 @@ mod tests {
         let ids = |h: &crate::strategy::History| -> Vec<ConfigId> {
             h.observations().iter().map(|o| o.id).collect()
         };
-        // A misleading prior (the bowl upside down): never trusted, so the local arm never
-        // proposes and the search is, proposal for proposal, the one without it.
+        // A misleading prior (the bowl upside down): never trusted, and its seeds (the
+        // bowl's rim) never lead, so the local arm never proposes and the search is, proposal
+        // for proposal, the one without it.
         let upside_down = prior_of(&space, |id| 1.0 / bowl(&space, id));
         for (seed, batch) in [(1, 1), (2, 1), (3, 4)] {
             let driver = Driver {
@@ -333,6 +337,79 @@ mod tests {
             Driver::new(20).run(&space, &mut warm, &mut f);
             let u = uses(&warm);
             assert!(u[1] >= 5, "seed {seed}: {u:?}");
+        }
+    }
+
+    #[test]
+    fn the_untrusted_local_arm_refines_a_seed_that_leads_three_other_observations() {
+        let space = bowl_space();
+        // Misleading everywhere (the bowl upside down) but for its best, a seed next to the
+        // bowl's centre: never trusted, but its seed leads.
+        let spike = space.id_of(&[5, 2, 6, 2]).unwrap();
+        let prior = prior_of(&space, |id| {
+            if id == spike {
+                1e-3
+            } else {
+                1.0 / bowl(&space, id)
+            }
+        });
+        assert_eq!(prior.seeds()[0].id, spike);
+        let local = BayesConfig {
+            local: true,
+            ..BayesConfig::default()
+        };
+        assert_eq!(local.seed_lead, 3);
+        let mut bo = BayesOpt::with_config(1, local).with_prior(prior.clone());
+        let mut history = crate::strategy::History::new(space.len());
+        let measure = |h: &mut crate::strategy::History, c: &[u16]| {
+            let id = space.id_of(c).unwrap();
+            assert!(c == [5, 2, 6, 2] || prior.seeds().iter().all(|s| s.id != id));
+            h.record(Observation {
+                id,
+                value: Some(bowl(&space, id)),
+            });
+        };
+        measure(&mut history, &[5, 2, 6, 2]);
+        // The seed leads, but fewer than 3 other observations: nothing.
+        for c in [[1, 5, 2, 4], [3, 6, 3, 5]] {
+            let ctx = SearchContext {
+                space: &space,
+                history: &history,
+            };
+            assert!(bo.ask(&ctx, 1).is_empty(), "{} observations", history.len());
+            measure(&mut history, &c);
+        }
+        // It leads 3 others: a one- or two-step move of the seed.
+        measure(&mut history, &[2, 4, 2, 5]);
+        let ctx = SearchContext {
+            space: &space,
+            history: &history,
+        };
+        let id = *bo
+            .ask(&ctx, 1)
+            .first()
+            .expect("the leading seed is refined");
+        let moved: Vec<u16> = (0..4)
+            .map(|j| space.config(spike)[j].abs_diff(space.config(id)[j]))
+            .collect();
+        assert!(
+            moved.iter().all(|&s| s <= 1) && moved.contains(&1),
+            "{moved:?}"
+        );
+        // Once another configuration beats the seed, the gate applies again: nothing.
+        measure(&mut history, &[5, 2, 6, 1]);
+        let ctx = SearchContext {
+            space: &space,
+            history: &history,
+        };
+        assert!(bo.ask(&ctx, 1).is_empty());
+        // In the ensemble, the local arm has turns in the warm-up.
+        let mut f = |s: &Space, id: ConfigId| Some(bowl(s, id));
+        for seed in 1..=3 {
+            let mut warm = Ensemble::default_arms_with_prior(seed, Some(prior.clone()));
+            Driver::new(20).run(&space, &mut warm, &mut f);
+            let u = uses(&warm);
+            assert!(u[1] >= 1, "seed {seed}: {u:?}");
         }
     }
 }

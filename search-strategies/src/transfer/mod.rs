@@ -30,9 +30,11 @@
 //!   ([`BayesConfig::local`](crate::bayes::BayesConfig::local)): expected improvement over the
 //!   incumbent's one-step moves of one or two parameters. It is gated on trust: it proposes
 //!   only while the prior passes the test that admits the later seeds (`t >= 3`, see
-//!   [`prior_slope`]), and otherwise leaves its turn to the other arms, so with a prior that
-//!   does not predict the observations the search is exactly the one without it. While
-//!   trusted, it takes turns with the first arm's design in the warm-up; afterwards it
+//!   [`prior_slope`]) or while one of the seeds is the best observation and leads at least
+//!   [`BayesConfig::seed_lead`](crate::bayes::BayesConfig::seed_lead) other observations, and
+//!   otherwise leaves its turn to the other arms, so with a prior that neither predicts the
+//!   observations nor seeds the best of them the search is exactly the one without it. While
+//!   it proposes, it takes turns with the first arm's design in the warm-up; afterwards it
 //!   proposes only while its moves improve the best.
 //! - **Competition.** The ensemble with a prior ([`Ensemble::default_arms_with_prior`]) keeps its
 //!   cold arms; the bandit moves the budget away from the warm arms when their proposals stop
