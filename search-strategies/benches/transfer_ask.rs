@@ -1,6 +1,7 @@
 //! Cost of transfer: one `ask` of Bayesian optimisation with 500 observations, with and without
-//! a prior, and building the prior, on real spaces (the committed replay fixtures: target the
-//! A4000 convolution cache, source the A100 cache of the same kernel).
+//! a prior, of its local mode (the warm ensemble's local arm), and building the prior, on real
+//! spaces (the committed replay fixtures: target the A4000 convolution cache, source the A100
+//! cache of the same kernel).
 //!
 //! Run: `cargo bench -p search-strategies --bench transfer_ask`.
 
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use search_strategies::bayes::BayesOpt;
+use search_strategies::bayes::{BayesConfig, BayesOpt};
 use search_strategies::ensemble::Ensemble;
 use search_strategies::replay::ReplaySpace;
 use search_strategies::transfer::{Prior, Source};
@@ -70,6 +71,24 @@ fn bench(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    // The warm ensemble's local arm (expected improvement over the incumbent's one- and
+    // two-parameter moves), here trusted: the A100 cache predicts A4000's times.
+    let local_cfg = BayesConfig {
+        local: true,
+        ..BayesConfig::default()
+    };
+    let mut local = BayesOpt::with_config(1, local_cfg).with_prior(prior.clone());
+    assert_eq!(local.ask(&ctx, 1).len(), 1, "the local arm proposes here");
+    c.bench_function(
+        "local bayes_opt ask @500 observations, with the prior",
+        |b| {
+            b.iter_batched(
+                || local.clone(),
+                |mut s| s.ask(&ctx, 1),
+                BatchSize::SmallInput,
+            )
+        },
+    );
     c.bench_function(
         "ensemble ask @500 observations with the prior (includes the first GP fit)",
         |b| {
