@@ -166,7 +166,6 @@ fn row(line: &AoeGraphLine, soc: &SocSpec, settings: &TuneSettings) -> GraphCali
     row
 }
 
-/// Share of `rows` for which `holds`; `None` for no rows.
 /// `f` of every item, in order, computed on `threads` threads (at least one) that each take
 /// the next item as they finish one (graph lines differ in cost: a graph's SGAT search grows
 /// with its subgraphs).
@@ -198,6 +197,7 @@ fn map_in_parallel<T: Sync, R: Send>(
     done.into_iter().map(|p| p.1).collect()
 }
 
+/// Share of `rows` for which `holds`; `None` for no rows.
 fn share(
     rows: &[&GraphCalibrationRow],
     holds: impl Fn(&GraphCalibrationRow) -> bool,
