@@ -2,7 +2,7 @@
 # Checks that the Python wheel's build resolves every dependency with features the workspace
 # build also has (see the note in python/Cargo.toml): `pip install ./python` (maturin builds the
 # tunebank-python package alone, without dev-dependencies) then reuses the compiled dependencies
-# of `cargo build --workspace --release --all-targets --all-features` in target/release. A
+# of the workspace's release build with its tests (.ci/run) in target/release. A
 # mismatch costs CI minutes, not correctness; this script names the packages to align.
 set -euo pipefail
 cd "$(dirname "$0")/.."
