@@ -236,8 +236,8 @@ fn the_warm_ensemble_refines_the_best_in_its_neighbourhood_once_the_prior_is_tru
             }
         }
         // The prior (its seed far better than the design points) passes the trust test as soon
-        // as it can (5 observations); then the local arm has every other turn of the warm-up, while a
-        // design point lands in the best's neighbourhood (at most 72 of 46,656
+        // as it can (5 observations); then the local arm has every other turn of the warm-up,
+        // while a design point lands in the best's neighbourhood (at most 72 of 46,656
         // configurations) with odds of about 1 in 600. Without the local arm (or with the
         // prior untrusted) there are none in the first 10.
         assert!(local >= 2, "seed {seed}: {local} local proposals of 9");
