@@ -23,6 +23,13 @@ struct Arm {
 /// Shares the budget among arms with an area-under-the-curve bandit: each arm is credited with
 /// the recency-weighted rate at which its proposals improved the best result, plus an
 /// exploration bonus. Every arm is told every result, so each learns from the others.
+///
+/// Batches (`ask` for `n > 1`): the slots are filled one turn at a time, and an arm's first
+/// turn in a batch asks it for every slot still open; its later turns in the same batch take
+/// the next of those proposals (skipping any another arm already took) before it is asked
+/// again. So an arm's share of a batch is the batch it planned (a Bayesian arm's constant liar
+/// spreads its proposals), and a deterministic arm, which does not know what the others
+/// proposed and would answer a second `ask` with the same prefix, can fill the whole batch.
 pub struct Ensemble {
     arms: Vec<Arm>,
     owner: HashMap<ConfigId, usize>,
@@ -158,6 +165,8 @@ impl Strategy for Ensemble {
         let mut out: Vec<ConfigId> = Vec::with_capacity(n);
         let total: usize = self.arms.iter().map(|a| a.uses).sum();
         let mut guard = 0;
+        // Per arm, what it proposed in this batch and has not been used yet.
+        let mut planned: Vec<Vec<ConfigId>> = vec![Vec::new(); self.arms.len()];
         while out.len() < n && guard < 4 * n + 4 {
             guard += 1;
             // The warm-up arms (the first alone, without a prior) spend the warm-up: its
@@ -180,8 +189,12 @@ impl Strategy for Ensemble {
             };
             let mut got = None;
             for &a in &order {
-                let props = self.arms[a].strategy.ask(ctx, n - out.len());
-                if let Some(&id) = props.iter().find(|id| !out.contains(id)) {
+                let mut id = take_fresh(&mut planned[a], &out);
+                if id.is_none() {
+                    planned[a] = self.arms[a].strategy.ask(ctx, n - out.len());
+                    id = take_fresh(&mut planned[a], &out);
+                }
+                if let Some(id) = id {
                     got = Some((a, id));
                     break;
                 }
@@ -222,6 +235,18 @@ impl Strategy for Ensemble {
     }
 }
 
+/// The first of `planned` not in `out`, removed with everything before it; `None` (and
+/// `planned` emptied) when all are in `out`.
+fn take_fresh(planned: &mut Vec<ConfigId>, out: &[ConfigId]) -> Option<ConfigId> {
+    let Some(i) = planned.iter().position(|id| !out.contains(id)) else {
+        planned.clear();
+        return None;
+    };
+    let id = planned[i];
+    planned.drain(..=i);
+    Some(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,6 +284,57 @@ mod tests {
         // With it, arms that never improve still share the budget.
         let b = uses(&bonus);
         assert!(b[1] >= 20 && b[2] >= 20, "{b:?}");
+    }
+
+    /// Proposes the unmeasured configurations in id order (`rev`: from the last), the same
+    /// list at every `ask` until something is measured: a deterministic arm that does not
+    /// know what the ensemble's other arms proposed.
+    struct InOrder {
+        rev: bool,
+    }
+
+    impl Strategy for InOrder {
+        fn name(&self) -> &str {
+            "in_order"
+        }
+
+        fn ask(&mut self, ctx: &SearchContext<'_>, n: usize) -> Vec<ConfigId> {
+            let ids = 0..ctx.space.len() as ConfigId;
+            let fresh = |id: &ConfigId| !ctx.history.is_measured(*id);
+            if self.rev {
+                ids.rev().filter(fresh).take(n).collect()
+            } else {
+                ids.filter(fresh).take(n).collect()
+            }
+        }
+
+        fn tell(&mut self, _: &SearchContext<'_>, _: &[Observation]) {}
+    }
+
+    #[test]
+    fn in_a_batch_each_arm_fills_its_turns_from_the_batch_it_planned() {
+        let space = bowl_space();
+        let last = space.len() as ConfigId - 1;
+        let history = crate::strategy::History::new(space.len());
+        let ctx = SearchContext {
+            space: &space,
+            history: &history,
+        };
+        // One deterministic arm fills the whole batch, not only the first half of it.
+        let mut one = Ensemble::new(1, vec![Box::new(InOrder { rev: false })]);
+        assert_eq!(one.ask(&ctx, 8), (0..8).collect::<Vec<ConfigId>>());
+        // Two arms taking turns: each turn takes the next of its own arm's plan.
+        let arms: Vec<Box<dyn Strategy>> = vec![
+            Box::new(InOrder { rev: false }),
+            Box::new(InOrder { rev: true }),
+        ];
+        let mut two = Ensemble::new(1, arms);
+        two.warmup_arms = 2;
+        assert_eq!(
+            two.ask(&ctx, 8),
+            vec![0, last, 1, last - 1, 2, last - 2, 3, last - 3]
+        );
+        assert_eq!(uses(&two), vec![4, 4]);
     }
 
     /// Four parameters of 8 values and a bowl around (5, 2, 6, 1).
