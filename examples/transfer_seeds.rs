@@ -17,27 +17,24 @@
 //!   (one parameter, one step in its value list), and among those and its two-step moves
 //!   (`search_strategies::bayes::local_moves`); `reach`: how many of them are within 1 %;
 //! - `climb`: candidates a hill-climb needs to reach 99 % of the cold best: the seed first in
-//!   a batch of 8 whose other 7 candidates do not count, then batches of the incumbent's next
-//!   8 local moves in `local_moves` order (the whole budget when it never gets there).
+//!   a batch whose other candidates do not count, then batches of the incumbent's next local
+//!   moves in `local_moves` order (the whole budget when it never gets there).
+
+#[path = "common/sim_fixture.rs"]
+mod sim_fixture;
 
 use std::collections::BTreeSet;
-use std::sync::atomic::AtomicBool;
 
 use search_strategies::bayes::local_moves;
-use search_strategies::transfer::{Prior, Source, SourceRecord};
 use search_strategies::{ConfigId, History, Neighbourhood, Observation, SearchContext};
+use sim_fixture::{fill, plan, settings, Error};
 use tunebank::bank::Bank;
-use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
+use tunebank::key::RecordKind;
 use tunebank::measure::sim::SimRunner;
-use tunebank::measure::{json_to_value, Measure, TaskSpace, TuningTask};
-use tunebank::model::load_onnx;
+use tunebank::measure::{Measure, TaskSpace, TuningTask};
 use tunebank::tune::transfer::compare::{compare, REACH};
-use tunebank::tune::transfer::{snapshot, Related};
-use tunebank::tune::{self, TunePlan, TuneSettings};
-
-type Error = Box<dyn std::error::Error>;
-
-const BATCH: usize = 8;
+use tunebank::tune::transfer::{self, snapshot, Related};
+use tunebank::tune::TuneSettings;
 
 struct Args {
     other_soc: String,
@@ -64,34 +61,6 @@ fn args() -> Result<Args, Error> {
     Ok(a)
 }
 
-fn plan(model: &str, soc: &str) -> Result<(TunePlan, ResolvedOptions), Error> {
-    let path = format!(
-        "{}/fixtures/models/{model}.onnx",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let options = ResolvedOptions::from_args([format!("--soc_version={soc}")], &FsReader)?;
-    let p = tune::plan(
-        &load_onnx(&path)?,
-        &options,
-        &options.soc()?,
-        None::<&BTreeSet<String>>,
-    )?;
-    Ok((p, options))
-}
-
-fn settings(options: &ResolvedOptions, seed: u64, budget: usize) -> TuneSettings {
-    TuneSettings {
-        runner: "sim".into(),
-        strategy: "ensemble".into(),
-        seed,
-        trials_per_op: budget,
-        batch: BATCH,
-        options_given: options.given().clone(),
-        transfer: false,
-        ..TuneSettings::default()
-    }
-}
-
 /// What the seed and its neighbourhood hold for one op.
 struct Seeded {
     seed: f64,
@@ -102,28 +71,17 @@ struct Seeded {
 }
 
 /// The first seed of the prior built from `related` over `space`, its neighbourhood and a
-/// hill-climb from it, against the cold search's best `cold_best` (µs); `None` when nothing
+/// hill-climb from it (with `search`'s budget and batch), against the cold search's best
+/// `cold_best` (µs); `None` when nothing
 /// projects.
 fn examine(
     task: &TuningTask,
     space: &TaskSpace,
     related: &[Related],
     cold_best: f64,
-    budget: usize,
+    search: &TuneSettings,
 ) -> Option<Seeded> {
-    let sources: Vec<Source> = (related.iter())
-        .map(|r| Source {
-            label: r.key.to_string(),
-            distance: r.distance,
-            records: vec![SourceRecord {
-                values: (r.strategy.iter())
-                    .filter_map(|(k, v)| Some((k.clone(), json_to_value(v)?)))
-                    .collect(),
-                objective: Some(r.tuned_us),
-            }],
-        })
-        .collect();
-    let prior = Prior::new(&space.space, &sources);
+    let prior = transfer::prior(space, related);
     let seed = prior.seeds().first()?.id;
     let time = |id: ConfigId| {
         SimRunner::simulate(task, &space.strategy(id))
@@ -160,30 +118,31 @@ fn examine(
         one_step: one_step / cold_best,
         two_step: two_step / cold_best,
         reach,
-        climb: climb(&space.space, history, &time, target, budget),
+        climb: climb(&space.space, history, &time, target, search),
     })
 }
 
-/// Candidates a batch hill-climb from the seed (the only observation in `history`) needs to
-/// reach `target`; `budget` when it never does.
+/// Candidates a hill-climb in `search`'s batches from the seed (the only observation in
+/// `history`) needs to reach `target`; `search`'s budget when it never does.
 fn climb(
     space: &search_strategies::Space,
     mut history: History,
     time: &dyn Fn(ConfigId) -> Option<f64>,
     target: f64,
-    budget: usize,
+    search: &TuneSettings,
 ) -> usize {
+    let (budget, batch) = (search.trials_per_op, search.batch);
     let reached = |h: &History| h.best().and_then(|b| b.value).is_some_and(|v| v <= target);
     if reached(&history) {
         return 1;
     }
-    let mut spent = BATCH;
+    let mut spent = batch;
     while spent < budget {
         let ctx = SearchContext {
             space,
             history: &history,
         };
-        let moves: Vec<ConfigId> = local_moves(&ctx, &[]).into_iter().take(BATCH).collect();
+        let moves: Vec<ConfigId> = local_moves(&ctx, &[]).into_iter().take(batch).collect();
         if moves.is_empty() {
             break;
         }
@@ -214,13 +173,11 @@ fn main() -> Result<(), Error> {
             .custom_path(dir.path().join(format!("{model}.redb")))
             .no_default_builtin()
             .open()?;
-        let (source, options) = plan(model, &a.other_soc)?;
-        let cancel = AtomicBool::new(false);
-        let fill = settings(&options, 1, a.budget);
-        tune::run(&source, &bank, &fill, model, None, &cancel, &mut ())?;
+        fill(&bank, model, &a.other_soc, "ensemble", a.budget)?;
         let (target, options) = plan(model, "Ascend910B2")?;
         let snap = snapshot(&bank, &target, 0..target.tasks.len())?;
-        let c = compare(&target, &snap, &settings(&options, a.seed, a.budget))?;
+        let s = settings(&options, "ensemble", a.seed, a.budget);
+        let c = compare(&target, &snap, &s)?;
         println!("\n## {model}");
         println!(
             "{:<14} {:>7} {:>6} {:>6} {:>6} {:>5} {:>5} {:>5} {:>5}",
@@ -236,7 +193,7 @@ fn main() -> Result<(), Error> {
             }
             let task = TuningTask::new(t.descriptor.clone());
             let space = runner.space(&task)?;
-            let Some(s) = examine(&task, &space, snap.get(i), op.cold_best_us, a.budget) else {
+            let Some(s) = examine(&task, &space, snap.get(i), op.cold_best_us, &s) else {
                 continue;
             };
             let warm = op.warm_to_reach.unwrap_or(a.budget);

@@ -11,17 +11,14 @@
 //! The banks are built by `tunebank::tune::run` (transfer off, seed 1, the same budget) into a
 //! temporary directory; nothing outside it is written.
 
-use std::collections::BTreeSet;
-use std::sync::atomic::AtomicBool;
+#[path = "common/sim_fixture.rs"]
+mod sim_fixture;
 
+use sim_fixture::{fill, plan, settings, Error};
 use tunebank::bank::Bank;
-use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
-use tunebank::model::load_onnx;
+use tunebank::key::RecordKind;
 use tunebank::tune::transfer::compare::{compare, Comparison};
 use tunebank::tune::transfer::snapshot;
-use tunebank::tune::{self, TunePlan, TuneSettings};
-
-type Error = Box<dyn std::error::Error>;
 
 struct Args {
     budget: usize,
@@ -54,45 +51,6 @@ fn args() -> Result<Args, Error> {
     Ok(a)
 }
 
-fn plan(model: &str, soc: &str) -> Result<(TunePlan, ResolvedOptions), Error> {
-    let path = format!(
-        "{}/fixtures/models/{model}.onnx",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let m = load_onnx(&path)?;
-    let options = ResolvedOptions::from_args([format!("--soc_version={soc}")], &FsReader)?;
-    let p = tune::plan(&m, &options, &options.soc()?, None::<&BTreeSet<String>>)?;
-    Ok((p, options))
-}
-
-fn settings(a: &Args, options: &ResolvedOptions, seed: u64) -> TuneSettings {
-    TuneSettings {
-        runner: "sim".into(),
-        strategy: a.strategy.clone(),
-        seed,
-        trials_per_op: a.budget,
-        options_given: options.given().clone(),
-        transfer: false,
-        ..TuneSettings::default()
-    }
-}
-
-/// Tunes `model` on `soc` into `bank` (cold, seed 1).
-fn fill(bank: &Bank, a: &Args, model: &str, soc: &str) -> Result<(), Error> {
-    let (p, options) = plan(model, soc)?;
-    let cancel = AtomicBool::new(false);
-    tune::run(
-        &p,
-        bank,
-        &settings(a, &options, 1),
-        model,
-        None,
-        &cancel,
-        &mut (),
-    )?;
-    Ok(())
-}
-
 /// Compares cold and warm for `target` on Ascend910B2 with the related records `bank` holds,
 /// over every seed; prints the first seed's ops (with `--per-op`) and each seed's totals.
 fn measure(a: &Args, target: &str, bank: &Bank, what: &str) -> Result<(usize, usize), Error> {
@@ -101,7 +59,7 @@ fn measure(a: &Args, target: &str, bank: &Bank, what: &str) -> Result<(usize, us
     let (mut cold, mut warm) = (0, 0);
     println!("\n## {target} on Ascend910B2, bank: {what}");
     for seed in 1..=a.seeds {
-        let c: Comparison = compare(&p, &snap, &settings(a, &options, seed))?;
+        let c: Comparison = compare(&p, &snap, &settings(&options, &a.strategy, seed, a.budget))?;
         if a.per_op && seed == 1 {
             print!("{c}");
         }
@@ -139,11 +97,11 @@ fn main() -> Result<(), Error> {
                 .open()
         };
         let only_other = open("other-model")?;
-        fill(&only_other, &a, other, "Ascend910B2")?;
+        fill(&only_other, other, "Ascend910B2", &a.strategy, a.budget)?;
         measure(&a, target, &only_other, &format!("{other} on Ascend910B2"))?;
         let both = open("other-model-and-soc")?;
-        fill(&both, &a, other, "Ascend910B2")?;
-        fill(&both, &a, target, &a.other_soc)?;
+        fill(&both, other, "Ascend910B2", &a.strategy, a.budget)?;
+        fill(&both, target, &a.other_soc, &a.strategy, a.budget)?;
         let what = format!("{other} on Ascend910B2 + {target} on {}", a.other_soc);
         let (c, w) = measure(&a, target, &both, &what)?;
         cold += c;

@@ -133,8 +133,7 @@ pub fn transfer_strategy(
     if related.is_empty() {
         return by_name(name, seed).map(|s| (s, Vec::new()));
     }
-    let sources: Vec<Source> = related.iter().map(source).collect();
-    let prior = Prior::new(&space.space, &sources);
+    let prior = prior(space, related);
     if prior.is_empty() {
         return by_name(name, seed).map(|s| (s, Vec::new()));
     }
@@ -155,6 +154,14 @@ pub fn transfer_strategy(
     }
     let strategy = by_name_with_prior(name, seed, Arc::new(prior))?;
     Some((strategy, seeded))
+}
+
+/// The transfer prior of `related` over `space`: each record as a source ([`source`]),
+/// projected onto the space (empty when none projects). What [`transfer_strategy`] seeds its
+/// search from.
+pub fn prior(space: &TaskSpace, related: &[Related]) -> Prior {
+    let sources: Vec<Source> = related.iter().map(source).collect();
+    Prior::new(&space.space, &sources)
 }
 
 /// A related record as a transfer source: one record (a winner), its strategy's scalar values
