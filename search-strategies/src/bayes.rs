@@ -10,7 +10,7 @@ use crate::gp::{expected_improvement, fit_hyper, Gp, Hyper};
 use crate::space::{ConfigId, Neighbourhood, Space};
 use crate::strategies::{random_unmeasured, seeded_rng};
 use crate::strategy::{Observation, SearchContext, Strategy};
-use crate::transfer::{prior_slope, unmeasured_seeds, Prior, EARLY_SEEDS};
+use crate::transfer::{prior_slope, unmeasured_seeds, Prior};
 
 /// Tuning knobs of [`BayesOpt`].
 #[derive(Debug, Clone)]
@@ -406,8 +406,9 @@ impl Strategy for BayesOpt {
         {
             return out;
         }
+        let early = self.prior.as_ref().map_or(0, |p| p.early());
         while out.len() < n {
-            // The next seed, if one is left: the first ones always, later ones once the prior
+            // The next seed, if one is left: the early ones always, later ones once the prior
             // is trusted (tested only then, so a search past its seeds pays nothing for it).
             let seed = self
                 .prior
@@ -415,7 +416,7 @@ impl Strategy for BayesOpt {
                 .filter(|_| !self.cfg.local)
                 .and_then(|p| unmeasured_seeds(p, ctx, &out, 1).first().copied());
             if let Some(id) = seed {
-                if ctx.history.len() + out.len() < EARLY_SEEDS || self.prior_trusted(ctx) {
+                if ctx.history.len() + out.len() < early || self.prior_trusted(ctx) {
                     out.push(id);
                     continue;
                 }

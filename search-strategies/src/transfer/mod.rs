@@ -18,9 +18,11 @@
 //!   is 0 (no opinion).
 //! - **Warm start.** The seeds are each source's best projected configuration (the nearest valid
 //!   configuration to a winner), nearest sources first, then the best of the combined prior,
-//!   [`MAX_SEEDS`] in all. The Bayesian optimiser measures the first [`EARLY_SEEDS`] before
-//!   anything else and offers the rest to expected improvement once the prior has proved
-//!   predictive; strategies without a model ([`WarmStart`]) measure them all first.
+//!   [`MAX_SEEDS`] in all. The Bayesian optimiser measures the first ones ([`Prior::early`]:
+//!   the nearest source's winner, and the winners of the sources as near, when they all bind
+//!   every parameter) before anything else and offers the rest to expected improvement once the
+//!   prior has proved predictive; strategies without a model ([`WarmStart`]) measure them all
+//!   first.
 //! - **Learned weight.** [`BayesOpt`](crate::bayes::BayesOpt) with a prior fits its GP to the
 //!   residual of `β · prior`, `β ≥ 0` the least-squares slope of the observations on the prior,
 //!   shrunk by `n / (n + 5)`, and only once the prior's correlation with the observations is
@@ -54,9 +56,6 @@ use crate::strategy::{Observation, SearchContext, Strategy};
 
 /// At most this many warm-start proposals.
 pub const MAX_SEEDS: usize = 5;
-/// The seeds [`BayesOpt`](crate::bayes::BayesOpt) measures before anything else; the others
-/// join its candidate pool once the prior has proved predictive.
-pub const EARLY_SEEDS: usize = 1;
 /// The prior's best configurations kept for the candidate pools of the strategies that use it.
 const TOP_KEPT: usize = 256;
 /// Spaces larger than this are scanned on an even stride of this many configurations when the
@@ -153,6 +152,8 @@ pub struct Prior {
     /// Per target parameter, its number of values (the mixed radix of table keys).
     arity: Vec<u64>,
     seeds: Vec<Seed>,
+    /// The leading seeds measured before anything else (see [`Prior::early`]).
+    early: usize,
     top: Vec<ConfigId>,
     space_len: usize,
 }
@@ -167,6 +168,7 @@ impl Prior {
             ranks: params.iter().map(value_ranks).collect(),
             arity: params.iter().map(|p| p.values.len() as u64).collect(),
             seeds: Vec::new(),
+            early: 0,
             top: Vec::new(),
             space_len: space.len(),
         };
@@ -201,6 +203,17 @@ impl Prior {
     /// Warm-start proposals, in the order they are proposed.
     pub fn seeds(&self) -> &[Seed] {
         &self.seeds
+    }
+
+    /// How many of the leading [`Prior::seeds`] a model-based search measures before anything
+    /// else (0 for an empty prior): the nearest source's winner, and after it the winners of
+    /// the other sources at the same distance, provided that each of these sources binds every
+    /// parameter of the space that has more than one value. Equally near sources of the same
+    /// kernel (other devices' caches) give no reason to prefer one winner, so each is tried;
+    /// a farther record's winner, or a source that shares only a few parameter names (an
+    /// unrelated kernel), waits until the prior has proved predictive.
+    pub fn early(&self) -> usize {
+        self.early
     }
 
     /// The prior's best configurations (at most 256), best first.
@@ -363,10 +376,33 @@ impl Prior {
                 self.push_seed(*id, i);
             }
         }
+        // Only the sources' own winners are seeded so far: the early ones are among them.
+        self.early = self.tied_winners();
         for &(_, id) in &combined {
             let lead = self.mean_of(space.config(id)).map_or(0, |(_, i)| i);
             self.push_seed(id, lead);
         }
+    }
+
+    /// The number of leading seeds whose sources are as near as the first's and, like it,
+    /// bind every parameter with a choice (at least 1 when there is a seed); see
+    /// [`Prior::early`]. Called while `seeds` holds only the sources' own winners.
+    fn tied_winners(&self) -> usize {
+        let Some(first) = self.seeds.first() else {
+            return 0;
+        };
+        let binds_all = |s: &Projected| {
+            (self.arity.iter().enumerate()).all(|(j, &a)| a < 2 || s.dims.contains(&j))
+        };
+        let lead = &self.sources[first.source];
+        if !binds_all(lead) {
+            return 1;
+        }
+        let tied = (self.seeds[1..].iter())
+            .map(|s| &self.sources[s.source])
+            .take_while(|s| s.weight == lead.weight && binds_all(s))
+            .count();
+        1 + tied
     }
 
     fn push_seed(&mut self, id: ConfigId, source: usize) {

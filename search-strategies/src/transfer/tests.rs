@@ -154,6 +154,61 @@ fn strategies_with_a_prior_start_from_its_seeds_and_stay_deterministic() {
     }
 }
 
+fn winner(label: &str, distance: f64, values: &[(&str, Value)]) -> Source {
+    Source {
+        label: label.into(),
+        distance,
+        records: vec![SourceRecord {
+            values: values
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.clone()))
+                .collect(),
+            objective: Some(1.0),
+        }],
+    }
+}
+
+fn full(label: &str, distance: f64, bx: i64, ty: i64, mode: &str) -> Source {
+    let v = [
+        ("bx", Value::Int(bx)),
+        ("ty", Value::Int(ty)),
+        ("mode", Value::Str(mode.into())),
+    ];
+    winner(label, distance, &v)
+}
+
+#[test]
+fn equally_near_sources_binding_every_parameter_all_open_the_search() {
+    let sp = space();
+    let id = |bx: i64, ty: i64, mode: &str| {
+        let want = [Value::Int(bx), Value::Int(ty), Value::Str(mode.into())];
+        (0..sp.len() as ConfigId)
+            .find(|&i| sp.values(i) == want)
+            .unwrap()
+    };
+    let (a, b) = (full("a", 1.0, 16, 1, "a"), full("b", 1.0, 256, 2, "b"));
+    // Tied and complete: both winners are measured first, in the sources' order.
+    let tied = Arc::new(Prior::new(&sp, &[a.clone(), b.clone()]));
+    assert_eq!(tied.early(), 2);
+    let mut obj = |_: &Space, id: ConfigId| Some(f64::from(id) + 1.0);
+    let mut bo = crate::bayes::BayesOpt::new(4).with_prior(tied.clone());
+    let h = Driver::new(6).run(&sp, &mut bo, &mut obj).history;
+    let first: Vec<ConfigId> = h.observations()[..2].iter().map(|o| o.id).collect();
+    assert_eq!(first, [id(16, 1, "a"), id(256, 2, "b")]);
+    // A farther source's winner waits.
+    let farther = Source {
+        distance: 1.5,
+        ..b.clone()
+    };
+    assert_eq!(Prior::new(&sp, &[a.clone(), farther]).early(), 1);
+    // So does a tied source that leaves a parameter free (it shares only some names), and a
+    // partial first source keeps the others waiting.
+    let partial = winner("p", 1.0, &[("bx", Value::Int(256)), ("ty", Value::Int(2))]);
+    assert_eq!(Prior::new(&sp, &[a.clone(), partial.clone()]).early(), 1);
+    assert_eq!(Prior::new(&sp, &[partial, a]).early(), 1);
+    assert_eq!(Prior::new(&sp, &[]).early(), 0);
+}
+
 #[test]
 fn an_empty_prior_leaves_the_strategy_cold() {
     let sp = space();
