@@ -81,7 +81,7 @@ fn examine(
     cold_best: f64,
     search: &TuneSettings,
 ) -> Option<Seeded> {
-    let prior = transfer::prior(space, related);
+    let prior = transfer::prior(space, related, &task.op.soc.version);
     let seed = prior.seeds().first()?.id;
     let time = |id: ConfigId| {
         SimRunner::simulate(task, &space.strategy(id))

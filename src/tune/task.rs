@@ -214,8 +214,13 @@ impl Opat<'_> {
     ) -> Result<History, Early> {
         let settings = self.settings;
         let seed = task_seed(settings.seed, &t.key);
-        let Some((inner, seeded_by)) = transfer_strategy(&settings.strategy, seed, space, related)
-        else {
+        let Some((inner, seeded_by)) = transfer_strategy(
+            &settings.strategy,
+            seed,
+            space,
+            related,
+            &t.descriptor.soc.version,
+        ) else {
             return Err(Early::Failure(format!(
                 "unknown strategy {}",
                 settings.strategy

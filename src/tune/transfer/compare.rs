@@ -104,9 +104,13 @@ pub fn compare(
         };
         let seed = task_seed(settings.seed, &t.key);
         let mut search = |related| -> Result<_, TuneError> {
-            let Some((mut strategy, seeded)) =
-                transfer_strategy(&settings.strategy, seed, &space, related)
-            else {
+            let Some((mut strategy, seeded)) = transfer_strategy(
+                &settings.strategy,
+                seed,
+                &space,
+                related,
+                &t.descriptor.soc.version,
+            ) else {
                 return Err(TuneError::UnknownStrategy {
                     name: settings.strategy.clone(),
                 });

@@ -10,11 +10,13 @@
 //! count or timing (a queued job stores its snapshot with its tasks at enqueue time for the
 //! same reason). [`transfer_strategy`] turns a task's related records into
 //! `search_strategies::transfer` sources (each record's stored strategy, by parameter name,
-//! with its tuned time; label = the record's key, as `bank-inspect show` takes it) and builds
+//! its core split carried to the task's SoC by [`carry_core_split`], with its tuned time;
+//! label = the record's key, as `bank-inspect show` takes it) and builds
 //! the search strategy with the prior when anything projects onto the task's space, else the
 //! cold strategy, exactly as without transfer. [`compare`] measures what transfer gains on the
 //! simulator (candidates to reach 99 % of the cold search's best).
 
+mod carry;
 pub mod compare;
 mod distance;
 mod gather;
@@ -35,6 +37,7 @@ use crate::key::BankKey;
 use crate::measure::{json_to_value, StrategyMap, TaskSpace};
 use crate::report::SeededBy;
 
+pub use carry::{carry_core_split, CUBE_SPLIT};
 pub use distance::{
     distance, soc_distance, soc_family, ATTR, FLOAT_WIDTH, FORMAT, FUSED, MODE, OTHER_SOC_FAMILY,
     OTHER_SOC_SAME_FAMILY, UNMATCHED_INPUT,
@@ -119,8 +122,8 @@ pub fn snapshot(
     Ok(Snapshot { per_task })
 }
 
-/// The search strategy `name` seeded with `seed` for a task whose related records are
-/// `related`, over `space`: with the transfer prior when at least one related record projects
+/// The search strategy `name` seeded with `seed` for a task on the SoC `soc` whose related
+/// records are `related`, over `space`: with the transfer prior when at least one related record projects
 /// onto the space (and the records whose projections seed the search, in the order proposed,
 /// each once), else the cold strategy and no records — then exactly `by_name(name, seed)`.
 /// `None` for an unknown strategy name.
@@ -129,11 +132,12 @@ pub fn transfer_strategy(
     seed: u64,
     space: &TaskSpace,
     related: &[Related],
+    soc: &str,
 ) -> Option<(Box<dyn Strategy>, Vec<SeededBy>)> {
     if related.is_empty() {
         return by_name(name, seed).map(|s| (s, Vec::new()));
     }
-    let prior = prior(space, related);
+    let prior = prior(space, related, soc);
     if prior.is_empty() {
         return by_name(name, seed).map(|s| (s, Vec::new()));
     }
@@ -156,26 +160,27 @@ pub fn transfer_strategy(
     Some((strategy, seeded))
 }
 
-/// The transfer prior of `related` over `space`: each record as a source ([`source`]),
-/// projected onto the space (empty when none projects). What [`transfer_strategy`] seeds its
-/// search from.
-pub fn prior(space: &TaskSpace, related: &[Related]) -> Prior {
-    let sources: Vec<Source> = related.iter().map(source).collect();
+/// The transfer prior of `related` over `space`, for a task on the SoC `soc`: each record as a
+/// source ([`source`]), projected onto the space (empty when none projects). What
+/// [`transfer_strategy`] seeds its search from.
+pub fn prior(space: &TaskSpace, related: &[Related], soc: &str) -> Prior {
+    let sources: Vec<Source> = related.iter().map(|r| source(r, soc)).collect();
     Prior::new(&space.space, &sources)
 }
 
-/// A related record as a transfer source: one record (a winner), its strategy's scalar values
-/// by parameter name.
-fn source(r: &Related) -> Source {
+/// A related record as a transfer source for a task on the SoC `soc`: one record (a winner),
+/// its strategy's scalar values by parameter name, the core split carried from the record's
+/// SoC to `soc` ([`carry_core_split`]).
+fn source(r: &Related, soc: &str) -> Source {
+    let mut values: Vec<_> = (r.strategy.iter())
+        .filter_map(|(k, v)| json_to_value(v).map(|v| (k.clone(), v)))
+        .collect();
+    carry_core_split(&mut values, &r.soc, soc);
     Source {
         label: r.key.to_string(),
         distance: r.distance,
         records: vec![SourceRecord {
-            values: r
-                .strategy
-                .iter()
-                .filter_map(|(k, v)| json_to_value(v).map(|v| (k.clone(), v)))
-                .collect(),
+            values,
             objective: Some(r.tuned_us),
         }],
     }

@@ -230,10 +230,83 @@ fn related_records_seed_the_search_and_none_leave_it_cold() {
         strategy: r.strategy.clone(),
         tuned_us: 10.0,
     }];
-    let (_, seeded) = transfer_strategy("random", 1, &space, &related).unwrap();
+    let (_, seeded) = transfer_strategy("random", 1, &space, &related, "Ascend910B2").unwrap();
     assert_eq!(seeded.len(), 1);
     assert_eq!(seeded[0].key, related[0].key);
-    let (_, cold) = transfer_strategy("random", 1, &space, &[]).unwrap();
+    let (_, cold) = transfer_strategy("random", 1, &space, &[], "Ascend910B2").unwrap();
     assert!(cold.is_empty());
-    assert!(transfer_strategy("no_such", 1, &space, &related).is_none());
+    assert!(transfer_strategy("no_such", 1, &space, &related, "Ascend910B2").is_none());
+}
+
+#[test]
+fn a_core_split_is_carried_by_the_ratio_of_cube_cores() {
+    use search_strategies::Value;
+    let int = |n: &str, v: i64| (n.to_string(), Value::Int(v));
+    let get =
+        |vals: &[(String, Value)], n: &str| vals.iter().find(|p| p.0 == n).map(|p| p.1.clone());
+    // Ascend310P3 (8 cube cores) to Ascend910B2 (24): a 1 × 8 split asks for 1 × 24; the
+    // tile sizes and a vector op's split are left alone.
+    let mut v = vec![
+        int("blockDimM", 1),
+        int("blockDimN", 8),
+        int("baseM", 128),
+        int("blockDim", 8),
+    ];
+    carry_core_split(&mut v, "Ascend310P3", "Ascend910B2");
+    assert_eq!(get(&v, "blockDimM"), Some(Value::Int(1)));
+    assert_eq!(get(&v, "blockDimN"), Some(Value::Float(24.0)));
+    assert_eq!(get(&v, "baseM"), Some(Value::Int(128)));
+    assert_eq!(get(&v, "blockDim"), Some(Value::Int(8)));
+    // Two split dimensions share the factor: 2 × 4 on 8 cores becomes 24 cores' worth, the
+    // same shape.
+    let mut v = vec![int("blockDimM", 2), int("blockDimN", 4)];
+    carry_core_split(&mut v, "Ascend310P3", "Ascend910B2");
+    let x = |n: &str| match get(&v, n) {
+        Some(Value::Float(f)) => f,
+        other => panic!("{n}: {other:?}"),
+    };
+    assert!((x("blockDimM") * x("blockDimN") - 24.0).abs() < 1e-9);
+    assert!((x("blockDimN") / x("blockDimM") - 2.0).abs() < 1e-9);
+    // The same core count, or a SoC without a model: unchanged.
+    for (from, to) in [("Ascend910B2", "Ascend910B2"), ("Ascend310P3", "NoSuchSoc")] {
+        let mut v = vec![int("blockDimN", 8)];
+        carry_core_split(&mut v, from, to);
+        assert_eq!(v, vec![int("blockDimN", 8)], "{from} to {to}");
+    }
+}
+
+#[test]
+fn a_record_from_a_chip_with_fewer_cores_seeds_a_split_over_this_ones() {
+    let target = fp16(1024, 1024, 4096, "Ascend910B2");
+    let space = runner_from_spec("sim")
+        .unwrap()
+        .space(&TuningTask::new(target))
+        .unwrap();
+    let mut r = record(&fp16(1024, 1024, 4096, "Ascend310P3"), 10.0);
+    r.strategy.insert("blockDimM".into(), serde_json::json!(1));
+    r.strategy.insert("blockDimN".into(), serde_json::json!(8));
+    let related = vec![Related {
+        key: descriptor_key(&r.descriptor).unwrap(),
+        soc: "Ascend310P3".into(),
+        distance: 1.0,
+        strategy: r.strategy.clone(),
+        tuned_us: 10.0,
+    }];
+    let names: Vec<&str> = (space.space.params().iter())
+        .map(|p| p.name.as_str())
+        .collect();
+    let cores = |soc: &str| {
+        let p = prior(&space, &related, soc);
+        let values = space.space.values(p.seeds()[0].id);
+        let dim = |n: &str| match values[names.iter().position(|&x| x == n).unwrap()] {
+            search_strategies::Value::Int(i) => i,
+            ref other => panic!("{n}: {other:?}"),
+        };
+        dim("blockDimM") * dim("blockDimN")
+    };
+    // Projected as measured (as if the task were on the record's SoC: the nearest valid
+    // configuration to 1 × 8 uses 16 cores here) against carried to the task's Ascend910B2
+    // (1 × 24 asked for: all its cores).
+    let (measured, carried) = (cores("Ascend310P3"), cores("Ascend910B2"));
+    assert!(measured < carried && carried <= 24, "{measured} {carried}");
 }
