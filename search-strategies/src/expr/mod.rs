@@ -57,7 +57,7 @@ impl Value {
     }
 
     /// The number a numeric value stands for (`bool` as 0 or 1); `None` for a string.
-    pub(crate) fn as_f64(&self) -> Option<f64> {
+    pub fn as_f64(&self) -> Option<f64> {
         match self {
             Value::Int(i) => Some(*i as f64),
             Value::Float(f) => Some(*f),

@@ -29,21 +29,16 @@ pub fn carry_core_split(values: &mut [(String, Value)], from: &str, to: &str) {
         return;
     }
     let ratio = f64::from(b.cube_cores) / f64::from(a.cube_cores);
-    let number = |v: &Value| match v {
-        Value::Int(i) => Some(*i as f64),
-        Value::Float(f) => Some(*f),
-        _ => None,
-    };
     let split: Vec<usize> = (0..values.len())
         .filter(|&i| CUBE_SPLIT.contains(&values[i].0.as_str()))
-        .filter(|&i| number(&values[i].1).is_some_and(|x| x > 1.0))
+        .filter(|&i| values[i].1.as_f64().is_some_and(|x| x > 1.0))
         .collect();
     if split.is_empty() {
         return;
     }
     let factor = ratio.powf(1.0 / split.len() as f64);
     for i in split {
-        if let Some(x) = number(&values[i].1) {
+        if let Some(x) = values[i].1.as_f64() {
             values[i].1 = Value::Float(x * factor);
         }
     }

@@ -11,9 +11,9 @@
 //! same reason). [`transfer_strategy`] turns a task's related records into
 //! `search_strategies::transfer` sources (each record's stored strategy, by parameter name,
 //! its core split carried to the task's SoC by [`carry_core_split`], with its tuned time;
-//! label = the record's key, as `bank-inspect show` takes it) and builds
-//! the search strategy with the prior when anything projects onto the task's space, else the
-//! cold strategy, exactly as without transfer. [`compare`] measures what transfer gains on the
+//! label = the record's key, as `bank-inspect show` takes it) and builds the search strategy
+//! with the prior when anything projects onto the task's space, else the cold strategy,
+//! exactly as without transfer. [`compare`] measures what transfer gains on the
 //! simulator (candidates to reach 99 % of the cold search's best).
 
 mod carry;
@@ -123,9 +123,10 @@ pub fn snapshot(
 }
 
 /// The search strategy `name` seeded with `seed` for a task on the SoC `soc` whose related
-/// records are `related`, over `space`: with the transfer prior when at least one related record projects
-/// onto the space (and the records whose projections seed the search, in the order proposed,
-/// each once), else the cold strategy and no records — then exactly `by_name(name, seed)`.
+/// records are `related`, over `space`: with the transfer prior when at least one related
+/// record projects onto the space (and the records whose projections seed the search, in the
+/// order proposed, each once), else the cold strategy and no records — then exactly
+/// `by_name(name, seed)`.
 /// `None` for an unknown strategy name.
 pub fn transfer_strategy(
     name: &str,
