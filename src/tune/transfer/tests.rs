@@ -214,22 +214,32 @@ fn the_snapshot_keeps_at_most_the_nearest_few() {
     );
 }
 
+/// The simulator's space for `op`.
+fn sim_space(op: OpDescriptor) -> TaskSpace {
+    let mut sim = runner_from_spec("sim").unwrap();
+    sim.space(&TuningTask::new(op)).unwrap()
+}
+
+/// `r` as a task's related record at `distance`.
+fn related_of(r: &Record, distance: f64) -> Related {
+    let Descriptor::Op(op) = &r.descriptor else {
+        panic!("an op record");
+    };
+    Related {
+        key: descriptor_key(&r.descriptor).unwrap(),
+        soc: op.soc.version.clone(),
+        distance,
+        strategy: r.strategy.clone(),
+        tuned_us: r.performance.tuned_us,
+    }
+}
+
 #[test]
 fn related_records_seed_the_search_and_none_leave_it_cold() {
     let target = fp16(128, 768, 768, "Ascend910B2");
     let source = fp16(128, 768, 1536, "Ascend910B2");
-    let space = runner_from_spec("sim")
-        .unwrap()
-        .space(&TuningTask::new(target))
-        .unwrap();
-    let r = record(&source, 10.0);
-    let related = vec![Related {
-        key: descriptor_key(&r.descriptor).unwrap(),
-        soc: "Ascend910B2".into(),
-        distance: 0.69,
-        strategy: r.strategy.clone(),
-        tuned_us: 10.0,
-    }];
+    let space = sim_space(target);
+    let related = vec![related_of(&record(&source, 10.0), 0.69)];
     let (_, seeded) = transfer_strategy("random", 1, &space, &related, "Ascend910B2").unwrap();
     assert_eq!(seeded.len(), 1);
     assert_eq!(seeded[0].key, related[0].key);
@@ -278,20 +288,11 @@ fn a_core_split_is_carried_by_the_ratio_of_cube_cores() {
 #[test]
 fn a_record_from_a_chip_with_fewer_cores_seeds_a_split_over_this_ones() {
     let target = fp16(1024, 1024, 4096, "Ascend910B2");
-    let space = runner_from_spec("sim")
-        .unwrap()
-        .space(&TuningTask::new(target))
-        .unwrap();
+    let space = sim_space(target);
     let mut r = record(&fp16(1024, 1024, 4096, "Ascend310P3"), 10.0);
     r.strategy.insert("blockDimM".into(), serde_json::json!(1));
     r.strategy.insert("blockDimN".into(), serde_json::json!(8));
-    let related = vec![Related {
-        key: descriptor_key(&r.descriptor).unwrap(),
-        soc: "Ascend310P3".into(),
-        distance: 1.0,
-        strategy: r.strategy.clone(),
-        tuned_us: 10.0,
-    }];
+    let related = vec![related_of(&r, 1.0)];
     let names: Vec<&str> = (space.space.params().iter())
         .map(|p| p.name.as_str())
         .collect();
