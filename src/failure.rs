@@ -1,16 +1,29 @@
-//! What kind of failure an error is: bad input, an I/O failure, a busy bank or a damaged bank.
-//! Every library error type a command line can meet has a `kind()` here, so a caller (the
-//! binaries' exit codes, a service's retry policy) tells them apart by type, never by message
-//! text. Wrapping errors answer for what they wrap; an `std::io::Error` is classified by
-//! [`io_kind`].
+//! What kind of failure an error is: bad input, an I/O failure, a busy bank, a damaged bank or
+//! an unreachable bank server. Every public error type of the library has a `kind()` (here, or
+//! beside the type for [`crate::pg::PgError`] and [`crate::queue::QueueError`]), each an
+//! exhaustive match without a catch-all arm, so a new variant is classified when it is added;
+//! [`library_kind`] finds the kind of any of them behind a `dyn Error`. A caller (the binaries'
+//! exit codes, a service's retry policy) tells failures apart by type, never by message text.
+//! Wrapping errors answer for what they wrap (a `#[error(transparent)]` wrapper hides the
+//! wrapped error from the `source()` chain, so only its own `kind()` can see it); an
+//! `std::io::Error` is classified by [`io_kind`].
 
 use crate::bank::interchange::aoe_graph::AoeGraphError;
 use crate::bank::interchange::InterchangeError;
 use crate::bank::paths::PathError;
 use crate::bank::store::StoreError;
 use crate::bank::{BankError, MaintenanceError, RecordError};
+use crate::gdat::GdatError;
 use crate::inspect::InspectError;
+use crate::key::{KeyError, OptionError, ParseKeyError, ResolveError, UnknownSoc};
+use crate::measure::exec::ProtocolError;
+use crate::measure::sim::graph::GraphModelError;
+use crate::measure::MeasureError;
+use crate::model::partition::PartitionError;
 use crate::model::ModelError;
+use crate::pg::PgError;
+use crate::queue::QueueError;
+use crate::tune::sgat::{ApplyError, SgatBestError, SgatError, SpaceBuildError};
 use crate::tune::TuneError;
 
 /// The kind of a failure, as far as the caller can act on it.
@@ -49,6 +62,49 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// The kind of `e` when it is one of the library's public error types (each answers for what it
+/// wraps), else `None`: a plain message, an `std::io::Error` ([`io_kind`]) or another crate's
+/// error is the caller's to classify. The list names every public error type of the library;
+/// `tests/it/cli_exit_codes.rs` (`every_library_error_variant_has_its_kind`) holds it complete.
+pub fn library_kind(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
+    macro_rules! by_type {
+        ($($t:ty),* $(,)?) => {
+            $(if let Some(x) = e.downcast_ref::<$t>() {
+                return Some(x.kind());
+            })*
+        };
+    }
+    by_type!(
+        BankError,
+        StoreError,
+        RecordError,
+        PathError,
+        InterchangeError,
+        AoeGraphError,
+        MaintenanceError,
+        InspectError,
+        ModelError,
+        TuneError,
+        PgError,
+        QueueError,
+        SgatError,
+        SgatBestError,
+        ApplyError,
+        SpaceBuildError,
+        GdatError,
+        MeasureError,
+        GraphModelError,
+        ProtocolError,
+        PartitionError,
+        ResolveError,
+        OptionError,
+        KeyError,
+        ParseKeyError,
+        UnknownSoc,
+    );
+    None
 }
 
 /// The kind of an I/O error: a path that does not exist and data that is not what was expected
@@ -111,9 +167,9 @@ impl BankError {
             BankError::Path(e) => e.kind(),
             BankError::Store(e) => e.kind(),
             BankError::Record(e) => e.kind(),
+            BankError::Key(e) => e.kind(),
             BankError::CreateDir { .. } => FailureKind::Io,
-            BankError::Key(_)
-            | BankError::Miss { .. }
+            BankError::Miss { .. }
             | BankError::NotWritable
             | BankError::WrongKind { .. }
             | BankError::NotFound { .. }
@@ -160,7 +216,7 @@ impl MaintenanceError {
             | MaintenanceError::AoeFile { source, .. } => source.kind(),
             MaintenanceError::Interchange(e) => e.kind(),
             MaintenanceError::Bank(e) => e.kind(),
-            MaintenanceError::Resolve(_) => FailureKind::Input,
+            MaintenanceError::Resolve(e) => e.kind(),
         }
     }
 }
@@ -173,9 +229,9 @@ impl InspectError {
             InspectError::Bank(e) => e.kind(),
             InspectError::Store(e) => e.kind(),
             InspectError::Record(e) => e.kind(),
-            InspectError::Options(_) | InspectError::Resolve(_) | InspectError::Key(_) => {
-                FailureKind::Input
-            }
+            InspectError::Options(e) => e.kind(),
+            InspectError::Resolve(e) => e.kind(),
+            InspectError::Key(e) => e.kind(),
         }
     }
 }
@@ -205,11 +261,188 @@ impl TuneError {
             TuneError::Model(e) => e.kind(),
             TuneError::Bank(e) => e.kind(),
             TuneError::Report { .. } => FailureKind::Io,
-            TuneError::Resolve(_)
-            | TuneError::Runner(_)
-            | TuneError::UnknownStrategy { .. }
-            | TuneError::UnsupportedSoc { .. } => FailureKind::Input,
+            TuneError::Resolve(e) => e.kind(),
+            TuneError::Runner(e) => e.kind(),
+            TuneError::UnknownStrategy { .. } | TuneError::UnsupportedSoc { .. } => {
+                FailureKind::Input
+            }
         }
+    }
+}
+
+impl SgatError {
+    /// The kind of the tuning, partition or apply error it wraps (a busy or damaged bank under
+    /// SGAT is busy or damaged); a runner other than the simulator is the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            SgatError::Tune(e) => e.kind(),
+            SgatError::Partition(e) => e.kind(),
+            SgatError::Apply(e) => e.kind(),
+            SgatError::Runner(_) => FailureKind::Input,
+        }
+    }
+}
+
+impl SgatBestError {
+    /// The kind of the key, model or space error it wraps; an unknown strategy and a subgraph
+    /// none of whose candidates can be timed are the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            SgatBestError::Key(e) => e.kind(),
+            SgatBestError::Model(e) => e.kind(),
+            SgatBestError::Space(e) => e.kind(),
+            SgatBestError::Strategy(_) | SgatBestError::NoCandidate => FailureKind::Input,
+        }
+    }
+}
+
+impl ApplyError {
+    /// The kind of the bank or key error it wraps; a subgraph the bank's strategy does not fit
+    /// is the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            ApplyError::Bank(e) => e.kind(),
+            ApplyError::Key { source, .. } => source.kind(),
+            ApplyError::Subgraph { .. } => FailureKind::Input,
+        }
+    }
+}
+
+impl SpaceBuildError {
+    /// A subgraph whose SGAT space cannot be built (too large) is the request's.
+    pub fn kind(&self) -> FailureKind {
+        FailureKind::Input
+    }
+}
+
+impl GdatError {
+    /// The kind of the measurement, tuning, key or bank error it wraps (a busy, damaged or
+    /// unreachable gradient bank is that); a model without parameters, a bad cluster or
+    /// segment count, an unknown strategy, a backward pass the simulator cannot time and a
+    /// search that measured nothing are the request's (its model, flags or runner).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            GdatError::Measure(e) => e.kind(),
+            GdatError::Tune(e) => e.kind(),
+            GdatError::Key(e) => e.kind(),
+            GdatError::Bank(e) => e.kind(),
+            GdatError::NoParameters
+            | GdatError::Cluster(_)
+            | GdatError::ClusterFile { .. }
+            | GdatError::Segments(_)
+            | GdatError::Simulator(_)
+            | GdatError::Strategy(_)
+            | GdatError::NothingMeasured => FailureKind::Input,
+        }
+    }
+}
+
+impl MeasureError {
+    /// Runner errors are the request's: an unknown or unsupported runner, a task or space it
+    /// cannot take, an external runner that fails or breaks its protocol.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            MeasureError::Unsupported { .. }
+            | MeasureError::InvalidTask(_)
+            | MeasureError::Space(_)
+            | MeasureError::Runner { .. }
+            | MeasureError::TooLarge(_)
+            | MeasureError::UnknownRunner(_) => FailureKind::Input,
+        }
+    }
+}
+
+impl GraphModelError {
+    /// The kind of the partition or op error it wraps; a strategy or SoC the subgraph model
+    /// does not take is the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            GraphModelError::Node(e) => e.kind(),
+            GraphModelError::Op { source, .. } => source.kind(),
+            GraphModelError::Strategy(_) | GraphModelError::Soc(_) => FailureKind::Input,
+        }
+    }
+}
+
+impl ProtocolError {
+    /// An external runner's answer that breaks the protocol is the request's (its runner).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            ProtocolError::NotJson(_)
+            | ProtocolError::Version(_)
+            | ProtocolError::WrongId { .. }
+            | ProtocolError::Malformed(_)
+            | ProtocolError::WrongCount { .. } => FailureKind::Input,
+        }
+    }
+}
+
+impl PartitionError {
+    /// A subgraph that cannot be keyed or partitioned is the request's (its model).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            PartitionError::Key { source, .. } => source.kind(),
+            PartitionError::Node { .. } => FailureKind::Input,
+        }
+    }
+}
+
+impl ResolveError {
+    /// An op that cannot be resolved into a key is the request's (its model or options).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            ResolveError::Options(e) => e.kind(),
+            ResolveError::Key { source, .. } => source.kind(),
+            ResolveError::UnresolvedDim { .. }
+            | ResolveError::RankMismatch { .. }
+            | ResolveError::Layout { .. } => FailureKind::Input,
+        }
+    }
+}
+
+impl OptionError {
+    /// Every option error is the request's, an option file that cannot be read included (the
+    /// option names it).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            OptionError::Unknown { .. }
+            | OptionError::InvalidValue { .. }
+            | OptionError::Duplicate { .. }
+            | OptionError::MissingValue { .. }
+            | OptionError::UnexpectedArgument { .. }
+            | OptionError::Conflict { .. }
+            | OptionError::FileUnreadable { .. }
+            | OptionError::FileContent { .. }
+            | OptionError::NotModelled { .. }
+            | OptionError::MissingSoc => FailureKind::Input,
+        }
+    }
+}
+
+impl KeyError {
+    /// A descriptor without a canonical key is the request's (its model or options).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            KeyError::NanAttr { .. }
+            | KeyError::DynamicDim { .. }
+            | KeyError::DanglingEdge { .. }
+            | KeyError::Cycle { .. }
+            | KeyError::UnknownGraphOption { .. } => FailureKind::Input,
+        }
+    }
+}
+
+impl ParseKeyError {
+    /// A key that is not 64 hex digits is the request's.
+    pub fn kind(&self) -> FailureKind {
+        FailureKind::Input
+    }
+}
+
+impl UnknownSoc {
+    /// A SoC version that is not known is the request's.
+    pub fn kind(&self) -> FailureKind {
+        FailureKind::Input
     }
 }
 

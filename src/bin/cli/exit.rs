@@ -5,17 +5,7 @@
 
 use std::error::Error as StdError;
 
-use tunebank::bank::interchange::aoe_graph::AoeGraphError;
-use tunebank::bank::interchange::InterchangeError;
-use tunebank::bank::paths::PathError;
-use tunebank::bank::store::StoreError;
-use tunebank::bank::{BankError, MaintenanceError, RecordError};
-use tunebank::failure::{io_kind, FailureKind};
-use tunebank::inspect::InspectError;
-use tunebank::model::ModelError;
-use tunebank::pg::PgError;
-use tunebank::queue::QueueError;
-use tunebank::tune::TuneError;
+use tunebank::failure::{io_kind, library_kind, FailureKind};
 
 /// The command ran and its answer is negative (a check found problems, a look-up missed).
 pub const NEGATIVE: u8 = 1;
@@ -91,30 +81,13 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// One link of a cause chain, by its type; a type the library does not classify (an option,
-/// key or runner error, a plain message) is bad input.
+/// One link of a cause chain, by its type: a library error by its own kind
+/// ([`library_kind`], which knows every library error type), an I/O error by [`io_kind`]; only
+/// what is neither (a plain message, another crate's error) is bad input.
 fn kind_of(e: &(dyn StdError + 'static)) -> FailureKind {
-    macro_rules! by_type {
-        ($($t:ty),*) => {
-            $(if let Some(x) = e.downcast_ref::<$t>() {
-                return x.kind();
-            })*
-        };
+    if let Some(k) = library_kind(e) {
+        return k;
     }
-    by_type!(
-        BankError,
-        StoreError,
-        RecordError,
-        PathError,
-        InterchangeError,
-        AoeGraphError,
-        MaintenanceError,
-        InspectError,
-        ModelError,
-        TuneError,
-        PgError,
-        QueueError
-    );
     match e.downcast_ref::<std::io::Error>() {
         Some(io) => io_kind(io),
         None => FailureKind::Input,
@@ -147,8 +120,19 @@ mod tests {
     use anyhow::anyhow;
     use std::io::{Error, ErrorKind};
     use std::path::PathBuf;
+    use tunebank::bank::interchange::InterchangeError;
+    use tunebank::bank::paths::PathError;
     use tunebank::bank::record::Damage;
+    use tunebank::bank::store::StoreError;
+    use tunebank::bank::{BankError, MaintenanceError, RecordError};
+    use tunebank::gdat::GdatError;
+    use tunebank::inspect::InspectError;
     use tunebank::key::BankKey;
+    use tunebank::model::ModelError;
+    use tunebank::pg::PgError;
+    use tunebank::queue::QueueError;
+    use tunebank::tune::sgat::SgatError;
+    use tunebank::tune::TuneError;
 
     fn io(kind: ErrorKind) -> Error {
         Error::from(kind)
@@ -251,6 +235,54 @@ mod tests {
         for e in cases {
             assert_eq!(failure_code(&e), 5, "{e:#}");
         }
+    }
+
+    fn unreachable() -> PgError {
+        PgError::Unreachable {
+            url: "postgres://tune@db.example/tunebank".into(),
+            detail: "connection refused".into(),
+        }
+    }
+
+    #[test]
+    fn an_unreachable_bank_server_is_6_through_any_wrapper() {
+        assert_eq!(code_of(FailureKind::Unreachable), 6);
+        let timeout = || PgError::Timeout {
+            url: "postgres://db.example/tunebank".into(),
+            detail: "connect_timeout 10 s".into(),
+        };
+        let cases = [
+            anyhow::Error::new(unreachable()),
+            anyhow::Error::new(timeout()).context("opening the bank"),
+            anyhow::Error::new(BankError::Store(StoreError::Postgres(unreachable()))),
+            anyhow::Error::new(QueueError::Pg(timeout())),
+            anyhow::Error::new(TuneError::Bank(BankError::Store(StoreError::Postgres(
+                unreachable(),
+            )))),
+            // Transparent wrappers hide what they wrap from the cause chain: only the
+            // wrapper's own kind sees the server behind a GDAT or SGAT job.
+            anyhow::Error::new(GdatError::Bank(BankError::Store(StoreError::Postgres(
+                timeout(),
+            )))),
+            anyhow::Error::new(SgatError::Tune(TuneError::Bank(BankError::Store(
+                StoreError::Postgres(unreachable()),
+            ))))
+            .context("tuning subgraphs"),
+        ];
+        for e in cases {
+            assert_eq!(failure_code(&e), 6, "{e:#}");
+        }
+    }
+
+    #[test]
+    fn sgat_and_gdat_jobs_answer_for_their_bank() {
+        let sgat_busy = SgatError::Tune(TuneError::Bank(BankError::Store(busy())));
+        assert_eq!(failure_code(&anyhow::Error::new(sgat_busy)), 4);
+        let gdat_damaged = GdatError::Bank(BankError::Record(damaged()));
+        assert_eq!(failure_code(&anyhow::Error::new(gdat_damaged)), 5);
+        let gdat_busy = GdatError::Tune(TuneError::Bank(BankError::Store(busy())));
+        assert_eq!(failure_code(&anyhow::Error::new(gdat_busy)), 4);
+        assert_eq!(failure_code(&anyhow::Error::new(GdatError::Segments(9))), 2);
     }
 
     #[test]
