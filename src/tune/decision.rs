@@ -293,8 +293,9 @@ mod tests {
         assert!(j.clear);
     }
 
-    /// Reference p-values from scipy (`fixtures/stats/make_signed_rank.py`), n = 1…8 with ties
-    /// and zeros.
+    /// Reference p-values from scipy (`fixtures/stats/make_signed_rank.py`): n = 1…8 with ties
+    /// and zeros, and n = 9…12 with the exact distribution's tail around α = 0.01 (p stepping
+    /// across it), ties in that tail and zeros that shrink n.
     #[test]
     fn p_values_match_scipy_exact() {
         let text = std::fs::read_to_string(concat!(
@@ -304,6 +305,15 @@ mod tests {
         .expect("fixtures/stats/signed_rank.json (run fixtures/stats/make_signed_rank.py)");
         let cases: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
         assert!(cases.len() >= 40, "{} cases", cases.len());
+        for n in 9..=12 {
+            let at_n = |c: &&serde_json::Value| c["d"].as_array().map(Vec::len) == Some(n);
+            let near_alpha = cases
+                .iter()
+                .filter(at_n)
+                .filter(|c| (0.005..0.02).contains(&c["p"].as_f64().unwrap()))
+                .count();
+            assert!(near_alpha >= 3, "n = {n}: {near_alpha} cases with p near α");
+        }
         for c in &cases {
             let d: Vec<f64> = serde_json::from_value(c["d"].clone()).unwrap();
             let want = c["p"].as_f64().unwrap();

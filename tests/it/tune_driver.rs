@@ -435,3 +435,107 @@ fn a_search_cut_short_by_the_job_budget_confirms_nothing() {
     assert_eq!(custom_record(&bank, &plan), None);
     assert!(bank.lookup(&plan.tasks[0].key).unwrap().hit().is_none());
 }
+
+/// `confirm_rounds` below the win rule's minimum is raised to it: with `confirm_rounds = 1` on
+/// a noisy runner, a win is still decided on `WinRule::min_rounds` = 7 side-by-side rounds (one
+/// round's p is ½, which never passes α = 0.01), and the stored record's samples are 7 rounds ×
+/// `repeats`, read back from the bank. Above the minimum, `confirm_rounds` is honoured.
+#[test]
+fn a_win_is_decided_on_at_least_min_rounds_whatever_confirm_rounds_says() {
+    let (plan, options) = resnet_plan(Some(&["Gemm", "MaxPool", "GlobalAveragePool"]));
+    let repeats = 3;
+    let min_rounds = tunebank::tune::WinRule::default().min_rounds();
+    assert_eq!(min_rounds, 7);
+    for (confirm_rounds, rounds) in [(1, min_rounds), (9, 9)] {
+        let dir = tempfile::tempdir().unwrap();
+        let bank = bank(&dir);
+        let settings = TuneSettings {
+            runner: "sim:7".into(),
+            trials_per_op: 32,
+            confirm_rounds,
+            timing: tunebank::measure::TimingSettings {
+                repeats,
+                ..Default::default()
+            },
+            ..settings(&options)
+        };
+        let s = tune::run(
+            &plan,
+            &bank,
+            &settings,
+            "resnet50",
+            None,
+            &AtomicBool::new(false),
+            &mut (),
+        )
+        .unwrap();
+        let wins = s
+            .outcomes
+            .iter()
+            .filter(|o| o.decision == Decision::Add)
+            .count();
+        assert!(
+            wins >= 1,
+            "confirm_rounds = {confirm_rounds}: the Gemm default is far from optimal, yet no win"
+        );
+        for (i, r) in stored(&bank, &plan).iter().enumerate() {
+            let r = r.as_ref().expect("every task stores a record");
+            assert_eq!(
+                r.performance.samples_us.len(),
+                rounds * repeats as usize,
+                "task {i} (confirm_rounds = {confirm_rounds}): stored samples are not {rounds} \
+                 rounds of {repeats}"
+            );
+        }
+    }
+}
+
+/// SGAT's side-by-side confirmation has the same floor: with `confirm_rounds = 1` its
+/// (noiseless) rounds are still at least 7, so its wins are the same as with the default 7;
+/// one round could never show a win.
+#[test]
+fn sgat_decides_on_at_least_min_rounds_whatever_confirm_rounds_says() {
+    use tunebank::tune::sgat::{run_sgat, sgat_plan};
+    let model = load_onnx(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/models/bert_layer.onnx"
+    ))
+    .unwrap();
+    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
+    let plan = sgat_plan(&model, &options, &options.soc().unwrap()).unwrap();
+    let adds = |confirm_rounds: usize| {
+        let dir = tempfile::tempdir().unwrap();
+        let bank = Bank::builder(RecordKind::Graph, "Ascend910B2")
+            .custom_path(dir.path().join("graph.redb"))
+            .no_default_builtin()
+            .open()
+            .unwrap();
+        let settings = TuneSettings {
+            runner: "sim".into(),
+            trials_per_op: 16,
+            confirm_rounds,
+            ..TuneSettings::default()
+        };
+        let s = run_sgat(
+            &plan,
+            &bank,
+            None,
+            &settings,
+            "bert",
+            None,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        let adds: Vec<usize> = s
+            .outcomes
+            .iter()
+            .filter(|o| o.decision == Decision::Add)
+            .map(|o| o.task)
+            .collect();
+        assert_eq!(adds.len() as u64, s.report.summary.add);
+        adds
+    };
+    let with_one = adds(1);
+    assert!(!with_one.is_empty(), "bert's subgraphs have clear wins");
+    assert_eq!(with_one, adds(7));
+}
