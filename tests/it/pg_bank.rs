@@ -362,3 +362,73 @@ fn tls_when_the_url_asks_for_it() {
     assert!(matches!(err, PgError::Tls { .. }), "{err:?}");
     assert_eq!(err.kind(), FailureKind::Input);
 }
+
+/// `sslmode=verify-full` checks the host name, not only the CA: a server certificate the trusted
+/// CA issued for other names (`db.example.invalid`, `localhost`) is refused on `127.0.0.1` with
+/// an error naming the host-name mismatch, and the same certificate and CA are accepted on
+/// `localhost`, a name it carries. `verify-ca` checks the host name too (stricter than libpq's
+/// `verify-ca`, as `tunebank::pg` documents).
+#[test]
+fn tls_verify_full_refuses_a_certificate_for_another_host() {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+        KeyUsagePurpose,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "tunebank test CA");
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let server_key = KeyPair::generate().unwrap();
+    let mut server_params =
+        CertificateParams::new(vec!["db.example.invalid".into(), "localhost".into()]).unwrap();
+    server_params
+        .distinguished_name
+        .push(DnType::CommonName, "db.example.invalid");
+    let server_cert = server_params.signed_by(&server_key, &ca).unwrap();
+    let cert = write_pem(dir.path(), "server.crt", &server_cert.pem());
+    let key = write_pem(dir.path(), "server.key", &server_key.serialize_pem());
+    let ca_file = write_pem(dir.path(), "ca.crt", &ca.pem());
+    let Some(server) = PgServer::own_tls(&cert, &key) else {
+        return;
+    };
+    let url = server.admin_url().to_owned();
+    assert!(url.contains("@127.0.0.1:"), "{url}");
+    let with =
+        |u: &str, mode: &str| format!("{u}?sslmode={mode}&sslrootcert={}", ca_file.display());
+
+    for mode in ["verify-full", "verify-ca"] {
+        let err = tunebank::pg::connect(&with(&url, mode))
+            .err()
+            .unwrap_or_else(|| panic!("sslmode={mode}: a certificate for other names is refused"));
+        assert!(matches!(err, PgError::Tls { .. }), "{mode}: {err:?}");
+        assert_eq!(err.kind(), FailureKind::Input);
+        let message = err.to_string();
+        assert!(
+            message.contains("not valid for name \"127.0.0.1\"")
+                && message.contains("db.example.invalid"),
+            "sslmode={mode}: the error names the host-name mismatch: {message}"
+        );
+    }
+
+    // The same certificate and CA, reached by a name the certificate carries: accepted, over TLS.
+    let by_name = url.replace("@127.0.0.1:", "@localhost:");
+    for mode in ["verify-full", "verify-ca"] {
+        let ssl: bool = tunebank::pg::connect(&with(&by_name, mode))
+            .unwrap_or_else(|e| panic!("sslmode={mode} on localhost: {e}"))
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert!(ssl, "sslmode={mode} on localhost");
+    }
+}

@@ -1,9 +1,13 @@
-//! A PostgreSQL bank survives its writers killed with SIGKILL mid-batch and its server crashed
-//! and recovered (`pg_ctl restart -m immediate`) between batches and under a running writer: no
-//! acknowledged batch is lost, and no batch is ever seen in part.
+//! A PostgreSQL bank survives its writers killed with SIGKILL in the middle of a batch and its
+//! server crashed and recovered (`pg_ctl restart -m immediate`) under a batch in flight: no
+//! acknowledged batch is lost, no batch is ever seen in part, and the writer's handle reconnects
+//! by itself after the crash.
 //!
 //! Writers are this test binary re-executed with a role in `TUNEBANK_TEST_ROLE`, running only
-//! the `child_entry` test; without the variable, `child_entry` does nothing.
+//! the `child_entry` test; without the variable, `child_entry` does nothing. A writer reports
+//! each attempt at a batch (`BEGIN b` just before `put_batch`, then `ACK b` or `FAIL b …`) and
+//! each new connection its handle made (`RECONNECT b …`, from [`PgStore::connections`]), so the
+//! parent knows which batch was in flight when it struck and that the reconnect path ran.
 
 use crate::common;
 
@@ -15,7 +19,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::pg::PgServer;
-use common::{entries, key, op_record, Owned};
+use common::{entries, key, op_record, timing, Owned};
 use tunebank::bank::record::decode;
 use tunebank::bank::store::{PgStore, Store};
 
@@ -23,9 +27,13 @@ const ROLE: &str = "TUNEBANK_TEST_ROLE";
 const BANK: &str = "TUNEBANK_TEST_BANK";
 const ID: &str = "TUNEBANK_TEST_ID";
 
-/// Records per batch, by batch number modulo 3: many small commits, and large ones for a kill
-/// to land in.
-const LENS: [u64; 3] = [10, 1, 80];
+/// Records per batch, by batch number modulo 3: many small commits, and large ones (tens of
+/// milliseconds each) for a kill or a crash to land in.
+const LENS: [u64; 3] = [10, 1, 4000];
+
+fn is_large(b: u64) -> bool {
+    b % 3 == 2
+}
 
 fn batch(run: u64, b: u64) -> Vec<Owned> {
     let len = LENS[(b % 3) as usize];
@@ -39,8 +47,11 @@ fn batch(run: u64, b: u64) -> Vec<Owned> {
         .collect()
 }
 
-/// The child side: writes batch after batch, `ACK <b>` after each commit; a failed batch (the
-/// server crashed under it) is retried after a pause, on a new connection.
+/// The child side: writes batch after batch on one [`PgStore`] handle. Each attempt is `BEGIN
+/// b`, then `RECONNECT b opened N lost M` when the handle opened a connection during it, then
+/// `ACK b` after the commit or `FAIL b ERROR` (the server crashed under it), after which the
+/// same batch is tried again after a pause. The handle reconnects by itself; the writer never
+/// reopens it.
 #[test]
 fn child_entry() {
     let Ok(role) = std::env::var(ROLE) else {
@@ -50,29 +61,98 @@ fn child_entry() {
     let bank = std::env::var(BANK).unwrap();
     let run: u64 = std::env::var(ID).unwrap().parse().unwrap();
     let mut out = std::io::stdout().lock();
+    let mut say = |line: String| {
+        writeln!(out, "{line}").unwrap();
+        out.flush().unwrap();
+    };
     let store = loop {
         match PgStore::open(&bank) {
             Ok(s) => break s,
             Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
     };
+    let mut connections = store.connections();
     let mut b = 0;
     loop {
-        match store.put_batch(&entries(&batch(run, b))) {
+        let records = batch(run, b);
+        let entries = entries(&records);
+        say(format!("BEGIN {b}"));
+        let result = store.put_batch(&entries);
+        let now = store.connections();
+        if now.opened > connections.opened {
+            say(format!(
+                "RECONNECT {b} opened {} lost {}",
+                now.opened, now.lost
+            ));
+        }
+        connections = now;
+        match result {
             Ok(()) => {
-                writeln!(out, "ACK {b}").unwrap();
-                out.flush().unwrap();
+                say(format!("ACK {b}"));
                 b += 1;
             }
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => {
+                say(format!("FAIL {b} {}", e.to_string().replace('\n', " ")));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// One line of a writer, as the parent's reader thread saw it.
+#[derive(Clone, Debug, PartialEq)]
+enum Line {
+    Begin(u64),
+    Ack(u64),
+    Fail(u64),
+    /// The handle opened a connection during this attempt at the batch: (batch, opened, lost).
+    Reconnect(u64, u64, u64),
+}
+
+impl Line {
+    /// The line in `text` (libtest may print its own text before the first one).
+    fn parse(text: &str) -> Option<Line> {
+        let (at, tag) = ["BEGIN ", "ACK ", "FAIL ", "RECONNECT "]
+            .iter()
+            .filter_map(|t| text.find(t).map(|i| (i, *t)))
+            .min()?;
+        let mut words = text[at + tag.len()..].split_whitespace();
+        let b = words.next()?.parse().ok()?;
+        Some(match tag {
+            "BEGIN " => Line::Begin(b),
+            "ACK " => Line::Ack(b),
+            "FAIL " => Line::Fail(b),
+            _ => {
+                let mut field = |name: &str| {
+                    (words.next() == Some(name))
+                        .then(|| words.next()?.parse().ok())
+                        .flatten()
+                };
+                let opened = field("opened")?;
+                Line::Reconnect(b, opened, field("lost")?)
+            }
+        })
+    }
+
+    fn batch(&self) -> u64 {
+        match *self {
+            Line::Begin(b) | Line::Ack(b) | Line::Fail(b) | Line::Reconnect(b, ..) => b,
         }
     }
 }
 
 struct Writer {
     child: Child,
-    acks: mpsc::Receiver<u64>,
-    seen: BTreeSet<u64>,
+    lines: mpsc::Receiver<(Instant, Line)>,
+    /// Every line received so far, with when the reader thread read it.
+    log: Vec<(Instant, Line)>,
+    acked: BTreeSet<u64>,
+}
+
+/// What a writer said in all, once killed.
+struct Killed {
+    log: Vec<Line>,
+    acked: BTreeSet<u64>,
 }
 
 impl Writer {
@@ -89,12 +169,12 @@ impl Writer {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
-        let (tx, acks) = mpsc::channel();
+        let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if let Some(at) = line.find("ACK ") {
-                    if tx.send(line[at + 4..].trim().parse().unwrap()).is_err() {
+            for text in BufReader::new(stdout).lines() {
+                let Ok(text) = text else { return };
+                if let Some(line) = Line::parse(&text) {
+                    if tx.send((Instant::now(), line)).is_err() {
                         return;
                     }
                 }
@@ -102,35 +182,102 @@ impl Writer {
         });
         Writer {
             child,
-            acks,
-            seen: BTreeSet::new(),
+            lines,
+            log: Vec::new(),
+            acked: BTreeSet::new(),
         }
     }
 
-    /// Waits until `n` more batches are acknowledged.
-    fn wait_acks(&mut self, n: usize) {
-        let target = self.seen.len() + n;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while self.seen.len() < target {
+    fn record(&mut self, (at, line): (Instant, Line)) {
+        if let Line::Ack(b) = line {
+            self.acked.insert(b);
+        }
+        self.log.push((at, line));
+    }
+
+    /// Receives lines until `done` holds for the log and the acknowledged batches; panics with
+    /// the log's tail at the deadline.
+    fn wait_until(
+        &mut self,
+        what: &str,
+        done: impl Fn(&[(Instant, Line)], &BTreeSet<u64>) -> bool,
+    ) {
+        let deadline = Instant::now() + timing::scale(Duration::from_secs(60));
+        while !done(&self.log, &self.acked) {
             let left = deadline.saturating_duration_since(Instant::now());
-            let b = self
-                .acks
-                .recv_timeout(left)
-                .expect("the writer acknowledged nothing in time");
-            self.seen.insert(b);
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.record(line),
+                Err(_) => {
+                    let tail: Vec<&Line> = self.log.iter().rev().take(12).map(|(_, l)| l).collect();
+                    panic!(
+                        "the writer did not {what} in time; its last lines, newest first: {tail:?}"
+                    )
+                }
+            }
         }
     }
 
-    /// SIGKILL; returns every batch acknowledged before the kill.
-    fn kill(mut self) -> BTreeSet<u64> {
+    /// Waits until `n` more batches are acknowledged, and at least one large batch in all.
+    fn wait_acks(&mut self, n: usize) {
+        let target = self.acked.len() + n;
+        self.wait_until("acknowledge its batches", |_, acked| {
+            acked.len() >= target && acked.iter().any(|&b| is_large(b))
+        });
+    }
+
+    /// Skips the lines already waiting, then waits for a large batch to begin and returns it:
+    /// the writer is (most likely) inside its `put_batch` now.
+    fn wait_large_begin(&mut self) -> u64 {
+        while let Ok(line) = self.lines.try_recv() {
+            self.record(line);
+        }
+        let from = self.log.len();
+        self.wait_until("begin a large batch", |log, _| {
+            log[from..]
+                .iter()
+                .any(|(_, l)| matches!(l, Line::Begin(b) if is_large(*b)))
+        });
+        let (_, line) = self.log.last().unwrap();
+        line.batch()
+    }
+
+    /// The shortest time a large batch took from `BEGIN` to `ACK` in one attempt.
+    fn large_batch_time(&self) -> Duration {
+        let mut began = HashMap::new();
+        let mut best: Option<Duration> = None;
+        for (at, line) in &self.log {
+            match *line {
+                Line::Begin(b) => {
+                    began.insert(b, *at);
+                }
+                Line::Fail(b) | Line::Reconnect(b, ..) => {
+                    began.remove(&b);
+                }
+                Line::Ack(b) if is_large(b) => {
+                    if let Some(t) = began.remove(&b) {
+                        let d = at.duration_since(t);
+                        best = Some(best.map_or(d, |x| x.min(d)));
+                    }
+                }
+                Line::Ack(_) => {}
+            }
+        }
+        best.expect("a large batch was acknowledged")
+    }
+
+    /// SIGKILL; returns everything the writer said before the kill.
+    fn kill(mut self) -> Killed {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
-        // The reader thread ends at the pipe's end; everything it sent is an acknowledgement
-        // made before the kill.
-        while let Ok(b) = self.acks.recv_timeout(Duration::from_secs(5)) {
-            self.seen.insert(b);
+        // The reader thread ends at the pipe's end; every line it sent was written before the
+        // kill.
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.record(line);
         }
-        self.seen
+        Killed {
+            log: self.log.into_iter().map(|(_, l)| l).collect(),
+            acked: self.acked,
+        }
     }
 }
 
@@ -150,6 +297,11 @@ fn batches_present(store: &PgStore) -> HashMap<(u64, u64), u64> {
     counts
 }
 
+/// Each run starts a writer. Odd runs crash the server right after a large batch begins and
+/// wait for the writer to reconnect and go on. Every run then kills the writer at a point
+/// inside a large batch (spread over the batch's duration from run to run), crashes the server
+/// once more, and checks the bank: every acknowledged batch whole, the batch in flight at the
+/// kill whole or absent, no batch partial.
 #[test]
 fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
     let Some(server) = PgServer::own() else {
@@ -167,20 +319,75 @@ fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
     drop(client);
     let bank = format!("{url}#op/Ascend910B2");
     let mut acknowledged: Vec<(u64, u64)> = Vec::new();
+    let (mut kills_in_flight, mut crashes_in_flight) = (0, 0);
     const RUNS: u64 = 6;
     for run in 0..RUNS {
         let mut writer = Writer::spawn(&bank, run);
         writer.wait_acks(2 + run as usize);
         if run % 2 == 1 {
-            // The server crashes under a running writer, which reconnects and goes on.
+            // The server crashes under a running writer, most likely inside batch `b`; the
+            // writer's handle must reconnect by itself and go on.
+            let b = writer.wait_large_begin();
+            let from = writer.log.len() - 1;
             server.restart_immediate();
-            writer.wait_acks(2);
+            writer.wait_until(
+                "reconnect and acknowledge 2 batches after the crash",
+                |log, _| {
+                    let after = &log[from..];
+                    after
+                        .iter()
+                        .position(|(_, l)| matches!(l, Line::Reconnect(..)))
+                        .is_some_and(|r| {
+                            after[r..]
+                                .iter()
+                                .filter(|(_, l)| matches!(l, Line::Ack(_)))
+                                .count()
+                                >= 2
+                        })
+                },
+            );
+            let after: Vec<&Line> = writer.log[from..].iter().map(|(_, l)| l).collect();
+            for l in &after {
+                if let Line::Reconnect(_, opened, lost) = **l {
+                    assert!(
+                        lost >= 1 && opened >= 2,
+                        "run {run}: a reconnect without a lost connection: {l:?}"
+                    );
+                }
+            }
+            // In flight at the crash: before `b` was acknowledged, an attempt at it failed or its
+            // handle had to reconnect.
+            let acked_at = after
+                .iter()
+                .position(|l| **l == Line::Ack(b))
+                .unwrap_or(after.len());
+            if after[..acked_at]
+                .iter()
+                .any(|l| matches!(**l, Line::Fail(x) | Line::Reconnect(x, ..) if x == b))
+            {
+                crashes_in_flight += 1;
+            }
         }
-        // Mid-batch, most likely: the writer commits back to back.
-        std::thread::sleep(Duration::from_millis(3 * run));
-        let acks = writer.kill();
+        // A kill point inside a large batch, later in the batch from run to run.
+        let window = writer.large_batch_time();
+        let b = writer.wait_large_begin();
+        std::thread::sleep(window.mul_f64(0.9 * run as f64 / RUNS as f64));
+        let killed = writer.kill();
         server.restart_immediate();
-        acknowledged.extend(acks.iter().map(|&b| (run, b)));
+        let in_flight = killed.log.contains(&Line::Begin(b)) && !killed.acked.contains(&b);
+        if in_flight {
+            kills_in_flight += 1;
+        }
+        eprintln!(
+            "run {run}: large batch {b} takes {window:?}; killed at {:.0}% of it, {}",
+            90.0 * run as f64 / RUNS as f64,
+            if in_flight {
+                "in flight"
+            } else {
+                "after its commit"
+            }
+        );
+        acknowledged.extend(killed.acked.iter().map(|&b| (run, b)));
 
         let store = PgStore::open(&bank).unwrap();
         let present = batches_present(&store);
@@ -189,6 +396,15 @@ fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
                 present.get(&(r, b)).copied().unwrap_or(0),
                 batch(r, b).len() as u64,
                 "run {run}: acknowledged batch {b} of run {r} lost"
+            );
+        }
+        if in_flight {
+            let n = present.get(&(run, b)).copied().unwrap_or(0);
+            assert!(
+                n == 0 || n == batch(run, b).len() as u64,
+                "run {run}: batch {b}, in flight at the kill, is there in part: {n} of {} \
+                 records",
+                batch(run, b).len()
             );
         }
         for (&(r, b), &n) in &present {
@@ -201,5 +417,18 @@ fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
         let report = tunebank::bank::verify::verify_store(&store);
         assert!(report.is_clean(), "run {run}: {report:?}");
     }
+    eprintln!(
+        "{kills_in_flight} of {RUNS} kills and {crashes_in_flight} of {} crashes struck a batch \
+         in flight",
+        RUNS / 2
+    );
+    assert!(
+        kills_in_flight >= 1,
+        "no kill struck a batch in flight: the test proved nothing about a batch cut short"
+    );
+    assert!(
+        crashes_in_flight >= 1,
+        "no server crash struck a batch in flight"
+    );
     assert!(acknowledged.len() as u64 >= RUNS * 2);
 }

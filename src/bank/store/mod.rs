@@ -20,7 +20,7 @@ pub mod sled;
 #[cfg(test)]
 mod durability_tests;
 
-pub use self::postgres::PgStore;
+pub use self::postgres::{PgConnections, PgStore};
 pub use self::redb::RedbStore;
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;

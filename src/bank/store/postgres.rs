@@ -10,10 +10,16 @@
 //! the absent ones with `ON CONFLICT DO NOTHING` (a key another writer inserted meanwhile is then
 //! locked and judged like the others), and updates the rest; deadlocks and serialization failures
 //! are retried a bounded number of times. A batch look-up is one statement (`key = ANY($2)`).
+//!
+//! Connections are pooled per handle. One the server closed (a restart, a crash, a dropped
+//! network) is discarded and replaced by a new one on the next use; an operation that failed on
+//! it runs once more on the new one. [`PgStore::connections`] counts both, so a caller (or a
+//! test) can tell that the reconnect path ran.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use postgres::{Client, Statement, Transaction};
@@ -39,6 +45,22 @@ pub struct PgStore {
     bank: String,
     read_only: bool,
     idle: Mutex<Vec<Conn>>,
+    opened: AtomicU64,
+    lost: AtomicU64,
+}
+
+/// What a [`PgStore`] handle did with its connections since it was opened
+/// ([`PgStore::connections`]). Both counts only grow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PgConnections {
+    /// Connections opened and made ready (statements prepared), the one [`PgStore::open`]
+    /// makes included.
+    pub opened: u64,
+    /// Connections found closed by the server (a restart, a crash, a dropped network) and
+    /// discarded. A handle used by one thread at a time opens a new connection only to replace
+    /// a lost one, so there `opened - 1 ≤ lost` always holds, and `opened > 1` means the
+    /// reconnect path ran.
+    pub lost: u64,
 }
 
 /// One connection with its prepared look-up statements.
@@ -91,10 +113,13 @@ impl PgStore {
             bank,
             read_only,
             idle: Mutex::new(Vec::new()),
+            opened: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
         };
         let mut client = store.url.connect_with(read_only)?;
         schema::check(&mut client, store.url.redacted(), &schema::BANK)?;
         let conn = store.prepare(client)?;
+        store.opened.fetch_add(1, Ordering::Relaxed);
         store.give_back(conn);
         Ok(store)
     }
@@ -109,12 +134,22 @@ impl PgStore {
         &self.bank
     }
 
+    /// The connections this handle opened and lost so far (see [`PgConnections`]).
+    pub fn connections(&self) -> PgConnections {
+        PgConnections {
+            opened: self.opened.load(Ordering::Relaxed),
+            lost: self.lost.load(Ordering::Relaxed),
+        }
+    }
+
     fn pg_err(&self, e: &postgres::Error) -> PgError {
         PgError::from_postgres(self.url.redacted(), e)
     }
 
     fn connect(&self) -> Result<Conn, StoreError> {
-        self.prepare(self.url.connect_with(self.read_only)?)
+        let conn = self.prepare(self.url.connect_with(self.read_only)?)?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        Ok(conn)
     }
 
     fn prepare(&self, mut client: Client) -> Result<Conn, StoreError> {
@@ -131,13 +166,29 @@ impl PgStore {
         })
     }
 
+    /// Returns `conn` to the pool, or discards it (counted as lost) when the server closed it.
     fn give_back(&self, conn: Conn) {
-        if !conn.client.is_closed() {
+        if conn.client.is_closed() {
+            self.lost.fetch_add(1, Ordering::Relaxed);
+        } else {
             self.idle
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .push(conn);
         }
+    }
+
+    /// An idle pooled connection the server has not closed, discarding (and counting as lost)
+    /// the closed ones on the way.
+    fn pooled(&self) -> Option<Conn> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(conn) = idle.pop() {
+            if !conn.client.is_closed() {
+                return Some(conn);
+            }
+            self.lost.fetch_add(1, Ordering::Relaxed);
+        }
+        None
     }
 
     /// Runs `f` on a pooled connection (a new one when none is idle). A pooled connection the
@@ -150,8 +201,7 @@ impl PgStore {
         let mut attempts = 0;
         let mut reconnected = false;
         loop {
-            let pooled = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            let (mut conn, fresh) = match pooled.filter(|c| !c.client.is_closed()) {
+            let (mut conn, fresh) = match self.pooled() {
                 Some(c) => (c, false),
                 None => (self.connect()?, true),
             };
