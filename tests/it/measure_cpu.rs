@@ -1,7 +1,10 @@
 //! The CPU runner: every kernel agrees with its reference under every strategy of its space,
 //! invalid strategies are build_fail, wrong outputs are caught.
 
+use crate::common::timing::scale;
+
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use tunebank::key::{
     AttrValue, CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc,
@@ -42,7 +45,7 @@ fn quick() -> CpuRunner {
         .with_timing(TimingSettings {
             warmup: 1,
             repeats: 2,
-            timeout_ms: 10_000,
+            timeout_ms: scale(Duration::from_secs(10)).as_millis() as u64,
         })
         .with_max_threads(3)
 }

@@ -111,8 +111,47 @@ fn essence(v: &Value) -> (String, Value, BTreeSet<(String, String)>, BTreeSet<St
     )
 }
 
-/// The keys of a bank's custom layer, from `bank export` (one line per record).
-fn bank_keys(dir: &Path, bank: &str) -> Vec<String> {
+/// Each modified op of a result file by name: its type and its `tune_performance` (the time
+/// before and after tuning, the improvement and the update mode). Keyed by name because a
+/// local tune lists ops in the order they finished and a queued job's report in plan order.
+fn op_entries(v: &Value) -> BTreeMap<String, Value> {
+    let list = v.as_object().unwrap().values().next().unwrap();
+    list[1]["OPAT"]["repo_modified_operators"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            let mut m = m.clone();
+            let name = m.as_object_mut().unwrap().remove("op_name").unwrap();
+            (name.as_str().unwrap().to_owned(), m)
+        })
+        .collect()
+}
+
+/// The records of a bank's custom layer by key, from `bank export`, each without its write
+/// time (`provenance.unix_time`): the strategy, the performance (baseline, tuned time, samples,
+/// runner) and the rest of the provenance (algorithm, trials, seed, origin) are what a tune
+/// decides.
+fn bank_records(dir: &Path, bank: &str) -> BTreeMap<String, Value> {
+    let mut records = BTreeMap::new();
+    for l in bank_export(dir, bank).lines() {
+        let mut v: Value = serde_json::from_str(l).unwrap();
+        let key = v["key"].as_str().unwrap().to_owned();
+        let mut record = v["record"].take();
+        let written = record["provenance"]
+            .as_object_mut()
+            .and_then(|p| p.remove("unix_time"));
+        assert!(written.is_some(), "a record has a write time: {record}");
+        assert!(
+            records.insert(key.clone(), record).is_none(),
+            "key {key} exported twice"
+        );
+    }
+    records
+}
+
+/// `bank export` of a bank's custom layer (JSON lines, one per record).
+fn bank_export(dir: &Path, bank: &str) -> String {
     let out = cmd(
         dir,
         &[
@@ -127,12 +166,6 @@ fn bank_keys(dir: &Path, bank: &str) -> Vec<String> {
     .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     text(&out.stdout)
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            v["key"].as_str().unwrap().to_owned()
-        })
-        .collect()
 }
 
 fn sandbox() -> tempfile::TempDir {
@@ -153,7 +186,42 @@ fn submit(dir: &Path, url: &str, model: &str, bank: &str) -> (i64, String) {
     (id, text(&out.stderr))
 }
 
-fn spawn_worker(dir: &Path, url: &str, bank: &str, id: &str, hold: bool) -> Child {
+/// The lease of the test workers (`--lease`); the heartbeat renews it every third of it.
+fn lease() -> Duration {
+    common::timing::scale(Duration::from_millis(1500))
+}
+
+/// How often an idle test worker looks for a task (`--poll-ms`).
+const POLL: Duration = Duration::from_millis(100);
+
+/// What a reclaim may take beyond the lease and the poll interval: the idle worker's wake-up,
+/// its claim transaction and this test's status query, on a loaded 2-core machine (measured
+/// well under 0.2 s there; scaled with the factor).
+fn reclaim_slack() -> Duration {
+    common::timing::scale(Duration::from_secs(1))
+}
+
+/// How long the killed worker holds its task, renewing the lease, while the others run: four
+/// lease periods, more than three, so that a lease the heartbeat did not renew runs out with
+/// time to spare for an idle worker to claim the task (and the test to see it).
+fn held_for() -> Duration {
+    lease() * 4
+}
+
+/// A `tunebank worker` process `id` on the queue at `url`, writing into `bank`, exiting after
+/// `idle_exit` without a task; with `hold`, it holds its first task (renewing the lease) far
+/// longer than the test runs.
+fn spawn_worker(
+    dir: &Path,
+    url: &str,
+    bank: &str,
+    id: &str,
+    idle_exit: Duration,
+    hold: bool,
+) -> Child {
+    let lease = lease().as_secs_f64().to_string();
+    let idle_exit = idle_exit.as_secs_f64().to_string();
+    let poll = POLL.as_millis().to_string();
     let mut c = cmd(
         dir,
         &[
@@ -166,17 +234,18 @@ fn spawn_worker(dir: &Path, url: &str, bank: &str, id: &str, hold: bool) -> Chil
             "--bank",
             bank,
             "--lease",
-            "1.5",
+            &lease,
             "--idle-exit",
-            "6",
+            &idle_exit,
             "--poll-ms",
-            "100",
+            &poll,
             "--worker-id",
             id,
         ],
     );
     if hold {
-        c.env(queue::HOLD_FIRST_TASK_ENV, "120");
+        let hold = common::timing::scale(Duration::from_secs(600));
+        c.env(queue::HOLD_FIRST_TASK_ENV, hold.as_secs_f64().to_string());
     }
     c.stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -197,9 +266,133 @@ fn wait_output(child: Child, limit: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// The distributed test: BERT and ResNet-50 jobs, four worker processes, one SIGKILLed while it
-/// holds a task. Every task ends done exactly once, the bank holds each key once, each job's
-/// result file equals a single-process tune of the same job, and a second job is all hits.
+/// Every task of `jobs`, as the queue holds them now.
+fn all_tasks(client: &mut queue::Client, jobs: &[i64]) -> Vec<queue::TaskStatus> {
+    jobs.iter()
+        .flat_map(|j| queue::job_status(client, *j).unwrap().tasks)
+        .collect()
+}
+
+/// Polls the queue while w0 holds `held` (seen running since `since`), for [`held_for`] and
+/// until every other task is done: `held` stays w0's, running on its first attempt, all along;
+/// every other task is done by w1–w3 on its first attempt; and w1–w3 are still running.
+fn hold_while_others_run(
+    client: &mut queue::Client,
+    jobs: &[i64],
+    held: &queue::TaskStatus,
+    since: Instant,
+    workers: &mut [Child],
+) {
+    let mut others_done = false;
+    while !others_done || since.elapsed() < held_for() {
+        assert!(
+            since.elapsed() < common::timing::scale(Duration::from_secs(300)),
+            "w1–w3 did not finish the other tasks"
+        );
+        let tasks = all_tasks(client, jobs);
+        let h = tasks.iter().find(|t| t.id == held.id).unwrap();
+        assert_eq!(
+            (h.state.as_str(), h.worker.as_deref(), h.attempts),
+            ("running", Some("w0"), 1),
+            "after {:?} of w0 holding it (lease {:?}), task {} was taken: its lease was not \
+             renewed",
+            since.elapsed(),
+            lease(),
+            held.id
+        );
+        others_done = tasks.iter().all(|t| t.id == held.id || t.state == "done");
+        std::thread::sleep(POLL);
+    }
+    for (i, w) in workers.iter_mut().enumerate() {
+        assert!(
+            w.try_wait().unwrap().is_none(),
+            "w{} exited while w0 held its task",
+            i + 1
+        );
+    }
+    let mut by_worker = BTreeMap::<String, usize>::new();
+    for t in all_tasks(client, jobs) {
+        if t.id != held.id {
+            assert_eq!(t.attempts, 1, "{t:?}");
+            let w = t.worker.unwrap();
+            assert!(["w1", "w2", "w3"].contains(&w.as_str()), "{w}");
+            *by_worker.entry(w).or_default() += 1;
+        }
+    }
+    eprintln!(
+        "w0 held task {} for {:?} (lease {:?}); tasks done meanwhile: {by_worker:?}",
+        held.id,
+        since.elapsed(),
+        lease()
+    );
+}
+
+/// SIGKILLs `doomed` (w0, holding task `held`) and waits for a live worker to claim the task
+/// again: no sooner than the lease w0 last renewed runs out, and within `bound`. Returns the
+/// task as the new claim left it.
+fn kill_and_time_reclaim(
+    client: &mut queue::Client,
+    jobs: &[i64],
+    held: i64,
+    mut doomed: Child,
+    bound: Duration,
+) -> queue::TaskStatus {
+    doomed.kill().unwrap();
+    doomed.wait().unwrap();
+    let killed = Instant::now();
+    let row = client
+        .query_one(
+            "SELECT state, worker, attempts,
+                    extract(epoch FROM lease_until - clock_timestamp())::float8
+             FROM tunebank_queue_tasks WHERE id = $1",
+            &[&held],
+        )
+        .unwrap();
+    let (state, worker, attempts): (String, Option<String>, i32) =
+        (row.get(0), row.get(1), row.get(2));
+    let lease_left = Duration::from_secs_f64(row.get::<_, f64>(3).max(0.0));
+    assert_eq!(
+        (state.as_str(), worker.as_deref(), attempts),
+        ("running", Some("w0"), 1),
+        "w0 held its task when it was killed"
+    );
+    let reclaimer = wait_until(bound * 2, || {
+        let t = all_tasks(client, jobs)
+            .into_iter()
+            .find(|t| t.id == held)
+            .unwrap();
+        (t.attempts > 1).then_some(t)
+    });
+    let reclaimed_after = killed.elapsed();
+    eprintln!(
+        "task {held} claimed again by {:?} {reclaimed_after:?} after the kill (lease left \
+         then: {lease_left:?}; bound {bound:?})",
+        reclaimer.worker
+    );
+    // The claim needs `lease_until < now()`, read after `killed`; 10 ms for the two clocks.
+    assert!(
+        reclaimed_after + Duration::from_millis(10) >= lease_left,
+        "claimed {reclaimed_after:?} after the kill, before w0's lease ran out ({lease_left:?})"
+    );
+    assert!(
+        reclaimed_after <= bound,
+        "claimed {reclaimed_after:?} after the kill; bound: lease {:?} + poll {POLL:?} + slack \
+         {:?}",
+        lease(),
+        reclaim_slack()
+    );
+    reclaimer
+}
+
+/// The distributed test: BERT and ResNet-50 jobs and four worker processes. Worker w0 holds a
+/// task for four lease periods while w1–w3 run beside it and do every other task: its
+/// heartbeat keeps the lease, so none of them takes the task (attempts stay 1). Then w0 is
+/// SIGKILLed: the task is claimed again by a live worker no sooner than the lease w0 last
+/// renewed runs out and within a lease plus a poll interval (plus scheduling slack), and done
+/// once. Every other task is done exactly once, each job's result file equals a single-process
+/// tune of the same job (per op: times before and after, update mode), the shared bank holds
+/// exactly the records of the single-process banks (strategies, times, seeds), and a second
+/// job is all hits.
 #[test]
 fn four_workers_one_killed_match_a_single_process_tune() {
     let Some((_server, url)) = PgServer::database() else {
@@ -210,6 +403,7 @@ fn four_workers_one_killed_match_a_single_process_tune() {
     let models = [fixture("bert_layer.onnx"), fixture("resnet50.onnx")];
     // The single-process reference: each job on its own fresh bank.
     let mut reference = Vec::new();
+    let mut reference_records = BTreeMap::new();
     for (i, m) in models.iter().enumerate() {
         let bank = dir.join(format!("ref/bank{i}.redb"));
         let out_dir = dir.join(format!("ref/out{i}"));
@@ -217,7 +411,9 @@ fn four_workers_one_killed_match_a_single_process_tune() {
         args.extend_from_slice(&["--output-dir", out_dir.to_str().unwrap()]);
         let out = cmd(dir, &args).output().unwrap();
         assert!(out.status.success(), "{}", text(&out.stderr));
-        reference.push(essence(&result_json(&out_dir)));
+        let v = result_json(&out_dir);
+        reference.push((essence(&v), op_entries(&v)));
+        reference_records.extend(bank_records(dir, bank.to_str().unwrap()));
     }
     // The queue: both jobs submitted against one shared PostgreSQL bank in the queue's
     // database (`bank init --roles` creates the bank's and the queue's tables and their
@@ -233,23 +429,28 @@ fn four_workers_one_killed_match_a_single_process_tune() {
         .map(|m| submit(dir, &url, m, bank_s).0)
         .collect();
     let mut client = queue::connect(&url).unwrap();
-    let doomed = spawn_worker(dir, &url, bank_s, "w0", true);
-    let held = wait_until(Duration::from_secs(60), || {
-        jobs.iter().find_map(|j| {
-            let s = queue::job_status(&mut client, *j).unwrap();
-            s.tasks
-                .into_iter()
-                .find(|t| t.state == "running" && t.worker.as_deref() == Some("w0"))
-        })
+    // w1–w3 must outlive the hold and the reclaim without a task, to be there to reclaim.
+    let reclaim_bound = lease() + POLL + reclaim_slack();
+    let idle_exit = held_for() + reclaim_bound + reclaim_slack();
+    let doomed = spawn_worker(dir, &url, bank_s, "w0", idle_exit, true);
+    let held = wait_until(common::timing::scale(Duration::from_secs(60)), || {
+        all_tasks(&mut client, &jobs)
+            .into_iter()
+            .find(|t| t.state == "running" && t.worker.as_deref() == Some("w0"))
     });
-    let mut doomed = doomed;
-    doomed.kill().unwrap(); // SIGKILL while it holds `held`
-    doomed.wait().unwrap();
-    let workers: Vec<Child> = (1..4)
-        .map(|i| spawn_worker(dir, &url, bank_s, &format!("w{i}"), false))
+    let held_since = Instant::now();
+    let mut workers: Vec<Child> = (1..4)
+        .map(|i| spawn_worker(dir, &url, bank_s, &format!("w{i}"), idle_exit, false))
         .collect();
+    hold_while_others_run(&mut client, &jobs, &held, held_since, &mut workers);
+    let reclaimer = kill_and_time_reclaim(&mut client, &jobs, held.id, doomed, reclaim_bound);
+    assert_eq!(reclaimer.attempts, 2, "{reclaimer:?}");
+    assert!(
+        ["w1", "w2", "w3"].contains(&reclaimer.worker.as_deref().unwrap()),
+        "{reclaimer:?}"
+    );
     for w in workers {
-        let out = wait_output(w, Duration::from_secs(600));
+        let out = wait_output(w, common::timing::scale(Duration::from_secs(600)));
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
     let mut queued_keys = Vec::new();
@@ -260,11 +461,17 @@ fn four_workers_one_killed_match_a_single_process_tune() {
         for t in &s.tasks {
             if t.id == held.id {
                 assert_eq!(
-                    t.attempts, 2,
-                    "the killed worker's task was claimed again: {s}"
+                    (t.attempts, t.worker.as_deref()),
+                    (2, reclaimer.worker.as_deref()),
+                    "the killed worker's task was claimed again once, and done by the \
+                     worker that claimed it: {s}"
                 );
-                assert!(t.errors[0].contains("w0"), "{:?}", t.errors);
-                assert_ne!(t.worker.as_deref(), Some("w0"));
+                assert_eq!(t.errors.len(), 1, "{:?}", t.errors);
+                assert!(
+                    t.errors[0].contains("w0") && t.errors[0].contains("expired"),
+                    "{:?}",
+                    t.errors
+                );
             } else {
                 assert_eq!(t.attempts, 1, "{s}");
             }
@@ -287,19 +494,31 @@ fn four_workers_one_killed_match_a_single_process_tune() {
         .output()
         .unwrap();
         assert!(out.status.success(), "{}", text(&out.stderr));
+        let v = result_json(&out_dir);
+        assert_eq!(essence(&v), reference[i].0, "job {j} vs single process");
+        assert!(!reference[i].1.is_empty(), "job {j} modified ops");
         assert_eq!(
-            essence(&result_json(&out_dir)),
-            reference[i],
-            "job {j} vs single process"
+            op_entries(&v),
+            reference[i].1,
+            "job {j}: each op's times vs single process"
         );
     }
-    // Each queued key is in the bank exactly once (plus the confirmed defaults and winners of
-    // the same keys only).
-    let keys = bank_keys(dir, bank_s);
-    let unique: BTreeSet<&String> = keys.iter().collect();
-    assert_eq!(unique.len(), keys.len(), "each key once");
+    // The shared bank holds each queued key once, and exactly the records the single-process
+    // tunes wrote into their banks: same keys, strategies, times and seeds.
+    let records = bank_records(dir, bank_s);
     let wanted: BTreeSet<&String> = queued_keys.iter().collect();
-    assert!(wanted.is_subset(&unique), "every tuned key is in the bank");
+    assert!(
+        wanted.iter().all(|k| records.contains_key(*k)),
+        "every tuned key is in the bank"
+    );
+    assert_eq!(
+        records.keys().collect::<Vec<_>>(),
+        reference_records.keys().collect::<Vec<_>>(),
+        "the keys of the shared bank vs the single-process banks"
+    );
+    for (k, r) in &records {
+        assert_eq!(r, &reference_records[k], "record {k} vs single process");
+    }
     // A second job of the same model is all hits: nothing queued.
     let (again, stderr) = submit(dir, &url, &models[1], bank_s);
     assert!(stderr.contains(" 0 tasks queued"), "{stderr}");
@@ -316,8 +535,8 @@ fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
         if let Some(v) = f() {
             return v;
         }
-        assert!(start.elapsed() < limit, "timed out");
-        std::thread::sleep(Duration::from_millis(100));
+        assert!(start.elapsed() < limit, "timed out after {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -352,7 +571,7 @@ fn worker(url: &str, id: &str, soc: &str, runner: &str) -> Worker {
         worker_id: id.into(),
         soc: soc.into(),
         runner: runner.into(),
-        lease: Duration::from_secs(30),
+        lease: common::timing::scale(Duration::from_secs(30)),
         max_attempts: 3,
         max_tasks: None,
         idle_exit: Some(Duration::ZERO),

@@ -1,6 +1,8 @@
 //! End-to-end tests of `tunebank tune` and `tunebank convert`, driving the binary on the
 //! ResNet-50 fixture with the simulated Ascend910B2 runner.
 
+use crate::common::timing::scale;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -295,7 +297,10 @@ fn wait_for_finished_ops(dir: &Path, child: &mut std::process::Child) -> Value {
             }
         }
         assert!(child.try_wait().unwrap().is_none(), "tuner ended early");
-        assert!(start.elapsed() < Duration::from_secs(60), "no op finished");
+        assert!(
+            start.elapsed() < scale(Duration::from_secs(60)),
+            "no op finished"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
