@@ -640,3 +640,18 @@ pub extern "C" fn tunebank_status_name(status: i32) -> *const c_char {
         .map(|s| s.name().as_ptr())
         .unwrap_or(c"TUNEBANK_STATUS_UNKNOWN".as_ptr())
 }
+
+/// The build this crate's tests run under (CI's release suite): overflow checks are on for this
+/// crate (root `Cargo.toml`, `[profile.release.package.*]`), so an integer overflow in its code
+/// panics instead of wrapping to a wrong number.
+#[cfg(test)]
+mod build_checks {
+    #[test]
+    fn this_crate_is_built_with_overflow_checks() {
+        let wrapped = std::panic::catch_unwind(|| std::hint::black_box(u32::MAX) + 1);
+        assert!(
+            wrapped.is_err(),
+            "u32::MAX + 1 gave {wrapped:?}: overflow checks are off"
+        );
+    }
+}

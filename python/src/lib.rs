@@ -32,5 +32,15 @@ fn _tunebank(m: &Bound<'_, PyModule>) -> PyResult<()> {
     keys::register(m)?;
     tune::register(m)?;
     search::register(m)?;
+    m.add_function(wrap_pyfunction!(_overflow_probe, m)?)?;
     Ok(())
+}
+
+/// `a + b` in this crate's own code, unchecked: a test hook (python/tests/test_errors.py) showing
+/// that the wheel is built with overflow checks on (root `Cargo.toml`,
+/// `[profile.release.package.tunebank-python]`), so that an overflow raises pyo3's
+/// `PanicException` instead of wrapping to a wrong number.
+#[pyfunction]
+fn _overflow_probe(a: u32, b: u32) -> u32 {
+    a + b
 }

@@ -66,3 +66,15 @@ def test_search_bad_input(tmp_path):
         tunebank.search.Space.from_cache(tmp_path / "nosuch.json")
     with pytest.raises(tunebank.InputError, match="expected one of"):
         tunebank.search.compare([], ["nosuch"])
+
+
+def test_the_extension_is_built_with_overflow_checks():
+    """An integer overflow in the extension's own code is a panic (pyo3's PanicException), not a
+    wrapped-around number: the wheel's release build has overflow checks on (root Cargo.toml)."""
+    from tunebank import _tunebank
+
+    assert _tunebank._overflow_probe(2**32 - 2, 1) == 2**32 - 1
+    with pytest.raises(BaseException) as caught:
+        _tunebank._overflow_probe(2**32 - 1, 1)
+    assert type(caught.value).__name__ == "PanicException", caught.value
+    assert "overflow" in str(caught.value)

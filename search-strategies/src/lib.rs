@@ -121,3 +121,18 @@ pub use strategy::{
 pub fn parse_restriction(source: &str) -> Result<Vec<String>, RestrictionError> {
     expr::parse_names(source)
 }
+
+/// The build this crate's tests run under (CI's release suite): overflow checks are on for this
+/// crate (root `Cargo.toml`, `[profile.release.package.*]`), so an integer overflow in its code
+/// panics instead of wrapping to a wrong number.
+#[cfg(test)]
+mod build_checks {
+    #[test]
+    fn this_crate_is_built_with_overflow_checks() {
+        let wrapped = std::panic::catch_unwind(|| std::hint::black_box(u32::MAX) + 1);
+        assert!(
+            wrapped.is_err(),
+            "u32::MAX + 1 gave {wrapped:?}: overflow checks are off"
+        );
+    }
+}

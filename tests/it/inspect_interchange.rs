@@ -677,12 +677,7 @@ fn dumps_matches_cpython_byte_for_byte() {
         .stdout(std::process::Stdio::piped())
         .spawn();
     let Ok(mut child) = child else {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(
-            !ci,
-            "python3 is required in CI for the json.dumps cross-check"
-        );
-        eprintln!("python3 not found: cross-check skipped");
+        crate::common::skip_or_fail("python3 is not on PATH (the json.dumps cross-check)");
         return;
     };
     use std::io::Write;

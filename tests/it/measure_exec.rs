@@ -2,6 +2,8 @@
 //! runner that hangs, crashes mid-batch, exits early, prints garbage or answers with the wrong
 //! number of results — each classified, none stopping the tuning.
 
+use crate::common::timing::scale;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -44,9 +46,9 @@ fn runner(mode: &str, row: usize) -> ExecRunner {
         .with_timing(TimingSettings {
             warmup: 1,
             repeats: 5,
-            timeout_ms: 400,
+            timeout_ms: scale(Duration::from_millis(400)).as_millis() as u64,
         })
-        .with_startup_timeout(Duration::from_secs(2))
+        .with_startup_timeout(scale(Duration::from_secs(2)))
 }
 
 /// Whether `python3` runs. Where it does not, the test that needs it is skipped with a line
@@ -57,12 +59,9 @@ fn python_available() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(
-            !ci,
-            "python3 is required in CI (the external runner fixture is a Python script)"
+        crate::common::skip_or_fail(
+            "python3 is not on PATH (the external runner fixture is a Python script)",
         );
-        eprintln!("skipping: python3 not found on PATH");
     }
     ok
 }

@@ -1,7 +1,20 @@
-//! Record builders shared by the integration tests.
+//! What the integration tests share: record builders, PostgreSQL servers ([`pg`]), and the two
+//! environment variables that make a run reproducible on any machine:
+//!
+//! - `TUNEBANK_TEST_TIME_SCALE` (a number ≥ 1, default 1) multiplies every wall-clock bound the
+//!   tests wait on — runner timeouts, startup timeouts, leases, deadlines ([`timing::scale`]).
+//!   Set it to 3 on a loaded or slow machine; a bad value panics naming the variable.
+//! - `TUNEBANK_TEST_SEED` (an unsigned integer) replaces the fixed default seed of the tests
+//!   that draw random kill points ([`seed`]); each such test prints the seed it uses on stderr.
+//!
+//! A test that needs a tool the machine may lack (a PostgreSQL server, python3) calls
+//! [`skip_or_fail`] when it is missing: under `CI=true` (which `.ci/run` sets for the suite) that
+//! fails the test; elsewhere the test passes after printing `SKIPPED: <why>` on stderr, which
+//! nextest shows for these tests (`.config/nextest.toml`).
 #![allow(dead_code)]
 
 pub mod pg;
+pub mod timing;
 
 use std::collections::BTreeMap;
 
@@ -13,6 +26,43 @@ use tunebank::key::{
     BankKey, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,
     KEY_SCHEMA_VERSION,
 };
+
+/// The environment variable overriding [`seed`]'s default.
+pub const SEED_ENV: &str = "TUNEBANK_TEST_SEED";
+
+/// The fixed seed the randomised tests use unless [`SEED_ENV`] says otherwise.
+pub const DEFAULT_SEED: u64 = 35;
+
+/// The seed of a randomised test: [`SEED_ENV`] when set, else [`DEFAULT_SEED`]; printed on
+/// stderr so that a failing run can be replayed. Panics naming the variable on a value that is
+/// not an unsigned integer.
+pub fn seed() -> u64 {
+    let seed = match std::env::var(SEED_ENV) {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{SEED_ENV}={v:?} is not an unsigned integer")),
+        _ => DEFAULT_SEED,
+    };
+    eprintln!("seed {seed}; override with {SEED_ENV}");
+    seed
+}
+
+/// Whether this run is CI's (`CI=true`, or `1`), where a missing tool fails the test needing it.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The calling test cannot run because `why` (a missing tool, named): under CI ([`in_ci`]) this
+/// panics with `why`; elsewhere it prints `SKIPPED: <why>` on stderr and returns, and the caller
+/// returns without asserting anything. Tests calling it are listed in `.config/nextest.toml`,
+/// so that nextest shows the line.
+pub fn skip_or_fail(why: &str) {
+    if in_ci() {
+        panic!("{why}: required under CI=true (.ci/run installs it)");
+    }
+    eprintln!("SKIPPED: {why}; under CI=true this fails");
+}
 
 /// Test `name` of the caller's module as libtest's `--exact` names it in this binary
 /// (`module` is the caller's `module_path!()`; the crate's own name is left out), for tests

@@ -36,10 +36,7 @@ fn run_script(args: &[&str]) -> Result<String, String> {
 }
 
 fn unavailable(why: &str) -> Option<PgServer> {
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("a PostgreSQL server is required under CI=true and could not start: {why}");
-    }
-    eprintln!("SKIPPED: no PostgreSQL server ({why}); under CI=true this fails");
+    super::skip_or_fail(&format!("no PostgreSQL server could start ({why})"));
     None
 }
 
