@@ -217,6 +217,13 @@ impl Writer {
         }
     }
 
+    /// Records every line the writer has sent so far.
+    fn drain(&mut self) {
+        while let Ok(line) = self.lines.try_recv() {
+            self.record(line);
+        }
+    }
+
     /// Waits until `n` more batches are acknowledged, and at least one large batch in all.
     fn wait_acks(&mut self, n: usize) {
         let target = self.acked.len() + n;
@@ -297,8 +304,9 @@ fn batches_present(store: &PgStore) -> HashMap<(u64, u64), u64> {
     counts
 }
 
-/// Each run starts a writer. Odd runs crash the server right after a large batch begins and
-/// wait for the writer to reconnect and go on. Every run then kills the writer at a point
+/// Each run starts a writer. Odd runs crash the server while a batch is inside its transaction
+/// (held there by a table lock another session takes) and wait for the writer to reconnect and
+/// go on. Every run then kills the writer at a point
 /// inside a large batch (spread over the batch's duration from run to run), crashes the server
 /// once more, and checks the bank: every acknowledged batch whole, the batch in flight at the
 /// kill whole or absent, no batch partial.
@@ -325,11 +333,40 @@ fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
         let mut writer = Writer::spawn(&bank, run);
         writer.wait_acks(2 + run as usize);
         if run % 2 == 1 {
-            // The server crashes under a running writer, most likely inside batch `b`; the
-            // writer's handle must reconnect by itself and go on.
-            let b = writer.wait_large_begin();
-            let from = writer.log.len() - 1;
+            // The server crashes while the writer is inside a batch: another session holds the
+            // records table, so the writer's next batch begins and then waits on the lock (seen
+            // in pg_stat_activity) until the crash ends both. The writer's handle must
+            // reconnect by itself and go on.
+            let mut holder = tunebank::pg::connect(&url).unwrap();
+            let mut hold = holder.transaction().unwrap();
+            hold.batch_execute("LOCK TABLE tunebank_records IN ACCESS EXCLUSIVE MODE")
+                .unwrap();
+            // Every batch begun from here on waits on the lock (one begun before it committed
+            // before the lock was granted).
+            writer.drain();
+            let from = writer.log.len();
+            let mut watcher = tunebank::pg::connect(&url).unwrap();
+            let deadline = Instant::now() + timing::scale(Duration::from_secs(30));
+            while watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                    &[],
+                )
+                .unwrap()
+                .get::<_, i64>(0)
+                == 0
+            {
+                assert!(
+                    Instant::now() < deadline,
+                    "run {run}: the writer never waited on the held lock"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            drop(watcher);
             server.restart_immediate();
+            drop(hold);
+            drop(holder);
             writer.wait_until(
                 "reconnect and acknowledge 2 batches after the crash",
                 |log, _| {
@@ -355,16 +392,13 @@ fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
                     );
                 }
             }
-            // In flight at the crash: before `b` was acknowledged, an attempt at it failed or its
-            // handle had to reconnect.
-            let acked_at = after
-                .iter()
-                .position(|l| **l == Line::Ack(b))
-                .unwrap_or(after.len());
-            if after[..acked_at]
-                .iter()
-                .any(|l| matches!(**l, Line::Fail(x) | Line::Reconnect(x, ..) if x == b))
-            {
+            // In flight at the crash: a batch begun under the lock had an attempt fail, or its
+            // handle reconnect, before it was acknowledged.
+            let struck = after.iter().enumerate().any(|(i, l)| match **l {
+                Line::Fail(x) | Line::Reconnect(x, ..) => !after[..i].contains(&&Line::Ack(x)),
+                _ => false,
+            });
+            if struck {
                 crashes_in_flight += 1;
             }
         }
@@ -426,9 +460,10 @@ fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
         kills_in_flight >= 1,
         "no kill struck a batch in flight: the test proved nothing about a batch cut short"
     );
-    assert!(
-        crashes_in_flight >= 1,
-        "no server crash struck a batch in flight"
+    assert_eq!(
+        crashes_in_flight,
+        RUNS / 2,
+        "every server crash strikes a batch waiting inside its transaction"
     );
     assert!(acknowledged.len() as u64 >= RUNS * 2);
 }
