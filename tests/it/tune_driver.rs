@@ -53,6 +53,21 @@ fn true_us(plan: &TunePlan, i: usize, strategy: &tunebank::measure::StrategyMap)
         .unwrap()
 }
 
+/// `tune::run` of `plan` into `bank` under `settings`, as job "resnet50": no result file, never
+/// cancelled, no observer.
+fn run_tune(plan: &TunePlan, bank: &Bank, settings: &TuneSettings) -> tune::TuneSummary {
+    tune::run(
+        plan,
+        bank,
+        settings,
+        "resnet50",
+        None,
+        &AtomicBool::new(false),
+        &mut (),
+    )
+    .unwrap()
+}
+
 fn settings(options: &ResolvedOptions) -> TuneSettings {
     TuneSettings {
         strategy: "random".into(),
@@ -116,16 +131,7 @@ fn the_total_trial_budget_is_never_exceeded() {
         total_trials: Some(20),
         ..settings(&options)
     };
-    let s = tune::run(
-        &plan,
-        &bank,
-        &settings,
-        "resnet50",
-        None,
-        &AtomicBool::new(false),
-        &mut (),
-    )
-    .unwrap();
+    let s = run_tune(&plan, &bank, &settings);
     assert!(s.stats.trials <= 20, "{}", s.stats.trials);
     assert!(s.interrupted, "30 ops cannot all be tuned with 20 trials");
     assert_eq!(s.report.summary.total as usize, s.outcomes.len());
@@ -152,16 +158,7 @@ fn under_noise_only_clear_wins_are_written() {
         trials_per_op: 32,
         ..settings(&options)
     };
-    let s = tune::run(
-        &plan,
-        &bank,
-        &settings,
-        "resnet50",
-        None,
-        &AtomicBool::new(false),
-        &mut (),
-    )
-    .unwrap();
+    let s = run_tune(&plan, &bank, &settings);
     assert_eq!(s.report.result, OpatResult::Successful);
     use tunebank::measure::Measure;
     let bank_now = stored(&bank, &plan);
@@ -211,19 +208,14 @@ fn under_noise_only_clear_wins_are_written() {
 
     // REPEAT_TUNE with the same noisy runner and seed: the search finds the stored strategy
     // again, which is never a clear win over itself.
-    let again = tune::run(
+    let again = run_tune(
         &plan,
         &bank,
         &TuneSettings {
             repeat_tune: true,
             ..settings.clone()
         },
-        "resnet50",
-        None,
-        &AtomicBool::new(false),
-        &mut (),
-    )
-    .unwrap();
+    );
     let sum = again.report.summary;
     assert_eq!(
         sum.hit, 3,
@@ -270,18 +262,7 @@ fn a_miss_without_a_win_stores_the_default_as_confirmed() {
         trials_per_op: 32,
         ..settings(&options)
     };
-    let run = |settings: &TuneSettings| {
-        tune::run(
-            &plan,
-            &bank,
-            settings,
-            "resnet50",
-            None,
-            &AtomicBool::new(false),
-            &mut (),
-        )
-        .unwrap()
-    };
+    let run = |settings: &TuneSettings| run_tune(&plan, &bank, settings);
     let first = run(&settings);
     let sum = first.report.summary;
     assert_eq!((sum.total, sum.add, sum.unsatisfied), (1, 0, 1));
@@ -352,16 +333,7 @@ fn a_confirmed_default_is_searched_again_only_under_a_larger_budget() {
             trials_per_op: budget,
             ..settings(&options)
         };
-        tune::run(
-            &plan,
-            bank,
-            &settings,
-            "resnet50",
-            None,
-            &AtomicBool::new(false),
-            &mut (),
-        )
-        .unwrap()
+        run_tune(&plan, bank, &settings)
     };
     let budget_of = |bank: &Bank| {
         let r = custom_record(bank, &plan).expect("a record");
@@ -415,7 +387,7 @@ fn a_search_cut_short_by_the_job_budget_confirms_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (plan, options) = gap_plan();
     let bank = bank(&dir);
-    let s = tune::run(
+    let s = run_tune(
         &plan,
         &bank,
         &TuneSettings {
@@ -423,12 +395,7 @@ fn a_search_cut_short_by_the_job_budget_confirms_nothing() {
             total_trials: Some(4),
             ..settings(&options)
         },
-        "resnet50",
-        None,
-        &AtomicBool::new(false),
-        &mut (),
-    )
-    .unwrap();
+    );
     assert_eq!(s.report.summary.unsatisfied, 1);
     assert!(s.stats.trials > 0 && s.stats.trials <= 4);
     assert!(!s.outcomes[0].default_confirmed());
@@ -459,16 +426,7 @@ fn a_win_is_decided_on_at_least_min_rounds_whatever_confirm_rounds_says() {
             },
             ..settings(&options)
         };
-        let s = tune::run(
-            &plan,
-            &bank,
-            &settings,
-            "resnet50",
-            None,
-            &AtomicBool::new(false),
-            &mut (),
-        )
-        .unwrap();
+        let s = run_tune(&plan, &bank, &settings);
         let wins = s
             .outcomes
             .iter()
