@@ -20,7 +20,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use tunebank::bank::Bank;
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
 use tunebank::model::load_onnx;
-use tunebank::queue::{self, JobSpec};
+use tunebank::queue::{self, Submission};
 use tunebank::tune::{self, TunePlan, TuneSettings};
 
 const MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/models/resnet50.onnx");
@@ -85,7 +85,7 @@ fn submit(url: &str, bank: &Path, plan: &TunePlan, settings: &TuneSettings) -> u
         .expect("bench bank");
     let mut client = queue::connect(url).expect("queue");
     queue::migrate(&mut client, url).expect("migrate");
-    let spec = JobSpec {
+    let spec = Submission {
         tuning_name: "resnet50",
         model: MODEL,
         plan,

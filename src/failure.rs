@@ -15,6 +15,7 @@ use crate::bank::store::StoreError;
 use crate::bank::{BankError, MaintenanceError, RecordError};
 use crate::gdat::GdatError;
 use crate::inspect::InspectError;
+use crate::job::JobError;
 use crate::key::{KeyError, OptionError, ParseKeyError, ResolveError, UnknownSoc};
 use crate::measure::exec::ProtocolError;
 use crate::measure::sim::graph::GraphModelError;
@@ -94,6 +95,7 @@ pub fn library_kind(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind
         ApplyError,
         SpaceBuildError,
         GdatError,
+        JobError,
         MeasureError,
         GraphModelError,
         ProtocolError,

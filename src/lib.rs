@@ -75,6 +75,7 @@ pub mod bank;
 pub mod failure;
 pub mod gdat;
 pub mod inspect;
+pub mod job;
 mod json;
 pub mod key;
 pub mod measure;

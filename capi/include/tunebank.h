@@ -268,6 +268,25 @@ const char *tunebank_last_error(void);
 // The string is static.
 const char *tunebank_status_name(int32_t status);
 
+// Resolves every unit of an ONNX model as a converter does — shape inference, fusion, the
+// graph bank applied first (`graph_bank`, else AOE's resolution of the custom graph bank plus
+// the built-in one; none found: the fused units as they are) — and returns, as a JSON array,
+// one entry per unit and dynamic profile: `{"op_name", "op_type", "ir_type", "profile",
+// "key"}`, the rows of `tunebank convert --json`. `options_json` as for
+// `tunebank_derive_keys` (`soc_version` required). Text is delivered with the required-size
+// protocol.
+//
+// # Safety
+// `model_path` and `options_json` are NUL-terminated strings; `graph_bank` is NULL or a
+// NUL-terminated string; `out` is valid for `capacity` bytes of writes (or NULL with capacity
+// 0); `out_len` is valid for a write.
+TunebankStatus tunebank_model_keys(const char *model_path,
+                                   const char *options_json,
+                                   const char *graph_bank,
+                                   char *out,
+                                   size_t capacity,
+                                   size_t *out_len);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -31,9 +31,12 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod args;
+mod model;
 mod registry;
 mod resolve;
 mod status;
+
+pub use model::tunebank_model_keys;
 
 use std::ffi::c_char;
 use std::ptr;

@@ -2,9 +2,8 @@
 //! argument array, checked against the bank's SoC on a look-up) and the op template, resolved
 //! into one static descriptor and key per dynamic profile.
 
-use tunebank::key::{
-    derive_op_keys, parse_args, FsReader, OpTemplate, ResolvedOp, ResolvedOptions,
-};
+use tunebank::job::{op_keys, Environment, JobSpec, UnitKey};
+use tunebank::key::{parse_args, FsReader, OpTemplate, ResolvedOp, ResolvedOptions};
 
 use crate::status::Fail;
 
@@ -76,7 +75,7 @@ pub(crate) fn resolve(
     bank_soc: Option<&str>,
 ) -> Result<Vec<ResolvedOp>, Fail> {
     let options = resolve_options(options_json, bank_soc)?;
-    let soc = options
+    options
         .soc()
         .map_err(|e| Fail::bad_input(format!("options: {e}")))?;
     let template: OpTemplate = serde_json::from_str(op_json).map_err(|e| {
@@ -85,5 +84,23 @@ pub(crate) fn resolve(
              \"inputs\": [{{\"shape\", \"dtype\", ...}}], \"outputs\", \"attrs\"}}"
         ))
     })?;
-    derive_op_keys(&template, &options, &soc).map_err(|e| Fail::bad_input(e.to_string()))
+    op_keys(&template, &options).map_err(|e| Fail::bad_input(e.to_string()))
+}
+
+/// Every unit of the model at `model_path` under the options JSON, as a converter resolves
+/// it ([`JobSpec::conversion`]): the graph bank `graph_bank` (else AOE's resolution of the
+/// custom graph bank plus the built-in one) applied first.
+pub(crate) fn model_units(
+    model_path: &str,
+    options_json: &str,
+    graph_bank: Option<&str>,
+) -> Result<Vec<UnitKey>, Fail> {
+    let mut args: Vec<String> = option_pairs(options_json)?
+        .into_iter()
+        .map(|(name, value)| format!("--{}={value}", name.trim_start_matches('-')))
+        .collect();
+    args.push(format!("--model={model_path}"));
+    let mut spec = JobSpec::new(args);
+    spec.graph_bank = graph_bank.map(Into::into);
+    Ok(spec.conversion(&Environment::process())?.unit_keys())
 }

@@ -127,6 +127,20 @@ impl From<BankError> for Fail {
     }
 }
 
+impl From<tunebank::job::JobError> for Fail {
+    /// By the error's failure kind; the message is the whole source chain.
+    fn from(e: tunebank::job::JobError) -> Fail {
+        use tunebank::failure::FailureKind as K;
+        let status = match e.kind() {
+            K::Input => TunebankStatus::BadInput,
+            K::Io | K::Unreachable => TunebankStatus::IoError,
+            K::Busy => TunebankStatus::Busy,
+            K::Damaged => TunebankStatus::DamagedRecord,
+        };
+        Fail::new(status, tunebank::failure::error_chain(&e))
+    }
+}
+
 thread_local! {
     /// The message's bytes followed by one NUL; reused, so setting a message rarely allocates.
     static LAST_ERROR: RefCell<Vec<u8>> = RefCell::new(vec![0]);

@@ -24,6 +24,7 @@ macro_rules! classified {
 }
 
 classified!(
+    tunebank::job::JobError,
     tunebank::bank::BankError,
     tunebank::inspect::InspectError,
     tunebank::model::ModelError,

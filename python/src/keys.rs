@@ -3,8 +3,8 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use tunebank::job::{Environment, JobSpec};
 use tunebank::key::{derive_op_keys, FsReader, OpTemplate, ResolvedOptions, SocSpec};
-use tunebank::model::load_onnx;
 
 use crate::convert::{atc_args, from_json, to_json_text};
 use crate::errors::{self, to_py};
@@ -45,34 +45,26 @@ fn key(
 }
 
 /// Every unit of an ONNX model under the ATC options, as a converter resolves it (inferred,
-/// fused, one row per unit and dynamic profile): `{"op_name", "op_type", "ir_type", "profile",
-/// "key"}`, the fields of `tunebank convert --json`'s rows.
+/// fused, the graph bank applied first when one exists — `graph_bank`, else AOE's resolution
+/// of the custom graph bank plus the built-in one), one row per unit and dynamic profile:
+/// `{"op_name", "op_type", "ir_type", "profile", "key"}`, the fields of
+/// `tunebank convert --json`'s rows ([`tunebank::job::JobSpec::conversion`]).
 #[pyfunction]
-#[pyo3(signature = (path, **atc_options))]
+#[pyo3(signature = (path, *, graph_bank=None, **atc_options))]
 fn model_keys<'py>(
     py: Python<'py>,
     path: std::path::PathBuf,
+    graph_bank: Option<std::path::PathBuf>,
     atc_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (options, soc) = options_of(atc_options)?;
+    let mut args = atc_args(atc_options)?;
+    args.push(format!("--model={}", path.display()));
+    let mut spec = JobSpec::new(args);
+    spec.graph_bank = graph_bank;
     let rows = py.detach(|| -> PyResult<serde_json::Value> {
-        let model = load_onnx(&path).map_err(to_py)?;
-        let plan = tunebank::tune::plan(&model, &options, &soc, None).map_err(to_py)?;
-        let rows = plan
-            .units
-            .iter()
-            .map(|u| {
-                let d = &u.resolved.descriptor;
-                serde_json::json!({
-                    "op_name": u.unit.name,
-                    "op_type": u.unit.op_types,
-                    "ir_type": if d.fused_ops.is_empty() { d.op_type.clone() } else { d.fused_ops.join("+") },
-                    "profile": u.resolved.profile,
-                    "key": u.resolved.key.to_string(),
-                })
-            })
-            .collect();
-        Ok(serde_json::Value::Array(rows))
+        let conversion = spec.conversion(&Environment::process()).map_err(to_py)?;
+        serde_json::to_value(conversion.unit_keys())
+            .map_err(|e| errors::input(format!("model_keys: {e}")))
     })?;
     from_json(py, &rows)
 }

@@ -6,6 +6,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import uuid
 
 import pytest
 
@@ -21,18 +22,21 @@ def repo():
 
 @pytest.fixture(scope="session")
 def cli():
-    """A function running the ``tunebank`` CLI with a clean environment; returns stdout."""
+    """A function running the ``tunebank`` CLI with a clean environment (no AOE bank or work
+    path variables; ``home`` as HOME, ``env`` added); returns stdout."""
     path = pathlib.Path(os.environ.get("TUNEBANK_BIN", REPO / "target" / "release" / "tunebank"))
     if not path.exists():
         if os.environ.get("CI") == "true":
             pytest.fail(f"the tunebank CLI is required under CI=true: {path} does not exist")
         pytest.skip(f"no tunebank CLI at {path} (build it: cargo build --release)")
 
-    def run(*args, home=None):
+    def run(*args, home=None, env=None):
+        extra = env or {}
         env = {k: v for k, v in os.environ.items()
                if k not in ("TUNE_BANK_PATH", "ASCEND_CACHE_PATH", "ASCEND_WORK_PATH")}
         if home is not None:
             env["HOME"] = str(home)
+        env.update({k: str(v) for k, v in extra.items()})
         out = subprocess.run([str(path), *map(str, args)], capture_output=True, text=True, env=env)
         assert out.returncode == 0, f"tunebank {' '.join(map(str, args))}: {out.stderr}"
         return out.stdout
@@ -80,3 +84,31 @@ def tuned_resnet(tmp_path_factory):
 def copy_bank(src, dst):
     shutil.copy(src, dst)
     return dst
+
+
+def unavailable(why):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"a PostgreSQL server is required under CI=true: {why}")
+    pytest.skip(f"no PostgreSQL server: {why}")
+
+
+@pytest.fixture
+def pg_database(tmp_path):
+    """The URL of a fresh database on the server ``.ci/run`` started (``TUNEBANK_TEST_PG_URL``),
+    else on a cluster of the test's own (``scripts/pg-cluster.sh``); without PostgreSQL's
+    server binaries the test is skipped, except under ``CI=true``, where it fails."""
+    script = REPO / "scripts" / "pg-cluster.sh"
+    own = None
+    admin = os.environ.get("TUNEBANK_TEST_PG_URL")
+    if not admin:
+        own = tmp_path / "pg"
+        out = subprocess.run(["bash", str(script), "start", str(own)], capture_output=True, text=True)
+        if out.returncode != 0:
+            unavailable(out.stderr.strip())
+        admin = out.stdout.strip()
+    name = "py_" + uuid.uuid4().hex[:12]
+    out = subprocess.run(["bash", str(script), "createdb", admin, name], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    yield out.stdout.strip()
+    if own is not None:
+        subprocess.run(["bash", str(script), "stop", str(own)], capture_output=True)

@@ -1,44 +1,12 @@
 """A team bank on PostgreSQL from Python: ``Bank.open`` and ``tune`` take a ``postgres://`` URL
-wherever a bank path goes. The server is the one ``.ci/run`` started (``TUNEBANK_TEST_PG_URL``),
-else a cluster of the test's own (``scripts/pg-cluster.sh``); without PostgreSQL's server
-binaries the test is skipped, except under ``CI=true``, where it fails."""
-
-import os
-import subprocess
-import uuid
+wherever a bank path goes (the database: conftest's ``pg_database``)."""
 
 import pytest
 
 import tunebank
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES
 
-SCRIPT = REPO / "scripts" / "pg-cluster.sh"
 RESNET = FIXTURES / "models" / "resnet50.onnx"
-
-
-def unavailable(why):
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"a PostgreSQL server is required under CI=true: {why}")
-    pytest.skip(f"no PostgreSQL server: {why}")
-
-
-@pytest.fixture
-def pg_database(tmp_path):
-    """The URL of a fresh database."""
-    own = None
-    admin = os.environ.get("TUNEBANK_TEST_PG_URL")
-    if not admin:
-        own = tmp_path / "pg"
-        out = subprocess.run(["bash", str(SCRIPT), "start", str(own)], capture_output=True, text=True)
-        if out.returncode != 0:
-            unavailable(out.stderr.strip())
-        admin = out.stdout.strip()
-    name = "py_" + uuid.uuid4().hex[:12]
-    out = subprocess.run(["bash", str(SCRIPT), "createdb", admin, name], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    yield out.stdout.strip()
-    if own is not None:
-        subprocess.run(["bash", str(SCRIPT), "stop", str(own)], capture_output=True)
 
 
 def test_tune_into_a_postgres_bank_and_look_up_from_python(pg_database, cli, tmp_path, clean_env):

@@ -85,9 +85,13 @@ def key(op: Dict[str, Any], **atc_options: Any) -> List[str]:
     """The bank keys (hex) of one op template under the ATC options, one per dynamic profile
     (``soc_version`` required), exactly as ``tunebank key`` derives them."""
 
-def model_keys(path: _Path, **atc_options: Any) -> List[Dict[str, Any]]:
-    """Every unit of an ONNX model as a converter resolves it: ``{"op_name", "op_type",
-    "ir_type", "profile", "key"}`` (the rows of ``tunebank convert --json``)."""
+def model_keys(
+    path: _Path, *, graph_bank: Optional[_Path] = None, **atc_options: Any
+) -> List[Dict[str, Any]]:
+    """Every unit of an ONNX model as a converter resolves it, the graph bank applied first
+    (``graph_bank``, else AOE's resolution of the custom graph bank and the built-in one):
+    ``{"op_name", "op_type", "ir_type", "profile", "key"}`` (the rows of ``tunebank convert
+    --json``)."""
 
 class TuneResult:
     """What a tuning job did."""
@@ -113,29 +117,37 @@ class TuneResult:
 
 def tune(
     model: _Path,
-    job_type: int = 2,
+    job_type: Optional[int] = None,
     *,
     bank: Optional[_Path] = None,
+    graph_bank: Optional[_Path] = None,
+    op_bank: Optional[_Path] = None,
     output_dir: Optional[_Path] = None,
+    config: Optional[_Path] = None,
     runner: str = "sim",
     strategy: str = "ensemble",
     budget: int = 64,
     seed: int = 1,
-    workers: int = 1,
-    repeat_tune: bool = False,
+    workers: Optional[int] = None,
+    repeat_tune: Optional[bool] = None,
     transfer: bool = True,
-    op_bank: Optional[_Path] = None,
     rank_size: Optional[int] = None,
     devices_per_server: int = 8,
     cluster: Optional[_Path] = None,
     max_segments: int = 8,
+    progress: Optional[Callable[[Dict[str, Any]], None]] = None,
     **atc_options: Any,
 ) -> TuneResult:
-    """Tunes an ONNX model as ``tunebank tune --job_type=N``: 2 operator tuning into the op
-    bank, 1 subgraph tuning (simulator; node strategies from ``op_bank``) into the graph bank,
-    4 gradient tuning of a ``rank_size``-device data-parallel job into the gradient bank.
-    ``transfer`` (operator tuning): a miss's search starts from the winners of related bank
-    records, as ``tunebank tune`` does unless ``--no-transfer``."""
+    """Tunes an ONNX model as ``tunebank tune --job_type=N`` does, through the same job API:
+    2 operator tuning into the op bank (the graph bank ``graph_bank``, else AOE's resolution,
+    applied first), 1 subgraph tuning (simulator; node strategies from ``op_bank``) into the
+    graph bank, 4 gradient tuning of a ``rank_size``-device data-parallel job into the gradient
+    bank; ``None`` takes ``AOE_MODE``, else 2. ``workers``, ``repeat_tune`` and ``output_dir``
+    default to ``TUNING_PARALLEL_NUM``, ``REPEAT_TUNE`` and ``ASCEND_WORK_PATH`` (then aoe.ini,
+    ``config`` or AOE's locations), as for the CLI. ``transfer`` (operator tuning): a miss's
+    search starts from the winners of related bank records. ``progress`` is called with
+    ``{"name", "decision", "before_us", "after_us", "failure", "done", "total"}`` after each
+    task."""
 
 # tunebank.search (re-exported there)
 

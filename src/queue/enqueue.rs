@@ -6,13 +6,14 @@ use crate::tune::{check_settings, check_soc, job_snapshot, look_up, TunePlan, Tu
 
 use super::{to_json, Client, JobSettings, QueueError};
 
-/// What a job is: its plan and how it tunes.
-pub struct JobSpec<'a> {
+/// A job as the queue takes it: its plan and how it tunes ([`crate::job::Job::enqueue`] makes
+/// one of a resolved job).
+pub struct Submission<'a> {
     /// The job's name in its result file (the model file's stem).
     pub tuning_name: &'a str,
     /// The model as given.
     pub model: &'a str,
-    /// The plan ([`crate::tune::plan`]).
+    /// The plan ([`crate::job::Job::plan`]: the graph bank applied).
     pub plan: &'a TunePlan,
     /// How it tunes; `settings.runner` is the runner a worker must have.
     pub settings: &'a TuneSettings,
@@ -36,7 +37,11 @@ pub struct Enqueued {
 /// beat), and the related bank records of the misses (transfer, read now: see
 /// [`JobSettings::related`]). The runner and strategy are checked first. Nothing is written
 /// when anything fails.
-pub fn enqueue(client: &mut Client, bank: &Bank, spec: &JobSpec) -> Result<Enqueued, QueueError> {
+pub fn enqueue(
+    client: &mut Client,
+    bank: &Bank,
+    spec: &Submission,
+) -> Result<Enqueued, QueueError> {
     let settings = spec.settings;
     check_settings(settings)?;
     let soc = match spec.plan.tasks.first() {

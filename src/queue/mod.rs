@@ -1,7 +1,7 @@
 //! The distributed tuning queue: OPAT jobs spread over worker processes on any number of hosts,
 //! through PostgreSQL (the same database as a team bank).
 //!
-//! A job is planned as a local OPAT tune plans it ([`crate::tune::plan`]) and looked up as it
+//! A job is planned as a local OPAT tune plans it ([`crate::job::Job::enqueue`]) and looked up as it
 //! looks up (hits without `REPEAT_TUNE` are decided at once, `reserved`); [`enqueue`] writes
 //! one job row and one task row per key that still needs tuning. A worker ([`Worker`]) claims a
 //! task whose SoC and runner it serves with `SELECT … FOR UPDATE SKIP LOCKED`, holds a lease
@@ -34,7 +34,7 @@ use crate::pg::PgError;
 use crate::tune::transfer::Snapshot;
 use crate::tune::{TuneError, TuneSettings};
 
-pub use enqueue::{enqueue, Enqueued, JobSpec};
+pub use enqueue::{enqueue, Enqueued, Submission};
 pub use schema::{migrate, QUEUE, QUEUE_SCHEMA_VERSION};
 pub use status::{
     cancel_job, job_report, job_status, Cancelled, JobStatus, StateCounts, TaskStatus,

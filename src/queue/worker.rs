@@ -9,7 +9,6 @@
 //! was taken over changes nothing.
 
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -18,9 +17,8 @@ use serde::Serialize;
 
 use crate::bank::Bank;
 use crate::key::{BankKey, OpDescriptor};
-use crate::measure::{runner_with_timing, StrategyMap};
-use crate::tune::transfer::Snapshot;
-use crate::tune::{Budget, Job, Opat, TaskOutcome, TimedRunner, TunePlan, TuneTask};
+use crate::measure::StrategyMap;
+use crate::tune::{run_task, SingleTask, TaskOutcome, TuneTask};
 
 use super::status::StoredOutcome;
 use super::{connect, from_json, migrate, to_json, Client, JobSettings, QueueError};
@@ -430,47 +428,21 @@ impl Worker {
     }
 }
 
-/// Tunes the claimed op exactly as a local OPAT job does (same task function, settings and
-/// seed), on a fresh runner; a runner that cannot be built or a panic is the attempt's error.
+/// Tunes the claimed op exactly as a local OPAT job does ([`crate::tune::run_task`]: same
+/// task function, settings and seed), on a fresh runner, with the related records the enqueuer
+/// read for this task.
 fn tune(claim: &Claim, runner: &str, cancel: &AtomicBool) -> Result<TaskOutcome, String> {
     let settings = claim.settings.to_settings(runner);
-    let plan = TunePlan {
-        tasks: vec![claim.task.clone()],
-        units: Vec::new(),
-        skipped: Vec::new(),
-    };
-    let budget = Budget::new(None, None);
-    // The related records the enqueuer read for this task, as the plan's only task.
     let related = usize::try_from(claim.ordinal)
         .map(|o| claim.settings.related.get(o).to_vec())
         .unwrap_or_default();
-    let transfer = Snapshot::single(0, related);
-    let opat = Opat {
-        plan: &plan,
-        settings: &settings,
-        budget: &budget,
-        cancel,
-        transfer: &transfer,
-    };
-    let job = Job {
-        task: 0,
+    let task = SingleTask {
+        task: claim.task.clone(),
         hit: claim.hit.clone(),
         reconfirm: claim.reconfirm,
+        related,
     };
-    let inner = runner_with_timing(&settings.runner, settings.timing).map_err(|e| e.to_string())?;
-    let mut runner = TimedRunner::new(inner);
-    let granted = settings.trials_per_op as u64;
-    catch_unwind(AssertUnwindSafe(|| {
-        opat.tune_one(&job, &mut runner, granted)
-    }))
-    .map_err(|p| {
-        let what = p
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        format!("runner {} panicked: {what}", settings.runner)
-    })
+    run_task(&task, &settings, cancel)
 }
 
 /// The outcome column of a finished task.

@@ -110,8 +110,9 @@ use crate::model::ModelError;
 use crate::report::ResultFile;
 use outcome::Progress;
 use pool::Pool;
-pub(crate) use pool::{Budget, TimedRunner};
-pub(crate) use task::{look_up, Job, Opat};
+use pool::{Budget, TimedRunner};
+pub(crate) use task::look_up;
+use task::{Job, Opat};
 
 /// Why a tuning job could not start or go on. Per-op problems are not errors: they are
 /// [`TaskOutcome::failure`]s and end up in `tuning_failed_operators`.
@@ -236,6 +237,64 @@ pub fn run(
         },
     )?;
     progress.finish(start)
+}
+
+/// One task tuned on its own, as one task of a local OPAT job is tuned (a queued job's task on
+/// a worker): its key and descriptor, the bank entry it had when the job was submitted, and
+/// the related records read then.
+#[derive(Clone, Debug)]
+pub(crate) struct SingleTask {
+    /// The task.
+    pub(crate) task: TuneTask,
+    /// The bank entry a `REPEAT_TUNE` hit had: the baseline to beat.
+    pub(crate) hit: Option<(crate::measure::StrategyMap, f64)>,
+    /// The hit is a default confirmed under a smaller budget (searched again).
+    pub(crate) reconfirm: bool,
+    /// Related records for transfer, read when the job was submitted.
+    pub(crate) related: Vec<transfer::Related>,
+}
+
+/// Tunes `single` exactly as [`run`] tunes one task (same task function, settings and seed),
+/// on a fresh runner; a runner that cannot be built, or a panic, is the error. The outcome's
+/// record is not stored: the caller stores it ([`TaskOutcome::store`]) before it reports it.
+pub(crate) fn run_task(
+    single: &SingleTask,
+    settings: &TuneSettings,
+    cancel: &AtomicBool,
+) -> Result<TaskOutcome, String> {
+    let plan = TunePlan {
+        tasks: vec![single.task.clone()],
+        units: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let budget = Budget::new(None, None);
+    let transfer = transfer::Snapshot::single(0, single.related.clone());
+    let opat = Opat {
+        plan: &plan,
+        settings,
+        budget: &budget,
+        cancel,
+        transfer: &transfer,
+    };
+    let job = Job {
+        task: 0,
+        hit: single.hit.clone(),
+        reconfirm: single.reconfirm,
+    };
+    let inner = runner_with_timing(&settings.runner, settings.timing).map_err(|e| e.to_string())?;
+    let mut runner = TimedRunner::new(inner);
+    let granted = settings.trials_per_op as u64;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        opat.tune_one(&job, &mut runner, granted)
+    }))
+    .map_err(|p| {
+        let what = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        format!("runner {} panicked: {what}", settings.runner)
+    })
 }
 
 /// The related records of every task `jobs` will search ([`transfer::snapshot`]: misses,

@@ -457,6 +457,7 @@ fn every_variant() -> Vec<Case> {
     use tunebank::bank::{Backend, BankError, MaintenanceError, RecordError};
     use tunebank::gdat::GdatError;
     use tunebank::inspect::InspectError;
+    use tunebank::job::JobError;
     use tunebank::key::{
         BankKey, Format, KeyError, OptionError, ParseKeyError, RecordKind, ResolveError, UnknownSoc,
     };
@@ -629,6 +630,21 @@ fn every_variant() -> Vec<Case> {
         case!(Input, GdatError::NothingMeasured),
         case!(Input, GdatError::Key(key_err())),
         case!(Unreachable, GdatError::Bank(BankError::Store(StoreError::Postgres(unreachable())))),
+        // JobError
+        case!(Input, JobError::Invalid { input: s("AOE_MODE=3"), expected: s("1, 2 or 4") }),
+        case!(Input, JobError::Unsupported { input: s("--runner cpu"), reason: s("SGAT: sim") }),
+        case!(Input, JobError::Read { input: s("--config x"), what: s("aoe.ini"), source: io(ErrorKind::NotFound) }),
+        case!(Io, JobError::ResultDir { path: path(), source: io(ErrorKind::PermissionDenied) }),
+        case!(Io, JobError::ResultFile { path: path(), source: io(ErrorKind::Other) }),
+        case!(Input, JobError::Options(OptionError::MissingSoc)),
+        case!(Input, JobError::Resolve(ResolveError::Options(OptionError::MissingSoc))),
+        case!(Input, JobError::Model(ModelError::Read { path: s("m.onnx"), source: io(ErrorKind::NotFound) })),
+        case!(Damaged, JobError::Bank(BankError::Record(damaged()))),
+        case!(Busy, JobError::Tune(TuneError::Bank(BankError::Store(busy())))),
+        case!(Input, JobError::Sgat(SgatError::Runner(s("cpu")))),
+        case!(Unreachable, JobError::Gdat(GdatError::Bank(BankError::Store(StoreError::Postgres(unreachable()))))),
+        case!(Damaged, JobError::Inspect(InspectError::Bank(BankError::Record(damaged())))),
+        case!(Unreachable, JobError::Queue(QueueError::Pg(unreachable()))),
         // MeasureError
         case!(Input, MeasureError::Unsupported { runner: s("cpu"), what: s("Conv") }),
         case!(Input, MeasureError::InvalidTask(s("no inputs"))),

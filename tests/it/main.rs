@@ -20,6 +20,7 @@ mod gdat;
 mod inspect_interchange;
 mod inspect_model;
 mod inspect_why;
+mod job;
 mod key_encoding;
 mod key_golden;
 mod key_options;

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tunebank::bank::Bank;
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
 use tunebank::model::load_onnx;
-use tunebank::queue::{self, JobSpec, TaskResult, Worker, WorkerConfig};
+use tunebank::queue::{self, Submission, TaskResult, Worker, WorkerConfig};
 use tunebank::tune::{self, TuneSettings};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
@@ -554,7 +554,7 @@ fn gemm_job(client: &mut queue::Client, bank: &Bank, runner: &str) -> i64 {
         options_given: options.given().clone(),
         ..TuneSettings::default()
     };
-    let spec = JobSpec {
+    let spec = Submission {
         tuning_name: "resnet50",
         model: "resnet50.onnx",
         plan: &plan,

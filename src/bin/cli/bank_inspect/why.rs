@@ -9,13 +9,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use tunebank::gdat::{plan_job, why_gradient, GradientWhy, MAX_SEGMENTS};
+use tunebank::gdat::{why_gradient, GradientWhy};
 use tunebank::inspect::{
     why_descriptor, why_resolved, why_subgraphs, why_templates, SubgraphWhyReport, WhyConfig,
     WhyReport, WhyText,
 };
+use tunebank::job::{Environment, JobSpec, JobType};
 use tunebank::key::{FsReader, OpDescriptor, OpTemplate, RecordKind, ResolvedOp, ResolvedOptions};
-use tunebank::tune::sgat::sgat_plan;
 
 use super::{open_bank, open_bank_of_kind, BankArgs};
 use crate::entry::{print_report, read_templates, stdout_width};
@@ -35,6 +35,11 @@ pub struct WhyArgs {
     /// op type, field) in which the nearest stored graph records differ.
     #[arg(long, conflicts_with = "op_descriptor")]
     pub model: Option<PathBuf>,
+    /// With `--model`: the graph bank applied before the op look-ups, as `tunebank convert
+    /// --graph-bank` applies it (default: AOE's resolution of the custom graph bank and the
+    /// built-in one; none found: the fused units as they are).
+    #[arg(long = "graph-bank", value_name = "FILE", requires = "model")]
+    pub graph_bank: Option<PathBuf>,
     /// JSON file with one resolved op descriptor.
     #[arg(long)]
     pub op_descriptor: Option<PathBuf>,
@@ -84,12 +89,12 @@ pub fn run(args: WhyArgs, atc: &[String]) -> Result<ExitCode> {
         let Some(model) = &args.model else {
             bail!("--rank_size: explains the gradient key of a model; give --model FILE");
         };
-        let report = gradient(&args, model, rank_size, atc, &options)?;
+        let report = gradient(&args, model, rank_size, atc)?;
         print_report(&report, args.json)?;
         return Ok(ExitCode::SUCCESS);
     }
     if options.given().get("job_type").map(|j| j.trim()) == Some("1") {
-        let report = diagnose_subgraphs(&args, atc, &options)?;
+        let report = diagnose_subgraphs(&args, atc)?;
         print_report(&report, args.json)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -113,7 +118,7 @@ fn diagnose(args: &WhyArgs, atc: &[String], options: &ResolvedOptions) -> Result
     let all = |_: &_| true;
     Ok(match (&args.model, &args.ops, &args.op_descriptor) {
         (Some(model), _, _) => {
-            let resolved = model_ops(model, options)?;
+            let resolved = model_ops(model, atc, args.graph_bank.as_deref())?;
             let bank = open_bank(&args.bank, atc)?;
             why_resolved(&bank, &resolved, options, &config, &all)?
         }
@@ -137,33 +142,32 @@ fn diagnose(args: &WhyArgs, atc: &[String], options: &ResolvedOptions) -> Result
 
 /// The subgraph report: the model partitioned as `tunebank tune --job_type=1` does, every
 /// subgraph key looked up in the graph bank.
-fn diagnose_subgraphs(
-    args: &WhyArgs,
-    atc: &[String],
-    options: &ResolvedOptions,
-) -> Result<SubgraphWhyReport> {
+fn diagnose_subgraphs(args: &WhyArgs, atc: &[String]) -> Result<SubgraphWhyReport> {
     let Some(path) = &args.model else {
         bail!("--job_type=1 (subgraph keys): give --model FILE");
     };
-    let model = tunebank::model::load_onnx(path)?;
-    let plan = sgat_plan(&model, options, &options.soc()?)?;
+    let mut spec = JobSpec::new(with_model(atc, path));
+    spec.job_type = Some(JobType::Subgraph);
+    let job = spec.resolve(&Environment::process())?;
+    let plan = job
+        .sgat_plan()
+        .context("a subgraph job has a subgraph plan")?;
     let bank = open_bank_of_kind(&args.bank, atc, false, RecordKind::Graph)?;
     Ok(why_subgraphs(&bank, &plan.subgraphs, &args.config())?)
 }
 
 /// The gradient key of `model` for a job of `rank_size` devices, looked up in the gradient
 /// bank: a hit, or the stored gradient records of the SoC with the fields that differ.
-fn gradient(
-    args: &WhyArgs,
-    model: &Path,
-    rank_size: u32,
-    atc: &[String],
-    options: &ResolvedOptions,
-) -> Result<GradientWhy> {
-    let soc = options.soc()?;
-    let cluster = args.cluster.cluster(&soc.version, rank_size)?;
-    let model = tunebank::model::load_onnx(model)?;
-    let plan = plan_job(&model, options, &soc, cluster, MAX_SEGMENTS, None)?;
+fn gradient(args: &WhyArgs, model: &Path, rank_size: u32, atc: &[String]) -> Result<GradientWhy> {
+    let mut spec = JobSpec::new(with_model(atc, model));
+    spec.job_type = Some(JobType::Gradient);
+    spec.gradient.rank_size = Some(rank_size);
+    spec.gradient.devices_per_server = args.cluster.devices_per_server;
+    spec.gradient.cluster = args.cluster.cluster.clone();
+    let job = spec.resolve(&Environment::process())?;
+    let plan = job
+        .gdat_plan()
+        .context("a gradient job has a gradient plan")?;
     let bank = open_bank_of_kind(&args.bank, atc, false, RecordKind::Gradient)?;
     let limit = if args.exhaustive {
         usize::MAX
@@ -173,18 +177,33 @@ fn gradient(
     Ok(why_gradient(&bank, &plan.descriptor, limit)?)
 }
 
-/// Every tuning unit of the ONNX model at `path` with its resolution, per dynamic profile, as
-/// `tunebank tune` and `convert` derive them.
-fn model_ops(path: &Path, options: &ResolvedOptions) -> Result<Vec<(OpTemplate, ResolvedOp)>> {
-    let model = tunebank::model::load_onnx(path)?;
-    let soc = options.soc()?;
-    let mut resolved = Vec::new();
-    for profile in model.tuning_units(options)? {
-        let units =
-            tunebank::model::resolve_units(&profile.units, &profile.graph.profile, options, &soc)?;
-        resolved.extend(units.into_iter().map(|u| (u.unit.template, u.resolved)));
-    }
-    Ok(resolved)
+/// Every unit of the ONNX model at `path` with its resolution, per dynamic profile, as
+/// `tunebank convert` resolves them (the graph bank applied first when one exists).
+fn model_ops(
+    path: &Path,
+    atc: &[String],
+    graph_bank: Option<&Path>,
+) -> Result<Vec<(OpTemplate, ResolvedOp)>> {
+    let mut spec = JobSpec::new(with_model(atc, path));
+    spec.graph_bank = graph_bank.map(Path::to_path_buf);
+    let conversion = spec.conversion(&Environment::process())?;
+    Ok(conversion
+        .plan
+        .units
+        .into_iter()
+        .map(|u| (u.unit.template, u.resolved))
+        .collect())
+}
+
+/// The ATC options with `--model` set to `model` (why's own `--model` flag).
+fn with_model(atc: &[String], model: &Path) -> Vec<String> {
+    let mut args: Vec<String> = atc
+        .iter()
+        .filter(|a| !a.starts_with("--model="))
+        .cloned()
+        .collect();
+    args.push(format!("--model={}", model.display()));
+    args
 }
 
 /// Reads a JSON file as `T`; errors name the file and the `expected` form.

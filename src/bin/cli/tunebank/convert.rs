@@ -1,17 +1,13 @@
 //! `tunebank convert`: the converter's view of a model under the given ATC options: the graph
 //! bank applied first when there is one (subgraph fusion and slicing decide the ops), then every
-//! resulting unit looked up in the layered op bank.
+//! resulting unit looked up in the layered op bank ([`JobSpec::conversion`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
-use tunebank::bank::Bank;
-use tunebank::inspect::ConvertReport;
-use tunebank::key::RecordKind;
-
-use super::tune_config::{load, normalise_job_type};
 use crate::entry::{failed_if, print_report};
+use anyhow::Result;
+use tunebank::job::{normalise_job_type, Environment, JobSpec};
 
 /// tunebank's own flags of `convert`.
 #[derive(clap::Args, Debug)]
@@ -35,25 +31,21 @@ pub struct ConvertArgs {
     pub json: bool,
 }
 
-/// Loads and plans the model, then looks every unit up; exit 1 on a miss with
+/// Resolves the model as a converter does, then looks every unit up; exit 1 on a miss with
 /// `--error-on-miss`.
 pub fn run(args: ConvertArgs, atc: &[String]) -> Result<ExitCode> {
-    let loaded = load(&normalise_job_type(atc), None, args.graph_bank.as_deref())?;
-    let soc = &loaded.soc.version;
-    let mut builder = Bank::builder(RecordKind::Op, soc).read_only(true);
-    if let Some(p) = &args.bank {
-        builder = builder.custom_path(p);
+    let mut spec = JobSpec::new(normalise_job_type(atc));
+    spec.bank = args.bank;
+    spec.builtin_banks = args.builtin;
+    spec.graph_bank = args.graph_bank;
+    let conversion = spec.conversion(&Environment::process())?;
+    for s in &conversion.plan.skipped {
+        eprintln!(
+            "tunebank: skipped {} ({}): {}",
+            s.node_name, s.op_type, s.reason
+        );
     }
-    for p in &args.builtin {
-        builder = builder.builtin_path(p);
-    }
-    let bank = builder.open()?;
-    let plan = &loaded.plan;
-    let mut report =
-        ConvertReport::run(&bank, &loaded.model_path, soc, &plan.units, &plan.skipped)?;
-    if let Some((files, applied)) = loaded.graph {
-        report = report.with_graph_bank(files, applied.subgraphs);
-    }
+    let report = conversion.look_up()?;
     print_report(&report, args.json)?;
     Ok(failed_if(args.error_on_miss && report.misses > 0))
 }

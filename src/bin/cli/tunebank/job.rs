@@ -52,7 +52,9 @@ pub fn status(args: JobArgs) -> Result<ExitCode> {
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
     let dir = match (
         &args.output_dir,
-        super::tune_config::env_nonempty("ASCEND_WORK_PATH"),
+        tunebank::job::Environment::process()
+            .get("ASCEND_WORK_PATH")
+            .map(str::to_owned),
     ) {
         (Some(d), _) => d.clone(),
         (None, Some(w)) => w.into(),

@@ -2,7 +2,6 @@
 //! the op-file and bank flags, this invocation's ATC options ([`Conversion`]), and opening the
 //! layered bank from the flags.
 
-mod aoe_ini;
 pub mod bank_add;
 pub mod bank_export;
 pub mod bank_import;
@@ -13,16 +12,13 @@ pub mod bank_stats;
 pub mod bank_verify;
 pub mod calibrate;
 pub mod convert;
-mod graph_bank;
 pub mod job;
 pub mod key;
 pub mod lookup;
 mod progress;
 pub mod tune;
-mod tune_config;
 mod tune_gdat;
 mod tune_queue;
-mod tune_sgat;
 pub mod worker;
 
 use std::path::PathBuf;
@@ -30,7 +26,7 @@ use std::path::PathBuf;
 pub use crate::entry::{bank_soc, BankArgs};
 use anyhow::Result;
 use tunebank::bank::Bank;
-use tunebank::key::{FsReader, RecordKind, ResolvedOptions, SocSpec};
+use tunebank::key::{RecordKind, ResolvedOptions, SocSpec};
 
 /// The op file and the output form.
 #[derive(clap::Args, Debug)]
@@ -53,10 +49,9 @@ pub struct Conversion {
 }
 
 impl Conversion {
-    /// Resolves the ATC options (file-valued ones read from disk); `--soc_version` is required.
+    /// Resolves the ATC options ([`tunebank::job::options_of`]); `--soc_version` is required.
     pub fn from_atc(atc: &[String]) -> Result<Conversion> {
-        let options = ResolvedOptions::from_args(atc, &FsReader)?;
-        let soc = options.soc()?;
+        let (options, soc) = tunebank::job::options_of(atc)?;
         Ok(Conversion { options, soc })
     }
 }

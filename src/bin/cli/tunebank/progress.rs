@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tunebank::job::Finished;
 use tunebank::report::text::shorten_middle;
-use tunebank::tune::{TaskOutcome, TuneObserver, TunePlan};
 
 /// Set by SIGINT/SIGTERM; the driver stops cooperatively when it is set.
 pub static CANCEL: AtomicBool = AtomicBool::new(false);
@@ -72,27 +72,28 @@ impl Progress {
     }
 }
 
-impl TuneObserver for Progress {
-    fn finished(&mut self, plan: &TunePlan, o: &TaskOutcome, done: usize, total: usize) {
-        let name = &plan.tasks[o.task].op_names[0];
+impl Progress {
+    /// Shows a finished task: the bar moved, or one line.
+    pub fn finished(&mut self, t: &Finished<'_>) {
+        let (name, done, total) = (t.name, t.done, t.total);
         if self.tty {
             return self.bar(name, done, total);
         }
         let mut err = std::io::stderr().lock();
-        let times = match (o.before_us, o.after_us) {
+        let times = match (t.before_us, t.after_us) {
             (Some(b), Some(a)) => format!("  {b:.3} -> {a:.3} us"),
             _ => String::new(),
         };
-        let fail = match (&o.failure, &o.unsupported) {
+        let fail = match (t.failure, t.unsupported) {
             (Some(f), _) => format!("  (failed: {f})"),
             (None, Some(u)) => format!("  (not tuned: {u})"),
-            _ if o.default_confirmed() => "  (default confirmed, stored)".to_owned(),
+            _ if t.default_confirmed => "  (default confirmed, stored)".to_owned(),
             _ => String::new(),
         };
         let _ = writeln!(
             err,
             "[{done}/{total}] {:<11} {}{times}{fail}",
-            o.decision.as_str(),
+            t.decision,
             shorten_middle(name, 60)
         );
     }

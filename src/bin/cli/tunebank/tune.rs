@@ -1,24 +1,22 @@
-//! `tunebank tune`: operator tuning (OPAT) of an ONNX model. The job is validated
-//! ([`tune_config`](super::tune_config)), the custom bank and the result file are opened, the
-//! library's driver runs with the progress display, and its summary is printed.
+//! `tunebank tune`: operator (OPAT), subgraph (SGAT) or gradient (GDAT) tuning of an ONNX
+//! model. The flags become a [`JobSpec`]; the library validates and plans it
+//! ([`JobSpec::resolve`]) and runs it ([`tunebank::job::Job::run_until`]); this module draws
+//! the progress, prints the summary and writes the pictures.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
-use std::time::SystemTime;
+use std::time::Duration;
 
-use anyhow::{Context, Result};
-use tunebank::bank::{Bank, BankError};
-use tunebank::key::RecordKind;
-use tunebank::report::{OpatResult, ResultFile, TuneTable};
-use tunebank::tune::{self, TuneSummary};
+use anyhow::{bail, Context, Result};
+use tunebank::job::{
+    normalise_job_type, Environment, Finished, Job, JobOutcome, JobReport, JobSpec, JobType,
+    Observer, Started,
+};
+use tunebank::report::TuneTable;
 
 use super::progress::{install_signal_handlers, Progress, CANCEL};
-use super::tune_config::{
-    aoe_short_flags, configure, env_nonempty, job_type, normalise_job_type, JobType, TuneJob,
-};
-
 /// tunebank's own flags of `tune` (the model, job type, framework, SoC and every ATC option
 /// are ATC-style flags: `--model=m.onnx --job_type=2 --soc_version=Ascend910B2 ...`).
 #[derive(clap::Args, Debug)]
@@ -97,149 +95,235 @@ pub struct TuneArgs {
 
 /// Tunes the model; exit 0 done, 1 some op failed or none tuned, 130 interrupted (a rerun continues).
 pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
-    let atc = normalise_job_type(&aoe_short_flags(&args, atc)?);
+    let spec = job_spec(&args, atc)?;
+    let env = Environment::process();
     if let Some(url) = &args.queue {
-        if job_type(&atc)? != JobType::Op {
-            anyhow::bail!("--queue: only operator tuning (--job_type=2) is queued");
+        if spec.job_type(&env)? != JobType::Op {
+            bail!("--queue: only operator tuning (--job_type=2) is queued");
         }
-        return super::tune_queue::run(&args, &atc, url);
+        let job = resolve(&spec, &env)?;
+        return super::tune_queue::run(&args, &job, url);
     }
-    match job_type(&atc)? {
-        JobType::Subgraph => return super::tune_sgat::run(args, &atc),
-        JobType::Gradient => return super::tune_gdat::run(&args, &atc),
-        JobType::Op => {}
-    }
-    let job = configure(&args, &atc)?;
+    let job = resolve(&spec, &env)?;
     // Nothing is written before this point.
-    let bank = open_bank(&args, &job)?;
-    let result = result_file(&args, job.work_path.as_deref())?;
-    announce(&job, &bank, &result);
     install_signal_handlers();
-    let mut progress = Progress::new(std::io::stderr().is_terminal() && !args.quiet);
-    let (plan, settings) = (&job.loaded.plan, &job.settings);
-    let name = tuning_name(&job.loaded.model_path);
-    let summary = tune::run(
-        plan,
-        &bank,
-        settings,
-        &name,
-        Some(&result),
-        &CANCEL,
-        &mut progress,
-    )?;
-    let table = TuneTable {
-        plan,
-        summary: &summary,
-        result_file: &result.path,
-        workers: settings.workers,
+    let mut shown = Shown {
+        progress: Progress::new(std::io::stderr().is_terminal() && !args.quiet),
+        per_task: false,
     };
+    let report = job.run_until(&CANCEL, &mut shown)?;
     write!(
         std::io::stdout().lock(),
         "{}",
-        table.render(crate::entry::stdout_width())
+        report.render(crate::entry::stdout_width())
     )?;
-    // `--svg` (declared with the GDAT flags): the per-op before/after picture.
-    if let Some(path) = &args.gdat.svg {
-        let svg = tunebank::report::plot::before_after_svg(&table.op_times(), &name);
-        std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(exit_code(&summary))
+    pictures(&args, &report)?;
+    Ok(exit_code(&report))
 }
 
-/// The custom bank, opened for writing (created if needed).
-pub(super) fn open_bank(args: &TuneArgs, job: &TuneJob) -> Result<Bank, BankError> {
-    let mut builder = Bank::builder(RecordKind::Op, &job.loaded.soc.version).read_only(false);
-    if let Some(p) = &args.bank {
-        builder = builder.custom_path(p);
-    }
-    builder.open()
+/// The job the flags and ATC options describe: AOE's short flags and `--job-type` spellings
+/// rewritten, the durations checked.
+fn job_spec(args: &TuneArgs, atc: &[String]) -> Result<JobSpec> {
+    let atc = normalise_job_type(&aoe_short_flags(args, atc)?);
+    let mut spec = JobSpec::new(atc);
+    spec.runner = args.runner.clone();
+    spec.strategy = args.strategy.clone();
+    spec.budget = args.budget;
+    spec.time_budget = seconds(args.time_budget_s, "--time-budget-s")?;
+    spec.total_budget = args.total_budget;
+    spec.total_time = seconds(args.total_time_s, "--total-time-s")?;
+    spec.seed = args.seed;
+    spec.transfer = !args.no_transfer;
+    spec.bank = args.bank.clone();
+    spec.graph_bank = args.graph_bank.clone();
+    // SGAT with `--graph-bank`: `--bank` names the op bank read for node strategies.
+    spec.op_bank = args.graph_bank.as_ref().and(args.bank.clone());
+    spec.output_dir = args.output_dir.clone();
+    spec.config = args.config.clone();
+    let g = &args.gdat;
+    spec.gradient.rank_size = g.cluster.rank_size;
+    spec.gradient.devices_per_server = g.cluster.devices_per_server;
+    spec.gradient.cluster = g.cluster.cluster.clone();
+    spec.gradient.max_segments = g.max_segments;
+    Ok(spec)
 }
 
-/// The result file's directory: `--output-dir`, else `$ASCEND_WORK_PATH`, else aoe.ini's
-/// `WORK_PATH` (`ini_work_path`), else the working directory (created if needed). Every job type
-/// writes its result file there.
-pub(super) fn result_dir(args: &TuneArgs, ini_work_path: Option<&Path>) -> Result<PathBuf> {
-    let dir = match (
-        &args.output_dir,
-        env_nonempty("ASCEND_WORK_PATH"),
-        ini_work_path,
-    ) {
-        (Some(d), _, _) => d.clone(),
-        (None, Some(w), _) => PathBuf::from(w),
-        (None, None, Some(w)) => w.to_path_buf(),
-        (None, None, None) => std::env::current_dir()?,
-    };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create the result directory {}", dir.display()))?;
-    Ok(dir)
-}
-
-/// The OPAT result file in [`result_dir`].
-pub(super) fn result_file(args: &TuneArgs, ini_work_path: Option<&Path>) -> Result<ResultFile> {
-    Ok(ResultFile::opat(
-        &result_dir(args, ini_work_path)?,
-        SystemTime::now(),
-        std::process::id(),
-    ))
-}
-
-/// The job's name in the result file: the model file's stem.
-pub(super) fn tuning_name(model_path: &str) -> String {
-    Path::new(model_path)
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "model".into())
-}
-
-/// Says on standard error what is tuned, how, and where it goes.
-fn announce(job: &TuneJob, bank: &Bank, result: &ResultFile) {
-    let (loaded, settings) = (&job.loaded, &job.settings);
-    eprintln!(
-        "tunebank: tuning {} ({} ops, {} unique keys) on {} with runner {}, strategy {}, budget {}/op, {} worker(s){}",
-        loaded.model_path,
-        loaded.plan.units.len(),
-        loaded.plan.tasks.len(),
-        loaded.soc.version,
-        settings.runner,
-        settings.strategy,
-        settings.trials_per_op,
-        settings.workers,
-        if settings.repeat_tune { ", REPEAT_TUNE" } else { "" }
-    );
-    if let Some((files, applied)) = &loaded.graph {
-        let before: usize = applied.subgraphs.iter().map(|s| s.units_before).sum();
+/// The job resolved, with what the library decided that users should hear on standard error:
+/// the ops left out, and workers capped by memory.
+pub(super) fn resolve(spec: &JobSpec, env: &Environment) -> Result<Job> {
+    let job = spec.resolve(env)?;
+    for s in job.skipped() {
         eprintln!(
-            "tunebank: graph bank {files} applied first: {}/{} subgraphs hit, {before} fused units → {} post-SGAT units",
-            applied.hits(),
-            applied.subgraphs.len(),
-            applied.units.len()
+            "tunebank: skipped {} ({}): {}",
+            s.node_name, s.op_type, s.reason
         );
     }
-    eprintln!(
-        "tunebank: bank {}; result file {}",
-        bank.custom_file()
+    let w = job.workers();
+    if let Some(available) = w.available {
+        eprintln!(
+            "tunebank: TUNING_PARALLEL_NUM={} capped to {} worker(s): {} MiB available, about {} MiB needed per worker",
+            w.requested,
+            w.workers,
+            available >> 20,
+            w.per_worker >> 20
+        );
+    }
+    Ok(job)
+}
+
+/// Rewrites AOE's short flags `-j -f -m -w` (given to `tune` as its own flags) into the ATC
+/// options they stand for (`--job_type --framework --model --weight`), appended to `atc`; a
+/// short flag and its long form both given is an error.
+fn aoe_short_flags(args: &TuneArgs, atc: &[String]) -> Result<Vec<String>> {
+    let mut out = atc.to_vec();
+    for (short, name, value) in [
+        ('j', "job_type", &args.short_job_type),
+        ('f', "framework", &args.short_framework),
+        ('m', "model", &args.short_model),
+        ('w', "weight", &args.short_weight),
+    ] {
+        let Some(v) = value else { continue };
+        let long = format!("--{name}");
+        let given_long = atc.iter().any(|a| {
+            a.strip_prefix("--")
+                .and_then(|b| b.split('=').next())
+                .is_some_and(|n| n.replace('-', "_") == name)
+        });
+        if given_long {
+            bail!("-{short} {v} and {long} both given: give one");
+        }
+        out.push(format!("{long}={v}"));
+    }
+    Ok(out)
+}
+
+/// A `--*-s` flag as a duration, which must be positive.
+fn seconds(s: Option<f64>, flag: &str) -> Result<Option<Duration>> {
+    match s {
+        None => Ok(None),
+        Some(v) if v.is_finite() && v > 0.0 => Ok(Some(Duration::from_secs_f64(v))),
+        Some(v) => bail!("{flag} {v}: expected a positive number of seconds"),
+    }
+}
+
+/// What `tune` shows while a job runs: where it goes when it starts, then OPAT's progress.
+struct Shown {
+    progress: Progress,
+    /// Per-task progress is OPAT's (SGAT and GDAT report at the end).
+    per_task: bool,
+}
+
+impl Observer for Shown {
+    fn started(&mut self, job: &Job, start: &Started<'_>) {
+        let s = job.settings();
+        let repeat = if s.repeat_tune { ", REPEAT_TUNE" } else { "" };
+        let bank = start
+            .bank_file
             .map(|p| p.display().to_string())
-            .unwrap_or_default(),
-        result.path.display()
-    );
+            .unwrap_or_default();
+        let result = start.result_file.display();
+        self.per_task = job.plan().is_some();
+        if let Some(plan) = job.plan() {
+            eprintln!(
+                "tunebank: tuning {} ({} ops, {} unique keys) on {} with runner {}, strategy {}, budget {}/op, {} worker(s){repeat}",
+                job.model_path(),
+                plan.units.len(),
+                plan.tasks.len(),
+                job.soc().version,
+                s.runner,
+                s.strategy,
+                s.trials_per_op,
+                s.workers,
+            );
+            if let Some(g) = job.graph_applied() {
+                let a = &g.applied;
+                let before: usize = a.subgraphs.iter().map(|s| s.units_before).sum();
+                eprintln!(
+                    "tunebank: graph bank {} applied first: {}/{} subgraphs hit, {before} fused units → {} post-SGAT units",
+                    g.files,
+                    a.hits(),
+                    a.subgraphs.len(),
+                    a.units.len()
+                );
+            }
+            eprintln!("tunebank: bank {bank}; result file {result}");
+        } else if let Some(plan) = job.sgat_plan() {
+            eprintln!(
+                "tunebank: SGAT of {} ({} subgraphs, {} unique) on {} with strategy {}, budget {}/subgraph{repeat}",
+                job.model_path(),
+                plan.subgraphs.len(),
+                plan.tasks.len(),
+                job.soc().version,
+                s.strategy,
+                s.trials_per_op,
+            );
+            eprintln!("tunebank: graph bank {bank}; result file {result}");
+        }
+    }
+
+    fn finished(&mut self, task: &Finished<'_>) {
+        if self.per_task {
+            self.progress.finished(task);
+        }
+    }
+}
+
+/// `--svg` (OPAT: each op's time before and after; GDAT: the Gantt) and `--timeline-out`.
+fn pictures(args: &TuneArgs, report: &JobReport<'_>) -> Result<()> {
+    let g = &args.gdat;
+    if let Some((plan, summary)) = report.opat() {
+        if let Some(path) = &g.svg {
+            let table = TuneTable {
+                plan,
+                summary,
+                result_file: report.result_file(),
+                workers: report.job().settings().workers,
+            };
+            let svg =
+                tunebank::report::plot::before_after_svg(&table.op_times(), report.job().name());
+            std::fs::write(path, svg)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    if let Some((plan, outcome)) = report.gdat() {
+        if let Some(p) = &g.timeline_out {
+            let doc = tunebank::gdat::report::timeline_json(plan, outcome);
+            std::fs::write(p, serde_json::to_string_pretty(&doc)? + "\n")
+                .with_context(|| format!("--timeline-out {}", p.display()))?;
+        }
+        if let Some(p) = &g.svg {
+            std::fs::write(p, tunebank::gdat::render::gantt_svg(plan, outcome))
+                .with_context(|| format!("--svg {}", p.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// 130 when interrupted by a signal, 0 when the total budget ran out (both said on standard
-/// error) or every op finished and at least one was tuned, 1 when some op failed or none was
+/// error) or every task finished and at least one was tuned, 1 when a task failed or none was
 /// tuned.
-fn exit_code(summary: &TuneSummary) -> ExitCode {
-    if summary.interrupted && CANCEL.load(Ordering::SeqCst) {
-        eprintln!("tunebank: interrupted; finished ops are in the bank, a rerun continues");
-        ExitCode::from(130)
-    } else if summary.interrupted {
-        eprintln!("tunebank: the job's total budget ran out; a rerun continues");
-        ExitCode::SUCCESS
-    } else if summary.report.result == OpatResult::Successful {
-        ExitCode::SUCCESS
-    } else if summary.report.failed_ops.is_empty() {
-        eprintln!("tunebank: nothing was tuned: the runner tunes none of the selected ops");
-        ExitCode::from(1)
-    } else {
-        ExitCode::from(1)
+fn exit_code(report: &JobReport<'_>) -> ExitCode {
+    let what = match report.job().job_type() {
+        JobType::Subgraph => "subgraphs are in the graph bank",
+        _ => "ops are in the bank",
+    };
+    match report.status() {
+        JobOutcome::Incomplete if CANCEL.load(Ordering::SeqCst) => {
+            eprintln!(
+                "tunebank: interrupted (tuning incomplete); finished {what}, a rerun continues"
+            );
+            ExitCode::from(130)
+        }
+        JobOutcome::Incomplete => {
+            eprintln!("tunebank: the job's total budget ran out; a rerun continues");
+            ExitCode::SUCCESS
+        }
+        JobOutcome::Successful => ExitCode::SUCCESS,
+        JobOutcome::Failed => {
+            if report.job().job_type() == JobType::Op && report.failed_ops().is_empty() {
+                eprintln!("tunebank: nothing was tuned: the runner tunes none of the selected ops");
+            }
+            ExitCode::from(1)
+        }
     }
 }

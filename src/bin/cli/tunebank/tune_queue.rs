@@ -1,56 +1,46 @@
-//! `tunebank tune --queue postgres://…`: the job planned as a local OPAT tune plans it, looked
-//! up in the bank, and its remaining keys queued for `tunebank worker`s; then either the job id
+//! `tunebank tune --queue postgres://…`: the job planned as a local OPAT tune plans it
+//! ([`Job::enqueue`]), its remaining keys queued for `tunebank worker`s; then either the job id
 //! (`--detach`) or a wait with progress lines and the AOE result file rewritten from the
 //! database as tasks finish.
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
-use tunebank::queue::{self, JobSpec};
+use tunebank::job::Job;
+use tunebank::queue;
 use tunebank::report::{OpatResult, ResultFile};
 
 use super::progress::{install_signal_handlers, CANCEL};
-use super::tune::{open_bank, result_file, tuning_name, TuneArgs};
-use super::tune_config::configure;
+use super::tune::TuneArgs;
 
-/// Submits the OPAT job of `atc` to the queue at `url`; exit 0 when it finished successfully
-/// (or was detached), 1 when an op failed or nothing was tuned, 130 when the wait was
-/// interrupted (the job goes on; `tunebank job status` follows it).
-pub fn run(args: &TuneArgs, atc: &[String], url: &str) -> Result<ExitCode> {
-    let job = configure(args, atc)?;
+/// Submits the OPAT job to the queue at `url`; exit 0 when it finished successfully (or was
+/// detached), 1 when an op failed or nothing was tuned, 130 when the wait was interrupted (the
+/// job goes on; `tunebank job status` follows it).
+pub fn run(args: &TuneArgs, job: &Job, url: &str) -> Result<ExitCode> {
     let mut client = queue::connect(url)?;
     queue::migrate(&mut client, url)?;
-    let bank = open_bank(args, &job)?;
-    let name = tuning_name(&job.loaded.model_path);
-    let spec = JobSpec {
-        tuning_name: &name,
-        model: &job.loaded.model_path,
-        plan: &job.loaded.plan,
-        settings: &job.settings,
-    };
-    let e = queue::enqueue(&mut client, &bank, &spec)?;
-    drop(bank);
+    let e = job.enqueue(&mut client)?;
     eprintln!(
         "tunebank: job {} on {}: {} unique keys, {} bank hits reused, {} tasks queued for runner {}",
         e.job_id,
         tunebank::pg::redact(url),
-        job.loaded.plan.tasks.len(),
+        job.plan().map_or(0, |p| p.tasks.len()),
         e.reused,
         e.queued,
-        job.settings.runner
+        job.settings().runner
     );
     if args.detach {
         writeln!(std::io::stdout().lock(), "{}", e.job_id)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let result = result_file(args, job.work_path.as_deref())?;
+    let dir = job.create_output_dir()?;
+    let result = ResultFile::opat(&dir, SystemTime::now(), std::process::id());
     install_signal_handlers();
     wait(&mut client, e.job_id, &result)
 }
-
 /// Follows job `job_id` until every task is settled (or the wait is interrupted), printing a
 /// progress line on each change and rewriting the result file from the database.
 fn wait(client: &mut queue::Client, job_id: i64, result: &ResultFile) -> Result<ExitCode> {

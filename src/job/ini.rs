@@ -1,4 +1,4 @@
-//! AOE's configuration file `aoe.ini` as `tunebank tune` reads it: `--config FILE`, else the
+//! AOE's configuration file `aoe.ini` as a job reads it: `--config FILE`, else the
 //! first of AOE's locations that exists ([`locations`]). Its `[COMMON]` keys `WORK_PATH` (where
 //! result files go), `TUNING_PARALLEL_NUM` (workers, 1–64) and `RUN_LOOP` (timed runs per
 //! measurement, 1–2048) are checked against AOE's ranges; a bad value is an input error naming
@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use super::{Environment, JobError};
 
 /// What an `aoe.ini` sets (each `None` when the file leaves it out).
 #[derive(Debug, Default, PartialEq)]
@@ -24,13 +24,13 @@ pub struct AoeIni {
 /// AOE's locations of `aoe.ini`, in the order they are tried: under `$ASCEND_TOOLKIT_HOME`,
 /// `$ASCEND_HOME_PATH`, `$HOME/Ascend/ascend-toolkit/latest` and
 /// `/usr/local/Ascend/ascend-toolkit/latest`, each `tools/aoe/conf/aoe.ini`.
-pub fn locations() -> Vec<PathBuf> {
+pub fn locations(env: &Environment) -> Vec<PathBuf> {
     let tail = Path::new("tools/aoe/conf/aoe.ini");
     let mut roots: Vec<PathBuf> = ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"]
         .iter()
-        .filter_map(|v| super::tune_config::env_nonempty(v).map(PathBuf::from))
+        .filter_map(|v| env.get(v).map(PathBuf::from))
         .collect();
-    if let Some(home) = super::tune_config::env_nonempty("HOME") {
+    if let Some(home) = env.get("HOME") {
         roots.push(Path::new(&home).join("Ascend/ascend-toolkit/latest"));
     }
     roots.push(PathBuf::from("/usr/local/Ascend/ascend-toolkit/latest"));
@@ -39,22 +39,25 @@ pub fn locations() -> Vec<PathBuf> {
 
 /// The `aoe.ini` of `--config` (which must exist), else the first of [`locations`] that
 /// exists, else `None`.
-pub fn find(config: Option<&Path>) -> Result<Option<AoeIni>> {
+pub fn find(config: Option<&Path>, env: &Environment) -> Result<Option<AoeIni>, JobError> {
     let path = match config {
         Some(p) => p.to_path_buf(),
-        None => match locations().into_iter().find(|p| p.is_file()) {
+        None => match locations(env).into_iter().find(|p| p.is_file()) {
             Some(p) => p,
             None => return Ok(None),
         },
     };
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("--config {}: cannot read aoe.ini", path.display()))?;
+    let text = std::fs::read_to_string(&path).map_err(|source| JobError::Read {
+        input: format!("--config {}", path.display()),
+        what: "aoe.ini".into(),
+        source,
+    })?;
     parse(&path, &text).map(Some)
 }
 
 /// Reads the `[COMMON]` section (or keys before any section) of `text`, the file at `path`.
 /// `#` and `;` start comments, also after a value.
-pub fn parse(path: &Path, text: &str) -> Result<AoeIni> {
+pub fn parse(path: &Path, text: &str) -> Result<AoeIni, JobError> {
     let mut ini = AoeIni {
         path: path.to_path_buf(),
         ..AoeIni::default()
@@ -78,10 +81,10 @@ pub fn parse(path: &Path, text: &str) -> Result<AoeIni> {
         let (key, value) = (key.trim(), value.trim());
         match key {
             "WORK_PATH" if value.is_empty() => {
-                bail!(
-                    "{}: WORK_PATH is empty: expected a directory",
-                    path.display()
-                )
+                return Err(JobError::invalid(
+                    format!("{}: WORK_PATH is empty", path.display()),
+                    "a directory",
+                ))
             }
             "WORK_PATH" => ini.work_path = Some(PathBuf::from(value)),
             "TUNING_PARALLEL_NUM" => {
@@ -95,13 +98,13 @@ pub fn parse(path: &Path, text: &str) -> Result<AoeIni> {
 }
 
 /// `value` of `key` as an integer in [1, `max`], or an error naming the file, key and range.
-fn in_range(path: &Path, key: &str, value: &str, max: u64) -> Result<u64> {
+fn in_range(path: &Path, key: &str, value: &str, max: u64) -> Result<u64, JobError> {
     match value.parse::<u64>() {
         Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => bail!(
-            "{}: {key}={value}: expected an integer in [1, {max}]",
-            path.display()
-        ),
+        _ => Err(JobError::invalid(
+            format!("{}: {key}={value}", path.display()),
+            format!("an integer in [1, {max}]"),
+        )),
     }
 }
 
