@@ -99,7 +99,7 @@ pub mod transfer;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-pub use decision::{signed_rank_greater_p, Judgement, Round, WinRule};
+pub use decision::{signed_rank_greater_p, GainBound, Judgement, Round, WinRule};
 pub use outcome::{Decision, TaskOutcome, TuneObserver, TuneStats, TuneSummary};
 pub use plan::{plan, unit_selected, TunePlan, TuneTask};
 pub use settings::{check_settings, check_soc, TuneSettings};
