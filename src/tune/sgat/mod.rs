@@ -6,11 +6,14 @@
 //! bank-write policy: a hit without `REPEAT_TUNE` is reused (hit, reserved); otherwise the
 //! subgraph's space ([`SgatSpace`]) is searched with a `search-strategies` strategy, each
 //! candidate timed by the subgraph model ([`GraphOps::time`]) with every node at its op-bank
-//! strategy (a hit in the op bank) or its default; the best is compared with the baseline (the
-//! bank entry on a hit, else the unfused strategy) side by side under [`WinRule`]; a clear win
-//! is written (add/update), a miss whose full search found none stores the unfused strategy as
-//! confirmed (unsatisfied, then a hit on reruns). Records are [`RecordKind::Graph`] with the
-//! strategy in the agreed schema (ARCHITECTURE.md, "SGAT strategy schema").
+//! strategy (a hit in the op bank) or its default; the model's times of the best and of the
+//! baseline (the bank entry on a hit, else the unfused strategy) are judged by the win rule as
+//! exact times ([`WinRule::judge_deterministic`](super::WinRule::judge_deterministic): the
+//! model is deterministic, so one time per side decides, without rounds and without the
+//! significance test); a clear win is written (add/update), a miss whose full search found
+//! none stores the unfused strategy as confirmed (unsatisfied, then a hit on reruns). Records
+//! are [`RecordKind::Graph`] with the strategy in the agreed schema (ARCHITECTURE.md, "SGAT
+//! strategy schema").
 //!
 //! The result file ([`SgatReport`]) is rewritten after every finished task; the model's
 //! baseline and result times sum every subgraph instance (tasks not finished count at their
@@ -32,7 +35,6 @@ pub use apply::{
 pub use search::{search_subgraph, sgat_best, SgatBest, SgatBestError, SubgraphSearch};
 pub use space::{SgatSpace, SpaceBuildError, MAX_RAW_CONFIGS};
 
-use super::decision::Round;
 use super::outcome::{Decision, TaskOutcome};
 use super::pool::{Budget, Pool};
 use super::{check_settings, check_soc, plan, TuneError, TunePlan, TuneSettings, TuneStats};
@@ -489,8 +491,10 @@ impl Ctx<'_> {
         (res.best.map(|b| b.0), full, res.in_model)
     }
 
-    /// The win rule over side-by-side rounds of the (deterministic) model, the decision and
-    /// the record to offer.
+    /// The win rule on the model's exact times
+    /// ([`WinRule::judge_deterministic`](super::WinRule::judge_deterministic): the model is
+    /// deterministic, so one time per side decides, no rounds), the decision and the record
+    /// to offer.
     fn decide(
         &self,
         out: &mut TaskOutcome,
@@ -505,18 +509,10 @@ impl Ctx<'_> {
             return;
         };
         out.baseline = Some(baseline.to_strategy());
-        let rounds = self
+        let j = self
             .settings
-            .confirm_rounds
-            .max(self.settings.win.min_rounds());
-        let (b, c) = (vec![base_us], vec![best.as_ref().map_or(base_us, |x| x.1)]);
-        let rs: Vec<Round<'_>> = (0..rounds)
-            .map(|_| Round {
-                baseline: &b,
-                candidate: &c,
-            })
-            .collect();
-        let j = self.settings.win.judge(&rs);
+            .win
+            .judge_deterministic(base_us, best.as_ref().map_or(base_us, |x| x.1));
         out.before_us = Some(base_us);
         match best.filter(|_| j.clear) {
             Some((s, us)) => {
