@@ -11,11 +11,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::bank::policy::WritePolicy;
-use crate::bank::{Bank, Descriptor, Lookup, Origin, Performance, Provenance, Record, Strategy};
-use crate::key::{
-    BankKey, GradientDescriptor, GradientTopology, RecordKind, ResolvedOptions, SocSpec,
-    KEY_SCHEMA_VERSION,
-};
+use crate::bank::{Bank, Descriptor, Lookup, Provenance, Record, Strategy, Timing};
+use crate::key::{BankKey, GradientDescriptor, GradientTopology, ResolvedOptions, SocSpec};
 use crate::measure::{Measure, StrategyMap};
 use crate::model::Model;
 use crate::tune::{Decision, GainBound, WinRule};
@@ -324,32 +321,25 @@ pub fn run_job(
         _ => vec![best_us],
     };
     let won = WIN_RULE.judge_deterministic(base_us, best_us).clear && found.split != baseline;
-    let record = |split: &[usize], tuned_us: f64, samples_us: Vec<f64>, confirmed: bool| Record {
-        key_schema_version: KEY_SCHEMA_VERSION,
-        kind: RecordKind::Gradient,
-        descriptor: Descriptor::Gradient(plan.descriptor.clone()),
-        options: settings.options_given.clone(),
-        strategy: plan.strategy(split),
-        performance: Performance {
-            baseline_us: base_us,
-            tuned_us,
-            samples_us,
-            runner: identity.clone(),
-            default_confirmed: confirmed,
-            confirmed_budget: confirmed.then_some(settings.budget as u64),
-        },
-        provenance: Provenance {
-            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-            algorithm: settings.strategy.clone(),
-            trials: found.trials as u64,
-            seed: settings.seed,
-            unix_time: now_unix(),
-            origin: Origin::Tuned,
-        },
+    let provenance = || Provenance::tuned(&settings.strategy, found.trials as u64, settings.seed);
+    let timing = |us, samples_us| Timing {
+        us,
+        samples_us,
+        runner: identity.clone(),
     };
+    let descriptor = || Descriptor::Gradient(plan.descriptor.clone());
     let (decision, split) = if won {
-        let verdict = WritePolicy::after_tuning(stored.as_ref())
-            .write(bank, &record(&found.split, best_us, samples, false))?;
+        let verdict = WritePolicy::after_tuning(stored.as_ref()).write(
+            bank,
+            &Record::tuned(
+                descriptor(),
+                settings.options_given.clone(),
+                plan.strategy(&found.split),
+                base_us,
+                timing(best_us, samples),
+                provenance(),
+            ),
+        )?;
         match (verdict.replace, stored.is_some()) {
             (true, false) => (Decision::Add, found.split.clone()),
             (true, true) => (Decision::Update, found.split.clone()),
@@ -361,8 +351,15 @@ pub fn run_job(
     } else {
         // No win: the baseline (HCCL's default, or the confirmed default searched again under
         // a larger budget) is stored as confirmed with this budget.
-        WritePolicy::after_tuning(None)
-            .write(bank, &record(&baseline, base_us, vec![base_us], true))?;
+        let confirmed = Record::confirmed(
+            descriptor(),
+            settings.options_given.clone(),
+            plan.strategy(&baseline),
+            timing(base_us, vec![base_us]),
+            settings.budget as u64,
+            provenance(),
+        );
+        WritePolicy::after_tuning(None).write(bank, &confirmed)?;
         let decision = if stored.is_some() {
             Decision::Reserved
         } else {
@@ -377,11 +374,4 @@ pub fn run_job(
         found.trials,
         found.space_size,
     ))
-}
-
-fn now_unix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
