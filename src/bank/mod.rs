@@ -23,5 +23,6 @@ pub use maintenance::{
 };
 pub use record::{
     Descriptor, ManualTiming, Origin, Performance, Provenance, Record, RecordError, Strategy,
+    Timing,
 };
 pub use verify::BankVerification;

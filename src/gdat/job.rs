@@ -1,21 +1,21 @@
 //! One GDAT job: the plan (timeline, cluster, gradient key) and the run (look-up; on a miss or
 //! under `REPEAT_TUNE` a search from the exact optimum and HCCL's default; the best re-measured
-//! against the baseline — the bank's split on a hit, else HCCL's default — side by side; a win
-//! of at least 1 % written under the bank-write policy, a miss without one storing the default
-//! as confirmed, exactly as an op's tuning does).
+//! against the baseline — the bank's split on a hit, else HCCL's default — side by side; the
+//! two times judged by the drivers' one win rule as exact times ([`WIN_RULE`]: more than 1 %
+//! faster); a win written under the bank-write policy, a miss without one storing the default
+//! as confirmed, exactly as an op's tuning does). The outcome's [`Decision`] is the drivers'
+//! shared one.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::bank::policy::WritePolicy;
-use crate::bank::{Bank, Descriptor, Lookup, Origin, Performance, Provenance, Record, Strategy};
-use crate::key::{
-    BankKey, GradientDescriptor, GradientTopology, RecordKind, ResolvedOptions, SocSpec,
-    KEY_SCHEMA_VERSION,
-};
+use crate::bank::{Bank, Descriptor, Lookup, Provenance, Record, Strategy, Timing};
+use crate::key::{BankKey, GradientDescriptor, GradientTopology, ResolvedOptions, SocSpec};
 use crate::measure::{Measure, StrategyMap};
 use crate::model::Model;
+use crate::tune::{Decision, GainBound, WinRule};
 
 use super::cluster::{Cluster, LinearCost};
 use super::search::{self, ModelRunner};
@@ -23,8 +23,21 @@ use super::split::{hccl_default, optimum, schedule, to_sizes, Schedule, MAX_SEGM
 use super::timeline::{model_structure, resolved_units, timeline, Timeline};
 use super::GdatError;
 
-/// A tuned split must beat its baseline by this fraction to be written (the op win rule's 1 %).
+/// A tuned split must beat its baseline by more than this fraction to be written: the
+/// `min_gain` of [`WIN_RULE`].
 pub const MIN_IMPROVEMENT: f64 = 0.01;
+
+/// GDAT's win rule: the one rule of every driver, judging the side-by-side times of the best
+/// split and the baseline as exact times ([`WinRule::judge_deterministic`]), with a gain of
+/// more than [`MIN_IMPROVEMENT`] (exclusive: a split exactly 1 % faster is not written, as
+/// GDAT has always decided). `alpha` is not used by exact times. A runner given to [`run_job`]
+/// instead of the cluster model is judged the same way, on the medians of its one side-by-side
+/// measurement: GDAT measures no rounds.
+pub const WIN_RULE: WinRule = WinRule {
+    min_gain: MIN_IMPROVEMENT,
+    alpha: 0.01,
+    gain_bound: GainBound::Exclusive,
+};
 
 /// Everything a GDAT job needs before it opens the bank.
 #[derive(Clone, Debug)]
@@ -69,25 +82,16 @@ pub struct Scenario {
     pub step_us: f64,
 }
 
-/// What the job did with the bank (AOE's counting: hit = update + reserved).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GdatDecision {
-    /// A miss; the tuned split won and was added.
-    Add,
-    /// A hit re-tuned (`REPEAT_TUNE`); the tuned split won and replaced the entry.
-    Update,
-    /// A hit whose entry was kept (reused, or not beaten).
-    Reserved,
-    /// A miss without a win; HCCL's default was stored as confirmed.
-    Unsatisfied,
-}
-
 /// The result of a job.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GdatOutcome {
-    /// What happened in the bank.
-    pub decision: GdatDecision,
+    /// What happened in the bank (AOE's counting: hit = update + reserved): add (a miss, the
+    /// tuned split won and was added), update (a hit re-tuned under `REPEAT_TUNE` or a
+    /// confirmed default searched again, the tuned split won and replaced the entry), reserved
+    /// (a hit whose entry was kept: reused, or not beaten) or unsatisfied (a miss without a win;
+    /// HCCL's default was stored as confirmed). Serialised as `add`, `update`, `reserved`,
+    /// `unsatisfied`.
+    pub decision: Decision,
     /// Whether a search ran (false: a hit reused).
     pub searched: bool,
     /// The split the job ends with (the bank's answer).
@@ -235,7 +239,7 @@ impl GdatPlan {
     /// `searched` (trials, space size) on `runner`; the other scenarios are the plan's.
     fn outcome(
         &self,
-        decision: GdatDecision,
+        decision: Decision,
         searched: bool,
         split: &[usize],
         (trials, space_size): (usize, usize),
@@ -280,7 +284,7 @@ pub fn run_job(
     };
     if let (Some(s), false) = (&stored, settings.repeat_tune || reconfirm) {
         let split = plan.split_of(s).unwrap_or_else(|| default.clone());
-        return Ok(report(GdatDecision::Reserved, false, &split, 0, 0));
+        return Ok(report(Decision::Reserved, false, &split, 0, 0));
     }
     let baseline = stored
         .as_ref()
@@ -316,50 +320,50 @@ pub fn run_job(
         crate::measure::Outcome::Measurement { samples_us } => samples_us.clone(),
         _ => vec![best_us],
     };
-    let won = best_us < base_us * (1.0 - MIN_IMPROVEMENT) && found.split != baseline;
-    let record = |split: &[usize], tuned_us: f64, samples_us: Vec<f64>, confirmed: bool| Record {
-        key_schema_version: KEY_SCHEMA_VERSION,
-        kind: RecordKind::Gradient,
-        descriptor: Descriptor::Gradient(plan.descriptor.clone()),
-        options: settings.options_given.clone(),
-        strategy: plan.strategy(split),
-        performance: Performance {
-            baseline_us: base_us,
-            tuned_us,
-            samples_us,
-            runner: identity.clone(),
-            default_confirmed: confirmed,
-            confirmed_budget: confirmed.then_some(settings.budget as u64),
-        },
-        provenance: Provenance {
-            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-            algorithm: settings.strategy.clone(),
-            trials: found.trials as u64,
-            seed: settings.seed,
-            unix_time: now_unix(),
-            origin: Origin::Tuned,
-        },
+    let won = WIN_RULE.judge_deterministic(base_us, best_us).clear && found.split != baseline;
+    let provenance = || Provenance::tuned(&settings.strategy, found.trials as u64, settings.seed);
+    let timing = |us, samples_us| Timing {
+        us,
+        samples_us,
+        runner: identity.clone(),
     };
+    let descriptor = || Descriptor::Gradient(plan.descriptor.clone());
     let (decision, split) = if won {
-        let verdict = WritePolicy::after_tuning(stored.as_ref())
-            .write(bank, &record(&found.split, best_us, samples, false))?;
+        let verdict = WritePolicy::after_tuning(stored.as_ref()).write(
+            bank,
+            &Record::tuned(
+                descriptor(),
+                settings.options_given.clone(),
+                plan.strategy(&found.split),
+                base_us,
+                timing(best_us, samples),
+                provenance(),
+            ),
+        )?;
         match (verdict.replace, stored.is_some()) {
-            (true, false) => (GdatDecision::Add, found.split.clone()),
-            (true, true) => (GdatDecision::Update, found.split.clone()),
-            (false, true) => (GdatDecision::Reserved, baseline.clone()),
-            (false, false) => (GdatDecision::Unsatisfied, baseline.clone()),
+            (true, false) => (Decision::Add, found.split.clone()),
+            (true, true) => (Decision::Update, found.split.clone()),
+            (false, true) => (Decision::Reserved, baseline.clone()),
+            (false, false) => (Decision::Unsatisfied, baseline.clone()),
         }
     } else if stored.is_some() && !reconfirm {
-        (GdatDecision::Reserved, baseline.clone())
+        (Decision::Reserved, baseline.clone())
     } else {
         // No win: the baseline (HCCL's default, or the confirmed default searched again under
         // a larger budget) is stored as confirmed with this budget.
-        WritePolicy::after_tuning(None)
-            .write(bank, &record(&baseline, base_us, vec![base_us], true))?;
+        let confirmed = Record::confirmed(
+            descriptor(),
+            settings.options_given.clone(),
+            plan.strategy(&baseline),
+            timing(base_us, vec![base_us]),
+            settings.budget as u64,
+            provenance(),
+        );
+        WritePolicy::after_tuning(None).write(bank, &confirmed)?;
         let decision = if stored.is_some() {
-            GdatDecision::Reserved
+            Decision::Reserved
         } else {
-            GdatDecision::Unsatisfied
+            Decision::Unsatisfied
         };
         (decision, baseline.clone())
     };
@@ -370,11 +374,4 @@ pub fn run_job(
         found.trials,
         found.space_size,
     ))
-}
-
-fn now_unix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }

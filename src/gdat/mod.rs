@@ -8,9 +8,11 @@
 //! all-reduce model of a topology, linear in bytes), [`split`] (splits, their schedule and tail,
 //! the exact dynamic program, HCCL's default, index ⇄ size), [`search`] (the search through the
 //! `Measure` trait, started from the optimum and the default), [`job`] (look-up, search,
-//! decision and bank write under the gradient key), [`report`] (the AOE-style result file, the
-//! lines to paste into a training script, `--timeline-out`), [`render`] (text and SVG Gantt) and
-//! [`why`] (a gradient-key miss explained by the nearest stored records).
+//! decision and bank write under the gradient key; the decision is the drivers' one win rule
+//! on exact times, [`job::WIN_RULE`], and their shared [`Decision`](crate::tune::Decision)),
+//! [`report`] (the AOE-style result file, the lines to paste into a training script,
+//! `--timeline-out`), [`render`] (text and SVG Gantt) and [`why`] (a gradient-key miss
+//! explained by the nearest stored records).
 
 pub mod cluster;
 pub mod job;
@@ -22,7 +24,7 @@ pub mod timeline;
 pub mod why;
 
 pub use cluster::{Cluster, ClusterFile, LinearCost, Link};
-pub use job::{plan_job, run_job, GdatDecision, GdatOutcome, GdatPlan, GdatSettings, Scenario};
+pub use job::{plan_job, run_job, GdatOutcome, GdatPlan, GdatSettings, Scenario};
 pub use split::{hccl_default, optimum, schedule, Schedule, Segment, MAX_SEGMENTS};
 pub use timeline::{Gradient, Timeline};
 pub use why::{why_gradient, GradientWhy};

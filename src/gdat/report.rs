@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::report::{improvement, timestamp_ms, ResultFile};
 
-use super::job::{GdatDecision, GdatOutcome, GdatPlan, Scenario};
+use super::job::{GdatOutcome, GdatPlan, Scenario};
 use super::split::{schedule, to_hccl_order, to_sizes};
 
 /// The GDAT result file of a job started at `started` by process `pid`, in `dir`.
@@ -129,16 +129,9 @@ pub fn result_json(
     plan: &GdatPlan,
     o: &GdatOutcome,
 ) -> Value {
-    let mode = match o.decision {
-        GdatDecision::Add => "add",
-        GdatDecision::Update => "update",
-        GdatDecision::Reserved => "reserved",
-        GdatDecision::Unsatisfied => "unsatisfied",
-    };
-    let hit = u64::from(matches!(
-        o.decision,
-        GdatDecision::Reserved | GdatDecision::Update
-    ));
+    let mode = o.decision.as_str();
+    let mut summary = crate::report::RepoSummary::default();
+    o.decision.count(&mut summary);
     let gdat = json!({
         "gdat_tuning_result": "tuning successful",
         "repo_key": plan.key.to_string(),
@@ -159,15 +152,7 @@ pub fn result_json(
         "one_segment": scenario_json(plan, &o.one_segment),
         "one_segment_per_gradient": {"tail(us)": r3(o.per_gradient.schedule.tail_us), "step(ms)": r3(o.per_gradient.step_us / 1e3)},
         "paste": paste_lines(plan, &o.tuned.split),
-        "repo_summary": crate::report::RepoSummary {
-            add: u64::from(o.decision == GdatDecision::Add),
-            hit,
-            reserved: u64::from(o.decision == GdatDecision::Reserved),
-            unsatisfied: u64::from(o.decision == GdatDecision::Unsatisfied),
-            update: u64::from(o.decision == GdatDecision::Update),
-            total: 1,
-        }
-        .to_json(),
+        "repo_summary": summary.to_json(),
     });
     json!({ report_id: [ {"basic": {"tuning_name": name, "tuning_time(s)": r3(time_s)}}, {"GDAT": gdat} ] })
 }

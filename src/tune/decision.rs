@@ -1,10 +1,22 @@
-//! The win rule: when a tuned strategy is clearly faster than its baseline.
+//! The win rule: when a tuned strategy is clearly faster than its baseline. It is the one
+//! decision rule of the three drivers (OPAT, SGAT, GDAT); each driver maps its clear win or
+//! its absence onto [`Decision`](super::Decision).
+//!
+//! The rule judges one of two kinds of evidence:
+//!
+//! - **rounds** ([`WinRule::judge`]), from a runner whose times are noisy (a board, the host, the
+//!   simulator with seeded noise);
+//! - **exact times** ([`WinRule::judge_deterministic`]), one time per side from a deterministic
+//!   runner (a model: SGAT's subgraph model, GDAT's cluster model).
+//!
+//! ## Rounds
 //!
 //! Both strategies are re-measured side by side in rounds: each round measures the baseline and
 //! the candidate in one batch, so whatever drifts between rounds (clocks, temperature, other
 //! load) affects both alike. The candidate wins only when both hold:
 //!
-//! 1. the median of all its samples is at least `min_gain` (relative) below the baseline's, and
+//! 1. the median of all its samples is at least `min_gain` (relative) below the baseline's
+//!    (see [`GainBound`] for the case of exactly `min_gain`), and
 //! 2. a one-sided Wilcoxon signed-rank test on the rounds says the candidate is faster with
 //!    p < `alpha`. Each round contributes one paired difference, the baseline's median minus
 //!    the candidate's median in that round; the p-value is exact (the whole null distribution
@@ -17,26 +29,49 @@
 //! n rounds cannot give a p below 2⁻ⁿ, so the driver asks for at least
 //! [`WinRule::min_rounds`] rounds (7 for α = 0.01) whatever its runner's repeat count; a
 //! runner that returns one sample per request decides as well as one that returns thirty.
+//! With noise, a candidate that was merely lucky during the search loses, because its
+//! re-measured rounds disagree.
+//!
+//! ## Exact times
 //!
 //! With a noiseless runner every round gives the same positive difference, p = 2⁻ⁿ, and the
-//! rule reduces to "strictly faster by at least `min_gain`". With noise, a candidate that was
-//! merely lucky during the search loses, because its re-measured rounds disagree.
+//! round rule reduces to "strictly faster by at least `min_gain`". A deterministic runner
+//! therefore needs no rounds and no test: [`WinRule::judge_deterministic`] takes the two
+//! times and decides a clear win exactly when the candidate is strictly faster than the
+//! baseline and meets `min_gain` (condition 1 above). `alpha` plays no part, so no number of
+//! rounds has to be made up to reach it.
 
 /// The thresholds of the win rule.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WinRule {
     /// Smallest relative improvement of the median that counts (0.01 = 1 %).
     pub min_gain: f64,
-    /// Significance level of the one-sided signed-rank test over rounds.
+    /// Significance level of the one-sided signed-rank test over rounds (rounds only: exact
+    /// times are judged without a test).
     pub alpha: f64,
+    /// Whether a candidate exactly `min_gain` faster meets the gain condition.
+    pub gain_bound: GainBound,
+}
+
+/// How the gain condition treats a candidate exactly `min_gain` faster than its baseline
+/// (`baseline·(1 − min_gain)` computed in `f64`, as written).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GainBound {
+    /// `candidate ≤ baseline·(1 − min_gain)`: exactly `min_gain` faster is enough (OPAT and
+    /// SGAT).
+    #[default]
+    Inclusive,
+    /// `candidate < baseline·(1 − min_gain)`: it must be more than `min_gain` faster (GDAT).
+    Exclusive,
 }
 
 impl Default for WinRule {
-    /// 1 % and p < 0.01.
+    /// 1 % (inclusive) and p < 0.01.
     fn default() -> Self {
         WinRule {
             min_gain: 0.01,
             alpha: 0.01,
+            gain_bound: GainBound::Inclusive,
         }
     }
 }
@@ -58,9 +93,11 @@ pub struct Judgement {
     pub baseline_us: Option<f64>,
     /// Median of every candidate sample (all rounds), µs; `None` without samples.
     pub candidate_us: Option<f64>,
-    /// Rounds that had samples on both sides (the test's pairs).
+    /// Rounds that had samples on both sides (the test's pairs); 0 for exact times, which
+    /// are judged without rounds.
     pub paired_rounds: usize,
-    /// One-sided p-value that the candidate is faster (1.0 when undecidable).
+    /// One-sided p-value that the candidate is faster (1.0 when undecidable). For exact times
+    /// there is no test: 0.0 when the candidate is strictly faster, else 1.0.
     pub p: f64,
     /// Both conditions hold: a clear win.
     pub clear: bool,
@@ -78,7 +115,19 @@ impl WinRule {
         n
     }
 
-    /// Judges a candidate against its baseline from side-by-side rounds.
+    /// Whether `candidate_us` meets the gain condition against `baseline_us`: at most (or,
+    /// with [`GainBound::Exclusive`], below) `baseline_us · (1 − min_gain)`.
+    pub fn meets_gain(&self, baseline_us: f64, candidate_us: f64) -> bool {
+        let bound = baseline_us * (1.0 - self.min_gain);
+        match self.gain_bound {
+            GainBound::Inclusive => candidate_us <= bound,
+            GainBound::Exclusive => candidate_us < bound,
+        }
+    }
+
+    /// Judges a candidate against its baseline from side-by-side rounds of a noisy runner: a
+    /// clear win needs the gain condition on the pooled medians and p < `alpha` over the
+    /// rounds, so fewer than [`WinRule::min_rounds`] paired rounds never give one.
     pub fn judge(&self, rounds: &[Round<'_>]) -> Judgement {
         let pooled = |all: Vec<f64>| crate::measure::median(&all);
         let baseline_us = pooled(rounds.iter().flat_map(|r| r.baseline).copied().collect());
@@ -91,7 +140,7 @@ impl WinRule {
             .collect();
         let p = signed_rank_greater_p(&diffs);
         let faster = match (baseline_us, candidate_us) {
-            (Some(b), Some(c)) => c <= b * (1.0 - self.min_gain),
+            (Some(b), Some(c)) => self.meets_gain(b, c),
             _ => false,
         };
         Judgement {
@@ -100,6 +149,22 @@ impl WinRule {
             paired_rounds: diffs.len(),
             p,
             clear: faster && p < self.alpha,
+        }
+    }
+
+    /// Judges a candidate against its baseline from one exact time each (µs), as a
+    /// deterministic runner gives them: a clear win exactly when the candidate is strictly
+    /// faster and meets the gain condition ([`WinRule::meets_gain`]). No rounds, no test:
+    /// `paired_rounds` is 0 and `alpha` is not used. Times are finite and positive (the
+    /// `Measure` contract); a NaN never wins.
+    pub fn judge_deterministic(&self, baseline_us: f64, candidate_us: f64) -> Judgement {
+        let faster = candidate_us < baseline_us;
+        Judgement {
+            baseline_us: Some(baseline_us),
+            candidate_us: Some(candidate_us),
+            paired_rounds: 0,
+            p: if faster { 0.0 } else { 1.0 },
+            clear: faster && self.meets_gain(baseline_us, candidate_us),
         }
     }
 }
@@ -291,6 +356,104 @@ mod tests {
         let j = judge(&r, &base, &cand);
         assert_eq!(j.paired_rounds, 7);
         assert!(j.clear);
+    }
+
+    #[test]
+    fn exact_times_decide_a_win_from_one_pair_without_rounds() {
+        let r = WinRule::default();
+        let j = r.judge_deterministic(10.0, 8.0);
+        assert!(j.clear, "{j:?}");
+        assert_eq!(
+            (j.paired_rounds, j.baseline_us, j.candidate_us),
+            (0, Some(10.0), Some(8.0))
+        );
+        // No test is run, so a significance level that no number of rounds can reach does not
+        // stop a deterministic win; made-up identical rounds (2⁻ⁿ ≥ 2⁻⁶⁴ > 0) never win there.
+        let no_alpha = WinRule { alpha: 0.0, ..r };
+        assert!(no_alpha.judge_deterministic(10.0, 8.0).clear);
+        let n = no_alpha.min_rounds();
+        assert!(!judge(&no_alpha, &vec![vec![10.0]; n], &vec![vec![8.0]; n]).clear);
+        // A tie, a slower candidate and one below min_gain lose; with min_gain 0 a tie still
+        // loses (strictly faster), any faster time wins.
+        for c in [10.0, 12.0, 9.95, f64::NAN] {
+            assert!(!r.judge_deterministic(10.0, c).clear, "{c}");
+        }
+        let zero = WinRule { min_gain: 0.0, ..r };
+        assert!(!zero.judge_deterministic(10.0, 10.0).clear);
+        assert!(zero.judge_deterministic(10.0, 9.999).clear);
+    }
+
+    /// Exact times decide as `min_rounds` identical rounds of a noiseless runner did (the way
+    /// SGAT decided before), for both gain bounds, whenever α can be reached at all.
+    #[test]
+    fn exact_times_decide_as_identical_noiseless_rounds() {
+        for gain_bound in [GainBound::Inclusive, GainBound::Exclusive] {
+            for min_gain in [0.0, 0.01, 0.05] {
+                let r = WinRule {
+                    min_gain,
+                    gain_bound,
+                    ..WinRule::default()
+                };
+                let n = r.min_rounds();
+                for b in [1.0, 10.0, 100.0, 3.7] {
+                    for c in [
+                        b,
+                        b * 0.999,
+                        b * (1.0 - min_gain),
+                        b * 0.98,
+                        b * 0.5,
+                        b * 1.2,
+                    ] {
+                        let rounds = judge(&r, &vec![vec![b]; n], &vec![vec![c]; n]);
+                        assert_eq!(
+                            r.judge_deterministic(b, c).clear,
+                            rounds.clear,
+                            "{r:?}: {b} vs {c}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn exactly_min_gain_wins_inclusive_and_loses_exclusive() {
+        let inc = WinRule::default();
+        let exc = WinRule {
+            gain_bound: GainBound::Exclusive,
+            ..inc
+        };
+        let b = 100.0;
+        let at = b * (1.0 - inc.min_gain);
+        assert!(inc.judge_deterministic(b, at).clear);
+        assert!(!exc.judge_deterministic(b, at).clear);
+        for r in [inc, exc] {
+            assert!(r.judge_deterministic(b, at - 1e-9).clear, "{r:?}");
+            assert!(!r.judge_deterministic(b, at + 1e-9).clear, "{r:?}");
+        }
+    }
+
+    /// Noisy rounds: unanimous rounds fewer than `min_rounds` never give a clear win however
+    /// large the gain, `min_rounds` of them and more do; a candidate that was lucky once (a
+    /// 10 % win as one exact pair) but is 2 % slower in truth loses on its rounds.
+    #[test]
+    fn noisy_rounds_need_min_rounds_and_a_lucky_candidate_loses() {
+        let r = WinRule::default();
+        let n = r.min_rounds();
+        for k in 1..n + 4 {
+            let base: Vec<Vec<f64>> = (0..k as u64).map(|i| noisy(10.0, 0.02, i, 3)).collect();
+            let cand: Vec<Vec<f64>> = (0..k as u64).map(|i| noisy(5.0, 0.02, 50 + i, 3)).collect();
+            let j = judge(&r, &base, &cand);
+            assert_eq!(j.paired_rounds, k);
+            assert_eq!(j.clear, k >= n, "{k} unanimous rounds: {j:?}");
+        }
+        assert!(r.judge_deterministic(10.0, 9.0).clear);
+        for seed in 0..50 {
+            let base = rounds_of(10.0, 0.05, seed, n, 3);
+            let mut cand = rounds_of(10.2, 0.05, seed + 1000, n, 3);
+            cand[0] = vec![9.0; 3];
+            assert!(!judge(&r, &base, &cand).clear, "seed {seed}");
+        }
     }
 
     /// Reference p-values from scipy (`fixtures/stats/make_signed_rank.py`): n = 1…8 with ties

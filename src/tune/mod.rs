@@ -7,20 +7,28 @@
 //!
 //! - look the key up; a hit without `REPEAT_TUNE` is reused: counted as hit and reserved,
 //!   nothing measured;
-//! - otherwise search the runner's [`TaskSpace`](crate::measure::TaskSpace) with a `search-strategies` strategy within the
-//!   per-op budget (trials and time, both also capped by the job's overall budget), then
-//!   re-measure the best strategy and the baseline (the bank entry on a hit, else the runner's
-//!   default strategy) side by side and apply the [`WinRule`];
-//! - only a clear win is written as a tuned strategy: `add` (no entry before) or `update`
-//!   (entry before); otherwise the task is `reserved` (hit) or `unsatisfied` (miss). So
+//! - otherwise search the runner's [`TaskSpace`](crate::measure::TaskSpace) with a
+//!   `search-strategies` strategy within the per-op budget (trials and time, both also capped
+//!   by the job's overall budget), then re-measure the best strategy and the baseline (the bank
+//!   entry on a hit, else the runner's default strategy) side by side in at least
+//!   [`WinRule::min_rounds`] rounds and judge them with [`WinRule::judge`] (the signed-rank test
+//!   over rounds). OPAT does so for every runner, the noiseless simulator included: the stored
+//!   record keeps every round's samples, so judging one exact pair instead would change what
+//!   is stored. The win rule is the one rule of the three drivers: SGAT and GDAT judge their
+//!   models' exact times with [`WinRule::judge_deterministic`], and all three report the same
+//!   [`Decision`];
+//! - only a clear win is written as a tuned strategy
+//!   ([`Record::tuned`](crate::bank::Record::tuned)): `add` (no entry before) or `update` (entry
+//!   before); otherwise the task is `reserved` (hit) or `unsatisfied` (miss). So
 //!   `hit = update + reserved` and `total = add + hit + unsatisfied` always hold, also for a job
 //!   stopped part way;
 //! - a miss whose search ran its whole per-op budget without a clear win stores the default
-//!   strategy, re-measured, as *confirmed* (`Performance::default_confirmed`). The task is still
-//!   reported `unsatisfied` and never listed as modified, but from then on it is a hit: a rerun
-//!   measures nothing and a converter finds every tuned op. `REPEAT_TUNE` searches it again and
-//!   replaces it only on a clear win (`update`). A search cut short by the job's overall budget,
-//!   a runner failure or an unsupported op confirms nothing;
+//!   strategy, re-measured, as *confirmed* (`Performance::default_confirmed`,
+//!   [`Record::confirmed`](crate::bank::Record::confirmed)). The task is still reported
+//!   `unsatisfied` and never listed as modified, but from then on it is a hit: a rerun measures
+//!   nothing and a converter finds every tuned op. `REPEAT_TUNE` searches it again and replaces
+//!   it only on a clear win (`update`). A search cut short by the job's overall budget, a
+//!   runner failure or an unsupported op confirms nothing;
 //! - a bank shared by several processes may change between a task's look-up and its write, so
 //!   the write decides inside its transaction ([`Bank::write_batch_if`]) against what the key
 //!   holds then, under the bank-write policy ([`crate::bank::policy`]): a winner replaces the
@@ -42,7 +50,7 @@
 //! own task functions on it), `task.rs` (one OPAT task: search, side-by-side re-measurement,
 //! win rule, the record to offer), `outcome.rs` ([`TaskOutcome`], [`Decision`], [`TuneStats`],
 //! [`TuneSummary`], and the calling thread's bookkeeping: report counts, result file, observer),
-//! `decision.rs` ([`WinRule`]), `memory.rs` (the worker cap) and `transfer/` (a search
+//! `decision.rs` ([`WinRule`], [`Judgement`]), `memory.rs` (the worker cap) and `transfer/` (a search
 //! seeded from related bank records, read once when the job starts; see [`transfer`]).
 //!
 //! Time spent inside [`Measure::measure`](crate::measure::Measure::measure) is accounted separately from everything else
@@ -99,7 +107,7 @@ pub mod transfer;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-pub use decision::{signed_rank_greater_p, Judgement, Round, WinRule};
+pub use decision::{signed_rank_greater_p, GainBound, Judgement, Round, WinRule};
 pub use outcome::{Decision, TaskOutcome, TuneObserver, TuneStats, TuneSummary};
 pub use plan::{plan, unit_selected, TunePlan, TuneTask};
 pub use settings::{check_settings, check_soc, TuneSettings};

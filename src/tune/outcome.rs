@@ -19,8 +19,11 @@ use crate::report::{
 
 use super::{TuneError, TunePlan, TuneTask};
 
-/// The decision for one task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The decision for one task of any driver (OPAT, SGAT, GDAT): what its look-up and the win
+/// rule ([`super::WinRule`]) led to in the bank. Serialised (GDAT's `--json` outcome) as
+/// [`Decision::as_str`] says; printed with `{:?}` as the variant's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Miss, clear win: a record was added.
     Add,

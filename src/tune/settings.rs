@@ -32,8 +32,9 @@ pub struct TuneSettings {
     pub workers: usize,
     /// Candidates measured per search round (`TE_PARALLEL_COMPILER`).
     pub batch: usize,
-    /// Side-by-side re-measurement rounds of best and baseline; the driver runs at least
-    /// [`WinRule::min_rounds`] whatever this says.
+    /// Side-by-side re-measurement rounds of best and baseline (OPAT); the driver runs at
+    /// least [`WinRule::min_rounds`] whatever this says. SGAT measures no rounds: its model's
+    /// exact times are judged directly ([`WinRule::judge_deterministic`]).
     pub confirm_rounds: usize,
     /// The win rule.
     pub win: WinRule,

@@ -1,16 +1,18 @@
 //! One OPAT task on a worker: search the runner's space, re-measure best and baseline side by
-//! side, apply the [`WinRule`](super::WinRule), and build the record to offer the bank.
+//! side in rounds, judge them with [`WinRule::judge`](super::WinRule::judge), and build the
+//! record to offer the bank ([`Record::tuned`] for a winner, [`Record::confirmed`] for a
+//! confirmed default).
 //!
 //! [`look_up`] splits a plan into reused hits and [`Job`]s; [`Opat::tune_one`] is the task
 //! function the worker pool ([`super::pool`]) runs for each job.
 
 use std::sync::atomic::AtomicBool;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use search_strategies::{Driver, History};
 
-use crate::bank::{Bank, Descriptor, Lookup, Origin, Performance, Provenance, Record};
-use crate::key::{BankKey, RecordKind};
+use crate::bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
+use crate::key::BankKey;
 use crate::measure::{
     Measure, MeasureError, Outcome, RunnerObjective, StrategyMap, TaskSpace, TuningTask,
 };
@@ -335,31 +337,31 @@ impl Opat<'_> {
         }
     }
 
-    /// The record of task `t` storing `m`, measured by `runner` after `trials` searched.
+    /// The record of task `t` storing `m`, measured by `runner` after `trials` searched: the
+    /// winner ([`Record::tuned`]) or the confirmed default ([`Record::confirmed`]).
     fn record(&self, t: &TuneTask, runner: String, trials: u64, m: Measured) -> Record {
         let settings = self.settings;
-        Record {
-            key_schema_version: crate::key::KEY_SCHEMA_VERSION,
-            kind: RecordKind::Op,
-            descriptor: Descriptor::Op(t.descriptor.clone()),
-            options: settings.options_given.clone(),
-            strategy: m.strategy,
-            performance: Performance {
-                baseline_us: m.baseline_us,
-                tuned_us: m.tuned_us,
-                samples_us: m.samples_us,
-                runner,
-                default_confirmed: m.default_confirmed,
-                confirmed_budget: m.default_confirmed.then_some(settings.trials_per_op as u64),
-            },
-            provenance: Provenance {
-                tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-                algorithm: settings.strategy.clone(),
-                trials,
-                seed: task_seed(settings.seed, &t.key),
-                unix_time: unix_now(),
-                origin: Origin::Tuned,
-            },
+        let descriptor = Descriptor::Op(t.descriptor.clone());
+        let options = settings.options_given.clone();
+        let provenance =
+            Provenance::tuned(&settings.strategy, trials, task_seed(settings.seed, &t.key));
+        let timing = Timing {
+            us: m.tuned_us,
+            samples_us: m.samples_us,
+            runner,
+        };
+        if m.default_confirmed {
+            let budget = settings.trials_per_op as u64;
+            Record::confirmed(descriptor, options, m.strategy, timing, budget, provenance)
+        } else {
+            Record::tuned(
+                descriptor,
+                options,
+                m.strategy,
+                m.baseline_us,
+                timing,
+                provenance,
+            )
         }
     }
 }
@@ -369,11 +371,4 @@ pub(crate) fn task_seed(seed: u64, key: &BankKey) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&key.0[..8]);
     seed ^ u64::from_le_bytes(b)
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }

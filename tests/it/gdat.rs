@@ -9,12 +9,13 @@ use std::process::Command;
 
 use prost::Message;
 use tunebank::bank::Bank;
+use tunebank::gdat::job::{MIN_IMPROVEMENT, WIN_RULE};
 use tunebank::gdat::split::{is_valid, optimum, schedule};
-use tunebank::gdat::{
-    plan_job, run_job, Cluster, GdatDecision, GdatPlan, GdatSettings, LinearCost,
-};
+use tunebank::gdat::{plan_job, run_job, Cluster, GdatPlan, GdatSettings, LinearCost};
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
+use tunebank::measure::{Measure, MeasureError, Outcome, StrategyMap, TaskSpace, TuningTask};
 use tunebank::model::load_onnx;
+use tunebank::tune::Decision;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
 
@@ -186,16 +187,16 @@ fn a_rerun_is_a_hit_and_repeat_tune_searches_again() {
     let dir = tempfile::tempdir().unwrap();
     let b = bank(dir.path());
     let first = run_job(&p, &b, &settings(false), None).unwrap();
-    assert_eq!(first.decision, GdatDecision::Add);
+    assert_eq!(first.decision, Decision::Add);
     let again = run_job(&p, &b, &settings(false), None).unwrap();
-    assert_eq!(again.decision, GdatDecision::Reserved);
+    assert_eq!(again.decision, Decision::Reserved);
     assert!(!again.searched);
     assert_eq!(again.tuned.split, first.tuned.split);
     let repeat = run_job(&p, &b, &settings(true), None).unwrap();
     assert!(repeat.searched && repeat.trials > 0);
     assert_eq!(
         repeat.decision,
-        GdatDecision::Reserved,
+        Decision::Reserved,
         "the stored split is not beaten"
     );
     // Another rank size is another key: a miss, searched.
@@ -546,7 +547,7 @@ fn a_confirmed_default_is_searched_again_only_under_a_larger_budget() {
         ..settings(false)
     };
     let first = run_job(&p, &b, &with_budget(4), None).unwrap();
-    assert_eq!(first.decision, GdatDecision::Unsatisfied);
+    assert_eq!(first.decision, Decision::Unsatisfied);
     let hit = run_job(&p, &b, &with_budget(4), None).unwrap();
     assert!(!hit.searched, "the same budget hits the confirmation");
     let smaller = run_job(&p, &b, &with_budget(2), None).unwrap();
@@ -663,7 +664,7 @@ fn run_job_finds_the_brute_force_optimum_on_small_instances() {
             "{what}"
         );
         if best < default_tail * 0.99 - eps {
-            assert_eq!(o.decision, GdatDecision::Add, "{what}");
+            assert_eq!(o.decision, Decision::Add, "{what}");
             assert!(
                 (tail(&o.tuned.split) - best).abs() <= eps,
                 "{what}: tuned {:?} has tail {} µs, the brute force {best} µs",
@@ -672,7 +673,7 @@ fn run_job_finds_the_brute_force_optimum_on_small_instances() {
             );
             wins += 1;
         } else if best > default_tail * 0.99 + eps {
-            assert_eq!(o.decision, GdatDecision::Unsatisfied, "{what}");
+            assert_eq!(o.decision, Decision::Unsatisfied, "{what}");
             assert_eq!(o.tuned.split, o.default.split, "{what}");
             kept += 1;
         }
@@ -682,4 +683,103 @@ fn run_job_finds_the_brute_force_optimum_on_small_instances() {
         wins >= 10 && kept >= 1 && at_12 >= 10,
         "{wins} wins, {kept} defaults kept"
     );
+}
+
+/// A runner whose time is `base_us` for the split `baseline` and `other_us` for every other
+/// split (one sample each); its space and default are the cluster model's.
+struct TwoTimes {
+    model: tunebank::gdat::search::ModelRunner,
+    n: usize,
+    max: usize,
+    baseline: Vec<usize>,
+    base_us: f64,
+    other_us: f64,
+}
+
+impl Measure for TwoTimes {
+    fn identity(&self) -> String {
+        "test:two-times".into()
+    }
+
+    fn space(&mut self, task: &TuningTask) -> Result<TaskSpace, MeasureError> {
+        self.model.space(task)
+    }
+
+    fn default_strategy(&mut self, task: &TuningTask) -> Result<StrategyMap, MeasureError> {
+        self.model.default_strategy(task)
+    }
+
+    fn measure(
+        &mut self,
+        _task: &TuningTask,
+        candidates: &[StrategyMap],
+    ) -> Result<Vec<Outcome>, MeasureError> {
+        Ok(candidates
+            .iter()
+            .map(|c| {
+                let split = tunebank::gdat::search::from_strategy(c, self.n, self.max);
+                let us = if split.as_ref() == Some(&self.baseline) {
+                    self.base_us
+                } else {
+                    self.other_us
+                };
+                Outcome::Measurement {
+                    samples_us: vec![us],
+                }
+            })
+            .collect())
+    }
+}
+
+/// GDAT decides by the drivers' one win rule ([`WIN_RULE`]: exact times, more than
+/// [`MIN_IMPROVEMENT`] faster). Against a 100 µs baseline: a split exactly 1 % faster
+/// (`100·(1 − 0.01)` in f64) or just under 1 % is no win (a miss: unsatisfied, the default
+/// confirmed; a hit searched again: reserved), just over 1 % is one (add; update).
+#[test]
+fn gdat_decisions_at_the_one_percent_boundary_come_from_the_shared_rule() {
+    assert_eq!(WIN_RULE.min_gain, MIN_IMPROVEMENT);
+    let p = plan("bert_layer", 16);
+    let (n, max) = (p.timeline.gradients.len(), p.max_segments);
+    let default = p.default_split();
+    let at = 100.0 * (1.0 - MIN_IMPROVEMENT);
+    let (just_under, just_over) = (at + 1e-9, at - 1e-9);
+    assert!(WIN_RULE.judge_deterministic(100.0, just_over).clear);
+    assert!(!WIN_RULE.judge_deterministic(100.0, at).clear);
+    let run = |b: &Bank, repeat_tune: bool, baseline: &[usize], other_us: f64| {
+        let mut r = TwoTimes {
+            model: p.model_runner(),
+            n,
+            max,
+            baseline: baseline.to_vec(),
+            base_us: 100.0,
+            other_us,
+        };
+        run_job(&p, b, &settings(repeat_tune), Some(&mut r)).unwrap()
+    };
+    for (other_us, want) in [
+        (at, Decision::Unsatisfied),
+        (just_under, Decision::Unsatisfied),
+        (just_over, Decision::Add),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = run(&bank(dir.path()), false, &default, other_us);
+        assert_eq!(o.decision, want, "a miss, other splits at {other_us} µs");
+        assert_eq!(o.tuned.split == default, want != Decision::Add);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let b = bank(dir.path());
+    let first = run(&b, false, &default, 50.0);
+    assert_eq!(first.decision, Decision::Add);
+    let stored = first.tuned.split.clone();
+    for (other_us, want) in [
+        (at, Decision::Reserved),
+        (just_under, Decision::Reserved),
+        (just_over, Decision::Update),
+    ] {
+        let o = run(&b, true, &stored, other_us);
+        assert_eq!(o.decision, want, "a hit, other splits at {other_us} µs");
+        if want == Decision::Reserved {
+            assert_eq!(o.tuned.split, stored);
+        }
+    }
 }

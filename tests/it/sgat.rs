@@ -497,6 +497,38 @@ fn rerun_is_all_hits_and_repeat_tune_keeps_the_invariants() {
     assert!(third.stats.trials > 0);
 }
 
+/// The subgraph model is deterministic: SGAT judges its two exact times without rounds or a
+/// significance test, so a win rule whose α no number of rounds can reach (α = 0: made-up
+/// identical rounds give p = 2⁻ⁿ > 0) decides exactly as the default rule does.
+#[test]
+fn sgat_decides_on_exact_times_whatever_the_significance_level() {
+    let plan = bert_plan("Ascend910B2");
+    let cancel = AtomicBool::new(false);
+    let run = |s: &TuneSettings| {
+        let dir = tempfile::tempdir().unwrap();
+        let bank = graph_bank(dir.path(), "Ascend910B2");
+        run_sgat(&plan, &bank, None, s, "bert", None, &cancel).unwrap()
+    };
+    let default = run(&sim_settings());
+    let no_alpha = run(&TuneSettings {
+        win: tune::WinRule {
+            alpha: 0.0,
+            ..tune::WinRule::default()
+        },
+        ..sim_settings()
+    });
+    assert!(default.report.summary.add > 0);
+    assert_eq!(no_alpha.report.summary, default.report.summary);
+    let decisions = |s: &tunebank::tune::sgat::SgatSummary| {
+        let mut d: Vec<(usize, Decision)> =
+            s.outcomes.iter().map(|o| (o.task, o.decision)).collect();
+        d.sort_by_key(|x| x.0);
+        d
+    };
+    assert_eq!(decisions(&no_alpha), decisions(&default));
+    assert_eq!(no_alpha.times_us, default.times_us);
+}
+
 #[test]
 fn a_cancelled_job_is_incomplete_and_writes_nothing_unfinished() {
     let plan = resnet_plan("Ascend910B2");

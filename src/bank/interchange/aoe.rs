@@ -25,10 +25,9 @@ use crate::bank::interchange::tbe;
 use crate::bank::interchange::{md5_hex, merge_into, InterchangeError, MergeReport};
 use crate::bank::layered::{Bank, BankError, LayerId, Lookup};
 use crate::bank::policy::{Held, WritePolicy};
-use crate::bank::record::{Descriptor, Origin, Performance, Provenance, Record, Strategy};
+use crate::bank::record::{Descriptor, Origin, Record, Strategy};
 use crate::key::{
-    AttrValue, BankKey, CubeMath, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec,
-    TensorDesc, KEY_SCHEMA_VERSION,
+    AttrValue, BankKey, CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc,
 };
 
 /// One verified entry of a `unified_bank` file.
@@ -392,29 +391,15 @@ pub fn aoe_record(entry: &AoeEntry, soc: &SocSpec, origin: Origin, unix_time: u6
     if let Some(Ok(tiling)) = tbe::entry_tiling(&entry.info_dict, &entry.knowledge) {
         strategy.extend(tiling);
     }
-    Record {
-        key_schema_version: KEY_SCHEMA_VERSION,
-        kind: RecordKind::Op,
-        descriptor: Descriptor::Op(descriptor),
-        options: BTreeMap::from([("soc_version".to_owned(), soc.version.clone())]),
+    Record::imported(
+        Descriptor::Op(descriptor),
+        BTreeMap::from([("soc_version".to_owned(), soc.version.clone())]),
         strategy,
-        performance: Performance {
-            baseline_us: entry.cost_time,
-            tuned_us: entry.cost_time,
-            samples_us: vec![entry.cost_time],
-            runner: "aoe".into(),
-            default_confirmed: false,
-            confirmed_budget: None,
-        },
-        provenance: Provenance {
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            algorithm: "aoe".into(),
-            trials: 0,
-            seed: 0,
-            unix_time,
-            origin,
-        },
-    }
+        entry.cost_time,
+        "aoe",
+        origin,
+        unix_time,
+    )
 }
 
 /// What [`import_aoe`] did.

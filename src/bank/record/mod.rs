@@ -88,6 +88,39 @@ pub struct Provenance {
     pub origin: Origin,
 }
 
+impl Provenance {
+    /// The provenance of a record a tuning run writes now: this tunebank's version, the search
+    /// `algorithm`, the `trials` it measured and its `seed`, origin tuned, the current Unix time
+    /// (0 if the clock is before 1970).
+    pub fn tuned(algorithm: &str, trials: u64, seed: u64) -> Provenance {
+        let unix_time = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Provenance {
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            algorithm: algorithm.to_owned(),
+            trials,
+            seed,
+            unix_time,
+            origin: Origin::Tuned,
+        }
+    }
+
+    /// The provenance of a record not searched by tunebank (imported, built-in or entered by
+    /// hand): this tunebank's version, `algorithm` naming the source (`aoe`, `manual`), no
+    /// trials, seed 0, `origin`, written at `unix_time`.
+    pub fn imported(algorithm: &str, origin: Origin, unix_time: u64) -> Provenance {
+        Provenance {
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            algorithm: algorithm.to_owned(),
+            trials: 0,
+            seed: 0,
+            unix_time,
+            origin,
+        }
+    }
+}
+
 /// A bank record: one tuned entry with everything needed to explain it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Record {
@@ -119,7 +152,116 @@ pub struct ManualTiming {
     pub runner: String,
 }
 
+/// What a runner measured of a strategy a tuning run stores: its time, its samples and the
+/// runner's identity ([`Record::tuned`], [`Record::confirmed`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timing {
+    /// The strategy's time, µs (the median of its samples as the driver judged it).
+    pub us: f64,
+    /// The samples stored with it, µs.
+    pub samples_us: Vec<f64>,
+    /// Identity of the runner that measured it (`Measure::identity`).
+    pub runner: String,
+}
+
+/// Every record constructor: the current key schema, the kind of `descriptor`.
+fn record(
+    descriptor: Descriptor,
+    options: BTreeMap<String, String>,
+    strategy: Strategy,
+    performance: Performance,
+    provenance: Provenance,
+) -> Record {
+    let kind = match descriptor {
+        Descriptor::Op(_) => RecordKind::Op,
+        Descriptor::Graph(_) => RecordKind::Graph,
+        Descriptor::Gradient(_) => RecordKind::Gradient,
+    };
+    Record {
+        key_schema_version: crate::key::KEY_SCHEMA_VERSION,
+        kind,
+        descriptor,
+        options,
+        strategy,
+        performance,
+        provenance,
+    }
+}
+
+/// The records' constructors. Each fills in the current key schema version, the kind of its
+/// descriptor (op, graph, gradient) and the provenance boilerplate, so that every writer stores
+/// the same fields the same way; `options` are the options as the user gave them.
 impl Record {
+    /// A tuning run's clear winner: `strategy`, measured as `timing`, beat the baseline
+    /// measured side by side at `baseline_us`. `provenance` is normally
+    /// [`Provenance::tuned`].
+    pub fn tuned(
+        descriptor: Descriptor,
+        options: BTreeMap<String, String>,
+        strategy: Strategy,
+        baseline_us: f64,
+        timing: Timing,
+        provenance: Provenance,
+    ) -> Record {
+        let performance = Performance {
+            baseline_us,
+            tuned_us: timing.us,
+            samples_us: timing.samples_us,
+            runner: timing.runner,
+            default_confirmed: false,
+            confirmed_budget: None,
+        };
+        record(descriptor, options, strategy, performance, provenance)
+    }
+
+    /// A default confirmed by a finished search without a clear win
+    /// ([`Performance::default_confirmed`]): `strategy` is the baseline, measured as `timing`
+    /// (both `baseline_us` and `tuned_us` are its time), and `budget` the per-task trial
+    /// budget of the search that confirmed it. `provenance` is normally [`Provenance::tuned`].
+    pub fn confirmed(
+        descriptor: Descriptor,
+        options: BTreeMap<String, String>,
+        strategy: Strategy,
+        timing: Timing,
+        budget: u64,
+        provenance: Provenance,
+    ) -> Record {
+        let performance = Performance {
+            baseline_us: timing.us,
+            tuned_us: timing.us,
+            samples_us: timing.samples_us,
+            runner: timing.runner,
+            default_confirmed: true,
+            confirmed_budget: Some(budget),
+        };
+        record(descriptor, options, strategy, performance, provenance)
+    }
+
+    /// An entry imported from another tool's bank (AOE): `strategy` at its one known time
+    /// `us` (also the baseline and the one sample), `source` as both the runner and the
+    /// algorithm, and [`Provenance::imported`] with `origin` (imported, or built-in for a bank
+    /// made to serve as a built-in layer) at `unix_time`.
+    pub fn imported(
+        descriptor: Descriptor,
+        options: BTreeMap<String, String>,
+        strategy: Strategy,
+        us: f64,
+        source: &str,
+        origin: Origin,
+        unix_time: u64,
+    ) -> Record {
+        let performance = Performance {
+            baseline_us: us,
+            tuned_us: us,
+            samples_us: vec![us],
+            runner: source.to_owned(),
+            default_confirmed: false,
+            confirmed_budget: None,
+        };
+        let provenance = Provenance::imported(source, origin, unix_time);
+        record(descriptor, options, strategy, performance, provenance)
+    }
+
     /// A record entered by hand for `descriptor`, under the options as the user gave them: the
     /// current key schema, kind op, `timing` as its performance (one sample, the strategy's
     /// time), and provenance "manual" (no trials, seed 0, origin imported, this tunebank's
@@ -132,29 +274,22 @@ impl Record {
         timing: &ManualTiming,
         unix_time: u64,
     ) -> Record {
-        Record {
-            key_schema_version: crate::key::KEY_SCHEMA_VERSION,
-            kind: RecordKind::Op,
-            descriptor: Descriptor::Op(descriptor),
+        let performance = Performance {
+            baseline_us: timing.baseline_us,
+            tuned_us: timing.tuned_us,
+            samples_us: vec![timing.tuned_us],
+            runner: timing.runner.clone(),
+            default_confirmed: false,
+            confirmed_budget: None,
+        };
+        let provenance = Provenance::imported("manual", Origin::Imported, unix_time);
+        record(
+            Descriptor::Op(descriptor),
             options,
             strategy,
-            performance: Performance {
-                baseline_us: timing.baseline_us,
-                tuned_us: timing.tuned_us,
-                samples_us: vec![timing.tuned_us],
-                runner: timing.runner.clone(),
-                default_confirmed: false,
-                confirmed_budget: None,
-            },
-            provenance: Provenance {
-                tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-                algorithm: "manual".to_owned(),
-                trials: 0,
-                seed: 0,
-                unix_time,
-                origin: Origin::Imported,
-            },
-        }
+            performance,
+            provenance,
+        )
     }
 }
 

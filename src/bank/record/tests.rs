@@ -496,3 +496,155 @@ fn answer_in_place_agrees_with_the_owned_answer() {
         "scalar strategies are read in place ({packed} of 1000)"
     );
 }
+
+/// The constructors fill in what the hand-built records of every writer held: the current key
+/// schema, the descriptor's kind, the performance of a winner, a confirmed default or an import,
+/// and the provenance (this tunebank's version; tuned: algorithm, trials, seed, now; imported:
+/// the source, no trials, seed 0, the given origin and time).
+#[test]
+fn constructors_fill_the_fields_every_writer_wrote() {
+    let (_, r) = sample();
+    let Descriptor::Op(op) = r.descriptor.clone() else {
+        unreachable!()
+    };
+    let timing = |us: f64| Timing {
+        us,
+        samples_us: vec![us, us + 0.1],
+        runner: "sim".into(),
+    };
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let tuned = Record::tuned(
+        r.descriptor.clone(),
+        r.options.clone(),
+        r.strategy.clone(),
+        58.781,
+        timing(26.876),
+        Provenance::tuned("annealing", 200, 7),
+    );
+    let now = tuned.provenance.unix_time;
+    assert!(now >= before && now <= before + 60, "{now}");
+    let version = env!("CARGO_PKG_VERSION").to_owned();
+    let provenance = Provenance {
+        tool_version: version.clone(),
+        unix_time: now,
+        ..r.provenance.clone()
+    };
+    let want = Record {
+        key_schema_version: crate::key::KEY_SCHEMA_VERSION,
+        performance: Performance {
+            samples_us: vec![26.876, 26.876 + 0.1],
+            ..r.performance.clone()
+        },
+        provenance: provenance.clone(),
+        ..r.clone()
+    };
+    assert_eq!(tuned, want);
+
+    let confirmed = Record::confirmed(
+        r.descriptor.clone(),
+        r.options.clone(),
+        r.strategy.clone(),
+        timing(58.781),
+        64,
+        provenance.clone(),
+    );
+    let performance = Performance {
+        baseline_us: 58.781,
+        tuned_us: 58.781,
+        samples_us: vec![58.781, 58.781 + 0.1],
+        runner: "sim".into(),
+        default_confirmed: true,
+        confirmed_budget: Some(64),
+    };
+    assert_eq!(
+        confirmed,
+        Record {
+            performance,
+            ..want.clone()
+        }
+    );
+
+    let imported = Record::imported(
+        r.descriptor.clone(),
+        r.options.clone(),
+        r.strategy.clone(),
+        12.5,
+        "aoe",
+        Origin::BuiltIn,
+        1_700_000_000,
+    );
+    let one = Performance {
+        baseline_us: 12.5,
+        tuned_us: 12.5,
+        samples_us: vec![12.5],
+        runner: "aoe".into(),
+        default_confirmed: false,
+        confirmed_budget: None,
+    };
+    let from = |algorithm: &str, origin| Provenance {
+        tool_version: version.clone(),
+        algorithm: algorithm.into(),
+        trials: 0,
+        seed: 0,
+        unix_time: 1_700_000_000,
+        origin,
+    };
+    assert_eq!(
+        imported,
+        Record {
+            performance: one.clone(),
+            provenance: from("aoe", Origin::BuiltIn),
+            ..want.clone()
+        }
+    );
+
+    let manual = Record::manual(
+        op,
+        r.options.clone(),
+        r.strategy.clone(),
+        &ManualTiming {
+            tuned_us: 12.5,
+            baseline_us: 20.0,
+            runner: "board".into(),
+        },
+        1_700_000_000,
+    );
+    let by_hand = Performance {
+        baseline_us: 20.0,
+        runner: "board".into(),
+        ..one
+    };
+    assert_eq!(
+        manual,
+        Record {
+            performance: by_hand,
+            provenance: from("manual", Origin::Imported),
+            ..want.clone()
+        }
+    );
+
+    let graph = crate::key::GraphDescriptor {
+        soc: SocSpec {
+            version: "Ascend910B2".into(),
+            core_count: 24,
+            core_type: "AiCore".into(),
+        },
+        inputs: vec![],
+        nodes: vec![],
+        outputs: vec![],
+        options: BTreeMap::new(),
+    };
+    let g = Record::imported(
+        Descriptor::Graph(graph),
+        BTreeMap::new(),
+        Strategy::new(),
+        1.0,
+        "aoe",
+        Origin::Imported,
+        0,
+    );
+    assert_eq!(g.kind, RecordKind::Graph);
+}

@@ -6,11 +6,15 @@
 //! bank-write policy: a hit without `REPEAT_TUNE` is reused (hit, reserved); otherwise the
 //! subgraph's space ([`SgatSpace`]) is searched with a `search-strategies` strategy, each
 //! candidate timed by the subgraph model ([`GraphOps::time`]) with every node at its op-bank
-//! strategy (a hit in the op bank) or its default; the best is compared with the baseline (the
-//! bank entry on a hit, else the unfused strategy) side by side under [`WinRule`]; a clear win
-//! is written (add/update), a miss whose full search found none stores the unfused strategy as
-//! confirmed (unsatisfied, then a hit on reruns). Records are [`RecordKind::Graph`] with the
-//! strategy in the agreed schema (ARCHITECTURE.md, "SGAT strategy schema").
+//! strategy (a hit in the op bank) or its default; the model's times of the best and of the
+//! baseline (the bank entry on a hit, else the unfused strategy) are judged by the win rule as
+//! exact times ([`WinRule::judge_deterministic`](super::WinRule::judge_deterministic): the
+//! model is deterministic, so one time per side decides, without rounds and without the
+//! significance test); a clear win is written (add/update, [`Record::tuned`]), a miss whose
+//! full search found none stores the unfused strategy as confirmed (unsatisfied, then a hit on
+//! reruns; [`Record::confirmed`]). Records are
+//! [`RecordKind::Graph`](crate::key::RecordKind::Graph) with the strategy in the agreed schema
+//! (ARCHITECTURE.md, "SGAT strategy schema").
 //!
 //! The result file ([`SgatReport`]) is rewritten after every finished task; the model's
 //! baseline and result times sum every subgraph instance (tasks not finished count at their
@@ -22,7 +26,7 @@ mod space;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use search_strategies::{strategies::by_name, StopReason};
 
@@ -32,12 +36,11 @@ pub use apply::{
 pub use search::{search_subgraph, sgat_best, SgatBest, SgatBestError, SubgraphSearch};
 pub use space::{SgatSpace, SpaceBuildError, MAX_RAW_CONFIGS};
 
-use super::decision::Round;
 use super::outcome::{Decision, TaskOutcome};
 use super::pool::{Budget, Pool};
 use super::{check_settings, check_soc, plan, TuneError, TunePlan, TuneSettings, TuneStats};
-use crate::bank::{Bank, Descriptor, Lookup, Origin, Performance, Provenance, Record};
-use crate::key::{BankKey, GraphDescriptor, RecordKind, ResolvedOptions, SocSpec};
+use crate::bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
+use crate::key::{BankKey, GraphDescriptor, ResolvedOptions, SocSpec};
 use crate::measure::sim::graph::{GraphModelError, GraphOps, SgatStrategy, SGAT_MODEL_VERSION};
 use crate::measure::sim::soc::SocModel;
 use crate::measure::StrategyMap;
@@ -489,8 +492,10 @@ impl Ctx<'_> {
         (res.best.map(|b| b.0), full, res.in_model)
     }
 
-    /// The win rule over side-by-side rounds of the (deterministic) model, the decision and
-    /// the record to offer.
+    /// The win rule on the model's exact times
+    /// ([`WinRule::judge_deterministic`](super::WinRule::judge_deterministic): the model is
+    /// deterministic, so one time per side decides, no rounds), the decision and the record
+    /// to offer.
     fn decide(
         &self,
         out: &mut TaskOutcome,
@@ -505,18 +510,10 @@ impl Ctx<'_> {
             return;
         };
         out.baseline = Some(baseline.to_strategy());
-        let rounds = self
+        let j = self
             .settings
-            .confirm_rounds
-            .max(self.settings.win.min_rounds());
-        let (b, c) = (vec![base_us], vec![best.as_ref().map_or(base_us, |x| x.1)]);
-        let rs: Vec<Round<'_>> = (0..rounds)
-            .map(|_| Round {
-                baseline: &b,
-                candidate: &c,
-            })
-            .collect();
-        let j = self.settings.win.judge(&rs);
+            .win
+            .judge_deterministic(base_us, best.as_ref().map_or(base_us, |x| x.1));
         out.before_us = Some(base_us);
         match best.filter(|_| j.clear) {
             Some((s, us)) => {
@@ -545,7 +542,9 @@ impl Ctx<'_> {
         }
     }
 
-    /// A graph record of `t` with `strategy`.
+    /// A graph record of `t` with `strategy` at `us` against a baseline at `base_us`: the
+    /// winner ([`Record::tuned`]), or with `confirmed` the unfused default ([`Record::confirmed`],
+    /// `us` = `base_us`).
     fn record(
         &self,
         t: &SgatTask,
@@ -555,30 +554,20 @@ impl Ctx<'_> {
         trials: u64,
         confirmed: bool,
     ) -> Record {
-        Record {
-            key_schema_version: crate::key::KEY_SCHEMA_VERSION,
-            kind: RecordKind::Graph,
-            descriptor: Descriptor::Graph(t.descriptor.clone()),
-            options: self.settings.options_given.clone(),
-            strategy,
-            performance: Performance {
-                baseline_us: base_us,
-                tuned_us: us,
-                samples_us: vec![us],
-                runner: sgat_runner_identity(),
-                default_confirmed: confirmed,
-                confirmed_budget: confirmed.then_some(self.settings.trials_per_op as u64),
-            },
-            provenance: Provenance {
-                tool_version: env!("CARGO_PKG_VERSION").to_string(),
-                algorithm: self.settings.strategy.clone(),
-                trials,
-                seed: self.settings.seed,
-                unix_time: SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs()),
-                origin: Origin::Tuned,
-            },
+        let settings = self.settings;
+        let descriptor = Descriptor::Graph(t.descriptor.clone());
+        let options = settings.options_given.clone();
+        let provenance = Provenance::tuned(&settings.strategy, trials, settings.seed);
+        let timing = Timing {
+            us,
+            samples_us: vec![us],
+            runner: sgat_runner_identity(),
+        };
+        if confirmed {
+            let budget = settings.trials_per_op as u64;
+            Record::confirmed(descriptor, options, strategy, timing, budget, provenance)
+        } else {
+            Record::tuned(descriptor, options, strategy, base_us, timing, provenance)
         }
     }
 }

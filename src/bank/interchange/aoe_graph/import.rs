@@ -26,8 +26,8 @@ use crate::bank::interchange::aoe_graph::{map_subgraph, AoeGraphFile, AoeGraphLi
 use crate::bank::interchange::pyjson::PyJson;
 use crate::bank::interchange::{merge_into, InterchangeError, MergeReport};
 use crate::bank::layered::{Bank, BankError};
-use crate::bank::record::{Descriptor, Origin, Performance, Provenance, Record, Strategy};
-use crate::key::{BankKey, GraphDescriptor, RecordKind, SocSpec, KEY_SCHEMA_VERSION};
+use crate::bank::record::{Descriptor, Origin, Record, Strategy};
+use crate::key::{BankKey, GraphDescriptor, SocSpec};
 
 use super::map::{strategy_of, SubgraphUnmapped};
 
@@ -156,29 +156,15 @@ pub fn graph_record(
             PyJson::List(occurrences).dumps_compact(),
         ),
     ]);
-    Record {
-        key_schema_version: KEY_SCHEMA_VERSION,
-        kind: RecordKind::Graph,
-        descriptor: Descriptor::Graph(descriptor),
+    Record::imported(
+        Descriptor::Graph(descriptor),
         options,
         strategy,
-        performance: Performance {
-            baseline_us: us,
-            tuned_us: us,
-            samples_us: vec![us],
-            runner: "aoe".into(),
-            default_confirmed: false,
-            confirmed_budget: None,
-        },
-        provenance: Provenance {
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            algorithm: "aoe".into(),
-            trials: 0,
-            seed: 0,
-            unix_time,
-            origin,
-        },
-    }
+        us,
+        "aoe",
+        origin,
+        unix_time,
+    )
 }
 
 /// Maps every subgraph of `file` for `soc`, gathers one record per key, checks that every graph
