@@ -190,7 +190,7 @@ impl Job {
                     })?;
                 observer.finished(&Finished {
                     name: &self.name,
-                    decision: gdat_decision(&outcome),
+                    decision: outcome.decision.as_str(),
                     before_us: Some(outcome.default.schedule.tail_us),
                     after_us: Some(outcome.tuned.schedule.tail_us),
                     failure: None,
@@ -208,16 +208,6 @@ impl Job {
             document,
             ran,
         })
-    }
-}
-
-/// GDAT's decision in the words of the other drivers.
-fn gdat_decision(o: &GdatOutcome) -> &'static str {
-    match o.decision {
-        gdat::GdatDecision::Add => "add",
-        gdat::GdatDecision::Update => "update",
-        gdat::GdatDecision::Reserved => "reserved",
-        gdat::GdatDecision::Unsatisfied => "unsatisfied",
     }
 }
 
