@@ -497,6 +497,15 @@ fn answer_in_place_agrees_with_the_owned_answer() {
     );
 }
 
+/// A simulator timing of `us` with two samples.
+fn timing(us: f64) -> Timing {
+    Timing {
+        us,
+        samples_us: vec![us, us + 0.1],
+        runner: "sim".into(),
+    }
+}
+
 /// The constructors fill in what the hand-built records of every writer held: the current key
 /// schema, the descriptor's kind, the performance of a winner, a confirmed default or an import,
 /// and the provenance (this tunebank's version; tuned: algorithm, trials, seed, now; imported:
@@ -506,11 +515,6 @@ fn constructors_fill_the_fields_every_writer_wrote() {
     let (_, r) = sample();
     let Descriptor::Op(op) = r.descriptor.clone() else {
         unreachable!()
-    };
-    let timing = |us: f64| Timing {
-        us,
-        samples_us: vec![us, us + 0.1],
-        runner: "sim".into(),
     };
     let before = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -542,7 +546,6 @@ fn constructors_fill_the_fields_every_writer_wrote() {
         ..r.clone()
     };
     assert_eq!(tuned, want);
-
     let confirmed = Record::confirmed(
         r.descriptor.clone(),
         r.options.clone(),
@@ -566,7 +569,6 @@ fn constructors_fill_the_fields_every_writer_wrote() {
             ..want.clone()
         }
     );
-
     let imported = Record::imported(
         r.descriptor.clone(),
         r.options.clone(),
@@ -600,7 +602,6 @@ fn constructors_fill_the_fields_every_writer_wrote() {
             ..want.clone()
         }
     );
-
     let manual = Record::manual(
         op,
         r.options.clone(),
@@ -625,7 +626,10 @@ fn constructors_fill_the_fields_every_writer_wrote() {
             ..want.clone()
         }
     );
+}
 
+#[test]
+fn an_imported_graph_record_is_of_the_graph_kind() {
     let graph = crate::key::GraphDescriptor {
         soc: SocSpec {
             version: "Ascend910B2".into(),
