@@ -6,11 +6,12 @@
 
 use std::hint::black_box;
 use std::time::Duration;
+use tunebank::key::StrategyMap;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use tunebank::measure::cpu::gemm::{sgemm, GemmTiling};
 use tunebank::measure::cpu::{gemm_tiling_of, CpuRunner};
-use tunebank::measure::{Measure, RunnerObjective, StrategyMap, TimingSettings, TuningTask};
+use tunebank::measure::{Measure, RunnerObjective, TimingSettings, TuningTask};
 
 const N: usize = 1024;
 

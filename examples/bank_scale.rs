@@ -14,9 +14,10 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use tunebank::bank::record::{
-    decode_answer, encode, Descriptor, Origin, Performance, Provenance, Record, Strategy,
+    decode_answer, encode, Descriptor, Origin, Performance, Provenance, Record,
 };
 use tunebank::bank::store::{IndexKey, RedbStore, Store, StoreEntry};
+use tunebank::key::StrategyMap;
 use tunebank::key::{
     BankKey, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,
 };
@@ -47,7 +48,7 @@ fn record(i: u64) -> (Record, IndexKey) {
     };
     let m = (i % 4096) as i64 + 1;
     let n = (i / 4096) as i64 + 1;
-    let mut strategy = Strategy::new();
+    let mut strategy = StrategyMap::new();
     strategy.insert("baseM".into(), serde_json::json!(128));
     strategy.insert("baseN".into(), serde_json::json!(256));
     strategy.insert("baseK".into(), serde_json::json!(64));

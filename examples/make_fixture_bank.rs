@@ -10,9 +10,10 @@
 use std::collections::BTreeMap;
 
 use tunebank::bank::record::{
-    encode, encode_v1, Descriptor, Origin, Performance, Provenance, Record, Strategy,
+    encode, encode_v1, Descriptor, Origin, Performance, Provenance, Record,
 };
 use tunebank::bank::store::{IndexKey, RedbStore, Store, StoreEntry};
+use tunebank::key::StrategyMap;
 use tunebank::key::{
     BankKey, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,
 };
@@ -88,7 +89,7 @@ fn record(i: u64, soc: &str, op_type: &str, format: u32) -> Record {
         ori_format: Format::ND,
     };
     let m = 16 * (i as i64 + 1);
-    let mut strategy = Strategy::new();
+    let mut strategy = StrategyMap::new();
     strategy.insert("baseM".into(), serde_json::json!(16 * (i + 1)));
     strategy.insert("baseN".into(), serde_json::json!(256));
     strategy.insert("impl".into(), serde_json::json!("mmad"));

@@ -1,9 +1,8 @@
 //! JSON helpers for the report types: a value serialised with every object's keys in ascending
-//! order (the shape the command lines' `--json` documents have), and layer ids as their names.
+//! order (the shape the command lines' `--json` documents have), and values (the bank's layer
+//! ids) as their `Display` text. A leaf: it names no type of the crate.
 
 use serde::{Serialize, Serializer};
-
-use crate::bank::LayerId;
 
 /// Serialises `value` with the keys of every object in it in ascending order.
 pub(crate) fn sorted<T: Serialize, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
@@ -12,12 +11,15 @@ pub(crate) fn sorted<T: Serialize, S: Serializer>(value: &T, s: S) -> Result<S::
         .serialize(s)
 }
 
-/// Serialises a layer id as its name (`custom`, `built-in` …).
-pub(crate) fn layer<S: Serializer>(l: &LayerId, s: S) -> Result<S::Ok, S::Error> {
+/// Serialises a value as its `Display` text (a layer id as its name: `custom`, `built-in` …).
+pub(crate) fn layer<T: std::fmt::Display, S: Serializer>(l: &T, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(l)
 }
 
-/// Serialises layer ids as a list of their names.
-pub(crate) fn layers<S: Serializer>(l: &[LayerId], s: S) -> Result<S::Ok, S::Error> {
+/// Serialises values as a list of their `Display` texts (layer ids as their names).
+pub(crate) fn layers<T: std::fmt::Display, S: Serializer>(
+    l: &[T],
+    s: S,
+) -> Result<S::Ok, S::Error> {
     s.collect_seq(l.iter().map(ToString::to_string))
 }

@@ -72,6 +72,7 @@
 #![deny(missing_docs)]
 
 pub mod bank;
+pub mod classify;
 pub mod failure;
 pub mod gdat;
 pub mod inspect;

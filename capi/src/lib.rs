@@ -42,7 +42,8 @@ use std::ffi::c_char;
 use std::ptr;
 
 use tunebank::bank::record::AnswerRef;
-use tunebank::bank::{Bank, Found, Lookup, Record, Strategy};
+use tunebank::bank::{Bank, Found, Lookup, Record};
+use tunebank::key::StrategyMap;
 use tunebank::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 
 use crate::args::{check_buffer, deliver, key_arg, text};
@@ -124,7 +125,7 @@ fn accepts(kind: RecordKind) -> impl Fn(&AnswerRef<'_>) -> bool {
 }
 
 /// The strategy as the C API returns it: compact JSON, parameters in name order.
-pub fn strategy_json(strategy: &Strategy) -> String {
+pub fn strategy_json(strategy: &StrategyMap) -> String {
     serde_json::to_string(strategy).expect("a strategy map always serialises")
 }
 

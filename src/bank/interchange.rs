@@ -36,6 +36,7 @@ mod md5;
 pub mod pyjson;
 pub mod tbe;
 
+use crate::failure::{io_kind, FailureKind};
 pub use md5::md5_hex;
 
 /// Errors of export, import and merge. Each names the file line or key involved.
@@ -461,4 +462,20 @@ pub fn read_store(store: &dyn Store) -> Result<StoreRecords, InterchangeError> {
         ControlFlow::Continue(())
     })?;
     Ok(StoreRecords { records, damaged })
+}
+
+impl InterchangeError {
+    /// Reading or writing a file is classified by [`io_kind`]; bank errors by what they wrap;
+    /// a line, key or AOE entry that is not what the format says is the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            InterchangeError::Io { source, .. } => io_kind(source),
+            InterchangeError::Store(e) => e.kind(),
+            InterchangeError::Bank(e) => e.kind(),
+            InterchangeError::Line { .. }
+            | InterchangeError::KeyMismatch { .. }
+            | InterchangeError::WrongKind { .. }
+            | InterchangeError::Aoe { .. } => FailureKind::Input,
+        }
+    }
 }

@@ -6,6 +6,7 @@
 //! The merge and import rules themselves are [`interchange`](crate::bank::interchange)'s; this
 //! module reads the inputs, runs them and renders what they did.
 
+use crate::key::StrategyMap;
 use std::fmt;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -18,9 +19,10 @@ use crate::bank::interchange::{
     export_store, merge_into, read_export, read_store, ExportReport, InterchangeError, MergeReport,
     StoreRecords,
 };
-use crate::bank::record::{ManualTiming, Record, RecordError, Strategy};
+use crate::bank::record::{ManualTiming, Record, RecordError};
 use crate::bank::store::Store;
 use crate::bank::{Bank, BankError, LayerId};
+use crate::failure::{io_kind, FailureKind};
 use crate::key::{
     derive_op_keys, BankKey, OpTemplate, RecordKind, ResolveError, ResolvedOptions, SocSpec,
 };
@@ -446,7 +448,7 @@ pub fn manual_records(
     templates: &[OpTemplate],
     options: &ResolvedOptions,
     soc: &SocSpec,
-    strategy: &Strategy,
+    strategy: &StrategyMap,
     timing: &ManualTiming,
     unix_time: u64,
 ) -> Result<Vec<Record>, ResolveError> {
@@ -494,5 +496,19 @@ impl fmt::Display for AddReport {
         let file = self.file.as_deref().map(Path::display);
         let file = file.map(|d| d.to_string()).unwrap_or_default();
         writeln!(f, "wrote {} records to {file}", self.keys.len())
+    }
+}
+
+impl MaintenanceError {
+    /// The kind of what it wraps; an op that cannot be resolved is the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            MaintenanceError::Read { source, .. } => io_kind(source),
+            MaintenanceError::ExportFile { source, .. }
+            | MaintenanceError::AoeFile { source, .. } => source.kind(),
+            MaintenanceError::Interchange(e) => e.kind(),
+            MaintenanceError::Bank(e) => e.kind(),
+            MaintenanceError::Resolve(e) => e.kind(),
+        }
     }
 }

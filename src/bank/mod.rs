@@ -22,7 +22,6 @@ pub use maintenance::{
     SourceMerge,
 };
 pub use record::{
-    Descriptor, ManualTiming, Origin, Performance, Provenance, Record, RecordError, Strategy,
-    Timing,
+    Descriptor, ManualTiming, Origin, Performance, Provenance, Record, RecordError, Timing,
 };
 pub use verify::BankVerification;

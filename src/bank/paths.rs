@@ -6,6 +6,7 @@ use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::failure::FailureKind;
 use crate::key::RecordKind;
 
 /// File name of a bank inside its directory, by kind.
@@ -275,6 +276,20 @@ pub fn resolve_builtin(kind: RecordKind, soc: &str, env: &BankEnv) -> Option<Pat
         (None, None) => return None,
     };
     Some(root.join(sub).join(soc).join(bank_file_name(kind)))
+}
+
+impl PathError {
+    /// A `TUNE_BANK_PATH` without permission is an I/O failure; every other path error is a
+    /// bad environment value or SoC name.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            PathError::TuneBankPathPermission { .. } => FailureKind::Io,
+            PathError::TuneBankPathMissing { .. }
+            | PathError::TuneBankPathNotDir { .. }
+            | PathError::NoLocation
+            | PathError::BadSoc { .. } => FailureKind::Input,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -41,7 +41,8 @@ use std::cell::Cell;
 use serde::Serialize;
 
 use crate::bank::layered::{Bank, BankError};
-use crate::bank::record::{Answer, Performance, Record, RecordError, Strategy};
+use crate::bank::record::{Answer, Performance, Record, RecordError};
+use crate::key::StrategyMap;
 
 /// Where a record's time was measured, ordered from the weakest to the strongest evidence about
 /// the SoC its key names (see the module docs for the order and why).
@@ -195,7 +196,7 @@ impl From<Reason> for Verdict {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Candidate<'a> {
     /// The stored or offered strategy.
-    pub strategy: &'a Strategy,
+    pub strategy: &'a StrategyMap,
     /// Its measured performance (times, runner, confirmed-default flag).
     pub performance: &'a Performance,
 }
@@ -243,7 +244,7 @@ pub struct WritePolicy<'a> {
     /// The strategy the offered record was re-measured against side by side and beat (tuning's
     /// baseline: the bank entry it looked up, or the runner's default). Where the key still
     /// holds exactly that strategy, the offered record replaces it (rule 4).
-    pub beaten_baseline: Option<&'a Strategy>,
+    pub beaten_baseline: Option<&'a StrategyMap>,
 }
 
 impl<'a> WritePolicy<'a> {
@@ -253,7 +254,7 @@ impl<'a> WritePolicy<'a> {
     };
 
     /// The policy of a tuning write whose record was compared with `baseline` (if any).
-    pub fn after_tuning(baseline: Option<&'a Strategy>) -> Self {
+    pub fn after_tuning(baseline: Option<&'a StrategyMap>) -> Self {
         WritePolicy {
             beaten_baseline: baseline,
         }

@@ -6,14 +6,15 @@
 //! as confirmed, exactly as an op's tuning does). The outcome's [`Decision`] is the drivers'
 //! shared one.
 
+use crate::key::StrategyMap;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::bank::policy::WritePolicy;
-use crate::bank::{Bank, Descriptor, Lookup, Provenance, Record, Strategy, Timing};
+use crate::bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
 use crate::key::{BankKey, GradientDescriptor, GradientTopology, ResolvedOptions, SocSpec};
-use crate::measure::{Measure, StrategyMap};
+use crate::measure::Measure;
 use crate::model::Model;
 use crate::tune::{Decision, GainBound, WinRule};
 
@@ -219,7 +220,7 @@ fn stored_split(
     plan: &GdatPlan,
     bank: &Bank,
     settings: &GdatSettings,
-) -> Result<(Option<Strategy>, bool), GdatError> {
+) -> Result<(Option<StrategyMap>, bool), GdatError> {
     Ok(match bank.lookup(&plan.key)? {
         Lookup::Hit(hit) => {
             let p = &hit.answer.performance;

@@ -23,6 +23,7 @@ pub mod split;
 pub mod timeline;
 pub mod why;
 
+use crate::failure::FailureKind;
 pub use cluster::{Cluster, ClusterFile, LinearCost, Link};
 pub use job::{plan_job, run_job, GdatOutcome, GdatPlan, GdatSettings, Scenario};
 pub use split::{hccl_default, optimum, schedule, Schedule, Segment, MAX_SEGMENTS};
@@ -71,4 +72,26 @@ pub enum GdatError {
     /// The bank failed.
     #[error(transparent)]
     Bank(#[from] crate::bank::BankError),
+}
+
+impl GdatError {
+    /// The kind of the measurement, tuning, key or bank error it wraps (a busy, damaged or
+    /// unreachable gradient bank is that); a model without parameters, a bad cluster or
+    /// segment count, an unknown strategy, a backward pass the simulator cannot time and a
+    /// search that measured nothing are the request's (its model, flags or runner).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            GdatError::Measure(e) => e.kind(),
+            GdatError::Tune(e) => e.kind(),
+            GdatError::Key(e) => e.kind(),
+            GdatError::Bank(e) => e.kind(),
+            GdatError::NoParameters
+            | GdatError::Cluster(_)
+            | GdatError::ClusterFile { .. }
+            | GdatError::Segments(_)
+            | GdatError::Simulator(_)
+            | GdatError::Strategy(_)
+            | GdatError::NothingMeasured => FailureKind::Input,
+        }
+    }
 }

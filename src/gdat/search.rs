@@ -6,6 +6,7 @@
 //! that keeps the space under [`SPACE_LIMIT`] configurations) plus HCCL's default boundary; the
 //! search measures the optimum and the default first.
 
+use crate::key::StrategyMap;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use search_strategies::{
@@ -13,9 +14,7 @@ use search_strategies::{
 };
 
 use crate::key::{AttrValue, CubeMath, ImplMode, OpDescriptor, SocSpec};
-use crate::measure::{
-    Measure, MeasureError, Outcome, RunnerObjective, StrategyMap, TaskSpace, TuningTask,
-};
+use crate::measure::{Measure, MeasureError, Outcome, RunnerObjective, TaskSpace, TuningTask};
 
 use super::cluster::LinearCost;
 use super::split::{is_valid, schedule};
@@ -186,7 +185,7 @@ impl Measure for ModelRunner {
                     }
                 }
                 None => Outcome::fail(
-                    crate::measure::FailureKind::BuildFail,
+                    crate::measure::CandidateFailure::BuildFail,
                     "not an ascending split",
                 ),
             })

@@ -5,12 +5,12 @@
 //! Each report's `Display` is the text the command prints (every line ending in a newline) and
 //! its `Serialize` the command's `--json` document, object keys in ascending order.
 
+use crate::key::StrategyMap;
 use std::fmt;
 
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use crate::bank::record::Strategy;
 use crate::bank::{Bank, LayerId, Lookup};
 use crate::inspect::InspectError;
 use crate::key::{derive_op_keys, BankKey, OpTemplate, Profile, ResolvedOptions, SocSpec};
@@ -118,7 +118,7 @@ pub enum LookupAnswer {
         #[serde(serialize_with = "crate::json::layers")]
         shadowed: Vec<LayerId>,
         /// The stored strategy.
-        strategy: Strategy,
+        strategy: StrategyMap,
         /// The strategy is the default, confirmed by a search without a clear win.
         default_confirmed: bool,
     },

@@ -33,6 +33,7 @@ pub use why::{
 };
 
 use crate::bank::{BankError, RecordError};
+use crate::failure::FailureKind;
 
 /// Errors of diagnosis and inspection. Each names its input, key or bank.
 #[derive(Debug, thiserror::Error)]
@@ -55,4 +56,19 @@ pub enum InspectError {
     /// A descriptor could not be keyed.
     #[error(transparent)]
     Key(#[from] crate::key::KeyError),
+}
+
+impl InspectError {
+    /// The kind of the bank, store or record error it wraps; options, resolution and keys are
+    /// the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            InspectError::Bank(e) => e.kind(),
+            InspectError::Store(e) => e.kind(),
+            InspectError::Record(e) => e.kind(),
+            InspectError::Options(e) => e.kind(),
+            InspectError::Resolve(e) => e.kind(),
+            InspectError::Key(e) => e.kind(),
+        }
+    }
 }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use std::str::FromStr;
 
+use crate::failure::FailureKind;
 use serde::{Deserialize, Serialize};
 
 /// Version of the canonical key encoding. Changing the encoding in any way bumps it; records
@@ -12,7 +13,7 @@ pub const KEY_SCHEMA_VERSION: u32 = 2;
 
 /// The first key schema: op types and formats as the framework model had them (ONNX `Gemm`,
 /// `Conv`, original formats). Schema 2 keys on the Ascend IR form ([`crate::key::ir`]); banks
-/// written under schema 1 are read and re-keyed by [`crate::bank::migrate`].
+/// written under schema 1 are read and re-keyed by the bank's migration (`bank::migrate`).
 pub const KEY_SCHEMA_V1: u32 = 1;
 
 /// A 32-byte content address: blake3 over the canonical encoding of a descriptor.
@@ -418,5 +419,12 @@ impl<'de> Deserialize<'de> for BankKey {
         } else {
             deserializer.deserialize_bytes(KeyVisitor)
         }
+    }
+}
+
+impl ParseKeyError {
+    /// A key that is not 64 hex digits is the request's.
+    pub fn kind(&self) -> FailureKind {
+        FailureKind::Input
     }
 }

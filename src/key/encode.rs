@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::failure::FailureKind;
 use crate::key::options::{graph_extension_specs, graph_option_specs};
 use crate::key::{
     AttrValue, BankKey, CubeMath, DType, Format, GradientDescriptor, GraphDescriptor, ImplMode,
@@ -528,5 +529,18 @@ impl GradientDescriptor {
             }
         }
         Ok(sink.finish())
+    }
+}
+
+impl KeyError {
+    /// A descriptor without a canonical key is the request's (its model or options).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            KeyError::NanAttr { .. }
+            | KeyError::DynamicDim { .. }
+            | KeyError::DanglingEdge { .. }
+            | KeyError::Cycle { .. }
+            | KeyError::UnknownGraphOption { .. } => FailureKind::Input,
+        }
     }
 }

@@ -44,13 +44,16 @@
 pub mod descriptor;
 pub mod encode;
 pub mod ir;
+mod node;
 pub mod options;
 pub mod precision;
 pub mod resolve;
 pub mod soc;
+mod vocab;
 
 pub use descriptor::*;
 pub use encode::KeyError;
+pub use node::NodeError;
 pub use options::{
     parse_args, FileReader, FsReader, KeyEffect, MemFiles, OptionError, OptionSpec,
     ResolvedOptions, OPTIONS,
@@ -59,3 +62,4 @@ pub use resolve::{
     derive_op_keys, resolve_op, OpTemplate, Profile, ResolveError, ResolvedOp, TemplateTensor,
 };
 pub use soc::UnknownSoc;
+pub use vocab::{StrategyMap, CUBE_TILING_PARAMS};

@@ -1,5 +1,6 @@
 //! The table of known SoCs: core counts and the numeric capabilities precision resolution needs.
 
+use crate::failure::FailureKind;
 use crate::key::SocSpec;
 
 /// `core_type` value for the cube-capable AI cores.
@@ -101,5 +102,12 @@ impl SocSpec {
     /// Table facts for this spec's version, if known.
     pub fn facts(&self) -> Option<&'static SocFacts> {
         soc_facts(&self.version)
+    }
+}
+
+impl UnknownSoc {
+    /// A SoC version that is not known is the request's.
+    pub fn kind(&self) -> FailureKind {
+        FailureKind::Input
     }
 }

@@ -4,7 +4,7 @@
 //! gives the space of strategies valid on its target ([`Measure::space`]), the default strategy
 //! a compiler picks with no bank ([`Measure::default_strategy`], the baseline), and per-candidate
 //! [`Outcome`]s: time samples in µs, or a [`Failure`] classified in AOE's taxonomy
-//! ([`FailureKind`]). A runner never decides: the tuning driver owns budgets and the loop.
+//! ([`CandidateFailure`]). A runner never decides: the tuning driver owns budgets and the loop.
 //!
 //! Runners:
 //! - [`sim::SimRunner`] (`sim`): an analytic pipeline model of the Ascend DaVinci AI core
@@ -13,8 +13,7 @@
 //! - [`exec::ExecRunner`] (`exec:COMMAND`): a user's process speaking the JSON-lines protocol of
 //!   ARCHITECTURE.md ("External runner protocol").
 //!
-//! Strategies travel as [`StrategyMap`]s, the form the bank stores
-//! ([`crate::bank::record::Strategy`]); [`TaskSpace`] converts between a search space's
+//! Strategies travel as [`StrategyMap`]s, the form the bank stores; [`TaskSpace`] converts between a search space's
 //! configurations and that map.
 //!
 //! ```
@@ -42,25 +41,24 @@
 //! # Ok::<(), tunebank::measure::MeasureError>(())
 //! ```
 
+use crate::key::StrategyMap;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use search_strategies::{Config, ConfigId, Objective, Parameter, Space, SpaceError, Value};
 use serde::{Deserialize, Serialize};
 
+use crate::failure::FailureKind;
 use crate::key::{DType, OpDescriptor};
 
 pub mod cpu;
 pub mod exec;
 pub mod sim;
 
-/// A strategy as the bank stores it: parameter name → JSON value.
-pub type StrategyMap = crate::bank::record::Strategy;
-
 /// AOE's failure taxonomy: why a candidate produced no time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FailureKind {
+pub enum CandidateFailure {
     /// The kernel could not be built (invalid tiling: buffer overflow, misalignment, …).
     BuildFail,
     /// Building took too long.
@@ -81,42 +79,42 @@ pub enum FailureKind {
     EnvException,
 }
 
-impl FailureKind {
+impl CandidateFailure {
     /// Every kind, in taxonomy order.
-    pub const ALL: [FailureKind; 9] = [
-        FailureKind::BuildFail,
-        FailureKind::BuildTimeout,
-        FailureKind::BuildOom,
-        FailureKind::Unsupported,
-        FailureKind::RunTimeout,
-        FailureKind::RunCrash,
-        FailureKind::AicoreError,
-        FailureKind::PrecisionFail,
-        FailureKind::EnvException,
+    pub const ALL: [CandidateFailure; 9] = [
+        CandidateFailure::BuildFail,
+        CandidateFailure::BuildTimeout,
+        CandidateFailure::BuildOom,
+        CandidateFailure::Unsupported,
+        CandidateFailure::RunTimeout,
+        CandidateFailure::RunCrash,
+        CandidateFailure::AicoreError,
+        CandidateFailure::PrecisionFail,
+        CandidateFailure::EnvException,
     ];
 
     /// The snake_case name AOE's reports use, e.g. `build_fail`.
     pub fn as_str(self) -> &'static str {
         match self {
-            FailureKind::BuildFail => "build_fail",
-            FailureKind::BuildTimeout => "build_timeout",
-            FailureKind::BuildOom => "build_oom",
-            FailureKind::Unsupported => "unsupported",
-            FailureKind::RunTimeout => "run_timeout",
-            FailureKind::RunCrash => "run_crash",
-            FailureKind::AicoreError => "aicore_error",
-            FailureKind::PrecisionFail => "precision_fail",
-            FailureKind::EnvException => "env_exception",
+            CandidateFailure::BuildFail => "build_fail",
+            CandidateFailure::BuildTimeout => "build_timeout",
+            CandidateFailure::BuildOom => "build_oom",
+            CandidateFailure::Unsupported => "unsupported",
+            CandidateFailure::RunTimeout => "run_timeout",
+            CandidateFailure::RunCrash => "run_crash",
+            CandidateFailure::AicoreError => "aicore_error",
+            CandidateFailure::PrecisionFail => "precision_fail",
+            CandidateFailure::EnvException => "env_exception",
         }
     }
 
-    /// The kind named `s` (as [`FailureKind::as_str`] spells it).
-    pub fn parse(s: &str) -> Option<FailureKind> {
-        FailureKind::ALL.into_iter().find(|k| k.as_str() == s)
+    /// The kind named `s` (as [`CandidateFailure::as_str`] spells it).
+    pub fn parse(s: &str) -> Option<CandidateFailure> {
+        CandidateFailure::ALL.into_iter().find(|k| k.as_str() == s)
     }
 }
 
-impl fmt::Display for FailureKind {
+impl fmt::Display for CandidateFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -126,7 +124,7 @@ impl fmt::Display for FailureKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failure {
     /// Its class.
-    pub kind: FailureKind,
+    pub kind: CandidateFailure,
     /// What happened, for people (e.g. which buffer overflowed by how much).
     pub reason: String,
 }
@@ -146,7 +144,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// A failure of `kind` with `reason`.
-    pub fn fail(kind: FailureKind, reason: impl Into<String>) -> Outcome {
+    pub fn fail(kind: CandidateFailure, reason: impl Into<String>) -> Outcome {
         Outcome::Failure(Failure {
             kind,
             reason: reason.into(),
@@ -587,6 +585,21 @@ impl Objective for RunnerObjective<'_> {
                 }
                 vec![None; batch.len()]
             }
+        }
+    }
+}
+
+impl MeasureError {
+    /// Runner errors are the request's: an unknown or unsupported runner, a task or space it
+    /// cannot take, an external runner that fails or breaks its protocol.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            MeasureError::Unsupported { .. }
+            | MeasureError::InvalidTask(_)
+            | MeasureError::Space(_)
+            | MeasureError::Runner { .. }
+            | MeasureError::TooLarge(_)
+            | MeasureError::UnknownRunner(_) => FailureKind::Input,
         }
     }
 }

@@ -37,6 +37,7 @@ mod infer;
 pub mod partition;
 mod proto;
 
+use crate::failure::{io_kind, FailureKind};
 pub use fuse::{
     fuse, fuse_with, group_by_key, resolve_units, KeyGroup, ProfileUnits, ResolvedUnit, TuningUnit,
     ACTIVATIONS, CONV_ACTIVATION_PASS, CONV_BN_PASS, ELEMENTWISE, ELEMENTWISE_PASS, FUSION_PASSES,
@@ -128,4 +129,21 @@ pub enum ModelError {
         /// What is wrong.
         reason: String,
     },
+}
+
+impl ModelError {
+    /// Reading the file is classified by [`io_kind`] (a missing model is bad input); a file that
+    /// is not a usable model is the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            ModelError::Read { source, .. } => io_kind(source),
+            ModelError::NotOnnx { .. }
+            | ModelError::Truncated { .. }
+            | ModelError::UnsupportedOpset { .. }
+            | ModelError::Invalid { .. }
+            | ModelError::InputShape { .. }
+            | ModelError::Dynamic { .. }
+            | ModelError::OutNodes { .. } => FailureKind::Input,
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Partition of a profile's fused tuning units into subgraphs (SGAT's tuning problems), each a
-//! [`GraphDescriptor`] whose key is the subgraph key, and the way back from a subgraph node to
-//! the op descriptor the op bank and the simulator know.
+//! [`GraphDescriptor`] whose key is the subgraph key (the way back from a subgraph node to the
+//! op descriptor the op bank and the simulator know is [`GraphDescriptor::node_op`], in `key`).
 //!
 //! **Rule** (deterministic, over the units in their topological order): a subgraph grows unit
 //! by unit and is closed after a unit when at most one tensor produced so far is still needed
@@ -19,16 +19,18 @@
 //! `_in<j>_dtype` and `_in<j>_format` (strs). Every other input is a graph input (one per
 //! distinct tensor and view, in first-use order). Graph outputs: tensors produced here and read
 //! after the subgraph or by nobody (model outputs), in production order. So
-//! [`node_descriptor`] gives back exactly the unit's resolved descriptor, hence its op key.
+//! [`GraphDescriptor::node_op`] gives back exactly the unit's resolved descriptor, hence its op
+//! key.
 
 use std::collections::{BTreeMap, HashMap};
 
 use crate::key::{
-    AttrValue, BankKey, CubeMath, DType, Format, GraphDescriptor, GraphNode, ImplMode, KeyError,
-    OpDescriptor, SocSpec, TensorDesc, TensorSource,
+    AttrValue, BankKey, CubeMath, GraphDescriptor, GraphNode, KeyError, SocSpec, TensorDesc,
+    TensorSource,
 };
 
 use super::ResolvedUnit;
+use crate::failure::FailureKind;
 
 /// The fewest units a subgraph is closed with at a single-tensor boundary.
 pub const MIN_SUBGRAPH_NODES: usize = 2;
@@ -60,14 +62,6 @@ pub enum PartitionError {
         name: String,
         /// Cause.
         source: KeyError,
-    },
-    /// A node reference or attribute of a descriptor is inconsistent.
-    #[error("subgraph node {node}: {what}")]
-    Node {
-        /// Node index.
-        node: usize,
-        /// What is wrong.
-        what: String,
     },
 }
 
@@ -231,86 +225,11 @@ fn enum_str<T: serde::Serialize>(v: &T) -> String {
     }
 }
 
-/// A unit enum from its serde spelling.
-fn enum_from<T: serde::de::DeserializeOwned>(s: &str, node: usize) -> Result<T, PartitionError> {
-    serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(|_| {
-        PartitionError::Node {
-            node,
-            what: format!("unknown value {s:?}"),
+impl PartitionError {
+    /// A subgraph that cannot be keyed or partitioned is the request's (its model).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            PartitionError::Key { source, .. } => source.kind(),
         }
-    })
-}
-
-/// The op descriptor of node `node` of `g`, as the op bank and the simulator know it: its
-/// inputs from the graph inputs and producers (or the consumer's own view, `_in<j>_*`), its
-/// outputs, and its attributes without the `_`-prefixed node facts, which fill `fused_ops`,
-/// `impl_mode` (default high_performance) and `cube_math`. For a node built by [`partition`]
-/// this is the unit's resolved descriptor exactly (same op key). Errors on a dangling
-/// reference or an unreadable node fact.
-pub fn node_descriptor(g: &GraphDescriptor, node: usize) -> Result<OpDescriptor, PartitionError> {
-    let err = |what: String| PartitionError::Node { node, what };
-    let n = g
-        .nodes
-        .get(node)
-        .ok_or_else(|| err(format!("no such node ({} nodes)", g.nodes.len())))?;
-    let mut inputs = Vec::with_capacity(n.inputs.len());
-    for (j, s) in n.inputs.iter().enumerate() {
-        let t = source_tensor(g, s).ok_or_else(|| err(format!("input {j}: dangling {s:?}")))?;
-        let mut t = t.clone();
-        if let Some(AttrValue::Ints(shape)) = n.attrs.get(&format!("_in{j}_shape")) {
-            t.shape = shape.clone();
-        }
-        if let Some(AttrValue::Ints(shape)) = n.attrs.get(&format!("_in{j}_ori_shape")) {
-            t.ori_shape = shape.clone();
-        }
-        if let Some(AttrValue::Str(s)) = n.attrs.get(&format!("_in{j}_dtype")) {
-            t.dtype = enum_from::<DType>(s, node)?;
-        }
-        if let Some(AttrValue::Str(s)) = n.attrs.get(&format!("_in{j}_format")) {
-            t.format = enum_from::<Format>(s, node)?;
-        }
-        if let Some(AttrValue::Str(s)) = n.attrs.get(&format!("_in{j}_ori_format")) {
-            t.ori_format = enum_from::<Format>(s, node)?;
-        }
-        inputs.push(t);
-    }
-    let fused_ops = match n.attrs.get("_fused_ops") {
-        Some(AttrValue::Strs(v)) => v.clone(),
-        _ => Vec::new(),
-    };
-    let impl_mode = match n.attrs.get("_impl_mode") {
-        Some(AttrValue::Str(s)) => enum_from::<ImplMode>(s, node)?,
-        _ => ImplMode::HighPerformance,
-    };
-    let cube_math = match n.attrs.get("_cube_math") {
-        Some(AttrValue::Str(s)) => enum_from::<CubeMath>(s, node)?,
-        _ => CubeMath::Native,
-    };
-    Ok(OpDescriptor {
-        op_type: n.op_type.clone(),
-        fused_ops,
-        inputs,
-        outputs: n.outputs.clone(),
-        attrs: n
-            .attrs
-            .iter()
-            .filter(|(k, _)| !k.starts_with('_'))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        impl_mode,
-        cube_math,
-        soc: g.soc.clone(),
-        origin: None,
-    })
-}
-
-/// The tensor a source names, if it exists.
-pub fn source_tensor<'g>(g: &'g GraphDescriptor, s: &TensorSource) -> Option<&'g TensorDesc> {
-    match *s {
-        TensorSource::GraphInput { index } => g.inputs.get(index as usize),
-        TensorSource::Node { node, output } => g
-            .nodes
-            .get(node as usize)
-            .and_then(|n| n.outputs.get(output as usize)),
     }
 }

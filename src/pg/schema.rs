@@ -1,8 +1,8 @@
 //! The versioned schema of a tunebank database: `tunebank_meta(component, version)` records the
 //! version of each component's tables, each [`Component`] lists its migrations in order, and
 //! [`init`] brings every component up to this build's version in one transaction (idempotent;
-//! a newer version is refused). [`components`] is the list `tunebank bank init` installs; a
-//! component (the bank, the tuning queue) adds itself there.
+//! a newer version is refused). [`components`] is the list `tunebank bank init` installs; the
+//! components (the bank, the tuning queue) are all defined here.
 
 use postgres::Client;
 
@@ -46,9 +46,70 @@ CREATE INDEX tunebank_records_index ON tunebank_records (bank, soc, kind, op_typ
              GRANT SELECT, INSERT, UPDATE, DELETE ON tunebank_records TO tunebank_writer;",
 };
 
+/// The queue schema version this build writes ([`QUEUE`]`.migrations.len()`).
+pub const QUEUE_SCHEMA_VERSION: i32 = QUEUE_MIGRATIONS.len() as i32;
+
+/// Migration `i` takes the queue schema from version `i` to `i + 1`.
+const QUEUE_MIGRATIONS: &[&str] = &[
+    // 1: jobs and tasks.
+    "CREATE TABLE tunebank_queue_jobs (
+        id bigserial PRIMARY KEY,
+        created timestamptz NOT NULL DEFAULT now(),
+        tuning_name text NOT NULL,
+        model text NOT NULL,
+        soc text NOT NULL,
+        runner text NOT NULL,
+        seed bigint NOT NULL,
+        repeat_tune boolean NOT NULL,
+        settings jsonb NOT NULL,
+        plan_tasks integer NOT NULL,
+        plan_units integer NOT NULL,
+        reused integer NOT NULL,
+        state text NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'cancelled')),
+        result_file text
+    );
+    CREATE TABLE tunebank_queue_tasks (
+        id bigserial PRIMARY KEY,
+        job_id bigint NOT NULL REFERENCES tunebank_queue_jobs (id) ON DELETE CASCADE,
+        ordinal integer NOT NULL,
+        key_hex text NOT NULL,
+        descriptor jsonb NOT NULL,
+        op_names jsonb NOT NULL,
+        op_types jsonb NOT NULL,
+        soc text NOT NULL,
+        runner text NOT NULL,
+        hit_strategy jsonb,
+        hit_tuned_us double precision,
+        reconfirm boolean NOT NULL DEFAULT false,
+        state text NOT NULL DEFAULT 'queued'
+            CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+        worker text,
+        lease_until timestamptz,
+        attempts integer NOT NULL DEFAULT 0,
+        errors jsonb NOT NULL DEFAULT '[]',
+        outcome jsonb,
+        updated timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (job_id, ordinal)
+    );
+    CREATE INDEX tunebank_queue_tasks_claim ON tunebank_queue_tasks (soc, runner, job_id, ordinal)
+        WHERE state IN ('queued', 'running');",
+];
+
+/// The queue's tables as a component of the database's versioned schema: `tunebank bank init`
+/// installs it with the bank's; the writer role may change the queue, the reader role read it.
+pub const QUEUE: Component = Component {
+    name: "queue",
+    migrations: QUEUE_MIGRATIONS,
+    grants: "GRANT SELECT ON tunebank_queue_jobs, tunebank_queue_tasks TO tunebank_reader;
+             GRANT SELECT, INSERT, UPDATE, DELETE ON tunebank_queue_jobs, tunebank_queue_tasks
+                 TO tunebank_writer;
+             GRANT USAGE ON SEQUENCE tunebank_queue_jobs_id_seq, tunebank_queue_tasks_id_seq
+                 TO tunebank_writer;",
+};
+
 /// Every component `tunebank bank init` installs, in order.
 pub fn components() -> Vec<Component> {
-    vec![BANK, crate::queue::QUEUE]
+    vec![BANK, QUEUE]
 }
 
 /// One component's change by [`init`].

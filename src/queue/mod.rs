@@ -14,7 +14,7 @@
 //! a local tune would write ([`crate::report::OpatReport`]).
 //!
 //! Every connection goes through [`connect`] ([`crate::pg`]); the queue's tables are component
-//! [`QUEUE`] of the database's versioned schema ([`crate::pg::schema`]): `tunebank bank init`
+//! [`crate::pg::schema::QUEUE`] of the database's versioned schema ([`crate::pg::schema`]): `tunebank bank init`
 //! creates them with the bank's, and [`migrate`] creates or migrates them on first use.
 
 mod enqueue;
@@ -35,7 +35,7 @@ use crate::tune::transfer::Snapshot;
 use crate::tune::{TuneError, TuneSettings};
 
 pub use enqueue::{enqueue, Enqueued, Submission};
-pub use schema::{migrate, QUEUE, QUEUE_SCHEMA_VERSION};
+pub use schema::migrate;
 pub use status::{
     cancel_job, job_report, job_status, Cancelled, JobStatus, StateCounts, TaskStatus,
 };

@@ -8,6 +8,7 @@
 //! row update after the claim names the claim (task, worker, attempt), so a worker whose lease
 //! was taken over changes nothing.
 
+use crate::key::StrategyMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -17,7 +18,6 @@ use serde::Serialize;
 
 use crate::bank::Bank;
 use crate::key::{BankKey, OpDescriptor};
-use crate::measure::StrategyMap;
 use crate::tune::{run_task, SingleTask, TaskOutcome, TuneTask};
 
 use super::status::StoredOutcome;

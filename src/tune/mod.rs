@@ -92,6 +92,8 @@
 //! # }
 //! ```
 
+use crate::failure::FailureKind;
+
 mod decision;
 pub mod memory;
 mod outcome;
@@ -100,6 +102,23 @@ mod pool;
 mod settings;
 pub mod sgat;
 mod task;
+impl TuneError {
+    /// The kind of the model or bank error it wraps; a result file that cannot be written is an
+    /// I/O failure; resolution, runner and strategy errors are the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            TuneError::Model(e) => e.kind(),
+            TuneError::Bank(e) => e.kind(),
+            TuneError::Report { .. } => FailureKind::Io,
+            TuneError::Resolve(e) => e.kind(),
+            TuneError::Runner(e) => e.kind(),
+            TuneError::UnknownStrategy { .. } | TuneError::UnsupportedSoc { .. } => {
+                FailureKind::Input
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;
 pub mod transfer;
@@ -255,7 +274,7 @@ pub(crate) struct SingleTask {
     /// The task.
     pub(crate) task: TuneTask,
     /// The bank entry a `REPEAT_TUNE` hit had: the baseline to beat.
-    pub(crate) hit: Option<(crate::measure::StrategyMap, f64)>,
+    pub(crate) hit: Option<(crate::key::StrategyMap, f64)>,
     /// The hit is a default confirmed under a smaller budget (searched again).
     pub(crate) reconfirm: bool,
     /// Related records for transfer, read when the job was submitted.

@@ -5,13 +5,13 @@
 //! ([`Decision::count`], [`TaskOutcome::modified_ops`]), rewrites the result file, tells the
 //! [`TuneObserver`], accounts time in [`TuneStats`] and finally gives the [`TuneSummary`].
 
+use crate::key::StrategyMap;
 use std::time::{Duration, Instant};
 
 use search_strategies::StopReason;
 
 use crate::bank::policy::{Verdict, WritePolicy};
 use crate::bank::{Bank, BankError, Record};
-use crate::measure::StrategyMap;
 use crate::report::{
     ModifiedOp, OpSeeded, OpatReport, OpatResult, RepoSummary, ResultFile, SeededBy, TuneMode,
     UpdateMode,

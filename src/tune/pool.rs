@@ -7,6 +7,7 @@
 //! the worker builds a fresh runner and goes on. Subgraph and gradient drivers plug their own
 //! task functions into the same pool.
 
+use crate::key::StrategyMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use search_strategies::{ConfigId, Observation, SearchContext, Strategy};
 
-use crate::measure::{Measure, MeasureError, Outcome, StrategyMap, TaskSpace, TuningTask};
+use crate::measure::{Measure, MeasureError, Outcome, TaskSpace, TuningTask};
 
 use super::TuneError;
 

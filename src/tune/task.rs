@@ -6,6 +6,7 @@
 //! [`look_up`] splits a plan into reused hits and [`Job`]s; [`Opat::tune_one`] is the task
 //! function the worker pool ([`super::pool`]) runs for each job.
 
+use crate::key::StrategyMap;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
@@ -13,9 +14,7 @@ use search_strategies::{Driver, History};
 
 use crate::bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
 use crate::key::BankKey;
-use crate::measure::{
-    Measure, MeasureError, Outcome, RunnerObjective, StrategyMap, TaskSpace, TuningTask,
-};
+use crate::measure::{Measure, MeasureError, Outcome, RunnerObjective, TaskSpace, TuningTask};
 
 use super::decision::Round;
 use super::outcome::{Decision, TaskOutcome};

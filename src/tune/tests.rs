@@ -1,5 +1,6 @@
 //! Tuning writes judged against what another process stored since the look-up.
 
+use crate::key::StrategyMap;
 use std::collections::BTreeSet;
 
 use super::*;
@@ -10,7 +11,6 @@ use crate::bank::{
     layered::index_key, BankError, Descriptor, LayerId, Origin, Performance, Provenance, Record,
 };
 use crate::key::{FsReader, RecordKind, ResolvedOptions};
-use crate::measure::StrategyMap;
 
 /// Offers `record`, compared side by side with `baseline`, to the bank as a finished task does.
 fn write_outcome(

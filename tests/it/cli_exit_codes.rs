@@ -459,7 +459,7 @@ fn every_variant() -> Vec<Case> {
     use tunebank::inspect::InspectError;
     use tunebank::job::JobError;
     use tunebank::key::{
-        BankKey, Format, KeyError, OptionError, ParseKeyError, RecordKind, ResolveError, UnknownSoc,
+        BankKey, Format, KeyError, NodeError, OptionError, ParseKeyError, RecordKind, ResolveError, UnknownSoc,
     };
     use tunebank::measure::exec::ProtocolError;
     use tunebank::measure::sim::graph::GraphModelError;
@@ -604,7 +604,7 @@ fn every_variant() -> Vec<Case> {
         case!(Io, QueueError::Report { path: s("r.json"), source: io(ErrorKind::Other) }),
         // SgatError
         case!(Busy, SgatError::Tune(TuneError::Bank(BankError::Store(busy())))),
-        case!(Input, SgatError::Partition(PartitionError::Node { node: 3, what: s("cycle") })),
+        case!(Input, SgatError::Partition(PartitionError::Key { name: s("sg"), source: key_err() })),
         case!(Damaged, SgatError::Apply(ApplyError::Bank(BankError::Record(damaged())))),
         case!(Input, SgatError::Runner(s("cpu"))),
         // SgatBestError
@@ -654,7 +654,7 @@ fn every_variant() -> Vec<Case> {
         case!(Input, MeasureError::UnknownRunner(s("board"))),
         // GraphModelError
         case!(Input, GraphModelError::Strategy(s("cut 9"))),
-        case!(Input, GraphModelError::Node(PartitionError::Node { node: 1, what: s("x") })),
+        case!(Input, GraphModelError::Node(NodeError { node: 1, what: s("x") })),
         case!(Input, GraphModelError::Soc(s("Ascend310B1"))),
         case!(Input, GraphModelError::Op { node: 2, source: measure() }),
         // ProtocolError
@@ -665,7 +665,8 @@ fn every_variant() -> Vec<Case> {
         case!(Input, ProtocolError::WrongCount { got: 1, expected: 2 }),
         // PartitionError
         case!(Input, PartitionError::Key { name: s("sg"), source: key_err() }),
-        case!(Input, PartitionError::Node { node: 0, what: s("x") }),
+        // NodeError
+        case!(Input, struct NodeError { node: 0, what: s("x") }),
         // ResolveError
         case!(Input, ResolveError::Options(OptionError::MissingSoc)),
         case!(Input, ResolveError::Key { node: s("n"), source: key_err() }),
@@ -763,7 +764,7 @@ fn library_error_types() -> Vec<(String, Vec<String>)> {
 /// catch-all arm, fails to compile until it is given one there).
 #[test]
 fn every_library_error_variant_has_its_kind() {
-    use tunebank::failure::library_kind;
+    use tunebank::classify::library_kind;
     let cases = every_variant();
     for (name, e, want) in &cases {
         let err: &(dyn std::error::Error + 'static) = &**e;

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
+use tunebank::key::StrategyMap;
 
 use prost::Message;
 use tunebank::bank::Bank;
@@ -13,7 +14,7 @@ use tunebank::gdat::job::{MIN_IMPROVEMENT, WIN_RULE};
 use tunebank::gdat::split::{is_valid, optimum, schedule};
 use tunebank::gdat::{plan_job, run_job, Cluster, GdatPlan, GdatSettings, LinearCost};
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
-use tunebank::measure::{Measure, MeasureError, Outcome, StrategyMap, TaskSpace, TuningTask};
+use tunebank::measure::{Measure, MeasureError, Outcome, TaskSpace, TuningTask};
 use tunebank::model::load_onnx;
 use tunebank::tune::Decision;
 

@@ -11,7 +11,7 @@ use tunebank::key::{
 };
 use tunebank::measure::cpu::gemm::{reference, sgemm, GemmTiling, LoopOrder, MicroTile};
 use tunebank::measure::cpu::{check_output, CpuRunner};
-use tunebank::measure::{FailureKind, Measure, Outcome, TimingSettings, TuningTask};
+use tunebank::measure::{CandidateFailure, Measure, Outcome, TimingSettings, TuningTask};
 
 fn t(shape: &[i64]) -> TensorDesc {
     TensorDesc {
@@ -153,7 +153,7 @@ fn invalid_strategies_are_build_fail() {
     let outs = cpu.measure(&tk, &[bad_tile, zero, missing]).unwrap();
     for (o, why) in outs.iter().zip(["3x3", "kc", "threads"]) {
         let f = o.failure().unwrap();
-        assert_eq!(f.kind, FailureKind::BuildFail);
+        assert_eq!(f.kind, CandidateFailure::BuildFail);
         assert!(f.reason.contains(why), "{}", f.reason);
     }
 }
@@ -207,7 +207,7 @@ fn an_op_of_2_pow_40_elements_is_build_oom_not_an_abort() {
         assert_eq!(outs.len(), 2);
         for o in outs {
             let f = o.failure().unwrap_or_else(|| panic!("{o:?}"));
-            assert_eq!(f.kind, FailureKind::BuildOom, "{f:?}");
+            assert_eq!(f.kind, CandidateFailure::BuildOom, "{f:?}");
             assert!(
                 f.reason.contains(&DEFAULT_MAX_BYTES.to_string())
                     && f.reason.contains(&tk.op.op_type),
@@ -223,7 +223,11 @@ fn an_op_of_2_pow_40_elements_is_build_oom_not_an_abort() {
     let tk = task("Relu", &[&[1 << 40, 1 << 40]], &[1 << 40, 1 << 40], &[]);
     let d = cpu.default_strategy(&tk).unwrap();
     let f = cpu.measure(&tk, &[d]).unwrap().remove(0);
-    assert_eq!(f.failure().unwrap().kind, FailureKind::BuildOom, "{f:?}");
+    assert_eq!(
+        f.failure().unwrap().kind,
+        CandidateFailure::BuildOom,
+        "{f:?}"
+    );
     assert!(
         f.failure().unwrap().reason.contains("more than 2^64"),
         "{f:?}"
@@ -242,7 +246,11 @@ fn the_memory_cap_is_configurable_and_checked_per_candidate() {
         .measure(&tk, std::slice::from_ref(&d))
         .unwrap()
         .remove(0);
-    assert_eq!(f.failure().unwrap().kind, FailureKind::BuildOom, "{f:?}");
+    assert_eq!(
+        f.failure().unwrap().kind,
+        CandidateFailure::BuildOom,
+        "{f:?}"
+    );
     assert!(f.failure().unwrap().reason.contains("1048576"), "{f:?}");
 
     let mut cpu = quick();
@@ -262,7 +270,7 @@ fn the_memory_cap_is_configurable_and_checked_per_candidate() {
     );
     for o in &outs[1..3] {
         let f = o.failure().unwrap_or_else(|| panic!("{o:?}"));
-        assert_eq!(f.kind, FailureKind::BuildOom, "{f:?}");
+        assert_eq!(f.kind, CandidateFailure::BuildOom, "{f:?}");
         assert!(
             f.reason.contains("packing panels") && f.reason.contains("cap"),
             "{f:?}"

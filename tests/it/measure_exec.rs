@@ -12,7 +12,7 @@ use search_strategies::{Driver, StopReason};
 use tunebank::key::{CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc};
 use tunebank::measure::exec::{parse_response, split_command, ExecRunner, ProtocolError, Response};
 use tunebank::measure::{
-    FailureKind, Measure, MeasureError, Outcome, RunnerObjective, TimingSettings, TuningTask,
+    CandidateFailure, Measure, MeasureError, Outcome, RunnerObjective, TimingSettings, TuningTask,
 };
 
 fn task() -> TuningTask {
@@ -86,7 +86,7 @@ fn a_well_behaved_runner_describes_and_measures() {
     assert_eq!(d["baseM"], 64);
     let outs = measure_all(&mut r);
     // Space ids follow value order: row 7 (128, 128, 2) is the invalid tiling.
-    assert_eq!(outs[7].failure().unwrap().kind, FailureKind::BuildFail);
+    assert_eq!(outs[7].failure().unwrap().kind, CandidateFailure::BuildFail);
     for o in &outs[..7] {
         let Outcome::Measurement { samples_us } = o else {
             panic!("{o:?}")
@@ -100,10 +100,10 @@ fn a_well_behaved_runner_describes_and_measures() {
     let mut odd = d.clone();
     odd.insert("baseM".into(), 96.into());
     let o = r.measure(&task, &[odd]).unwrap().remove(0);
-    assert_eq!(o.failure().unwrap().kind, FailureKind::Unsupported);
+    assert_eq!(o.failure().unwrap().kind, CandidateFailure::Unsupported);
 }
 
-fn check_misbehaviour(mode: &str, row: usize, kind: FailureKind, reason: &str) {
+fn check_misbehaviour(mode: &str, row: usize, kind: CandidateFailure, reason: &str) {
     if !python_available() {
         return;
     }
@@ -117,7 +117,7 @@ fn check_misbehaviour(mode: &str, row: usize, kind: FailureKind, reason: &str) {
             assert_eq!(f.kind, kind, "{mode}: {}", f.reason);
             assert!(f.reason.contains(reason), "{mode}: {}", f.reason);
         } else if i == 7 {
-            assert_eq!(o.failure().unwrap().kind, FailureKind::BuildFail);
+            assert_eq!(o.failure().unwrap().kind, CandidateFailure::BuildFail);
         } else {
             assert!(
                 o.median_us().is_some(),
@@ -154,27 +154,37 @@ fn check_misbehaviour(mode: &str, row: usize, kind: FailureKind, reason: &str) {
 
 #[test]
 fn a_hanging_runner_is_a_run_timeout_and_tuning_continues() {
-    check_misbehaviour("hang", 2, FailureKind::RunTimeout, "no answer");
+    check_misbehaviour("hang", 2, CandidateFailure::RunTimeout, "no answer");
 }
 
 #[test]
 fn a_runner_crashing_mid_batch_is_a_run_crash_and_tuning_continues() {
-    check_misbehaviour("crash", 3, FailureKind::RunCrash, "exited with");
+    check_misbehaviour("crash", 3, CandidateFailure::RunCrash, "exited with");
 }
 
 #[test]
 fn a_runner_exiting_early_is_a_run_crash() {
-    check_misbehaviour("exit", 1, FailureKind::RunCrash, "exited early");
+    check_misbehaviour("exit", 1, CandidateFailure::RunCrash, "exited early");
 }
 
 #[test]
 fn a_runner_printing_garbage_is_an_env_exception_and_tuning_continues() {
-    check_misbehaviour("garbage", 4, FailureKind::EnvException, "not a JSON object");
+    check_misbehaviour(
+        "garbage",
+        4,
+        CandidateFailure::EnvException,
+        "not a JSON object",
+    );
 }
 
 #[test]
 fn a_runner_answering_the_wrong_count_is_an_env_exception_and_tuning_continues() {
-    check_misbehaviour("wrong_count", 5, FailureKind::EnvException, "results for");
+    check_misbehaviour(
+        "wrong_count",
+        5,
+        CandidateFailure::EnvException,
+        "results for",
+    );
 }
 
 #[test]
@@ -193,14 +203,17 @@ fn response_parsing_checks_version_id_type_and_count() {
         panic!()
     };
     assert_eq!(results[0].median_us(), Some(1.75));
-    assert_eq!(results[1].failure().unwrap().kind, FailureKind::AicoreError);
+    assert_eq!(
+        results[1].failure().unwrap().kind,
+        CandidateFailure::AicoreError
+    );
     assert_eq!(
         results[2].failure().unwrap().kind,
-        FailureKind::EnvException
+        CandidateFailure::EnvException
     );
     assert_eq!(
         results[3].failure().unwrap().kind,
-        FailureKind::EnvException
+        CandidateFailure::EnvException
     );
     assert!(matches!(
         parse_response(ok, 4, "measure", 4),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rand::{Rng, SeedableRng};
 use tunebank::key::{CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc};
 use tunebank::measure::sim::SimRunner;
-use tunebank::measure::{FailureKind, Measure, Outcome, TuningTask};
+use tunebank::measure::{CandidateFailure, Measure, Outcome, TuningTask};
 
 const SOCS: [&str; 2] = ["Ascend910B2", "Ascend310P3"];
 
@@ -256,7 +256,7 @@ fn invalid_strategies_fail_as_build_fail_with_the_reason() {
         bad.insert(k.into(), v.into());
         let o = sim.measure(&task, &[bad]).unwrap().remove(0);
         let f = o.failure().expect("fails");
-        assert_eq!(f.kind, FailureKind::BuildFail);
+        assert_eq!(f.kind, CandidateFailure::BuildFail);
         assert!(f.reason.contains(why), "{k}={v}: {}", f.reason);
     }
     s.remove("baseK");
@@ -282,7 +282,7 @@ fn invalid_strategies_fail_as_build_fail_with_the_reason() {
     assert!(f.failure().unwrap().reason.contains("L1 overflow"), "{f:?}");
     // A vector tile larger than the UB.
     let task = elementwise("Add", 10_000_000, "Ascend910B2");
-    let bad: tunebank::measure::StrategyMap = [("blockDim", 1), ("tileNum", 1), ("bufferNum", 2)]
+    let bad: tunebank::key::StrategyMap = [("blockDim", 1), ("tileNum", 1), ("bufferNum", 2)]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.into()))
         .collect();
@@ -366,7 +366,7 @@ fn shapes_too_large_to_model_fail_every_candidate_never_a_time() {
             let f = o
                 .failure()
                 .unwrap_or_else(|| panic!("{op} {:?} gave a time: {o:?}", huge.op.inputs));
-            assert_eq!(f.kind, FailureKind::Unsupported, "{f:?}");
+            assert_eq!(f.kind, CandidateFailure::Unsupported, "{f:?}");
             assert!(
                 f.reason.contains(op)
                     && (f.reason.contains("2^48") || f.reason.contains("overflows")),
@@ -406,7 +406,7 @@ fn tilings_whose_buffer_products_overflow_are_build_fail() {
         }
         let o = sim.measure(&task, &[bad]).unwrap().remove(0);
         let f = o.failure().unwrap_or_else(|| panic!("{k} = {v}: {o:?}"));
-        assert_eq!(f.kind, FailureKind::BuildFail);
+        assert_eq!(f.kind, CandidateFailure::BuildFail);
         assert!(f.reason.contains(why), "{k} = {v}: {}", f.reason);
     }
     let row = row_op("Softmax", 1536, 128, "Ascend910B2");
@@ -568,11 +568,11 @@ fn outcomes_report_median_and_spread() {
     };
     assert_eq!(o.median_us(), Some(3.0));
     assert_eq!(o.quartiles_us(), Some((2.0, 4.0)));
-    let f = Outcome::fail(FailureKind::RunCrash, "x");
+    let f = Outcome::fail(CandidateFailure::RunCrash, "x");
     assert_eq!(f.median_us(), None);
     assert_eq!(f.quartiles_us(), None);
-    for k in FailureKind::ALL {
-        assert_eq!(FailureKind::parse(k.as_str()), Some(k));
+    for k in CandidateFailure::ALL {
+        assert_eq!(CandidateFailure::parse(k.as_str()), Some(k));
         assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
     }
 }

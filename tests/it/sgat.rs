@@ -14,7 +14,7 @@ use tunebank::measure::sim::soc::SocModel;
 use tunebank::measure::sim::SimRunner;
 use tunebank::measure::{Measure, TuningTask};
 use tunebank::model::load_onnx;
-use tunebank::model::partition::{node_descriptor, partition};
+use tunebank::model::partition::partition;
 use tunebank::tune::sgat::{run_sgat, sgat_plan, SgatPlan, SgatSpace};
 use tunebank::tune::{self, Decision, TuneSettings};
 
@@ -109,10 +109,7 @@ fn partition_cuts_at_block_outputs_and_nodes_keep_their_op_keys() {
     assert!(plan.tasks.len() < plan.subgraphs.len());
     for t in &plan.tasks {
         for (i, k) in t.op_keys.iter().enumerate() {
-            assert_eq!(
-                node_descriptor(&t.descriptor, i).unwrap().key().unwrap(),
-                *k
-            );
+            assert_eq!(t.descriptor.node_op(i).unwrap().key().unwrap(), *k);
         }
         assert_eq!(t.descriptor.key().unwrap(), t.key);
     }
@@ -253,7 +250,7 @@ fn any_strategy_in_the_schema_is_accepted_and_inconsistent_ones_are_typed_errors
     let g = &plan.tasks[1].descriptor; // five nodes
                                        // As AOE stores it: per-node cuts, scope ids and pass lists that name other subgraphs'
                                        // scopes too, and an extra key.
-    let aoe: tunebank::bank::record::Strategy = serde_json::from_value(json!({
+    let aoe: tunebank::key::StrategyMap = serde_json::from_value(json!({
         "cut": [2, 1, 1, 1, 1], "fusionType": [true, false, false, true, false],
         "scopeId": [-3, 2, -4, 122, 122],
         "ubPass": {"AutomaticUbFusion": [122, 121, 7], "TbeConvFixPipeFusionPass": [2, 3]},

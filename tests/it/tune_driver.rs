@@ -46,7 +46,7 @@ fn stored(bank: &Bank, plan: &TunePlan) -> Vec<Option<tunebank::bank::Record>> {
 
 /// The noiseless simulator's time of `strategy` for task `i` of `plan`: the time the noisy
 /// runner's samples scatter above.
-fn true_us(plan: &TunePlan, i: usize, strategy: &tunebank::measure::StrategyMap) -> f64 {
+fn true_us(plan: &TunePlan, i: usize, strategy: &tunebank::key::StrategyMap) -> f64 {
     let task = tunebank::measure::TuningTask::new(plan.tasks[i].descriptor.clone());
     tunebank::measure::sim::SimRunner::simulate(&task, strategy)
         .unwrap()

@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use tunebank::bank::{Bank, Descriptor, Origin, Performance, Provenance, Record, Strategy};
+use tunebank::bank::{Bank, Descriptor, Origin, Performance, Provenance, Record};
+use tunebank::key::StrategyMap;
 use tunebank::key::{derive_op_keys, FsReader, OpTemplate, RecordKind, ResolvedOptions};
 
 /// The SoC of every bank here.
@@ -55,7 +56,7 @@ pub fn record(op: usize, profile: usize, strategy: serde_json::Value, tuned_us: 
     let options = options();
     let soc = options.soc().unwrap();
     let resolved = derive_op_keys(&templates()[op], &options, &soc).unwrap();
-    let strategy: Strategy = serde_json::from_value(strategy).unwrap();
+    let strategy: StrategyMap = serde_json::from_value(strategy).unwrap();
     Record {
         key_schema_version: tunebank::key::KEY_SCHEMA_VERSION,
         kind: RecordKind::Op,

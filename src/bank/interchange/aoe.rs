@@ -18,6 +18,7 @@
 //! `{"name": .., "value": ..}`; `impl_mode` (`high_performance` by default); `fused_ops` (list of
 //! op types). The SoC is the one the import is for (AOE keeps one bank per SoC).
 
+use crate::key::StrategyMap;
 use std::collections::BTreeMap;
 
 use crate::bank::interchange::pyjson::PyJson;
@@ -25,7 +26,7 @@ use crate::bank::interchange::tbe;
 use crate::bank::interchange::{md5_hex, merge_into, InterchangeError, MergeReport};
 use crate::bank::layered::{Bank, BankError, LayerId, Lookup};
 use crate::bank::policy::{Held, WritePolicy};
-use crate::bank::record::{Descriptor, Origin, Record, Strategy};
+use crate::bank::record::{Descriptor, Origin, Record};
 use crate::key::{
     AttrValue, BankKey, CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc,
 };
@@ -375,7 +376,7 @@ pub fn aoe_descriptor(info_dict: &PyJson, soc: &SocSpec) -> (OpDescriptor, Optio
 /// when the bank being made will serve as a built-in layer) and the import time.
 pub fn aoe_record(entry: &AoeEntry, soc: &SocSpec, origin: Origin, unix_time: u64) -> Record {
     let (descriptor, _) = aoe_descriptor(&entry.info_dict, soc);
-    let mut strategy = Strategy::new();
+    let mut strategy = StrategyMap::new();
     strategy.insert(
         "aoe_knowledge".into(),
         serde_json::Value::String(entry.knowledge.dumps()),

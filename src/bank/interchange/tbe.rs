@@ -37,7 +37,6 @@ use crate::key::{
 };
 
 /// The simulator's cube tiling parameters, in the order the simulator lists them.
-pub use crate::measure::sim::cube::PARAMS as TILING_PARAMS;
 
 /// The GEMM a TBE MatMul `info_dict` describes (sizes aligned to fractals).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,7 +239,7 @@ pub use knowledge::{info_dict_of, knowledge_of, tiling_of};
 pub fn entry_tiling(
     info: &PyJson,
     knowledge: &PyJson,
-) -> Option<Result<crate::bank::record::Strategy, String>> {
+) -> Option<Result<crate::key::StrategyMap, String>> {
     if !is_tbe_cube(info) {
         return None;
     }

@@ -16,6 +16,7 @@ use crate::key::{BankKey, KeyError, RecordKind};
 mod batch;
 mod inplace;
 
+use crate::failure::FailureKind;
 pub use inplace::{Found, HitRef};
 
 /// Which layer of a [`Bank`] a record came from.
@@ -609,4 +610,26 @@ pub(crate) fn fresh_bank() -> (tempfile::TempDir, Bank) {
         .open()
         .unwrap();
     (dir, bank)
+}
+
+impl BankError {
+    /// The kind of the store, record or path error it wraps; a directory that cannot be created
+    /// is an I/O failure; the rest (a miss under error-on-miss, a missing bank file, a bank
+    /// without a writable layer …) are the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            BankError::Path(e) => e.kind(),
+            BankError::Store(e) => e.kind(),
+            BankError::Record(e) => e.kind(),
+            BankError::Key(e) => e.kind(),
+            BankError::CreateDir { .. } => FailureKind::Io,
+            BankError::Miss { .. }
+            | BankError::NotWritable
+            | BankError::WrongKind { .. }
+            | BankError::NotFound { .. }
+            | BankError::Unavailable { .. }
+            | BankError::NetworkFilesystem { .. }
+            | BankError::NoCustomLayer { .. } => FailureKind::Input,
+        }
+    }
 }

@@ -8,6 +8,7 @@
 //! is verified whenever the whole record is decoded ([`decode`]: `Hit::record`, `bank verify`,
 //! export, merge). Format 1 values (one checksum over everything) are verified whole either way.
 
+use crate::key::StrategyMap;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -15,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::view::{AnswerRef, StrategyRef};
 use super::{
     kind_byte, kind_from_byte, Answer, Damage, Descriptor, Performance, Provenance, Record,
-    RecordError, Strategy, HEADER_LEN, MAX_BODY_LEN, RECORD_FORMAT_VERSION, RECORD_MAGIC,
+    RecordError, HEADER_LEN, MAX_BODY_LEN, RECORD_FORMAT_VERSION, RECORD_MAGIC,
 };
 use crate::key::{BankKey, RecordKind};
 
@@ -29,7 +30,7 @@ pub const CHECKSUM_LEN: usize = 16;
 /// Section 1 of the body, as encoded (borrowing).
 #[derive(Serialize)]
 struct AnswerOut<'a> {
-    strategy: &'a Strategy,
+    strategy: &'a StrategyMap,
     performance: &'a Performance,
 }
 
@@ -37,7 +38,7 @@ struct AnswerOut<'a> {
 #[derive(Deserialize)]
 struct AnswerIn {
     #[serde(deserialize_with = "strategy_in_bulk")]
-    strategy: Strategy,
+    strategy: StrategyMap,
     performance: Performance,
 }
 
@@ -45,14 +46,17 @@ struct AnswerIn {
 /// writer stores the entries in key order, and building a `BTreeMap` from sorted entries costs
 /// far less than inserting them one by one (a hit's largest decoding cost). Entries out of
 /// order are sorted; a repeated name keeps its last value, as inserting would.
-fn strategy_in_bulk<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Strategy, D::Error> {
+fn strategy_in_bulk<'de, D: serde::Deserializer<'de>>(d: D) -> Result<StrategyMap, D::Error> {
     struct Entries;
     impl<'de> serde::de::Visitor<'de> for Entries {
-        type Value = Strategy;
+        type Value = StrategyMap;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("a map of strategy parameters")
         }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Strategy, A::Error> {
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<StrategyMap, A::Error> {
             let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
             while let Some(entry) = map.next_entry::<String, serde_json::Value>()? {
                 entries.push(entry);
@@ -440,7 +444,7 @@ fn from_section<T: serde::de::DeserializeOwned>(
 
 /// The answer section: the writer's own encoding through the fast parser, anything else through
 /// serde.
-fn answer_section(key: &BankKey, bytes: &[u8]) -> Result<(Strategy, Performance), RecordError> {
+fn answer_section(key: &BankKey, bytes: &[u8]) -> Result<(StrategyMap, Performance), RecordError> {
     match super::fast::answer(bytes) {
         Some(parts) => Ok(parts),
         None => {
@@ -455,14 +459,14 @@ fn answer_section(key: &BankKey, bytes: &[u8]) -> Result<(Strategy, Performance)
 pub fn decode_answer_section_generic(
     key: &BankKey,
     bytes: &[u8],
-) -> Result<(Strategy, Performance), RecordError> {
+) -> Result<(StrategyMap, Performance), RecordError> {
     let a: AnswerIn = from_section(key, "answer", bytes)?;
     Ok((a.strategy, a.performance))
 }
 
 /// The answer section through the fast parser alone: `None` where it declines (for tests and
 /// the `decode_record` fuzz target).
-pub fn decode_answer_section_fast(bytes: &[u8]) -> Option<(Strategy, Performance)> {
+pub fn decode_answer_section_fast(bytes: &[u8]) -> Option<(StrategyMap, Performance)> {
     super::fast::answer(bytes)
 }
 

@@ -1,6 +1,6 @@
 //! The hit path's answer-section parser: reads the msgpack the writer produces (a map of
 //! `strategy` with scalar parameters in ascending name order, and `performance`) straight into
-//! a [`Strategy`] and a [`Performance`], with no serde machinery — or, for a look-up that reads
+//! a [`StrategyMap`] and a [`Performance`], with no serde machinery — or, for a look-up that reads
 //! the answer in place, into a [`PackedStrategy`] that borrows the validated bytes and
 //! allocates nothing.
 //!
@@ -11,7 +11,8 @@
 //! generic decoding by the unit tests (`record/tests.rs`) and the `decode_record` fuzz target.
 
 use super::view::{PackedStrategy, ScalarRef};
-use super::{Performance, Strategy};
+use super::Performance;
+use crate::key::StrategyMap;
 
 /// A cursor over one section's bytes.
 pub(super) struct Cursor<'a> {
@@ -178,7 +179,7 @@ impl<'a> Cursor<'a> {
 
 /// The answer section `bytes` (exactly one msgpack map, nothing after it) as a strategy and its
 /// performance, or `None` when the generic decoding must decide (see the module docs).
-pub(super) fn answer(bytes: &[u8]) -> Option<(Strategy, Performance)> {
+pub(super) fn answer(bytes: &[u8]) -> Option<(StrategyMap, Performance)> {
     let (strategy, performance) = answer_packed(bytes)?;
     Some((strategy.to_strategy(), performance))
 }

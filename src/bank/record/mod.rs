@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::key::StrategyMap;
 use crate::key::{BankKey, OpDescriptor, RecordKind};
 
 /// Version of the record encoding (the header layout and body schema).
@@ -24,9 +25,6 @@ pub enum Descriptor {
     /// Gradient split.
     Gradient(crate::key::GradientDescriptor),
 }
-
-/// The tuned decision: named parameters (tiling, formats, impl choice, cut points …).
-pub type Strategy = BTreeMap<String, serde_json::Value>;
 
 /// Measured performance of the stored strategy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -133,7 +131,7 @@ pub struct Record {
     /// The options as the user gave them (name → value), for miss diagnosis.
     pub options: BTreeMap<String, String>,
     /// The strategy.
-    pub strategy: Strategy,
+    pub strategy: StrategyMap,
     /// Performance.
     pub performance: Performance,
     /// Provenance.
@@ -168,7 +166,7 @@ pub struct Timing {
 fn record(
     descriptor: Descriptor,
     options: BTreeMap<String, String>,
-    strategy: Strategy,
+    strategy: StrategyMap,
     performance: Performance,
     provenance: Provenance,
 ) -> Record {
@@ -198,7 +196,7 @@ impl Record {
     pub fn tuned(
         descriptor: Descriptor,
         options: BTreeMap<String, String>,
-        strategy: Strategy,
+        strategy: StrategyMap,
         baseline_us: f64,
         timing: Timing,
         provenance: Provenance,
@@ -221,7 +219,7 @@ impl Record {
     pub fn confirmed(
         descriptor: Descriptor,
         options: BTreeMap<String, String>,
-        strategy: Strategy,
+        strategy: StrategyMap,
         timing: Timing,
         budget: u64,
         provenance: Provenance,
@@ -244,7 +242,7 @@ impl Record {
     pub fn imported(
         descriptor: Descriptor,
         options: BTreeMap<String, String>,
-        strategy: Strategy,
+        strategy: StrategyMap,
         us: f64,
         source: &str,
         origin: Origin,
@@ -270,7 +268,7 @@ impl Record {
     pub fn manual(
         descriptor: OpDescriptor,
         options: BTreeMap<String, String>,
-        strategy: Strategy,
+        strategy: StrategyMap,
         timing: &ManualTiming,
         unix_time: u64,
     ) -> Record {
@@ -315,7 +313,7 @@ pub struct Answer {
     /// Kind (from the header).
     pub kind: RecordKind,
     /// The strategy.
-    pub strategy: Strategy,
+    pub strategy: StrategyMap,
     /// Performance.
     pub performance: Performance,
 }
@@ -439,7 +437,18 @@ pub use codec::{
     OLDEST_READABLE_FORMAT_VERSION,
 };
 
+use crate::failure::FailureKind;
 pub use view::{AnswerRef, PackedStrategy, ScalarRef, StrategyRef};
+
+impl RecordError {
+    /// A damaged record is damage; a record of a newer format is the request's (upgrade).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            RecordError::Damaged { .. } => FailureKind::Damaged,
+            RecordError::UnsupportedVersion { .. } => FailureKind::Input,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! Unit tests of the record encoding: round trips, damage detection, version handling.
 
 use super::*;
+use crate::key::StrategyMap;
 use crate::key::{DType, Format, ImplMode, SocSpec, TensorDesc};
 
 fn sample() -> (BankKey, Record) {
@@ -26,7 +27,7 @@ fn sample() -> (BankKey, Record) {
         },
         origin: None,
     });
-    let mut strategy = Strategy::new();
+    let mut strategy = StrategyMap::new();
     strategy.insert("baseM".into(), serde_json::json!(128));
     strategy.insert("dbL0C".into(), serde_json::json!(2));
     strategy.insert("order".into(), serde_json::json!("m_first"));
@@ -356,8 +357,8 @@ fn manual_records_say_so_and_round_trip() {
 
 /// A random strategy and performance: scalar parameters of every msgpack width, and (when
 /// `nested`) an array value that the fast parser must leave to serde.
-fn random_answer(rng: &mut impl rand::Rng, nested: bool) -> (Strategy, Performance) {
-    let mut strategy = Strategy::new();
+fn random_answer(rng: &mut impl rand::Rng, nested: bool) -> (StrategyMap, Performance) {
+    let mut strategy = StrategyMap::new();
     for i in 0..rng.gen_range(0..14) {
         let v = match rng.gen_range(0..9) {
             0 => serde_json::json!(rng.gen_range(0..128)),
@@ -644,7 +645,7 @@ fn an_imported_graph_record_is_of_the_graph_kind() {
     let g = Record::imported(
         Descriptor::Graph(graph),
         BTreeMap::new(),
-        Strategy::new(),
+        StrategyMap::new(),
         1.0,
         "aoe",
         Origin::Imported,

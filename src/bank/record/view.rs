@@ -8,10 +8,11 @@
 //! declines an encoding, the answer is decoded the generic way and held owned
 //! ([`StrategyRef::Owned`]); callers see no difference but speed.
 
+use crate::key::StrategyMap;
 use serde_json::{Number, Value};
 
 use super::fast::Cursor;
-use super::{Answer, Performance, Strategy};
+use super::{Answer, Performance};
 use crate::key::RecordKind;
 
 /// One scalar strategy value, borrowed from the stored bytes.
@@ -85,7 +86,7 @@ impl<'a> PackedStrategy<'a> {
     }
 
     /// The owned strategy map.
-    pub fn to_strategy(&self) -> Strategy {
+    pub fn to_strategy(&self) -> StrategyMap {
         self.iter()
             .map(|(name, value)| (name.to_owned(), value.to_value()))
             .collect()
@@ -99,7 +100,7 @@ pub enum StrategyRef<'a> {
     /// Borrowed, validated bytes.
     Packed(PackedStrategy<'a>),
     /// Decoded by the generic decoder (values may be nested).
-    Owned(Strategy),
+    Owned(StrategyMap),
 }
 
 impl StrategyRef<'_> {
@@ -128,7 +129,7 @@ impl StrategyRef<'_> {
     }
 
     /// The owned strategy map.
-    pub fn to_strategy(&self) -> Strategy {
+    pub fn to_strategy(&self) -> StrategyMap {
         match self {
             StrategyRef::Packed(p) => p.to_strategy(),
             StrategyRef::Owned(s) => s.clone(),

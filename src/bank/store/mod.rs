@@ -10,6 +10,7 @@
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
+use crate::failure::{io_kind, FailureKind};
 use crate::key::{BankKey, RecordKind};
 
 pub mod postgres;
@@ -278,5 +279,21 @@ pub trait Store: Send + Sync {
     /// Whether the store holds no record.
     fn is_empty(&self) -> Result<bool, StoreError> {
         Ok(self.len()? == 0)
+    }
+}
+
+impl StoreError {
+    /// What kind of failure this is: `Busy` is busy; `Corrupted` and `NeedsRecovery` are
+    /// damage; `Io` is an I/O failure unless the bank does not exist; `Backend` (a newer table
+    /// layout, an engine error with no better class) and `ReadOnly` are the request's; a
+    /// PostgreSQL error answers for itself ([`crate::pg::PgError::kind`]).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            StoreError::Busy { .. } => FailureKind::Busy,
+            StoreError::Io { source, .. } => io_kind(source),
+            StoreError::Corrupted { .. } | StoreError::NeedsRecovery { .. } => FailureKind::Damaged,
+            StoreError::Backend { .. } | StoreError::ReadOnly { .. } => FailureKind::Input,
+            StoreError::Postgres(e) => e.kind(),
+        }
     }
 }

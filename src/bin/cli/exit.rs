@@ -5,7 +5,8 @@
 
 use std::error::Error as StdError;
 
-use tunebank::failure::{io_kind, library_kind, FailureKind};
+use tunebank::classify::library_kind;
+use tunebank::failure::{io_kind, FailureKind};
 
 /// The command ran and its answer is negative (a check found problems, a look-up missed).
 pub const NEGATIVE: u8 = 1;

@@ -13,13 +13,13 @@
 //! quantiles of stored / real, the same for the default and the best, and how often the stored
 //! strategy is within 10 % of the simulator's best or faster than the unfused default.
 
+use crate::key::StrategyMap;
 use serde::Serialize;
 
 use super::view::simulator_view;
 use super::{agreement_of, Agreement};
 use crate::bank::interchange::aoe_graph::SubgraphUnmapped;
 use crate::bank::interchange::aoe_graph::{AoeGraphFile, AoeGraphLine};
-use crate::bank::record::Strategy;
 use crate::key::{GraphDescriptor, SocSpec};
 use crate::measure::sim::graph::{GraphOps, SgatStrategy};
 use crate::tune::sgat::sgat_best;
@@ -100,7 +100,7 @@ type SubgraphTimes = (f64, f64, Result<(f64, u64, bool), String>);
 
 /// The times of one subgraph, or why it has none.
 fn subgraph_times(
-    mapped: &Result<(GraphDescriptor, Strategy), SubgraphUnmapped>,
+    mapped: &Result<(GraphDescriptor, StrategyMap), SubgraphUnmapped>,
     settings: &TuneSettings,
 ) -> Result<SubgraphTimes, String> {
     let (g, stored) = mapped

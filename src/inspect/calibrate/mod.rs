@@ -8,6 +8,7 @@
 //! (`stored_us ≤ 1.1 · best_us`). [`graph`] does the same for the subgraph model on AOE's graph
 //! bank (`calibrate --aoe-graph`), with the same Spearman and quantiles.
 
+use crate::key::StrategyMap;
 use serde::Serialize;
 
 pub mod graph;
@@ -17,7 +18,7 @@ use crate::bank::interchange::aoe::AoeBank;
 use crate::bank::interchange::tbe;
 use crate::key::SocSpec;
 use crate::measure::sim::SimRunner;
-use crate::measure::{Measure, MeasureError, StrategyMap, TuningTask};
+use crate::measure::{Measure, MeasureError, TuningTask};
 
 /// One record's times, µs. `None` where the simulator has no time, with the reason.
 #[derive(Clone, Debug, Serialize)]

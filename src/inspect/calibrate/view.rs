@@ -75,7 +75,7 @@ pub fn simulator_view(g: &GraphDescriptor) -> GraphDescriptor {
 fn matmul_view(v: &mut GraphDescriptor, i: usize) {
     let shape = |v: &GraphDescriptor, j: usize| {
         let s = v.nodes[i].inputs.get(j)?;
-        let t = crate::model::partition::source_tensor(v, s)?;
+        let t = v.source(s)?;
         let s = if t.ori_shape.is_empty() {
             &t.shape
         } else {

@@ -18,7 +18,7 @@ use crate::bank::{Bank, LayerId, Lookup};
 use crate::inspect::fields::{descriptor_diffs, tensor_diffs, FieldDiff};
 use crate::inspect::InspectError;
 use crate::key::{BankKey, GraphDescriptor, RecordKind, TensorSource};
-use crate::model::partition::{node_descriptor, Subgraph};
+use crate::model::partition::Subgraph;
 
 use super::WhyConfig;
 
@@ -388,7 +388,7 @@ pub fn graph_diffs(stored: &GraphDescriptor, now: &GraphDescriptor) -> Vec<Graph
                 ));
             }
         }
-        match (node_descriptor(stored, i), node_descriptor(now, i)) {
+        match (stored.node_op(i), now.node_op(i)) {
             (Ok(a), Ok(b)) => {
                 for d in descriptor_diffs(&a, &b) {
                     out.push(node(GraphDiffKind::Node, d.field, d.stored, d.current));

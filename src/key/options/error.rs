@@ -2,6 +2,7 @@
 //! in its messages.
 
 use super::table::OPTIONS;
+use crate::failure::FailureKind;
 
 /// An option list or option value that cannot be used. Every variant names the option and says
 /// what was expected.
@@ -132,5 +133,24 @@ pub(super) fn shown(v: &str) -> String {
         v.to_string()
     } else {
         format!("{v:?}")
+    }
+}
+
+impl OptionError {
+    /// Every option error is the request's, an option file that cannot be read included (the
+    /// option names it).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            OptionError::Unknown { .. }
+            | OptionError::InvalidValue { .. }
+            | OptionError::Duplicate { .. }
+            | OptionError::MissingValue { .. }
+            | OptionError::UnexpectedArgument { .. }
+            | OptionError::Conflict { .. }
+            | OptionError::FileUnreadable { .. }
+            | OptionError::FileContent { .. }
+            | OptionError::NotModelled { .. }
+            | OptionError::MissingSoc => FailureKind::Input,
+        }
     }
 }

@@ -23,6 +23,7 @@ use crate::key::{
 
 mod modes;
 
+use crate::failure::FailureKind;
 use modes::{choose, impl_mode, is_float, precision};
 
 /// A tensor of an op as the model has it: shape possibly with -1, the model's dtype.
@@ -527,4 +528,17 @@ pub(crate) fn layout(
             ))
         }
     })
+}
+
+impl ResolveError {
+    /// An op that cannot be resolved into a key is the request's (its model or options).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            ResolveError::Options(e) => e.kind(),
+            ResolveError::Key { source, .. } => source.kind(),
+            ResolveError::UnresolvedDim { .. }
+            | ResolveError::RankMismatch { .. }
+            | ResolveError::Layout { .. } => FailureKind::Input,
+        }
+    }
 }

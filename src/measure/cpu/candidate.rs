@@ -3,12 +3,13 @@
 //! against the reference (`precision_fail`, or `run_timeout` when that run exceeds the
 //! candidate's time), then warm-ups and timed repeats; a panicking kernel is a `run_crash`.
 
+use crate::key::StrategyMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use super::kernels::{self, Conv, ElemOp, RowOp};
 use super::{gemm, gemm_tiling_of, CpuRunner, Prepared};
-use crate::measure::{get_int, get_str, FailureKind, Outcome, StrategyMap};
+use crate::measure::{get_int, get_str, CandidateFailure, Outcome};
 
 /// One kernel invocation writing into the output buffer.
 type KernelRun<'a> = Box<dyn FnMut(&mut Vec<f32>) + 'a>;
@@ -21,10 +22,10 @@ impl CpuRunner {
     pub(super) fn run_candidate(&self, p: &Prepared, s: &StrategyMap) -> Outcome {
         let (mut runner, mut out) = match build(p, s) {
             Ok(built) => built,
-            Err(r) => return Outcome::fail(FailureKind::BuildFail, r),
+            Err(r) => return Outcome::fail(CandidateFailure::BuildFail, r),
         };
         if let Some(reason) = self.candidate_over_cap(p, s) {
-            return Outcome::fail(FailureKind::BuildOom, reason);
+            return Outcome::fail(CandidateFailure::BuildOom, reason);
         }
         let (reference, atol, rtol) = tolerance(p);
         self.time_kernel(&mut runner, &mut out, reference, atol, rtol)
@@ -46,11 +47,11 @@ impl CpuRunner {
             runner(out);
             let first = t0.elapsed();
             if let Err(r) = check_output(out, reference, atol, rtol) {
-                return Err(Outcome::fail(FailureKind::PrecisionFail, r));
+                return Err(Outcome::fail(CandidateFailure::PrecisionFail, r));
             }
             if first > timeout {
                 return Err(Outcome::fail(
-                    FailureKind::RunTimeout,
+                    CandidateFailure::RunTimeout,
                     format!("one run took {first:?}, over the {timeout:?} limit"),
                 ));
             }
@@ -74,7 +75,7 @@ impl CpuRunner {
                     .cloned()
                     .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_else(|| "kernel panicked".into());
-                Outcome::fail(FailureKind::RunCrash, why)
+                Outcome::fail(CandidateFailure::RunCrash, why)
             }
         }
     }

@@ -6,7 +6,8 @@
 use super::gemm::{GemmTiling, LoopOrder};
 use super::kernels::Conv;
 use super::{gemm_dims, gemm_tiling_of, CpuRunner, OpKind, Prepared};
-use crate::measure::{get_int, get_str, MeasureError, StrategyMap, TuningTask};
+use crate::key::StrategyMap;
+use crate::measure::{get_int, get_str, MeasureError, TuningTask};
 
 /// Bytes of one f32.
 const F32: u64 = 4;

@@ -29,7 +29,7 @@ pub use self::candidate::check_output;
 use self::gemm::{GemmTiling, LoopOrder, MicroTile};
 use self::kernels::{Conv, ElemOp, RowOp};
 use super::{
-    get_int, get_str, FailureKind, Measure, MeasureError, Outcome, StrategyMap, TaskSpace,
+    get_int, get_str, CandidateFailure, Measure, MeasureError, Outcome, StrategyMap, TaskSpace,
     TimingSettings, TuningTask,
 };
 
@@ -519,7 +519,7 @@ impl Measure for CpuRunner {
             self.prepared = None;
             if let Some(reason) = self.task_over_cap(task)? {
                 return Ok(vec![
-                    Outcome::fail(FailureKind::BuildOom, reason);
+                    Outcome::fail(CandidateFailure::BuildOom, reason);
                     candidates.len()
                 ]);
             }

@@ -22,7 +22,8 @@ use serde_json::json;
 use self::protocol::malformed;
 pub use self::protocol::{parse_response, ProtocolError, Response, MAX_LINE, PROTOCOL_VERSION};
 use super::{
-    FailureKind, Measure, MeasureError, Outcome, StrategyMap, TaskSpace, TimingSettings, TuningTask,
+    CandidateFailure, Measure, MeasureError, Outcome, StrategyMap, TaskSpace, TimingSettings,
+    TuningTask,
 };
 
 /// Splits a command line into words: whitespace separates, single and double quotes group,
@@ -377,7 +378,7 @@ impl ExecRunner {
             Ok(Response::Error { message }) => {
                 for &i in idx {
                     out[i] = Some(Outcome::fail(
-                        FailureKind::EnvException,
+                        CandidateFailure::EnvException,
                         format!("runner error: {message}"),
                     ));
                 }
@@ -394,19 +395,19 @@ impl ExecRunner {
         }
         let (kind, reason) = match failure {
             ExchangeFailure::Timeout(t) => (
-                FailureKind::RunTimeout,
+                CandidateFailure::RunTimeout,
                 format!("no answer from the runner within {t:?}; it was killed and restarted"),
             ),
             ExchangeFailure::Exited(why) => (
-                FailureKind::RunCrash,
+                CandidateFailure::RunCrash,
                 format!("runner {why} while measuring; it was restarted"),
             ),
             ExchangeFailure::Garbage(why) => (
-                FailureKind::EnvException,
+                CandidateFailure::EnvException,
                 format!("runner broke protocol v1: {why}; it was restarted"),
             ),
             ExchangeFailure::Protocol(e) => (
-                FailureKind::EnvException,
+                CandidateFailure::EnvException,
                 format!("runner broke protocol v1: {e}; it was restarted"),
             ),
         };
@@ -473,7 +474,9 @@ impl Measure for ExecRunner {
         }
         Ok(out
             .into_iter()
-            .map(|o| o.unwrap_or_else(|| Outcome::fail(FailureKind::EnvException, "not measured")))
+            .map(|o| {
+                o.unwrap_or_else(|| Outcome::fail(CandidateFailure::EnvException, "not measured"))
+            })
             .collect())
     }
 }

@@ -3,12 +3,14 @@
 //! a line's envelope (JSON object, version, id, type) and then its `describe` or `measure`
 //! body. A malformed entry of `results` is an `env_exception` of its candidate only.
 
+use crate::key::StrategyMap;
 use std::collections::HashMap;
 
 use search_strategies::{Parameter, Value};
 use serde_json::{Map, Value as Json};
 
-use crate::measure::{json_to_value, FailureKind, Outcome, StrategyMap};
+use crate::failure::FailureKind;
+use crate::measure::{json_to_value, CandidateFailure, Outcome};
 
 /// The protocol version this runner speaks.
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -239,7 +241,12 @@ fn kind_of(v: &Json) -> &'static str {
 /// One entry of `results`: a status, samples for `ok`, a reason otherwise. An entry that breaks
 /// these rules is an `env_exception` for its candidate only.
 fn parse_result(r: &Json) -> Outcome {
-    let bad = |m: String| Outcome::fail(FailureKind::EnvException, format!("runner result: {m}"));
+    let bad = |m: String| {
+        Outcome::fail(
+            CandidateFailure::EnvException,
+            format!("runner result: {m}"),
+        )
+    };
     let Some(status) = r.get("status").and_then(|s| s.as_str()) else {
         return bad("missing string `status`".into());
     };
@@ -256,7 +263,7 @@ fn parse_result(r: &Json) -> Outcome {
             _ => bad("samples must be a non-empty list of positive finite µs".into()),
         };
     }
-    match FailureKind::parse(status) {
+    match CandidateFailure::parse(status) {
         Some(kind) => Outcome::fail(
             kind,
             r.get("reason")
@@ -264,5 +271,18 @@ fn parse_result(r: &Json) -> Outcome {
                 .unwrap_or("(no reason given)"),
         ),
         None => bad(format!("unknown status {status:?}")),
+    }
+}
+
+impl ProtocolError {
+    /// An external runner's answer that breaks the protocol is the request's (its runner).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            ProtocolError::NotJson(_)
+            | ProtocolError::Version(_)
+            | ProtocolError::WrongId { .. }
+            | ProtocolError::Malformed(_)
+            | ProtocolError::WrongCount { .. } => FailureKind::Input,
+        }
     }
 }

@@ -2,12 +2,14 @@
 //! MatMul tiling repository (shape, measured µs), the simulator's best time per shape, and how
 //! well the two track each other (rank correlation, ratio spread).
 
+use crate::key::StrategyMap;
 use std::collections::BTreeMap;
 
-use super::cube::{CubeTiling, PARAMS};
+use super::cube::CubeTiling;
 use super::SimRunner;
+use crate::key::CUBE_TILING_PARAMS;
 use crate::key::{CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc};
-use crate::measure::{value_to_json, Measure, StrategyMap, TuningTask};
+use crate::measure::{value_to_json, Measure, TuningTask};
 
 /// One real measurement: a (batched) fp16 MatMul on an Ascend910B2.
 #[derive(Clone, Debug, PartialEq)]
@@ -204,7 +206,7 @@ pub fn sim_default_and_best(task: &TuningTask, samples: usize, seed: u64) -> Opt
                 (p.name.clone(), value_to_json(v))
             })
             .collect();
-        debug_assert_eq!(s.len(), PARAMS.len());
+        debug_assert_eq!(s.len(), CUBE_TILING_PARAMS.len());
         if CubeTiling::from_strategy(&s)
             .ok()
             .and_then(|t| t.validate(&problem, soc, c).ok())

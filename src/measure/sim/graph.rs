@@ -12,6 +12,7 @@
 //! ones included; only one inconsistent with the descriptor (array lengths, a zero cut, wrong
 //! value types) is an error.
 
+use crate::key::StrategyMap;
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
@@ -19,10 +20,9 @@ use serde_json::{json, Value};
 use super::ops::OpModel;
 use super::soc::SocModel;
 use super::SimRunner;
-use crate::bank::record::Strategy;
+use crate::failure::FailureKind;
 use crate::key::{DType, Format, GraphDescriptor, TensorDesc, TensorSource};
-use crate::measure::{Measure, MeasureError, StrategyMap, TuningTask};
-use crate::model::partition::{node_descriptor, source_tensor, PartitionError};
+use crate::measure::{Measure, MeasureError, TuningTask};
 
 /// Version of the subgraph model; part of the runner identity of graph records.
 pub const SGAT_MODEL_VERSION: u32 = 1;
@@ -35,7 +35,7 @@ pub enum GraphModelError {
     Strategy(String),
     /// A node or edge of the descriptor is inconsistent.
     #[error(transparent)]
-    Node(#[from] PartitionError),
+    Node(#[from] crate::key::NodeError),
     /// The simulator has no model of the SoC.
     #[error(
         "subgraph on SoC {0}: the simulator models Ascend910B2 and Ascend310P3 (and their aliases)"
@@ -89,7 +89,7 @@ impl SgatStrategy {
     /// values; present ones must have one entry per node (`ubPass`: an object of integer
     /// arrays; `transDataAvoided`: an array of `[producer, consumer]` node index pairs), cuts
     /// ≥ 1.
-    pub fn from_strategy(s: &Strategy, nodes: usize) -> Result<Self, GraphModelError> {
+    pub fn from_strategy(s: &StrategyMap, nodes: usize) -> Result<Self, GraphModelError> {
         let bad = |what: String| GraphModelError::Strategy(what);
         let mut out = SgatStrategy::unfused(nodes);
         let arr = |k: &str| -> Result<Option<&Vec<Value>>, GraphModelError> {
@@ -158,7 +158,7 @@ impl SgatStrategy {
     }
 
     /// The stored form (the agreed schema), extra keys included.
-    pub fn to_strategy(&self) -> Strategy {
+    pub fn to_strategy(&self) -> StrategyMap {
         let mut s = self.extra.clone();
         s.insert("cut".into(), json!(self.cut));
         s.insert("fusionType".into(), json!(self.fusion_type));
@@ -323,7 +323,7 @@ fn logical_bytes(t: &TensorDesc) -> u64 {
 /// This is what `calibrate --aoe-graph` calls per record.
 pub fn simulate_graph(
     g: &GraphDescriptor,
-    strategy: &Strategy,
+    strategy: &StrategyMap,
     op_strategies: &[Option<StrategyMap>],
 ) -> Result<GraphTime, GraphModelError> {
     let ops = GraphOps::prepare(g, op_strategies)?;
@@ -346,7 +346,7 @@ impl GraphOps {
         let mut edges = Vec::new();
         let mut views = Vec::new();
         for (i, n) in g.nodes.iter().enumerate() {
-            let op = node_descriptor(g, i)?;
+            let op = g.node_op(i)?;
             let ob: u64 = n.outputs.iter().map(tensor_bytes).sum();
             let ib: u64 = op.inputs.iter().map(tensor_bytes).sum();
             let mut weight_bytes = 0;
@@ -360,7 +360,7 @@ impl GraphOps {
                         }
                     }
                     TensorSource::Node { node, .. } => {
-                        let have = source_tensor(g, s).map(|t| t.format);
+                        let have = g.source(s).map(|t| t.format);
                         let transdata = have != Some(op.inputs[j].format);
                         if transdata {
                             views.push((edges.len(), op.inputs[j].clone()));
@@ -368,7 +368,7 @@ impl GraphOps {
                         edges.push(Edge {
                             from: node as usize,
                             to: i,
-                            bytes: source_tensor(g, s).map(tensor_bytes).unwrap_or(0),
+                            bytes: g.source(s).map(tensor_bytes).unwrap_or(0),
                             transdata,
                             direct: None,
                         });
@@ -393,7 +393,7 @@ impl GraphOps {
         let graph_out_bytes = g
             .outputs
             .iter()
-            .filter_map(|s| source_tensor(g, s))
+            .filter_map(|s| g.source(s))
             .map(|t| tensor_bytes(t).min(logical_bytes(t)))
             .sum();
         Ok(GraphOps {
@@ -553,7 +553,7 @@ fn direct_write(
     if !single || graph_output || g.nodes[p].outputs.len() != 1 || !nodes[p].modelled {
         return Ok(None);
     }
-    let mut op = node_descriptor(g, p)?;
+    let mut op = g.node_op(p)?;
     let out = &mut op.outputs[0];
     let dtype = out.dtype;
     *out = TensorDesc { dtype, ..view };
@@ -633,4 +633,16 @@ fn node_model(
         weight_bytes: 0,
         modelled: true,
     })
+}
+
+impl GraphModelError {
+    /// The kind of the partition or op error it wraps; a strategy or SoC the subgraph model
+    /// does not take is the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            GraphModelError::Node(e) => e.kind(),
+            GraphModelError::Op { source, .. } => source.kind(),
+            GraphModelError::Strategy(_) | GraphModelError::Soc(_) => FailureKind::Input,
+        }
+    }
 }

@@ -28,7 +28,8 @@ use self::ops::OpModel;
 use self::soc::SocModel;
 use self::vector::VecTiling;
 use super::{
-    FailureKind, Measure, MeasureError, Outcome, StrategyMap, TaskSpace, TimingSettings, TuningTask,
+    CandidateFailure, Measure, MeasureError, Outcome, StrategyMap, TaskSpace, TimingSettings,
+    TuningTask,
 };
 
 /// A strategy space before enumeration: parameters, restrictions, named constants.
@@ -257,7 +258,7 @@ impl Measure for SimRunner {
             Err(MeasureError::TooLarge(what)) => {
                 let reason = format!("too large to simulate: {what}");
                 return Ok(vec![
-                    Outcome::fail(FailureKind::Unsupported, reason);
+                    Outcome::fail(CandidateFailure::Unsupported, reason);
                     candidates.len()
                 ]);
             }
@@ -268,7 +269,7 @@ impl Measure for SimRunner {
         Ok(candidates
             .iter()
             .map(|s| match simulate_model(&m, soc, c, v, s) {
-                Err(reason) => Outcome::fail(FailureKind::BuildFail, reason),
+                Err(reason) => Outcome::fail(CandidateFailure::BuildFail, reason),
                 Ok(us) => {
                     let samples_us = match self.noise {
                         None => vec![us; repeats],

@@ -2,13 +2,14 @@
 //! Softmax / LayerNorm / reductions (row streams). Tiles live in the unified buffer (UB) and are
 //! double buffered as Ascend C's `tileLength = blockLength / tileNum / BUFFER_NUM` pattern does.
 
+use crate::key::StrategyMap;
 use std::collections::HashMap;
 
 use search_strategies::{Parameter, Value};
 
 use super::bounded;
 use super::soc::SocModel;
-use crate::measure::{get_int, StrategyMap};
+use crate::measure::get_int;
 
 /// A stream of independent elements (elementwise, activation, pooling, TransData).
 #[derive(Clone, Copy, Debug, PartialEq)]

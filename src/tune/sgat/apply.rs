@@ -50,6 +50,7 @@ use crate::model::{Model, ResolvedUnit};
 use crate::tune::{plan, unit_selected, TunePlan};
 
 use super::{partition_plan, SgatError};
+use crate::failure::FailureKind;
 
 /// Why post-SGAT units could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -479,4 +480,16 @@ pub fn post_sgat_plan(
         .cloned()
         .collect();
     Ok((TunePlan::from_units(units, full.skipped), applied))
+}
+
+impl ApplyError {
+    /// The kind of the bank or key error it wraps; a subgraph the bank's strategy does not fit
+    /// is the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            ApplyError::Bank(e) => e.kind(),
+            ApplyError::Key { source, .. } => source.kind(),
+            ApplyError::Subgraph { .. } => FailureKind::Input,
+        }
+    }
 }

@@ -24,6 +24,7 @@ mod apply;
 mod search;
 mod space;
 
+use crate::key::StrategyMap;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -40,10 +41,10 @@ use super::outcome::{Decision, TaskOutcome};
 use super::pool::{Budget, Pool};
 use super::{check_settings, check_soc, plan, TuneError, TunePlan, TuneSettings, TuneStats};
 use crate::bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
+use crate::failure::FailureKind;
 use crate::key::{BankKey, GraphDescriptor, ResolvedOptions, SocSpec};
 use crate::measure::sim::graph::{GraphModelError, GraphOps, SgatStrategy, SGAT_MODEL_VERSION};
 use crate::measure::sim::soc::SocModel;
-use crate::measure::StrategyMap;
 use crate::model::partition::{partition, PartitionError, Subgraph};
 use crate::model::{Model, SkippedOp};
 use crate::report::{OpatResult, ResultFile, SgatReport, SubgraphChange};
@@ -577,4 +578,17 @@ fn task_seed(seed: u64, key: &BankKey) -> u64 {
     let mut k = [0u8; 8];
     k.copy_from_slice(&key.0[..8]);
     seed ^ u64::from_le_bytes(k)
+}
+
+impl SgatError {
+    /// The kind of the tuning, partition or apply error it wraps (a busy or damaged bank under
+    /// SGAT is busy or damaged); a runner other than the simulator is the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            SgatError::Tune(e) => e.kind(),
+            SgatError::Partition(e) => e.kind(),
+            SgatError::Apply(e) => e.kind(),
+            SgatError::Runner(_) => FailureKind::Input,
+        }
+    }
 }

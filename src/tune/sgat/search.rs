@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use search_strategies::{strategies::by_name, Driver, StopReason, Strategy};
 
 use super::{task_seed, SgatSpace, SpaceBuildError};
+use crate::failure::FailureKind;
 use crate::key::{GraphDescriptor, KeyError};
 use crate::measure::sim::graph::{GraphModelError, GraphOps, SgatStrategy};
 use crate::measure::sim::soc::SocModel;
@@ -145,4 +146,17 @@ pub fn sgat_best(
         candidates: found.trials,
         exhaustive: matches!(found.stop, StopReason::SpaceExhausted),
     })
+}
+
+impl SgatBestError {
+    /// The kind of the key, model or space error it wraps; an unknown strategy and a subgraph
+    /// none of whose candidates can be timed are the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            SgatBestError::Key(e) => e.kind(),
+            SgatBestError::Model(e) => e.kind(),
+            SgatBestError::Space(e) => e.kind(),
+            SgatBestError::Strategy(_) | SgatBestError::NoCandidate => FailureKind::Input,
+        }
+    }
 }

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use search_strategies::{Parameter, Space, Value as SValue};
 
+use crate::failure::FailureKind;
 use crate::key::GraphDescriptor;
 use crate::measure::sim::graph::{dtype_bytes, GraphOps, SgatStrategy};
 use crate::measure::sim::soc::SocModel;
@@ -233,5 +234,12 @@ impl SgatSpace {
     /// Whether the space is empty.
     pub fn is_empty(&self) -> bool {
         self.space.is_empty()
+    }
+}
+
+impl SpaceBuildError {
+    /// A subgraph whose SGAT space cannot be built (too large) is the request's.
+    pub fn kind(&self) -> FailureKind {
+        FailureKind::Input
     }
 }

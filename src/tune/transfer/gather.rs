@@ -1,6 +1,7 @@
 //! Reading the related records of a job's tasks from the bank, once per job: per IR op type,
 //! the secondary-index group (SoC, op, op type) of every known SoC in every layer.
 
+use crate::key::StrategyMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 
@@ -9,7 +10,6 @@ use crate::bank::store::IndexPrefix;
 use crate::bank::{Bank, BankError};
 use crate::key::soc::SOCS;
 use crate::key::{BankKey, OpDescriptor, RecordKind, KEY_SCHEMA_VERSION};
-use crate::measure::StrategyMap;
 
 use super::distance::distance;
 use super::Related;

@@ -23,6 +23,7 @@ mod gather;
 #[cfg(test)]
 mod tests;
 
+use crate::key::StrategyMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -34,7 +35,7 @@ use search_strategies::Strategy;
 
 use crate::bank::{Bank, BankError};
 use crate::key::BankKey;
-use crate::measure::{json_to_value, StrategyMap, TaskSpace};
+use crate::measure::{json_to_value, TaskSpace};
 use crate::report::SeededBy;
 
 pub use carry::{carry_core_split, CUBE_SPLIT};

@@ -18,10 +18,9 @@ pub mod timing;
 
 use std::collections::BTreeMap;
 
-use tunebank::bank::record::{
-    encode, Descriptor, Origin, Performance, Provenance, Record, Strategy,
-};
+use tunebank::bank::record::{encode, Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::bank::store::{IndexKey, StoreEntry};
+use tunebank::key::StrategyMap;
 use tunebank::key::{
     BankKey, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,
     KEY_SCHEMA_VERSION,
@@ -108,7 +107,7 @@ pub fn op_descriptor(soc: &str, op_type: &str, m: i64) -> OpDescriptor {
 /// A complete op record; `tag` goes into the strategy, `batch`/`batch_len` into the provenance
 /// (seed and trials), so a reader can tell which batch a record belongs to.
 pub fn op_record(soc: &str, op_type: &str, tag: u64, batch: u64, batch_len: u64) -> Record {
-    let mut strategy = Strategy::new();
+    let mut strategy = StrategyMap::new();
     strategy.insert("baseM".into(), serde_json::json!(128));
     strategy.insert("baseN".into(), serde_json::json!(256));
     strategy.insert("tag".into(), serde_json::json!(tag));

@@ -19,6 +19,7 @@
 //! line is rebuilt from the records as [`export_aoe_graph`](super::export_aoe_graph) would write
 //! it and compared with the file's bytes; a difference is reported, never hidden.
 
+use crate::key::StrategyMap;
 use std::collections::BTreeMap;
 
 use crate::bank::interchange::aoe_graph::export::graph_line;
@@ -26,7 +27,7 @@ use crate::bank::interchange::aoe_graph::{map_subgraph, AoeGraphFile, AoeGraphLi
 use crate::bank::interchange::pyjson::PyJson;
 use crate::bank::interchange::{merge_into, InterchangeError, MergeReport};
 use crate::bank::layered::{Bank, BankError};
-use crate::bank::record::{Descriptor, Origin, Record, Strategy};
+use crate::bank::record::{Descriptor, Origin, Record};
 use crate::key::{BankKey, GraphDescriptor, SocSpec};
 
 use super::map::{strategy_of, SubgraphUnmapped};
@@ -120,7 +121,7 @@ impl std::fmt::Display for AoeGraphImportReport {
 /// occurrence.
 struct Gathered {
     descriptor: GraphDescriptor,
-    strategy: Strategy,
+    strategy: StrategyMap,
     end2end_ns: f64,
     occurrences: Vec<PyJson>,
 }
@@ -140,7 +141,7 @@ fn occurrence(g: &AoeGraphLine, index: usize) -> PyJson {
 /// The graph record of one subgraph (module docs), with every occurrence given.
 pub fn graph_record(
     descriptor: GraphDescriptor,
-    strategy: Strategy,
+    strategy: StrategyMap,
     end2end_ns: f64,
     header: &str,
     occurrences: Vec<PyJson>,

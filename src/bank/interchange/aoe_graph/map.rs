@@ -26,11 +26,11 @@
 //!   output the rule determines exactly has that output, and it is a graph output; otherwise the
 //!   node lists no output (AOE does not record it).
 
+use crate::key::StrategyMap;
 use std::collections::BTreeMap;
 
 use crate::bank::interchange::aoe_graph::{AoeGraphLine, AoeOp, AoePort};
 use crate::bank::interchange::pyjson::PyJson;
-use crate::bank::record::Strategy;
 use crate::key::{
     AttrValue, DType, Format, GraphDescriptor, GraphNode, SocSpec, TensorDesc, TensorSource,
 };
@@ -106,7 +106,7 @@ pub struct MappedSubgraph {
     /// Position in `feature.feature`.
     pub index: usize,
     /// The descriptor and the strategy (the `group` entry), or why the ops did not map.
-    pub mapped: Result<(GraphDescriptor, Strategy), SubgraphUnmapped>,
+    pub mapped: Result<(GraphDescriptor, StrategyMap), SubgraphUnmapped>,
 }
 
 /// A graph line mapped for one SoC: what a caller (import, calibration) needs of it.
@@ -145,10 +145,10 @@ impl AoeGraphLine {
 }
 
 /// The strategy of a `group` entry: its JSON map.
-pub fn strategy_of(group: &PyJson) -> Strategy {
+pub fn strategy_of(group: &PyJson) -> StrategyMap {
     match group.to_value() {
         serde_json::Value::Object(m) => m.into_iter().collect(),
-        _ => Strategy::new(),
+        _ => StrategyMap::new(),
     }
 }
 

@@ -25,6 +25,7 @@ pub mod export;
 pub mod import;
 pub mod map;
 
+use crate::failure::{io_kind, FailureKind};
 pub use export::{export_aoe_graph, AoeGraphExportReport};
 pub use import::{
     graph_record, import_aoe_graph, AoeGraphImportReport, NotReproducible, UnmappedSubgraph,
@@ -284,6 +285,17 @@ fn parse_op(op: &PyJson) -> Result<AoeOp, String> {
         op: name.to_owned(),
         inputs,
     })
+}
+
+impl AoeGraphError {
+    /// Reading the file is classified by [`io_kind`]; a malformed line is the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            AoeGraphError::Read { source, .. } => io_kind(source),
+            AoeGraphError::File { source, .. } => source.kind(),
+            AoeGraphError::Line { .. } => FailureKind::Input,
+        }
+    }
 }
 
 #[cfg(test)]

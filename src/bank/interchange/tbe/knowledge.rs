@@ -2,8 +2,9 @@
 //! `info_dict`, both ways (the field meanings are in the parent module's docs).
 
 use crate::bank::interchange::pyjson::PyJson;
-use crate::bank::interchange::tbe::{gemm_of, TbeGemm, TILING_PARAMS};
-use crate::bank::record::Strategy;
+use crate::bank::interchange::tbe::{gemm_of, TbeGemm};
+use crate::key::StrategyMap;
+use crate::key::CUBE_TILING_PARAMS;
 use crate::key::{AttrValue, DType, OpDescriptor};
 
 fn list(info: &PyJson, field: &str) -> Result<Vec<i64>, String> {
@@ -42,9 +43,9 @@ fn l1(shape: &[i64], k_elems: i64, base_k: i64, pb: i64, what: &str) -> Result<(
     Ok((step, step * pb))
 }
 
-/// The simulator's tiling (the parameters of [`TILING_PARAMS`]) of a TBE MatMul `knowledge`
+/// The simulator's tiling (the parameters of [`CUBE_TILING_PARAMS`]) of a TBE MatMul `knowledge`
 /// for the GEMM `g`, or why it does not map.
-pub fn tiling_of(knowledge: &PyJson, g: &TbeGemm) -> Result<Strategy, String> {
+pub fn tiling_of(knowledge: &PyJson, g: &TbeGemm) -> Result<StrategyMap, String> {
     let bd = list(knowledge, "block_dim")?;
     if bd.len() < 4 || bd.iter().take(4).any(|&d| d <= 0) {
         return Err(format!(
@@ -115,14 +116,14 @@ pub fn tiling_of(knowledge: &PyJson, g: &TbeGemm) -> Result<Strategy, String> {
         depth_b1,
         iterate_order,
     ];
-    Ok(TILING_PARAMS
+    Ok(CUBE_TILING_PARAMS
         .iter()
         .zip(values)
         .map(|(n, v)| (n.to_string(), serde_json::Value::from(v)))
         .collect())
 }
 
-fn get(s: &Strategy, name: &str) -> Result<i64, String> {
+fn get(s: &StrategyMap, name: &str) -> Result<i64, String> {
     s.get(name)
         .and_then(serde_json::Value::as_i64)
         .ok_or_else(|| format!("strategy has no integer {name}"))
@@ -136,7 +137,7 @@ fn ilist(v: &[i64]) -> PyJson {
 /// [`tiling_of`] on the parameters it maps; L1 holds one M (N) tile, batch split 1; iterateOrder
 /// 1 is written as A held whole in L1, which it can be only when one L1 load of A spans K).
 /// Keys in the order AOE writes them.
-pub fn knowledge_of(s: &Strategy, g: &TbeGemm) -> Result<PyJson, String> {
+pub fn knowledge_of(s: &StrategyMap, g: &TbeGemm) -> Result<PyJson, String> {
     let p = |n| get(s, n);
     let (base_m, base_n, base_k) = (p("baseM")?, p("baseN")?, p("baseK")?);
     if base_m % 16 != 0 || base_n % 16 != 0 || base_k % g.k0 != 0 {

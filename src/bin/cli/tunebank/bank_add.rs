@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use tunebank::bank::maintenance::manual_records;
-use tunebank::bank::{AddReport, ManualTiming, Strategy};
+use tunebank::bank::{AddReport, ManualTiming};
+use tunebank::key::StrategyMap;
 
 use super::{now_unix, open_bank, BankArgs, Conversion, OpArgs};
 use crate::entry::{print_report, read_templates};
@@ -33,7 +34,7 @@ pub struct AddArgs {
 
 impl AddArgs {
     /// `--strategy` parsed.
-    fn strategy(&self) -> Result<Strategy> {
+    fn strategy(&self) -> Result<StrategyMap> {
         serde_json::from_str(&self.strategy).with_context(|| {
             format!(
                 "--strategy {:?}: expected a JSON object of parameters",

@@ -4,13 +4,15 @@
 
 mod pipeline;
 
+use crate::key::StrategyMap;
 use std::collections::HashMap;
 
 use search_strategies::{Parameter, Value};
 
 use super::soc::SocModel;
 use super::{bounded, bounded_align};
-use crate::measure::{get_int, StrategyMap};
+use crate::key::CUBE_TILING_PARAMS;
+use crate::measure::get_int;
 
 /// Where the A operand of the cube comes from in global memory.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -222,23 +224,6 @@ pub struct CubeTiling {
     pub db_l0c: u64,
 }
 
-/// Strategy parameter names, in space order.
-pub const PARAMS: [&str; 13] = [
-    "blockDimM",
-    "blockDimN",
-    "baseM",
-    "baseN",
-    "dbL0C",
-    "baseK",
-    "dbL0A",
-    "dbL0B",
-    "stepKa",
-    "depthA1",
-    "stepKb",
-    "depthB1",
-    "iterateOrder",
-];
-
 impl CubeTiling {
     /// Reads a tiling from a strategy map; the reason names a missing or non-integer parameter.
     pub fn from_strategy(s: &StrategyMap) -> Result<CubeTiling, String> {
@@ -280,7 +265,7 @@ impl CubeTiling {
             self.depth_b1,
             self.iterate_order,
         ];
-        PARAMS
+        CUBE_TILING_PARAMS
             .iter()
             .zip(v)
             .map(|(n, v)| (n.to_string(), serde_json::Value::from(v)))

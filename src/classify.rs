@@ -1,0 +1,135 @@
+//! The kind of any of the library's errors behind a `dyn Error`: [`library_kind`] knows every
+//! public error type (each classifies itself with its own `kind()`, beside its definition). It
+//! sits above every module, since it names their error types; [`crate::failure`] below them
+//! holds only the vocabulary ([`FailureKind`], [`crate::failure::io_kind`]).
+
+use crate::bank::interchange::aoe_graph::AoeGraphError;
+use crate::bank::interchange::InterchangeError;
+use crate::bank::paths::PathError;
+use crate::bank::store::StoreError;
+use crate::bank::{BankError, MaintenanceError, RecordError};
+use crate::failure::FailureKind;
+use crate::gdat::GdatError;
+use crate::inspect::InspectError;
+use crate::job::JobError;
+use crate::key::{KeyError, NodeError, OptionError, ParseKeyError, ResolveError, UnknownSoc};
+use crate::measure::exec::ProtocolError;
+use crate::measure::sim::graph::GraphModelError;
+use crate::measure::MeasureError;
+use crate::model::partition::PartitionError;
+use crate::model::ModelError;
+use crate::pg::PgError;
+use crate::queue::QueueError;
+use crate::tune::sgat::{ApplyError, SgatBestError, SgatError, SpaceBuildError};
+use crate::tune::TuneError;
+
+/// The kind of `e` when it is one of the library's public error types (each answers for what it
+/// wraps), else `None`: a plain message, an `std::io::Error` ([`crate::failure::io_kind`]) or another crate's
+/// error is the caller's to classify. The list names every public error type of the library;
+/// `tests/it/cli_exit_codes.rs` (`every_library_error_variant_has_its_kind`) holds it complete.
+pub fn library_kind(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
+    macro_rules! by_type {
+        ($($t:ty),* $(,)?) => {
+            $(if let Some(x) = e.downcast_ref::<$t>() {
+                return Some(x.kind());
+            })*
+        };
+    }
+    by_type!(
+        BankError,
+        StoreError,
+        RecordError,
+        PathError,
+        InterchangeError,
+        AoeGraphError,
+        MaintenanceError,
+        InspectError,
+        ModelError,
+        TuneError,
+        PgError,
+        QueueError,
+        SgatError,
+        SgatBestError,
+        ApplyError,
+        SpaceBuildError,
+        GdatError,
+        JobError,
+        MeasureError,
+        GraphModelError,
+        ProtocolError,
+        PartitionError,
+        NodeError,
+        ResolveError,
+        OptionError,
+        KeyError,
+        ParseKeyError,
+        UnknownSoc,
+    );
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Error, ErrorKind};
+    use std::path::PathBuf;
+
+    fn store_io(kind: ErrorKind) -> StoreError {
+        StoreError::Io {
+            path: PathBuf::from("b.redb"),
+            source: Error::from(kind),
+        }
+    }
+
+    #[test]
+    fn wrappers_answer_for_what_they_wrap() {
+        let busy = || StoreError::Busy {
+            path: PathBuf::from("b"),
+            reason: "held",
+        };
+        assert_eq!(BankError::Store(busy()).kind(), FailureKind::Busy);
+        assert_eq!(InspectError::Store(busy()).kind(), FailureKind::Busy);
+        let damaged = RecordError::Damaged {
+            key: crate::key::BankKey([7; 32]),
+            reason: crate::bank::record::Damage::ChecksumMismatch,
+        };
+        assert_eq!(
+            TuneError::Bank(BankError::Record(damaged.clone())).kind(),
+            FailureKind::Damaged
+        );
+        assert_eq!(
+            MaintenanceError::ExportFile {
+                path: PathBuf::from("e.jsonl"),
+                source: InterchangeError::Bank(BankError::Store(store_io(ErrorKind::StorageFull))),
+            }
+            .kind(),
+            FailureKind::Io
+        );
+        assert_eq!(
+            InterchangeError::Store(StoreError::NeedsRecovery {
+                path: PathBuf::from("b")
+            })
+            .kind(),
+            FailureKind::Damaged
+        );
+        assert_eq!(
+            BankError::Store(store_io(ErrorKind::NotFound)).kind(),
+            FailureKind::Input
+        );
+        assert_eq!(
+            BankError::Path(PathError::TuneBankPathMissing {
+                path: PathBuf::from("/x")
+            })
+            .kind(),
+            FailureKind::Input
+        );
+        assert_eq!(
+            BankError::CreateDir {
+                path: PathBuf::from("/x"),
+                source: Error::from(ErrorKind::NotADirectory),
+            }
+            .kind(),
+            FailureKind::Io
+        );
+    }
+}
