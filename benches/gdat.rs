@@ -8,9 +8,9 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use tunebank::gdat::{plan_job, search, Cluster, GdatPlan};
 use tunebank::key::{FsReader, ResolvedOptions};
 use tunebank::model::load_onnx;
+use tunebank::tune::gdat::{plan_job, search, Cluster, GdatPlan};
 
 const MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/models/resnet50.onnx");
 

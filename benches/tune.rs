@@ -6,7 +6,7 @@
 //! Then, per iteration:
 //!
 //! - `lookups_only` (the baseline): one `Bank::lookup` per key, what any rerun must do;
-//! - `rerun`: `tune::run` over the same plan, every task a reused hit, no result file;
+//! - `rerun`: `tune::opat::run` over the same plan, every task a reused hit, no result file;
 //! - `rerun_with_result_file`: the same, also writing the AOE result file (atomic replace with
 //!   fsync, twice: at the start and at the end);
 //! - `import_plan_rerun`: ONNX import, inference, fusion, key derivation and the rerun: all of
@@ -24,7 +24,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use tunebank::bank::Bank;
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
 use tunebank::model::load_onnx;
-use tunebank::report::ResultFile;
+use tunebank::tune::report::ResultFile;
 use tunebank::tune::{self, TunePlan, TuneSettings};
 
 const MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/models/resnet50.onnx");
@@ -59,10 +59,10 @@ fn bench(c: &mut Criterion) {
         ..TuneSettings::default()
     };
     let cancel = AtomicBool::new(false);
-    let cold = tune::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ())
+    let cold = tune::opat::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ())
         .expect("the cold run");
-    let warm =
-        tune::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ()).expect("a warm run");
+    let warm = tune::opat::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ())
+        .expect("a warm run");
     let s = warm.report.summary;
     assert_eq!(
         (s.total, s.hit, warm.stats.trials),
@@ -84,7 +84,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("rerun", |b| {
         b.iter(|| {
             black_box(
-                tune::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ())
+                tune::opat::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ())
                     .expect("rerun"),
             )
         })
@@ -95,7 +95,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let file = ResultFile::opat(&out, SystemTime::now(), std::process::id());
             black_box(
-                tune::run(
+                tune::opat::run(
                     &plan,
                     &bank,
                     &settings,
@@ -112,7 +112,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let plan = import_and_plan(&options);
             black_box(
-                tune::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ())
+                tune::opat::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ())
                     .expect("rerun"),
             )
         })

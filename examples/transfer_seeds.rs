@@ -7,7 +7,7 @@
 //! cargo run --release --example transfer_seeds -- [--other-soc Ascend310P3] [--budget 64] [--seed 1]
 //! ```
 //!
-//! The bank holds each model's own records on the other SoC (tuned cold by `tune::run`, seed 1,
+//! The bank holds each model's own records on the other SoC (tuned cold by `tune::opat::run`, seed 1,
 //! the same budget), in a temporary directory. Per op, `tune::transfer::compare` gives the cold
 //! search's best and candidates (batch 8, as `tunebank tune` measures) and the seeded
 //! ensemble's; the rest is computed here on the noiseless simulator:

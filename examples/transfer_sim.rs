@@ -8,7 +8,7 @@
 //! cargo run --release --example transfer_sim -- [--budget 64] [--seeds 5] [--strategy ensemble] [--other-soc Ascend310P3] [--per-op]
 //! ```
 //!
-//! The banks are built by `tunebank::tune::run` (transfer off, seed 1, the same budget) into a
+//! The banks are built by `tunebank::tune::opat::run` (transfer off, seed 1, the same budget) into a
 //! temporary directory; nothing outside it is written.
 
 #[path = "common/sim_fixture.rs"]

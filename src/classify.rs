@@ -9,7 +9,6 @@ use crate::bank::paths::PathError;
 use crate::bank::store::StoreError;
 use crate::bank::{BankError, MaintenanceError, RecordError};
 use crate::failure::FailureKind;
-use crate::gdat::GdatError;
 use crate::inspect::InspectError;
 use crate::job::JobError;
 use crate::key::{KeyError, NodeError, OptionError, ParseKeyError, ResolveError, UnknownSoc};
@@ -20,6 +19,7 @@ use crate::model::partition::PartitionError;
 use crate::model::ModelError;
 use crate::pg::PgError;
 use crate::queue::QueueError;
+use crate::tune::gdat::GdatError;
 use crate::tune::sgat::{ApplyError, SgatBestError, SgatError, SpaceBuildError};
 use crate::tune::TuneError;
 

@@ -74,7 +74,6 @@
 pub mod bank;
 pub mod classify;
 pub mod failure;
-pub mod gdat;
 pub mod inspect;
 pub mod job;
 mod json;
@@ -83,5 +82,4 @@ pub mod measure;
 pub mod model;
 pub mod pg;
 pub mod queue;
-pub mod report;
 pub mod tune;

@@ -53,6 +53,6 @@ pub fn fill(
     let (p, options) = plan(model, soc)?;
     let cancel = AtomicBool::new(false);
     let s = settings(&options, strategy, 1, budget);
-    tune::run(&p, bank, &s, model, None, &cancel, &mut ())?;
+    tune::opat::run(&p, bank, &s, model, None, &cancel, &mut ())?;
     Ok(())
 }

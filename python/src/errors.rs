@@ -37,9 +37,9 @@ impl Classified for tunebank::key::OptionError {
     }
 }
 
-impl Classified for tunebank::gdat::GdatError {
+impl Classified for tunebank::tune::gdat::GdatError {
     fn failure_kind(&self) -> FailureKind {
-        use tunebank::gdat::GdatError as G;
+        use tunebank::tune::gdat::GdatError as G;
         match self {
             G::Tune(e) => e.kind(),
             G::Bank(e) => e.kind(),

@@ -1,7 +1,7 @@
 //! The bank-write policy: which of two records for one key the bank keeps.
 //!
 //! Every path that writes a record over what a key may already hold — a tuning run's write
-//! ([`crate::tune::run`]), `bank merge`, `bank import` and the AOE import
+//! ([`crate::tune::opat::run`]), `bank merge`, `bank import` and the AOE import
 //! ([`crate::bank::interchange`]) — asks [`WritePolicy::judge`] and follows its [`Verdict`]. The
 //! verdict carries the [`Reason`] of the rule that decided, so callers can report why.
 //!

@@ -15,8 +15,8 @@
 //!   one exists (AOE's order: SGAT, then OPAT, then ATC), then `--tune_ops_file` applied.
 //!   [`JobSpec::conversion`] is the same plan without the tuning settings, for `convert` and
 //!   every key listing ([`Conversion`]).
-//! - [`Job::run`] runs the job's driver ([`crate::tune::run`], [`crate::tune::sgat::run_sgat`],
-//!   [`crate::gdat::run_job`]), tells an [`Observer`] of its progress and returns a
+//! - [`Job::run`] runs the job's driver ([`crate::tune::opat::run`], [`crate::tune::sgat::run_sgat`],
+//!   [`crate::tune::gdat::run_job`]), tells an [`Observer`] of its progress and returns a
 //!   [`JobReport`] (`Serialize` for programs, `Display` for people) after writing AOE's result
 //!   file.
 //!
@@ -40,9 +40,9 @@ pub use spec::{op_keys, options_of, tuning_name, GradientSpec, JobSpec, WorkerCa
 
 use crate::bank::{Bank, BankError};
 use crate::failure::{io_kind, FailureKind};
-use crate::gdat::{GdatError, GdatPlan};
 use crate::key::{OptionError, RecordKind, ResolveError, ResolvedOptions, SocSpec};
 use crate::model::ModelError;
+use crate::tune::gdat::{GdatError, GdatPlan};
 use crate::tune::sgat::{SgatError, SgatPlan};
 use crate::tune::{TuneError, TunePlan, TuneSettings};
 

@@ -8,10 +8,12 @@ use std::time::{Instant, SystemTime};
 
 use serde::ser::SerializeMap;
 
-use crate::gdat::{self, GdatOutcome, GdatPlan, GdatSettings};
-use crate::report::{improvement, shorten, OpatResult, ResultFile, TuneTable};
+use crate::tune::gdat::{self, GdatOutcome, GdatPlan, GdatSettings};
+use crate::tune::opat::{shorten, TuneTable};
+use crate::tune::opat::{TaskOutcome, TuneObserver, TuneSummary};
+use crate::tune::report::{improvement, OpatResult, ResultFile};
 use crate::tune::sgat::{run_sgat, SgatPlan, SgatSummary};
-use crate::tune::{self, TaskOutcome, TuneObserver, TunePlan, TuneSummary};
+use crate::tune::{self, TunePlan};
 
 use super::conversion::open_op_bank;
 use super::{Job, JobError, JobPlan, JobType};
@@ -125,7 +127,7 @@ impl Job {
         let (ran, document) = match &self.plan {
             JobPlan::Op { plan, .. } => {
                 let mut relay = Relay { observer };
-                let s = tune::run(
+                let s = tune::opat::run(
                     plan,
                     &bank,
                     &self.settings,

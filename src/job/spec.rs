@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::gdat::{self, Cluster};
 use crate::key::{derive_op_keys, FsReader, OpTemplate, ResolvedOp, ResolvedOptions, SocSpec};
 use crate::measure::TimingSettings;
 use crate::model::load_onnx;
+use crate::tune::gdat::{self, Cluster};
 use crate::tune::sgat::sgat_plan;
 use crate::tune::{self, memory, TuneSettings};
 

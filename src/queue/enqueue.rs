@@ -2,7 +2,8 @@
 //! then one job row and one task row per key still to tune, in one transaction.
 
 use crate::bank::Bank;
-use crate::tune::{check_settings, check_soc, job_snapshot, look_up, TunePlan, TuneSettings};
+use crate::tune::opat::{job_snapshot, look_up};
+use crate::tune::{check_settings, check_soc, TunePlan, TuneSettings};
 
 use super::{to_json, Client, JobSettings, QueueError};
 
@@ -31,7 +32,7 @@ pub struct Enqueued {
 }
 
 /// Looks every task of `spec.plan` up in `bank` (hits without `REPEAT_TUNE` are reused, a
-/// default confirmed under a smaller per-op budget is tuned again, as in [`crate::tune::run`])
+/// default confirmed under a smaller per-op budget is tuned again, as in [`crate::tune::opat::run`])
 /// and writes the job with one `queued` task per remaining key, in plan order, each with the
 /// job's SoC and runner and the bank entry it had (the baseline a `REPEAT_TUNE` search must
 /// beat), and the related bank records of the misses (transfer, read now: see

@@ -11,7 +11,7 @@
 //! marks the task done. A task whose lease expired (its worker died) is claimed again; a task
 //! that failed `max_attempts` times is marked failed with every error kept. [`job_status`],
 //! [`job_report`] and [`cancel_job`] read and steer a job; the report is the AOE result file
-//! a local tune would write ([`crate::report::OpatReport`]).
+//! a local tune would write ([`crate::tune::report::OpatReport`]).
 //!
 //! Every connection goes through [`connect`] ([`crate::pg`]); the queue's tables are component
 //! [`crate::pg::schema::QUEUE`] of the database's versioned schema ([`crate::pg::schema`]): `tunebank bank init`

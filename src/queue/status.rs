@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{ModifiedOp, OpSeeded, OpatReport, OpatResult, SeededBy, TuneMode};
+use crate::tune::report::{ModifiedOp, OpSeeded, OpatReport, OpatResult, SeededBy, TuneMode};
 use crate::tune::Decision;
 
 use super::{from_json, Client, QueueError};

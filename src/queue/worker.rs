@@ -18,7 +18,8 @@ use serde::Serialize;
 
 use crate::bank::Bank;
 use crate::key::{BankKey, OpDescriptor};
-use crate::tune::{run_task, SingleTask, TaskOutcome, TuneTask};
+use crate::tune::opat::{run_task, SingleTask, TaskOutcome};
+use crate::tune::TuneTask;
 
 use super::status::StoredOutcome;
 use super::{connect, from_json, migrate, to_json, Client, JobSettings, QueueError};
@@ -428,7 +429,7 @@ impl Worker {
     }
 }
 
-/// Tunes the claimed op exactly as a local OPAT job does ([`crate::tune::run_task`]: same
+/// Tunes the claimed op exactly as a local OPAT job does ([`crate::tune::opat::run_task`]: same
 /// task function, settings and seed), on a fresh runner, with the related records the enqueuer
 /// read for this task.
 fn tune(claim: &Claim, runner: &str, cancel: &AtomicBool) -> Result<TaskOutcome, String> {

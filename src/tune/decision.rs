@@ -1,6 +1,6 @@
 //! The win rule: when a tuned strategy is clearly faster than its baseline. It is the one
 //! decision rule of the three drivers (OPAT, SGAT, GDAT); each driver maps its clear win or
-//! its absence onto [`Decision`](super::Decision).
+//! its absence onto [`Decision`].
 //!
 //! The rule judges one of two kinds of evidence:
 //!
@@ -40,6 +40,8 @@
 //! times and decides a clear win exactly when the candidate is strictly faster than the
 //! baseline and meets `min_gain` (condition 1 above). `alpha` plays no part, so no number of
 //! rounds has to be made up to reach it.
+
+use crate::tune::report::{RepoSummary, UpdateMode};
 
 /// The thresholds of the win rule.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -220,6 +222,67 @@ pub fn signed_rank_greater_p(d: &[f64]) -> f64 {
         reach += r;
     }
     dist[observed..].iter().sum::<f64>().min(1.0)
+}
+
+/// The decision for one task of any driver (OPAT, SGAT, GDAT): what its look-up and the win
+/// rule ([`WinRule`]) led to in the bank. Serialised (GDAT's `--json` outcome) as
+/// [`Decision::as_str`] says; printed with `{:?}` as the variant's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Miss, clear win: a record was added.
+    Add,
+    /// Hit, clear win: the record was replaced.
+    Update,
+    /// Hit, kept (reused, or no clear win).
+    Reserved,
+    /// Miss, no clear win (or the op could not be tuned).
+    Unsatisfied,
+}
+
+impl Decision {
+    /// `add`, `update`, `reserved` or `unsatisfied`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Add => "add",
+            Decision::Update => "update",
+            Decision::Reserved => "reserved",
+            Decision::Unsatisfied => "unsatisfied",
+        }
+    }
+
+    /// Whether the task had a bank entry before.
+    pub fn was_hit(self) -> bool {
+        matches!(self, Decision::Update | Decision::Reserved)
+    }
+
+    /// Counts one task with this decision into AOE's `repo_summary`, keeping
+    /// `hit = update + reserved` and `total = add + hit + unsatisfied`.
+    pub fn count(self, summary: &mut RepoSummary) {
+        summary.total += 1;
+        match self {
+            Decision::Add => summary.add += 1,
+            Decision::Update => {
+                summary.hit += 1;
+                summary.update += 1
+            }
+            Decision::Reserved => {
+                summary.hit += 1;
+                summary.reserved += 1
+            }
+            Decision::Unsatisfied => summary.unsatisfied += 1,
+        }
+    }
+
+    /// The `update_mode` of a modified op: add or update; `None` for a task that changed
+    /// nothing.
+    pub fn update_mode(self) -> Option<UpdateMode> {
+        match self {
+            Decision::Add => Some(UpdateMode::Add),
+            Decision::Update => Some(UpdateMode::Update),
+            Decision::Reserved | Decision::Unsatisfied => None,
+        }
+    }
 }
 
 #[cfg(test)]

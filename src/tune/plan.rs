@@ -133,3 +133,11 @@ fn by_ir(r: &ResolvedUnit, set: &BTreeSet<String>) -> bool {
                 && crate::key::ir::ir_type(t, (0, 0)).is_some_and(|i| set.contains(i))
         })
 }
+
+/// The seed of one task's search (OPAT's, SGAT's and the transfer comparison's): the job's seed
+/// mixed with the task's key.
+pub(crate) fn task_seed(seed: u64, key: &BankKey) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&key.0[..8]);
+    seed ^ u64::from_le_bytes(b)
+}

@@ -455,7 +455,7 @@ fn every_variant() -> Vec<Case> {
     use tunebank::bank::record::Damage;
     use tunebank::bank::store::StoreError;
     use tunebank::bank::{Backend, BankError, MaintenanceError, RecordError};
-    use tunebank::gdat::GdatError;
+    use tunebank::tune::gdat::GdatError;
     use tunebank::inspect::InspectError;
     use tunebank::job::JobError;
     use tunebank::key::{

@@ -10,12 +10,12 @@ use tunebank::key::StrategyMap;
 
 use prost::Message;
 use tunebank::bank::Bank;
-use tunebank::gdat::job::{MIN_IMPROVEMENT, WIN_RULE};
-use tunebank::gdat::split::{is_valid, optimum, schedule};
-use tunebank::gdat::{plan_job, run_job, Cluster, GdatPlan, GdatSettings, LinearCost};
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
 use tunebank::measure::{Measure, MeasureError, Outcome, TaskSpace, TuningTask};
 use tunebank::model::load_onnx;
+use tunebank::tune::gdat::job::{MIN_IMPROVEMENT, WIN_RULE};
+use tunebank::tune::gdat::split::{is_valid, optimum, schedule};
+use tunebank::tune::gdat::{plan_job, run_job, Cluster, GdatPlan, GdatSettings, LinearCost};
 use tunebank::tune::Decision;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
@@ -519,10 +519,10 @@ fn a_gradient_key_miss_names_the_differing_rank_size() {
     let dir = tempfile::tempdir().unwrap();
     let b = bank(dir.path());
     run_job(&p16, &b, &settings(false), None).unwrap();
-    let hit = tunebank::gdat::why_gradient(&b, &p16.descriptor, 16).unwrap();
+    let hit = tunebank::tune::gdat::why_gradient(&b, &p16.descriptor, 16).unwrap();
     assert!(hit.hit && hit.nearest.is_empty());
     let p64 = plan("bert_layer", 64);
-    let why = tunebank::gdat::why_gradient(&b, &p64.descriptor, 16).unwrap();
+    let why = tunebank::tune::gdat::why_gradient(&b, &p64.descriptor, 16).unwrap();
     assert!(!why.hit);
     assert_eq!(why.nearest.len(), 1);
     assert_eq!(why.nearest[0].key, p16.key);
@@ -628,7 +628,7 @@ fn run_job_finds_the_brute_force_optimum_on_small_instances() {
             .iter()
             .zip(&ready)
             .enumerate()
-            .map(|(i, (&bytes, &ready_us))| tunebank::gdat::Gradient {
+            .map(|(i, (&bytes, &ready_us))| tunebank::tune::gdat::Gradient {
                 name: format!("g{i}"),
                 bytes,
                 ready_us,
@@ -689,7 +689,7 @@ fn run_job_finds_the_brute_force_optimum_on_small_instances() {
 /// A runner whose time is `base_us` for the split `baseline` and `other_us` for every other
 /// split (one sample each); its space and default are the cluster model's.
 struct TwoTimes {
-    model: tunebank::gdat::search::ModelRunner,
+    model: tunebank::tune::gdat::search::ModelRunner,
     n: usize,
     max: usize,
     baseline: Vec<usize>,
@@ -718,7 +718,7 @@ impl Measure for TwoTimes {
         Ok(candidates
             .iter()
             .map(|c| {
-                let split = tunebank::gdat::search::from_strategy(c, self.n, self.max);
+                let split = tunebank::tune::gdat::search::from_strategy(c, self.n, self.max);
                 let us = if split.as_ref() == Some(&self.baseline) {
                     self.base_us
                 } else {

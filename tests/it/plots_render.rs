@@ -3,7 +3,7 @@
 
 use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg::{Options, Tree};
-use tunebank::report::plot::{before_after_svg, OpTimes, FASTER, SAME};
+use tunebank::tune::report::plot::{before_after_svg, OpTimes, FASTER, SAME};
 
 fn render(svg: &str) -> Pixmap {
     let tree = Tree::from_str(svg, &Options::default()).expect("the SVG parses");

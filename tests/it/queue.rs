@@ -797,7 +797,7 @@ fn cancel_marks_queued_tasks_and_workers_skip_them() {
 }
 
 /// ResNet-50's Gemm tuned on `soc` into `bank` (random, 8 trials, transfer as given).
-fn tune_gemm(bank: &Bank, soc: &str, transfer: bool) -> tune::TuneSummary {
+fn tune_gemm(bank: &Bank, soc: &str, transfer: bool) -> tune::opat::TuneSummary {
     let model = load_onnx(fixture("resnet50.onnx")).unwrap();
     let options = ResolvedOptions::from_args([format!("--soc_version={soc}")], &FsReader).unwrap();
     let only: BTreeSet<String> = ["Gemm".to_string()].into();
@@ -811,7 +811,7 @@ fn tune_gemm(bank: &Bank, soc: &str, transfer: bool) -> tune::TuneSummary {
         ..TuneSettings::default()
     };
     let cancel = AtomicBool::new(false);
-    tune::run(&plan, bank, &settings, "resnet50", None, &cancel, &mut ()).unwrap()
+    tune::opat::run(&plan, bank, &settings, "resnet50", None, &cancel, &mut ()).unwrap()
 }
 
 /// Transfer in a queued job: the worker seeds its search from the related records the bank

@@ -531,7 +531,8 @@ fn a_cancelled_job_is_incomplete_and_writes_nothing_unfinished() {
     let plan = resnet_plan("Ascend910B2");
     let dir = tempfile::tempdir().unwrap();
     let bank = graph_bank(dir.path(), "Ascend910B2");
-    let file = tunebank::report::ResultFile::sgat(dir.path(), std::time::SystemTime::now(), 1);
+    let file =
+        tunebank::tune::report::ResultFile::sgat(dir.path(), std::time::SystemTime::now(), 1);
     let s = run_sgat(
         &plan,
         &bank,

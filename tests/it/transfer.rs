@@ -265,7 +265,7 @@ fn seeded_searches_reach_the_cold_best_with_fewer_candidates() {
     let cancel = AtomicBool::new(false);
     let mut s = settings(&options, 32);
     s.transfer = false;
-    tune::run(&source, &bank, &s, "bert", None, &cancel, &mut ()).unwrap();
+    tune::opat::run(&source, &bank, &s, "bert", None, &cancel, &mut ()).unwrap();
     let (target, options) = plan("bert_layer", "Ascend910B2");
     let snap = snapshot(&bank, &target, 0..target.tasks.len()).unwrap();
     let c = compare(&target, &snap, &settings(&options, 32)).unwrap();

@@ -143,7 +143,7 @@ fn nothing_tuned_is_never_successful() {
     use std::sync::atomic::AtomicBool;
     use tunebank::bank::Bank;
     use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
-    use tunebank::report::OpatResult;
+    use tunebank::tune::report::OpatResult;
     use tunebank::tune::{self, TuneSettings};
 
     let dir = tempfile::tempdir().unwrap();
@@ -170,7 +170,7 @@ fn nothing_tuned_is_never_successful() {
             options_given: options.given().clone(),
             ..TuneSettings::default()
         };
-        tune::run(&plan, &bank, &settings, "bert", None, &cancel, &mut ())
+        tune::opat::run(&plan, &bank, &settings, "bert", None, &cancel, &mut ())
     };
     // A SoC the simulator has no model for: refused, or at least not successful.
     match run("Ascend920", false) {

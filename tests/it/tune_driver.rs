@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use tunebank::bank::{Bank, Descriptor};
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
 use tunebank::model::load_onnx;
-use tunebank::report::{OpatResult, ResultFile};
+use tunebank::tune::report::{OpatResult, ResultFile};
 use tunebank::tune::{self, Decision, TunePlan, TuneSettings};
 
 fn resnet_plan(only: Option<&[&str]>) -> (TunePlan, ResolvedOptions) {
@@ -53,10 +53,10 @@ fn true_us(plan: &TunePlan, i: usize, strategy: &tunebank::key::StrategyMap) -> 
         .unwrap()
 }
 
-/// `tune::run` of `plan` into `bank` under `settings`, as job "resnet50": no result file, never
+/// `tune::opat::run` of `plan` into `bank` under `settings`, as job "resnet50": no result file, never
 /// cancelled, no observer.
-fn run_tune(plan: &TunePlan, bank: &Bank, settings: &TuneSettings) -> tune::TuneSummary {
-    tune::run(
+fn run_tune(plan: &TunePlan, bank: &Bank, settings: &TuneSettings) -> tune::opat::TuneSummary {
+    tune::opat::run(
         plan,
         bank,
         settings,
@@ -94,7 +94,7 @@ fn a_cancelled_job_writes_nothing_and_says_incomplete() {
     let bank = bank(&dir);
     let file = ResultFile::opat(dir.path(), std::time::SystemTime::now(), 1);
     let cancel = AtomicBool::new(true);
-    let s = tune::run(
+    let s = tune::opat::run(
         &plan,
         &bank,
         &settings(&options),

@@ -126,12 +126,12 @@ mod tests {
     use tunebank::bank::record::Damage;
     use tunebank::bank::store::StoreError;
     use tunebank::bank::{BankError, MaintenanceError, RecordError};
-    use tunebank::gdat::GdatError;
     use tunebank::inspect::InspectError;
     use tunebank::key::BankKey;
     use tunebank::model::ModelError;
     use tunebank::pg::PgError;
     use tunebank::queue::QueueError;
+    use tunebank::tune::gdat::GdatError;
     use tunebank::tune::sgat::SgatError;
     use tunebank::tune::TuneError;
 

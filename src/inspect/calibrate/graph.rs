@@ -264,7 +264,7 @@ impl std::fmt::Display for GraphCalibrationReport {
                 f,
                 "{:<21} {:<24} {:>4} {:>12.1} {:>12} {:>12} {:>12}",
                 r.graph_id,
-                crate::report::shorten(&r.model_name, 24),
+                crate::tune::opat::shorten(&r.model_name, 24),
                 r.subgraphs,
                 r.real_us,
                 t(r.stored_us),

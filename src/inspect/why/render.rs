@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
 use crate::inspect::fields::FieldClass;
-use crate::report::text::{name_width, shorten_middle, text_table, Align};
+use crate::tune::report::text::{name_width, shorten_middle, text_table, Align};
 
 use super::{Explanation, FieldDiff, MissCause, MissDiagnosis, OpDiagnosis, Verdict, WhyReport};
 

@@ -21,6 +21,7 @@
 //! baseline).
 
 mod apply;
+mod report;
 mod search;
 mod space;
 
@@ -34,12 +35,12 @@ use search_strategies::{strategies::by_name, StopReason};
 pub use apply::{
     apply_graph_bank, apply_strategy, post_sgat_plan, AppliedSubgraph, ApplyError, PostSgat,
 };
+pub use report::{SgatReport, SubgraphChange};
 pub use search::{search_subgraph, sgat_best, SgatBest, SgatBestError, SubgraphSearch};
 pub use space::{SgatSpace, SpaceBuildError, MAX_RAW_CONFIGS};
 
-use super::outcome::{Decision, TaskOutcome};
 use super::pool::{Budget, Pool};
-use super::{check_settings, check_soc, plan, TuneError, TunePlan, TuneSettings, TuneStats};
+use super::{check_settings, check_soc, plan, TuneError, TunePlan, TuneSettings};
 use crate::bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
 use crate::failure::FailureKind;
 use crate::key::{BankKey, GraphDescriptor, ResolvedOptions, SocSpec};
@@ -47,7 +48,10 @@ use crate::measure::sim::graph::{GraphModelError, GraphOps, SgatStrategy, SGAT_M
 use crate::measure::sim::soc::SocModel;
 use crate::model::partition::{partition, PartitionError, Subgraph};
 use crate::model::{Model, SkippedOp};
-use crate::report::{OpatResult, ResultFile, SgatReport, SubgraphChange};
+use crate::tune::opat::TaskOutcome;
+use crate::tune::opat::TuneStats;
+use crate::tune::report::{OpatResult, ResultFile};
+use crate::tune::{task_seed, Decision};
 
 /// The runner identity of graph records: the simulator's subgraph model.
 pub fn sgat_runner_identity() -> String {
@@ -183,7 +187,7 @@ struct Prepared {
 
 /// Tunes every task of `plan` into the graph bank `bank`, with node op strategies from
 /// `op_bank` (hits) when given; rewrites `result_file` after each finished task. Contract as
-/// [`crate::tune::run`]: only clear wins are written as tuned, a finished task's record is in
+/// [`crate::tune::opat::run`]: only clear wins are written as tuned, a finished task's record is in
 /// the bank before it is in the result file, the summary satisfies AOE's invariants.
 #[allow(clippy::too_many_arguments)]
 pub fn run_sgat(
@@ -571,13 +575,6 @@ impl Ctx<'_> {
             Record::tuned(descriptor, options, strategy, base_us, timing, provenance)
         }
     }
-}
-
-/// The search seed of a task: the job's seed mixed with the key.
-fn task_seed(seed: u64, key: &BankKey) -> u64 {
-    let mut k = [0u8; 8];
-    k.copy_from_slice(&key.0[..8]);
-    seed ^ u64::from_le_bytes(k)
 }
 
 impl SgatError {

@@ -8,7 +8,7 @@ use std::fmt;
 use search_strategies::{Driver, History};
 
 use crate::measure::{runner_from_spec, Measure, MeasureError, RunnerObjective, TuningTask};
-use crate::tune::task::task_seed;
+use crate::tune::task_seed;
 use crate::tune::{TuneError, TunePlan, TuneSettings};
 
 use super::{transfer_strategy, Snapshot};

@@ -36,7 +36,7 @@ use search_strategies::Strategy;
 use crate::bank::{Bank, BankError};
 use crate::key::BankKey;
 use crate::measure::{json_to_value, TaskSpace};
-use crate::report::SeededBy;
+use crate::tune::report::SeededBy;
 
 pub use carry::{carry_core_split, CUBE_SPLIT};
 pub use distance::{

@@ -9,13 +9,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use tunebank::gdat::{why_gradient, GradientWhy};
 use tunebank::inspect::{
     why_descriptor, why_resolved, why_subgraphs, why_templates, SubgraphWhyReport, WhyConfig,
     WhyReport, WhyText,
 };
 use tunebank::job::{Environment, JobSpec, JobType};
 use tunebank::key::{FsReader, OpDescriptor, OpTemplate, RecordKind, ResolvedOp, ResolvedOptions};
+use tunebank::tune::gdat::{why_gradient, GradientWhy};
 
 use super::{open_bank, open_bank_of_kind, BankArgs};
 use crate::entry::{print_report, read_templates, stdout_width};

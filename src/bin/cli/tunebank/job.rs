@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use anyhow::Result;
 use tunebank::queue;
-use tunebank::report::ResultFile;
+use tunebank::tune::report::ResultFile;
 
 use crate::entry::print_report;
 

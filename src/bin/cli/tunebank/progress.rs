@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tunebank::job::Finished;
-use tunebank::report::text::shorten_middle;
+use tunebank::tune::report::text::shorten_middle;
 
 /// Set by SIGINT/SIGTERM; the driver stops cooperatively when it is set.
 pub static CANCEL: AtomicBool = AtomicBool::new(false);

@@ -14,7 +14,7 @@ use tunebank::job::{
     normalise_job_type, Environment, Finished, Job, JobOutcome, JobReport, JobSpec, JobType,
     Observer, Started,
 };
-use tunebank::report::TuneTable;
+use tunebank::tune::opat::TuneTable;
 
 use super::progress::{install_signal_handlers, Progress, CANCEL};
 /// tunebank's own flags of `tune` (the model, job type, framework, SoC and every ATC option
@@ -279,20 +279,22 @@ fn pictures(args: &TuneArgs, report: &JobReport<'_>) -> Result<()> {
                 result_file: report.result_file(),
                 workers: report.job().settings().workers,
             };
-            let svg =
-                tunebank::report::plot::before_after_svg(&table.op_times(), report.job().name());
+            let svg = tunebank::tune::report::plot::before_after_svg(
+                &table.op_times(),
+                report.job().name(),
+            );
             std::fs::write(path, svg)
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
     }
     if let Some((plan, outcome)) = report.gdat() {
         if let Some(p) = &g.timeline_out {
-            let doc = tunebank::gdat::report::timeline_json(plan, outcome);
+            let doc = tunebank::tune::gdat::report::timeline_json(plan, outcome);
             std::fs::write(p, serde_json::to_string_pretty(&doc)? + "\n")
                 .with_context(|| format!("--timeline-out {}", p.display()))?;
         }
         if let Some(p) = &g.svg {
-            std::fs::write(p, tunebank::gdat::render::gantt_svg(plan, outcome))
+            std::fs::write(p, tunebank::tune::gdat::render::gantt_svg(plan, outcome))
                 .with_context(|| format!("--svg {}", p.display()))?;
         }
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 use tunebank::job::Job;
 use tunebank::queue;
-use tunebank::report::{OpatResult, ResultFile};
+use tunebank::tune::report::{OpatResult, ResultFile};
 
 use super::progress::{install_signal_handlers, CANCEL};
 use super::tune::TuneArgs;
@@ -86,7 +86,7 @@ pub(super) fn write_report(
     client: &mut queue::Client,
     job_id: i64,
     result: &ResultFile,
-) -> Result<tunebank::report::OpatReport> {
+) -> Result<tunebank::tune::report::OpatReport> {
     let report = queue::job_report(client, job_id)?;
     result
         .write(&report)

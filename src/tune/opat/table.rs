@@ -5,10 +5,11 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::report::improvement;
-use crate::report::plot::OpTimes;
-use crate::report::text::{name_width, shorten_middle, text_table, Align};
-use crate::tune::{TunePlan, TuneSummary};
+use super::TuneSummary;
+use crate::tune::report::improvement;
+use crate::tune::report::plot::OpTimes;
+use crate::tune::report::text::{name_width, shorten_middle, text_table, Align};
+use crate::tune::TunePlan;
 
 /// A finished (or interrupted) tuning job, rendered as its summary text (`Display`; every line
 /// ends in a newline, and a blank line precedes the table and the totals).

@@ -4,6 +4,7 @@ use crate::key::StrategyMap;
 use std::collections::BTreeSet;
 
 use super::*;
+use crate::tune::plan;
 use crate::bank::layered::fresh_bank;
 use crate::bank::policy::Verdict;
 use crate::bank::store::StoreEntry;

@@ -33,12 +33,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{json, Map, Value};
 
 pub mod plot;
-pub mod sgat;
-mod summary;
 pub mod text;
-
-pub use sgat::{SgatReport, SubgraphChange};
-pub use summary::{shorten, TuneTable};
 
 /// `opat_tuning_result`: how the OPAT job ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -292,7 +287,7 @@ pub fn improvement(before_us: f64, after_us: f64) -> String {
     }
 }
 
-fn round(x: f64, decimals: i32) -> f64 {
+pub(crate) fn round(x: f64, decimals: i32) -> f64 {
     let p = 10f64.powi(decimals);
     (x * p).round() / p
 }

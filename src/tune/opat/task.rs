@@ -13,14 +13,14 @@ use std::time::Instant;
 use search_strategies::{Driver, History};
 
 use crate::bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
-use crate::key::BankKey;
 use crate::measure::{Measure, MeasureError, Outcome, RunnerObjective, TaskSpace, TuningTask};
 
-use super::decision::Round;
-use super::outcome::{Decision, TaskOutcome};
-use super::pool::{Budget, Cancellable, JobResult, TimedRunner};
-use super::transfer::{transfer_strategy, Related, Snapshot};
-use super::{TuneError, TunePlan, TuneSettings, TuneTask};
+use super::outcome::TaskOutcome;
+use crate::tune::pool::{Budget, Cancellable, JobResult, TimedRunner};
+use crate::tune::transfer::{transfer_strategy, Related, Snapshot};
+use crate::tune::Decision;
+use crate::tune::Round;
+use crate::tune::{task_seed, TuneError, TunePlan, TuneSettings, TuneTask};
 
 /// A queued task: its index and the bank entry it had (strategy, stored time), if any.
 pub(crate) struct Job {
@@ -363,11 +363,4 @@ impl Opat<'_> {
             )
         }
     }
-}
-
-/// The seed of one task's search: the job's seed mixed with the task's key.
-pub(crate) fn task_seed(seed: u64, key: &BankKey) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&key.0[..8]);
-    seed ^ u64::from_le_bytes(b)
 }

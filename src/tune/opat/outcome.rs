@@ -12,73 +12,11 @@ use search_strategies::StopReason;
 
 use crate::bank::policy::{Verdict, WritePolicy};
 use crate::bank::{Bank, BankError, Record};
-use crate::report::{
-    ModifiedOp, OpSeeded, OpatReport, OpatResult, RepoSummary, ResultFile, SeededBy, TuneMode,
-    UpdateMode,
+use crate::tune::report::{
+    ModifiedOp, OpSeeded, OpatReport, OpatResult, ResultFile, SeededBy, TuneMode,
 };
 
-use super::{TuneError, TunePlan, TuneTask};
-
-/// The decision for one task of any driver (OPAT, SGAT, GDAT): what its look-up and the win
-/// rule ([`super::WinRule`]) led to in the bank. Serialised (GDAT's `--json` outcome) as
-/// [`Decision::as_str`] says; printed with `{:?}` as the variant's name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// Miss, clear win: a record was added.
-    Add,
-    /// Hit, clear win: the record was replaced.
-    Update,
-    /// Hit, kept (reused, or no clear win).
-    Reserved,
-    /// Miss, no clear win (or the op could not be tuned).
-    Unsatisfied,
-}
-
-impl Decision {
-    /// `add`, `update`, `reserved` or `unsatisfied`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Add => "add",
-            Decision::Update => "update",
-            Decision::Reserved => "reserved",
-            Decision::Unsatisfied => "unsatisfied",
-        }
-    }
-
-    /// Whether the task had a bank entry before.
-    pub fn was_hit(self) -> bool {
-        matches!(self, Decision::Update | Decision::Reserved)
-    }
-
-    /// Counts one task with this decision into AOE's `repo_summary`, keeping
-    /// `hit = update + reserved` and `total = add + hit + unsatisfied`.
-    pub fn count(self, summary: &mut RepoSummary) {
-        summary.total += 1;
-        match self {
-            Decision::Add => summary.add += 1,
-            Decision::Update => {
-                summary.hit += 1;
-                summary.update += 1
-            }
-            Decision::Reserved => {
-                summary.hit += 1;
-                summary.reserved += 1
-            }
-            Decision::Unsatisfied => summary.unsatisfied += 1,
-        }
-    }
-
-    /// The `update_mode` of a modified op: add or update; `None` for a task that changed
-    /// nothing.
-    pub fn update_mode(self) -> Option<UpdateMode> {
-        match self {
-            Decision::Add => Some(UpdateMode::Add),
-            Decision::Update => Some(UpdateMode::Update),
-            Decision::Reserved | Decision::Unsatisfied => None,
-        }
-    }
-}
+use crate::tune::{Decision, TuneError, TunePlan, TuneTask};
 
 /// The result of one finished task.
 #[derive(Clone, Debug)]

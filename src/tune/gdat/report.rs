@@ -1,6 +1,6 @@
 //! What a GDAT job writes and prints: the AOE-style result file
 //! (`aoe_result_gdat_<YYYYMMDDHHMMSSmmm>_pid<pid>.json`, written atomically by
-//! [`crate::report::ResultFile::write_json`]), the `--timeline-out` document, and the lines to
+//! [`crate::tune::report::ResultFile::write_json`]), the `--timeline-out` document, and the lines to
 //! paste into a training script (HCCL, MindSpore, PyTorch DDP).
 //!
 //! Index conventions: the split is kept in production (backward) order; HCCL and MindSpore
@@ -14,7 +14,7 @@ use std::time::SystemTime;
 
 use serde_json::{json, Value};
 
-use crate::report::{improvement, timestamp_ms, ResultFile};
+use crate::tune::report::{improvement, timestamp_ms, ResultFile};
 
 use super::job::{GdatOutcome, GdatPlan, Scenario};
 use super::split::{schedule, to_hccl_order, to_sizes};
@@ -130,7 +130,7 @@ pub fn result_json(
     o: &GdatOutcome,
 ) -> Value {
     let mode = o.decision.as_str();
-    let mut summary = crate::report::RepoSummary::default();
+    let mut summary = crate::tune::report::RepoSummary::default();
     o.decision.count(&mut summary);
     let gdat = json!({
         "gdat_tuning_result": "tuning successful",

@@ -19,7 +19,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{improvement, round, OpatResult, RepoSummary};
+use crate::tune::report::{improvement, round, OpatResult, RepoSummary};
 
 /// One added or updated graph-bank entry.
 #[derive(Clone, Debug, PartialEq)]

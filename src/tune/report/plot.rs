@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::text::shorten_middle;
+use crate::tune::report::text::shorten_middle;
 
 /// One op's times for [`before_after_svg`].
 #[derive(Clone, Debug, PartialEq)]
