@@ -14,8 +14,8 @@ pub mod verify;
 
 pub use backend::Backend;
 pub use layered::{
-    descriptor_key, index_key, Bank, BankBuilder, BankError, Counters, Found, Hit, HitRef, LayerId,
-    Lookup,
+    descriptor_key, index_key, Bank, BankBuilder, BankError, Counters, Found, GroupRecord, Hit,
+    HitRef, IndexGroup, LayerId, Lookup,
 };
 pub use maintenance::{
     AddReport, ImportReport, LayerCounts, LayerView, MaintenanceError, MergeRun, MergeSource,

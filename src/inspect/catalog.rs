@@ -23,18 +23,7 @@ pub type LayerRecords = Vec<(LayerId, Result<Record, RecordError>)>;
 /// The record under `key` in every layer that holds it, in look-up order. A damaged record is
 /// returned as its error, so `show` can say so instead of failing.
 pub fn find_record(bank: &Bank, key: &BankKey) -> Result<LayerRecords, InspectError> {
-    let mut out = Vec::new();
-    for (layer, _) in bank.layer_paths() {
-        let Some(store) = bank.layer_store(layer) else {
-            continue;
-        };
-        let mut found = None;
-        store.get_with(key, &mut |bytes| found = Some(record::decode(key, bytes)))?;
-        if let Some(r) = found {
-            out.push((layer, r));
-        }
-    }
-    Ok(out)
+    Ok(bank.layer_records(key)?)
 }
 
 /// A listing filter; `None` matches all.

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::key::{derive_op_keys, FsReader, OpTemplate, ResolvedOp, ResolvedOptions, SocSpec};
-use crate::measure::TimingSettings;
+use crate::measure::{RunnerSpec, TimingSettings};
 use crate::model::load_onnx;
 use crate::tune::gdat::{self, Cluster};
 use crate::tune::sgat::sgat_plan;
-use crate::tune::{self, memory, TuneSettings};
+use crate::tune::{self, memory, TuneError, TuneSettings};
 
 use super::conversion::{open_op_bank, plan_units, Conversion};
 use super::{
@@ -172,7 +172,11 @@ impl JobSpec {
             }
             JobType::Gradient => {}
         }
-        if job_type == JobType::Subgraph && !settings.runner.starts_with("sim") {
+        let on_simulator = settings
+            .runner_spec()
+            .map_err(TuneError::from)?
+            .is_simulator();
+        if job_type == JobType::Subgraph && !on_simulator {
             return Err(JobError::Unsupported {
                 input: format!("--runner {}", settings.runner),
                 reason: "subgraph tuning (--job_type=1) runs on the simulator (--runner sim)"
@@ -473,13 +477,9 @@ fn worker_memory_bytes(runner: &str, env: &Environment) -> Result<u64, JobError>
     if let Some(mb) = env.positive("TUNEBANK_WORKER_MEMORY_MB")? {
         return Ok(mb as u64 * (1 << 20));
     }
-    Ok(if runner.starts_with("sim") {
-        256 << 20
-    } else if runner == "cpu" {
-        1 << 30
-    } else {
-        4 << 30
-    })
+    Ok(RunnerSpec::parse(runner)
+        .map_err(TuneError::from)?
+        .worker_memory_bytes())
 }
 
 /// The workers a job runs with: the request, capped by available memory.

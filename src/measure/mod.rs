@@ -54,6 +54,9 @@ use crate::key::{DType, OpDescriptor};
 pub mod cpu;
 pub mod exec;
 pub mod sim;
+mod spec;
+
+pub use spec::{runner_from_spec, runner_with_timing, RunnerSpec};
 
 /// AOE's failure taxonomy: why a candidate produced no time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -486,57 +489,6 @@ pub trait Measure {
         task: &TuningTask,
         candidates: &[StrategyMap],
     ) -> Result<Vec<Outcome>, MeasureError>;
-}
-
-/// The SoC versions (of [`crate::key::soc::SOCS`]) a runner spec can tune, or `None` when it
-/// tunes any (`cpu` measures host kernels whatever the SoC; `exec:` leaves it to the command).
-/// The simulator tunes only the SoCs it has a model for ([`sim::soc::SocModel::for_version`]).
-pub fn supported_socs(spec: &str) -> Option<Vec<&'static str>> {
-    if spec == "sim" || spec.starts_with("sim:") {
-        Some(
-            crate::key::soc::SOCS
-                .iter()
-                .map(|s| s.version)
-                .filter(|v| sim::soc::SocModel::for_version(v).is_some())
-                .collect(),
-        )
-    } else {
-        None
-    }
-}
-
-/// Builds a runner from its command-line spelling: `sim`, `sim:SEED` (noise on, seeded),
-/// `cpu`, or `exec:COMMAND`.
-pub fn runner_from_spec(spec: &str) -> Result<Box<dyn Measure + Send>, MeasureError> {
-    runner_with_timing(spec, TimingSettings::default())
-}
-
-/// [`runner_from_spec`] with `timing` (warm-ups, timed repeats per candidate, per-candidate
-/// limit) instead of the default [`TimingSettings`].
-pub fn runner_with_timing(
-    spec: &str,
-    timing: TimingSettings,
-) -> Result<Box<dyn Measure + Send>, MeasureError> {
-    if spec == "sim" {
-        return Ok(Box::new(sim::SimRunner::new().with_timing(timing)));
-    }
-    if let Some(seed) = spec.strip_prefix("sim:") {
-        let seed: u64 = seed
-            .parse()
-            .map_err(|_| MeasureError::UnknownRunner(spec.to_string()))?;
-        return Ok(Box::new(
-            sim::SimRunner::new()
-                .with_noise(seed, 0.02)
-                .with_timing(timing),
-        ));
-    }
-    if spec == "cpu" {
-        return Ok(Box::new(cpu::CpuRunner::new().with_timing(timing)));
-    }
-    if let Some(cmd) = spec.strip_prefix("exec:") {
-        return Ok(Box::new(exec::ExecRunner::new(cmd)?.with_timing(timing)));
-    }
-    Err(MeasureError::UnknownRunner(spec.to_string()))
 }
 
 /// Adapts a runner and a task to the search crate's [`Objective`]: each configuration is

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use search_strategies::strategies::by_name;
 
-use crate::measure::{runner_from_spec, TimingSettings};
+use crate::measure::{runner_from_spec, RunnerSpec, TimingSettings};
 
 use super::{TuneError, WinRule};
 
@@ -70,6 +70,14 @@ impl Default for TuneSettings {
     }
 }
 
+impl TuneSettings {
+    /// The runner spec parsed ([`RunnerSpec::parse`]): what every decision about the runner
+    /// asks.
+    pub fn runner_spec(&self) -> Result<RunnerSpec, crate::measure::MeasureError> {
+        RunnerSpec::parse(&self.runner)
+    }
+}
+
 /// Checks the runner spec and the strategy name without running anything, so a job with a
 /// bad one fails before it opens the bank or writes a file.
 pub fn check_settings(settings: &TuneSettings) -> Result<(), TuneError> {
@@ -82,10 +90,10 @@ pub fn check_settings(settings: &TuneSettings) -> Result<(), TuneError> {
     Ok(())
 }
 
-/// Checks that the runner can tune SoC `soc` at all ([`crate::measure::supported_socs`]), so a
+/// Checks that the runner can tune SoC `soc` at all ([`RunnerSpec::supported_socs`]), so a
 /// job that would tune nothing is refused before it opens the bank or writes a file.
 pub fn check_soc(settings: &TuneSettings, soc: &str) -> Result<(), TuneError> {
-    match crate::measure::supported_socs(&settings.runner) {
+    match settings.runner_spec()?.supported_socs() {
         Some(list) if !list.iter().any(|v| v.eq_ignore_ascii_case(soc)) => {
             Err(TuneError::UnsupportedSoc {
                 soc: soc.to_owned(),

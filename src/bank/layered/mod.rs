@@ -14,9 +14,11 @@ use crate::bank::verify::{verify_store, BankVerification, VerifyReport};
 use crate::key::{BankKey, KeyError, RecordKind};
 
 mod batch;
+mod group;
 mod inplace;
 
 use crate::failure::FailureKind;
+pub use group::{GroupRecord, IndexGroup};
 pub use inplace::{Found, HitRef};
 
 /// Which layer of a [`Bank`] a record came from.

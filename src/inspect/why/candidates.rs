@@ -4,11 +4,10 @@
 //! [`WhyConfig::candidate_limit`](super::WhyConfig::candidate_limit) entries of it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::ops::ControlFlow;
 use std::rc::Rc;
 
-use crate::bank::record::{self, Descriptor, Record};
-use crate::bank::store::IndexPrefix;
+use crate::bank::record::{Descriptor, Record};
+use crate::bank::IndexGroup;
 use crate::bank::{Bank, LayerId};
 use crate::inspect::InspectError;
 use crate::key::options::option_spec;
@@ -158,43 +157,24 @@ fn group(
     if let Some((g, limited, stale)) = cache.groups.get(&id) {
         return Ok((g.clone(), *limited, *stale));
     }
-    let Some(store) = bank.layer_store(layer) else {
-        return Ok((Rc::new(Vec::new()), false, 0));
-    };
-    let mut keys = Vec::new();
-    let mut limited = false;
-    store.scan_index(
-        &IndexPrefix {
-            soc: Some(soc),
-            kind: Some(RecordKind::Op),
-            op_type: Some(op_type),
-        },
-        &mut |_, key| {
-            if keys.len() >= limit {
-                limited = true;
-                return ControlFlow::Break(());
-            }
-            keys.push(*key);
-            ControlFlow::Continue(())
-        },
-    )?;
-    let mut out = Vec::with_capacity(keys.len());
+    let mut out = Vec::new();
     let mut stale = 0;
-    store.get_many_with(&keys, &mut |key, bytes| {
-        // The key schema version is header bytes 6..10 (ARCHITECTURE.md, "Bank storage format"): an entry keyed under an
-        // older schema counts as stale even when this build can no longer decode its body.
-        let version = bytes
-            .get(6..10)
-            .filter(|_| bytes.starts_with(&record::RECORD_MAGIC))
-            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
-        if version.is_some_and(|v| v < KEY_SCHEMA_VERSION) {
+    let group = IndexGroup {
+        soc,
+        kind: RecordKind::Op,
+        op_type,
+    };
+    let limited = bank.index_group(Some(layer), &group, limit, &|_| false, &mut |g| {
+        // An entry keyed under an older schema counts as stale even when this build can no
+        // longer decode its body.
+        if g.key_schema_version.is_some_and(|v| v < KEY_SCHEMA_VERSION) {
             stale += 1;
         }
         // Damaged records are `verify`'s business; a diagnosis compares what can be read.
-        if let Ok(record) = record::decode(key, bytes) {
+        if let Ok(record) = g.record {
             out.push(Candidate {
                 layer,
-                key: *key,
+                key: *g.key,
                 record,
             });
         }

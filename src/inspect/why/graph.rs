@@ -8,12 +8,11 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use std::ops::ControlFlow;
 
 use serde::Serialize;
 
-use crate::bank::record::{self, Descriptor};
-use crate::bank::store::IndexPrefix;
+use crate::bank::record::Descriptor;
+use crate::bank::IndexGroup;
 use crate::bank::{Bank, LayerId, Lookup};
 use crate::inspect::fields::{descriptor_diffs, tensor_diffs, FieldDiff};
 use crate::inspect::InspectError;
@@ -193,34 +192,19 @@ pub fn why_subgraphs(
 /// layer held more.
 fn read_group(bank: &Bank, soc: &str, limit: usize) -> Result<Group, InspectError> {
     let mut out = Vec::new();
-    let mut limited = false;
-    for (layer, _) in bank.layer_paths() {
-        let Some(store) = bank.layer_store(layer) else {
-            continue;
-        };
-        let mut keys = Vec::new();
-        let prefix = IndexPrefix {
-            soc: Some(soc),
-            kind: Some(RecordKind::Graph),
-            op_type: Some("graph"),
-        };
-        store.scan_index(&prefix, &mut |_, k| {
-            if keys.len() >= limit {
-                limited = true;
-                return ControlFlow::Break(());
+    let group = IndexGroup {
+        soc,
+        kind: RecordKind::Graph,
+        op_type: "graph",
+    };
+    let limited = bank.index_group(None, &group, limit, &|_| false, &mut |g| {
+        // Damaged records are `verify`'s business; a diagnosis compares what can be read.
+        if let Ok(r) = g.record {
+            if let Descriptor::Graph(d) = r.descriptor {
+                out.push((g.layer, *g.key, d));
             }
-            keys.push(*k);
-            ControlFlow::Continue(())
-        })?;
-        store.get_many_with(&keys, &mut |key, bytes| {
-            // Damaged records are `verify`'s business; a diagnosis compares what can be read.
-            if let Ok(r) = record::decode(key, bytes) {
-                if let Descriptor::Graph(g) = r.descriptor {
-                    out.push((layer, *key, g));
-                }
-            }
-        })?;
-    }
+        }
+    })?;
     Ok((out, limited))
 }
 

@@ -4,12 +4,10 @@
 //! gradient) of each layer, at most `limit` records per layer; never scans a whole bank.
 
 use std::fmt;
-use std::ops::ControlFlow;
 
 use serde::Serialize;
 
-use crate::bank::store::IndexPrefix;
-use crate::bank::{Bank, Descriptor, LayerId, Lookup};
+use crate::bank::{Bank, Descriptor, IndexGroup, LayerId, Lookup};
 use crate::key::{BankKey, GradientDescriptor, RecordKind};
 
 use super::GdatError;
@@ -117,37 +115,28 @@ pub fn why_gradient(
         });
     }
     let mut nearest = Vec::new();
-    for (layer, _) in bank.layer_paths() {
-        let Some(store) = bank.layer_store(layer) else {
-            continue;
-        };
-        let prefix = IndexPrefix {
-            soc: Some(&wanted.soc.version),
-            kind: Some(RecordKind::Gradient),
-            op_type: Some("gradient"),
-        };
-        let mut keys = Vec::new();
-        store
-            .scan_index(&prefix, &mut |_, k| {
-                keys.push(*k);
-                if keys.len() >= limit {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
-            })
-            .map_err(crate::bank::BankError::from)?;
-        for k in keys {
-            if let Some(rec) = bank.get_record(layer, &k)? {
-                if let Descriptor::Gradient(d) = &rec.descriptor {
-                    nearest.push(GradientNearMiss {
-                        key: k,
-                        layer: layer_name(layer),
-                        differences: differences(d, wanted),
-                    });
-                }
+    let mut damaged = None;
+    let group = IndexGroup {
+        soc: &wanted.soc.version,
+        kind: RecordKind::Gradient,
+        op_type: "gradient",
+    };
+    bank.index_group(None, &group, limit, &|_| false, &mut |g| match g.record {
+        Ok(rec) => {
+            if let Descriptor::Gradient(d) = &rec.descriptor {
+                nearest.push(GradientNearMiss {
+                    key: *g.key,
+                    layer: layer_name(g.layer),
+                    differences: differences(d, wanted),
+                });
             }
         }
+        Err(e) => {
+            damaged.get_or_insert(e);
+        }
+    })?;
+    if let Some(e) = damaged {
+        return Err(crate::bank::BankError::from(e).into());
     }
     nearest.sort_by(|a, b| {
         a.differences

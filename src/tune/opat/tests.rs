@@ -4,7 +4,6 @@ use crate::key::StrategyMap;
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::tune::plan;
 use crate::bank::layered::fresh_bank;
 use crate::bank::policy::Verdict;
 use crate::bank::store::StoreEntry;
@@ -12,6 +11,7 @@ use crate::bank::{
     layered::index_key, BankError, Descriptor, LayerId, Origin, Performance, Provenance, Record,
 };
 use crate::key::{FsReader, RecordKind, ResolvedOptions};
+use crate::tune::plan;
 
 /// Offers `record`, compared side by side with `baseline`, to the bank as a finished task does.
 fn write_outcome(

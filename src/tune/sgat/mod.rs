@@ -200,7 +200,11 @@ pub fn run_sgat(
     cancel: &AtomicBool,
 ) -> Result<SgatSummary, SgatError> {
     check_settings(settings)?;
-    if !settings.runner.starts_with("sim") {
+    if !settings
+        .runner_spec()
+        .map_err(TuneError::from)?
+        .is_simulator()
+    {
         return Err(SgatError::Runner(settings.runner.clone()));
     }
     if let Some(t) = plan.tasks.first() {

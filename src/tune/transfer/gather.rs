@@ -2,12 +2,10 @@
 //! the secondary-index group (SoC, op, op type) of every known SoC in every layer.
 
 use crate::key::StrategyMap;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::ControlFlow;
 
-use crate::bank::record::{self, Descriptor};
-use crate::bank::store::IndexPrefix;
-use crate::bank::{Bank, BankError};
+use crate::bank::{Bank, BankError, Descriptor, IndexGroup};
 use crate::key::soc::SOCS;
 use crate::key::{BankKey, OpDescriptor, RecordKind, KEY_SCHEMA_VERSION};
 
@@ -34,32 +32,23 @@ pub(super) fn read_pool(
     bank: &Bank,
     op_types: &BTreeSet<String>,
 ) -> Result<BTreeMap<BankKey, Stored>, BankError> {
-    let mut pool = BTreeMap::new();
-    for (layer, _) in bank.layer_paths() {
-        let Some(store) = bank.layer_store(layer) else {
-            continue;
-        };
-        for op_type in op_types {
-            for soc in SOCS {
-                let mut keys = Vec::new();
-                store.scan_index(
-                    &IndexPrefix {
-                        soc: Some(soc.version),
-                        kind: Some(RecordKind::Op),
-                        op_type: Some(op_type),
-                    },
-                    &mut |_, key| {
-                        if keys.len() >= GROUP_LIMIT {
-                            return ControlFlow::Break(());
-                        }
-                        if !pool.contains_key(key) {
-                            keys.push(*key);
-                        }
-                        ControlFlow::Continue(())
-                    },
-                )?;
-                store.get_many_with(&keys, &mut |key, bytes| {
-                    let Ok(r) = record::decode(key, bytes) else {
+    // A key is taken from the first layer that holds it: the later layers' scans skip the
+    // keys already read (and do not count them against the limit).
+    let pool = RefCell::new(BTreeMap::new());
+    for op_type in op_types {
+        for soc in SOCS {
+            let group = IndexGroup {
+                soc: soc.version,
+                kind: RecordKind::Op,
+                op_type,
+            };
+            bank.index_group(
+                None,
+                &group,
+                GROUP_LIMIT,
+                &|key| pool.borrow().contains_key(key),
+                &mut |g| {
+                    let Ok(r) = g.record else {
                         return;
                     };
                     let tuned_us = r.performance.tuned_us;
@@ -69,21 +58,19 @@ pub(super) fn read_pool(
                         return;
                     }
                     if let Descriptor::Op(op) = r.descriptor {
-                        pool.insert(
-                            *key,
-                            Stored {
-                                key: *key,
-                                op,
-                                strategy: r.strategy,
-                                tuned_us,
-                            },
-                        );
+                        let stored = Stored {
+                            key: *g.key,
+                            op,
+                            strategy: r.strategy,
+                            tuned_us,
+                        };
+                        pool.borrow_mut().insert(*g.key, stored);
                     }
-                })?;
-            }
+                },
+            )?;
         }
     }
-    Ok(pool)
+    Ok(pool.into_inner())
 }
 
 /// The `k` records of `pool` nearest to `target` (whose own key is `own`, never its own
