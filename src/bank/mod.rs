@@ -15,7 +15,7 @@ pub mod verify;
 pub use backend::Backend;
 pub use layered::{
     descriptor_key, index_key, Bank, BankBuilder, BankError, Counters, Found, GroupRecord, Hit,
-    HitRef, IndexGroup, LayerId, Lookup,
+    HitRef, IndexGroup, LayerId, LayerRecords, Lookup,
 };
 pub use maintenance::{
     AddReport, ImportReport, LayerCounts, LayerView, MaintenanceError, MergeRun, MergeSource,

@@ -7,9 +7,9 @@ use std::ops::ControlFlow;
 
 use serde::Serialize;
 
-use crate::bank::record::{self, Descriptor, Origin, Record, RecordError};
+use crate::bank::record::{self, Descriptor, Origin, Record};
 use crate::bank::store::{IndexPrefix, Store};
-use crate::bank::{index_key, Bank, LayerId};
+use crate::bank::{index_key, Bank};
 use crate::inspect::InspectError;
 use crate::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 
@@ -17,12 +17,9 @@ pub mod reports;
 
 pub use reports::{DiffReport, LayerStats, ListReport, ShowReport, StatsReport};
 
-/// The record (or the damage found instead) that each layer holds under one key.
-pub type LayerRecords = Vec<(LayerId, Result<Record, RecordError>)>;
-
 /// The record under `key` in every layer that holds it, in look-up order. A damaged record is
 /// returned as its error, so `show` can say so instead of failing.
-pub fn find_record(bank: &Bank, key: &BankKey) -> Result<LayerRecords, InspectError> {
+pub fn find_record(bank: &Bank, key: &BankKey) -> Result<crate::bank::LayerRecords, InspectError> {
     Ok(bank.layer_records(key)?)
 }
 

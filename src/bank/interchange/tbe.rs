@@ -36,8 +36,6 @@ use crate::key::{
     ir, AttrValue, CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc,
 };
 
-/// The simulator's cube tiling parameters, in the order the simulator lists them.
-
 /// The GEMM a TBE MatMul `info_dict` describes (sizes aligned to fractals).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TbeGemm {

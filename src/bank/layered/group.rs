@@ -22,6 +22,10 @@ pub struct IndexGroup<'a> {
     pub op_type: &'a str,
 }
 
+/// The record (or the damage found instead) that each layer holds under one key, in look-up
+/// order.
+pub type LayerRecords = Vec<(LayerId, Result<Record, RecordError>)>;
+
 /// One record of a group as [`Bank::index_group`] reads it.
 #[derive(Debug)]
 pub struct GroupRecord<'a> {
@@ -87,10 +91,7 @@ impl Bank {
 
     /// The record under `key` in every open layer that holds it, in look-up order; a damaged
     /// record is returned as its error (so `show` can say so instead of failing).
-    pub fn layer_records(
-        &self,
-        key: &BankKey,
-    ) -> Result<Vec<(LayerId, Result<Record, RecordError>)>, BankError> {
+    pub fn layer_records(&self, key: &BankKey) -> Result<LayerRecords, BankError> {
         let mut out = Vec::new();
         for l in &self.layers {
             let mut found = None;

@@ -18,7 +18,7 @@ mod group;
 mod inplace;
 
 use crate::failure::FailureKind;
-pub use group::{GroupRecord, IndexGroup};
+pub use group::{GroupRecord, IndexGroup, LayerRecords};
 pub use inplace::{Found, HitRef};
 
 /// Which layer of a [`Bank`] a record came from.

@@ -4,7 +4,6 @@
 //! code, not comments or strings): `crate::x::…`, grouped `crate::{x, y::…}` and `super::…`
 //! resolved against the file's own module.
 
-
 use super::{code_only, fail_if_any, root, rust_files};
 
 /// The layers, lowest first. A unit is a top-level module of `src/`, except that the tuning
