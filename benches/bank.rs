@@ -41,7 +41,7 @@ fn lookups(c: &mut Criterion) {
     let bank = open_bank(&path);
     let raw = redb::Builder::new()
         .set_concurrency_mode(ConcurrencyMode::MultiWriter)
-        .set_cache_size(tunebank::bank::store::redb::DEFAULT_CACHE_BYTES)
+        .set_cache_size(tunebank::bank::store::DEFAULT_CACHE_BYTES)
         .open_read_only(&path)
         .expect("raw redb open");
 
@@ -130,14 +130,14 @@ fn lookups(c: &mut Criterion) {
     g.bench_function("answer_verify_decode_in_memory", |b| {
         b.iter(|| {
             i = (i + 1) % keys.len();
-            let a = tunebank::bank::record::decode_answer(&keys[i], &values[i]).unwrap();
+            let a = tunebank::bank::decode_answer(&keys[i], &values[i]).unwrap();
             black_box(a.strategy.len())
         })
     });
     g.bench_function("answer_verify_in_place_in_memory", |b| {
         b.iter(|| {
             i = (i + 1) % keys.len();
-            let a = tunebank::bank::record::decode_answer_ref(&keys[i], &values[i]).unwrap();
+            let a = tunebank::bank::decode_answer_ref(&keys[i], &values[i]).unwrap();
             black_box(a.strategy.len())
         })
     });

@@ -117,7 +117,7 @@ fn why(c: &mut Criterion) {
         }
         let t = std::time::Instant::now();
         for (k, v) in keys.iter().zip(&vals) {
-            black_box(tunebank::bank::record::decode(k, v).unwrap());
+            black_box(tunebank::bank::decode(k, v).unwrap());
         }
         eprintln!("2k decodes: {:?}", t.elapsed());
     }

@@ -13,10 +13,8 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use tunebank::bank::record::{
-    decode_answer, encode, Descriptor, Origin, Performance, Provenance, Record,
-};
 use tunebank::bank::store::{IndexKey, RedbStore, Store, StoreEntry};
+use tunebank::bank::{decode_answer, encode, Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::key::StrategyMap;
 use tunebank::key::{
     BankKey, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,

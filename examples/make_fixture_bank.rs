@@ -9,10 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use tunebank::bank::record::{
-    encode, encode_v1, Descriptor, Origin, Performance, Provenance, Record,
-};
 use tunebank::bank::store::{IndexKey, RedbStore, Store, StoreEntry};
+use tunebank::bank::{encode, encode_v1, Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::key::StrategyMap;
 use tunebank::key::{
     BankKey, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,

@@ -9,8 +9,8 @@
 
 use std::path::Path;
 
-use tunebank::bank::record::{decode, encode, HEADER_LEN, RECORD_FORMAT_VERSION, RECORD_MAGIC};
 use tunebank::bank::store::{RedbStore, Store};
+use tunebank::bank::{decode, encode, HEADER_LEN, RECORD_FORMAT_VERSION, RECORD_MAGIC};
 
 fn write(target: &str, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let dir = Path::new("fuzz/seeds").join(target);

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use tunebank::bank::record::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::bank::Bank;
+use tunebank::bank::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::key::{
     CubeMath, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,
 };
@@ -146,7 +146,7 @@ pub fn record(i: u64) -> Record {
 pub fn ensure_bank(n: u64) -> PathBuf {
     let dir = bench_dir();
     std::fs::create_dir_all(&dir).expect("create bench-banks directory");
-    let v = tunebank::bank::record::RECORD_FORMAT_VERSION;
+    let v = tunebank::bank::RECORD_FORMAT_VERSION;
     let path = dir.join(format!("op_{n}_f{v}.redb"));
     if path.exists() {
         return path;

@@ -41,7 +41,7 @@ pub use model::tunebank_model_keys;
 use std::ffi::c_char;
 use std::ptr;
 
-use tunebank::bank::record::AnswerRef;
+use tunebank::bank::AnswerRef;
 use tunebank::bank::{Bank, Found, Lookup, Record};
 use tunebank::key::StrategyMap;
 use tunebank::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};

@@ -6,7 +6,7 @@
 //! the in-place answer must say what the owned answer says.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tunebank::bank::record::{
+use tunebank::bank::{
     decode, decode_answer, decode_answer_ref, decode_answer_section_fast, decode_answer_section_generic, seal,
     RECORD_FORMAT_VERSION,
 };

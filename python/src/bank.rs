@@ -12,7 +12,7 @@ use std::sync::RwLock;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use tunebank::bank::record::AnswerRef;
+use tunebank::bank::AnswerRef;
 use tunebank::bank::{Bank as RustBank, Found, HitRef, LayerId};
 use tunebank::inspect::{why_resolved, why_templates, WhyConfig};
 use tunebank::key::{BankKey, OpTemplate, RecordKind, ResolvedOp, KEY_SCHEMA_VERSION};

@@ -34,7 +34,7 @@ pub mod aoe_export;
 pub mod aoe_graph;
 mod md5;
 pub mod pyjson;
-pub mod tbe;
+pub(crate) mod tbe;
 
 use crate::failure::{io_kind, FailureKind};
 pub use md5::md5_hex;
@@ -101,7 +101,7 @@ struct Line {
 }
 
 /// The export line of one record (without the newline).
-pub fn export_line(key: &BankKey, record: &Record) -> String {
+pub(crate) fn export_line(key: &BankKey, record: &Record) -> String {
     #[derive(Serialize)]
     struct LineRef<'a> {
         key: &'a BankKey,

@@ -20,7 +20,7 @@ use crate::key::{ir, BankKey, KEY_SCHEMA_V1, KEY_SCHEMA_VERSION};
 
 /// The record under the current key schema, or why it cannot be migrated. A record of the
 /// current schema is returned unchanged.
-pub fn migrate_record(record: &Record) -> Result<Record, String> {
+pub(crate) fn migrate_record(record: &Record) -> Result<Record, String> {
     match record.key_schema_version {
         KEY_SCHEMA_VERSION => return Ok(record.clone()),
         KEY_SCHEMA_V1 => {}

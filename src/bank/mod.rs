@@ -1,27 +1,23 @@
 //! Records, storage backends, layered look-ups and bank paths. Only this module touches storage.
 
-pub mod backend;
+pub(crate) mod backend;
 pub mod interchange;
-pub mod layered;
-pub mod maintenance;
+pub(crate) mod layered;
+pub(crate) mod maintenance;
 pub mod migrate;
-pub mod netfs;
+pub(crate) mod netfs;
 pub mod paths;
 pub mod policy;
-pub mod record;
+pub(crate) mod record;
 pub mod store;
-pub mod verify;
+pub(crate) mod verify;
 
 pub use backend::Backend;
 pub use layered::{
-    descriptor_key, index_key, Bank, BankBuilder, BankError, Counters, Found, GroupRecord, Hit,
-    HitRef, IndexGroup, LayerId, LayerRecords, Lookup,
+    descriptor_key, index_key, Bank, BankBuilder, BankError, Counters, Found, Hit, HitRef, LayerId,
+    Lookup,
 };
-pub use maintenance::{
-    AddReport, ImportReport, LayerCounts, LayerView, MaintenanceError, MergeRun, MergeSource,
-    SourceMerge,
-};
-pub use record::{
-    Descriptor, ManualTiming, Origin, Performance, Provenance, Record, RecordError, Timing,
-};
-pub use verify::BankVerification;
+pub(crate) use layered::{IndexGroup, LayerRecords};
+pub use maintenance::*;
+pub use record::*;
+pub use verify::*;

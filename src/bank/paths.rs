@@ -10,7 +10,7 @@ use crate::failure::FailureKind;
 use crate::key::RecordKind;
 
 /// File name of a bank inside its directory, by kind.
-pub fn bank_file_name(kind: RecordKind) -> &'static str {
+pub(crate) fn bank_file_name(kind: RecordKind) -> &'static str {
     match kind {
         RecordKind::Op => "tunebank_op.redb",
         RecordKind::Graph => "tunebank_graph.redb",
@@ -34,7 +34,7 @@ pub struct BankEnv {
 
 impl BankEnv {
     /// Reads the variables from the process environment. Empty values count as unset.
-    pub fn from_process() -> Self {
+    pub(crate) fn from_process() -> Self {
         let get = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         BankEnv {
             tune_bank_path: get("TUNE_BANK_PATH"),
@@ -47,7 +47,7 @@ impl BankEnv {
 
 /// Which rule chose a bank directory (reported to users so a surprising path can be explained).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PathSource {
+pub(crate) enum PathSource {
     /// An explicit `--bank` path.
     Explicit,
     /// `TUNE_BANK_PATH`.
@@ -60,7 +60,7 @@ pub enum PathSource {
 
 /// A resolved bank file location.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BankLocation {
+pub(crate) struct BankLocation {
     /// The bank file.
     pub file: PathBuf,
     /// The rule that chose it.
@@ -126,7 +126,7 @@ fn has_rwx(dir: &Path) -> bool {
 
 /// Checks the `TUNE_BANK_PATH` contract: an existing directory with rwx permission. Called before
 /// any work starts, so a bad value creates and changes nothing.
-pub fn check_tune_bank_path(path: &Path) -> Result<(), PathError> {
+pub(crate) fn check_tune_bank_path(path: &Path) -> Result<(), PathError> {
     let meta = std::fs::metadata(path).map_err(|_| PathError::TuneBankPathMissing {
         path: path.to_owned(),
     })?;
@@ -160,7 +160,7 @@ pub fn redacted(location: &Path) -> PathBuf {
 /// The name of the bank of `kind` on `soc` inside a PostgreSQL database: `op/<soc>`,
 /// `graph/<soc>`, `gradient/<soc>` (one database holds the banks of every kind and SoC, as one
 /// directory tree holds their redb files).
-pub fn pg_bank_name(kind: RecordKind, soc: &str) -> String {
+pub(crate) fn pg_bank_name(kind: RecordKind, soc: &str) -> String {
     let kind = match kind {
         RecordKind::Op => "op",
         RecordKind::Graph => "graph",
@@ -171,7 +171,7 @@ pub fn pg_bank_name(kind: RecordKind, soc: &str) -> String {
 
 /// A PostgreSQL bank URL naming the bank of `kind` on `soc` ([`pg_bank_name`]) in its fragment,
 /// unless the URL already names one (`postgres://…/db#NAME`).
-pub fn pg_bank_url(url: &str, kind: RecordKind, soc: &str) -> PathBuf {
+pub(crate) fn pg_bank_url(url: &str, kind: RecordKind, soc: &str) -> PathBuf {
     if url.contains('#') {
         PathBuf::from(url)
     } else {
@@ -190,7 +190,7 @@ pub fn pg_bank_url(url: &str, kind: RecordKind, soc: &str) -> PathBuf {
 /// a directory is [`bank_file_name`]. `TUNE_BANK_PATH` is checked (exists, rwx) here; nothing is
 /// created. A `postgres://` URL, explicit or in `TUNE_BANK_PATH`, names a database: the bank is
 /// the one of `kind` on `soc` in it ([`pg_bank_url`]).
-pub fn resolve_custom(
+pub(crate) fn resolve_custom(
     kind: RecordKind,
     soc: &str,
     explicit: Option<&Path>,
@@ -255,7 +255,7 @@ pub fn resolve_custom(
 /// `$HOME/Ascend/latest/data/aoe/built-in/{op,graph}/<soc>/<file>`. The file may not exist; a
 /// missing built-in bank is simply an absent layer. A `postgres://` URL in
 /// `TUNEBANK_BUILTIN_PATH` names the database holding the built-in banks ([`pg_bank_url`]).
-pub fn resolve_builtin(kind: RecordKind, soc: &str, env: &BankEnv) -> Option<PathBuf> {
+pub(crate) fn resolve_builtin(kind: RecordKind, soc: &str, env: &BankEnv) -> Option<PathBuf> {
     check_soc(soc).ok()?;
     if let Some(url) = env
         .builtin_path

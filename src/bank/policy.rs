@@ -61,7 +61,7 @@ pub enum Evidence {
 
 impl Evidence {
     /// The rank of a runner identity (`Measure::identity`, stored as `performance.runner`).
-    pub fn of_runner(runner: &str) -> Evidence {
+    pub(crate) fn of_runner(runner: &str) -> Evidence {
         let family = runner.split(':').next().unwrap_or(runner);
         match family {
             "exec" if runner.starts_with("exec:") => Evidence::Device,
@@ -136,7 +136,7 @@ impl Reason {
     ];
 
     /// Whether the offered record replaces (or fills) the key under this reason.
-    pub fn replaces(self) -> bool {
+    pub(crate) fn replaces(self) -> bool {
         match self {
             Reason::EmptyKey
             | Reason::ReplacesDamaged
@@ -194,7 +194,7 @@ impl From<Reason> for Verdict {
 /// The parts of a record the policy reads: its strategy and its performance. A full [`Record`]
 /// and the [`Answer`] a conditional write decodes both give one.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Candidate<'a> {
+pub(crate) struct Candidate<'a> {
     /// The stored or offered strategy.
     pub strategy: &'a StrategyMap,
     /// Its measured performance (times, runner, confirmed-default flag).
@@ -228,7 +228,7 @@ impl<'a> From<&'a Answer> for Candidate<'a> {
 
 /// What a key holds when the policy judges an offered record.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Held<'a> {
+pub(crate) enum Held<'a> {
     /// Nothing.
     Empty,
     /// A value that does not decode (damaged, or of a format this build cannot read).
@@ -240,7 +240,7 @@ pub enum Held<'a> {
 /// The one bank-write policy (see the module docs for the rule). Tuning sets
 /// [`WritePolicy::beaten_baseline`]; merge and import use [`WritePolicy::MERGE`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct WritePolicy<'a> {
+pub(crate) struct WritePolicy<'a> {
     /// The strategy the offered record was re-measured against side by side and beat (tuning's
     /// baseline: the bank entry it looked up, or the runner's default). Where the key still
     /// holds exactly that strategy, the offered record replaces it (rule 4).

@@ -53,7 +53,7 @@ enum Command {
     /// --soc_version=...` plus ATC options; winners go to the custom bank of the job's kind and
     /// an AOE result file is rewritten as the job goes. Exit 0 done, 1 some op failed, 130 interrupted (a
     /// rerun continues); failures as `tunebank --help` lists.
-    #[command(before_long_help = tunebank::key::options::options_help())]
+    #[command(before_long_help = tunebank::key::options_help())]
     #[command(
         after_help = "AOE/ATC flags: --model=FILE (required), --job_type=1|2|4 | --job-type \
 subgraph|op|gradient (SGAT, OPAT: the default, GDAT), --framework=5, --soc_version=SOC \
@@ -66,7 +66,7 @@ search round), AOE_MODE (the job type when --job_type is not given), ASCEND_DEVI
     Tune(Box<tune::TuneArgs>),
     /// The converter's view: every op of `--model=m.onnx` resolved against the bank under the
     /// given ATC options, hit or miss per op.
-    #[command(before_long_help = tunebank::key::options::options_help())]
+    #[command(before_long_help = tunebank::key::options_help())]
     #[command(
         after_help = "AOE/ATC flags: --model=FILE (required), --soc_version=SOC (required) \
 and every ATC option; they must match those used for tuning for the ops to hit."

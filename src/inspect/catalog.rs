@@ -13,13 +13,16 @@ use crate::bank::{index_key, Bank};
 use crate::inspect::InspectError;
 use crate::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 
-pub mod reports;
+pub(crate) mod reports;
 
 pub use reports::{DiffReport, LayerStats, ListReport, ShowReport, StatsReport};
 
 /// The record under `key` in every layer that holds it, in look-up order. A damaged record is
 /// returned as its error, so `show` can say so instead of failing.
-pub fn find_record(bank: &Bank, key: &BankKey) -> Result<crate::bank::LayerRecords, InspectError> {
+pub(crate) fn find_record(
+    bank: &Bank,
+    key: &BankKey,
+) -> Result<crate::bank::LayerRecords, InspectError> {
     Ok(bank.layer_records(key)?)
 }
 
@@ -87,7 +90,10 @@ fn listed(key: &BankKey, r: &Record) -> Listed {
 
 /// Records of one store matching `filter`, in index order when a SoC is given (an index scan),
 /// else in key order (a full scan). Damaged records are skipped (`verify` reports them).
-pub fn list_records(store: &dyn Store, filter: &Filter) -> Result<Vec<Listed>, InspectError> {
+pub(crate) fn list_records(
+    store: &dyn Store,
+    filter: &Filter,
+) -> Result<Vec<Listed>, InspectError> {
     let mut out = Vec::new();
     let keep = |l: &Listed| {
         filter.soc.as_ref().is_none_or(|s| *s == l.soc)
@@ -215,7 +221,7 @@ fn read_all(store: &dyn Store) -> Result<BTreeMap<BankKey, Option<Record>>, Insp
 }
 
 /// Compares two stores record by record (full scans of both).
-pub fn diff_stores(a: &dyn Store, b: &dyn Store) -> Result<BankDiff, InspectError> {
+pub(crate) fn diff_stores(a: &dyn Store, b: &dyn Store) -> Result<BankDiff, InspectError> {
     let ra = read_all(a)?;
     let mut rb = read_all(b)?;
     let mut d = BankDiff::default();

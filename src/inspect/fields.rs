@@ -157,7 +157,7 @@ pub fn tensor_diffs(
 }
 
 /// Every field in which `stored` differs from `current`, in descriptor order.
-pub fn descriptor_diffs(stored: &OpDescriptor, current: &OpDescriptor) -> Vec<FieldDiff> {
+pub(crate) fn descriptor_diffs(stored: &OpDescriptor, current: &OpDescriptor) -> Vec<FieldDiff> {
     let mut out = Vec::new();
     let mut push = |field: &str, class, a: String, b: String| {
         if a != b {

@@ -12,24 +12,24 @@
 //! A model importer plugs in by producing `&[OpTemplate]`; nothing here reads models.
 
 pub mod calibrate;
-pub mod catalog;
-pub mod fields;
-pub mod lookup;
-pub mod why;
+pub(crate) mod catalog;
+pub(crate) mod fields;
+pub(crate) mod lookup;
+pub(crate) mod why;
 
 pub use catalog::{
-    diff_stores, find_record, list_records, stats, BankDiff, BankStats, DiffReport, Filter,
-    LayerStats, ListReport, Listed, ShowReport, StatsReport,
+    stats, BankDiff, BankStats, DiffReport, Filter, LayerStats, ListReport, Listed, ShowReport,
+    StatsReport,
 };
-pub use fields::{descriptor_diffs, distance, FieldClass, FieldDiff};
+pub use fields::{distance, FieldClass, FieldDiff};
 pub use lookup::{
     ConvertReport, ConvertRow, KeyListing, KeyRow, LookupAnswer, LookupReport, LookupRow,
 };
 pub use why::{
-    graph_diffs, why_descriptor, why_resolved, why_subgraphs, why_templates, Explanation,
-    GraphDiff, GraphDiffKind, GraphNearEntry, GraphVerdict, MissCause, MissDiagnosis, NearEntry,
-    OpDiagnosis, OptionDiff, SearchScope, SubgraphDiagnosis, SubgraphWhyReport, Summary, Verdict,
-    WhyConfig, WhyReport, WhyText,
+    why_descriptor, why_resolved, why_subgraphs, why_templates, Explanation, GraphDiff,
+    GraphDiffKind, GraphNearEntry, GraphVerdict, MissCause, MissDiagnosis, NearEntry, OpDiagnosis,
+    OptionDiff, SearchScope, SubgraphDiagnosis, SubgraphWhyReport, Summary, Verdict, WhyConfig,
+    WhyReport, WhyText,
 };
 
 use crate::bank::{BankError, RecordError};

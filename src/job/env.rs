@@ -12,7 +12,7 @@ use super::JobError;
 /// Every variable a job reads, in the order AOE's documents list them: the job type, the
 /// tuning switches, the device, the work path, tunebank's worker-memory override, the toolkit
 /// roots that locate `aoe.ini`, and the bank path variables.
-pub const VARIABLES: &[&str] = &[
+pub(crate) const VARIABLES: &[&str] = &[
     "AOE_MODE",
     "REPEAT_TUNE",
     "TUNING_PARALLEL_NUM",
@@ -76,7 +76,7 @@ impl Environment {
     }
 
     /// The variables bank path resolution reads ([`crate::bank::paths`]).
-    pub fn bank_env(&self) -> BankEnv {
+    pub(crate) fn bank_env(&self) -> BankEnv {
         self.bank.clone()
     }
 
@@ -110,7 +110,7 @@ impl Environment {
     }
 
     /// `ASCEND_DEVICE_ID`, checked: a device number when set.
-    pub fn check_device_id(&self) -> Result<(), JobError> {
+    pub(crate) fn check_device_id(&self) -> Result<(), JobError> {
         match self.get("ASCEND_DEVICE_ID") {
             Some(d) if d.trim().parse::<u32>().is_err() => Err(JobError::invalid(
                 format!("environment variable ASCEND_DEVICE_ID={d:?}"),

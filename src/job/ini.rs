@@ -10,7 +10,7 @@ use super::{Environment, JobError};
 
 /// What an `aoe.ini` sets (each `None` when the file leaves it out).
 #[derive(Debug, Default, PartialEq)]
-pub struct AoeIni {
+pub(crate) struct AoeIni {
     /// The file read.
     pub path: PathBuf,
     /// `WORK_PATH`: the directory of result files.

@@ -25,7 +25,7 @@
 
 mod conversion;
 mod env;
-pub mod ini;
+pub(crate) mod ini;
 mod ops_file;
 mod run;
 mod spec;
@@ -33,8 +33,8 @@ mod spec;
 use std::path::{Path, PathBuf};
 
 pub use conversion::{Conversion, GraphApplied, UnitKey};
-pub use env::{Environment, VARIABLES};
-pub use ini::AoeIni;
+pub use env::Environment;
+pub(crate) use ini::AoeIni;
 pub use run::{Finished, JobOutcome, JobReport, Observer, Started};
 pub use spec::{op_keys, options_of, tuning_name, GradientSpec, JobSpec, WorkerCap};
 
@@ -191,7 +191,7 @@ impl JobType {
     }
 
     /// The bank kind the job writes.
-    pub fn record_kind(self) -> RecordKind {
+    pub(crate) fn record_kind(self) -> RecordKind {
         match self {
             JobType::Subgraph => RecordKind::Graph,
             JobType::Op => RecordKind::Op,

@@ -14,7 +14,7 @@ pub const KEY_SCHEMA_VERSION: u32 = 2;
 /// The first key schema: op types and formats as the framework model had them (ONNX `Gemm`,
 /// `Conv`, original formats). Schema 2 keys on the Ascend IR form ([`crate::key::ir`]); banks
 /// written under schema 1 are read and re-keyed by the bank's migration (`bank::migrate`).
-pub const KEY_SCHEMA_V1: u32 = 1;
+pub(crate) const KEY_SCHEMA_V1: u32 = 1;
 
 /// A 32-byte content address: blake3 over the canonical encoding of a descriptor.
 ///
@@ -202,7 +202,7 @@ pub struct OpOrigin {
 
 impl OpDescriptor {
     /// The op type as people read it: `MatMulV2 (ONNX Gemm)` when it was mapped, else the type.
-    pub fn display_type(&self) -> String {
+    pub(crate) fn display_type(&self) -> String {
         match &self.origin {
             Some(o) if o.op_type != self.op_type => {
                 format!("{} (ONNX {})", self.op_type, o.op_type)

@@ -41,25 +41,23 @@
 //! Architecture invariant: a key is a pure function of a descriptor. No file name, node name,
 //! timestamp or process state enters it.
 
-pub mod descriptor;
-pub mod encode;
-pub mod ir;
+pub(crate) mod descriptor;
+pub(crate) mod encode;
+pub(crate) mod ir;
 mod node;
-pub mod options;
-pub mod precision;
-pub mod resolve;
-pub mod soc;
+pub(crate) mod options;
+pub(crate) mod precision;
+pub(crate) mod resolve;
+pub(crate) mod soc;
 mod vocab;
 
 pub use descriptor::*;
 pub use encode::KeyError;
 pub use node::NodeError;
-pub use options::{
-    parse_args, FileReader, FsReader, KeyEffect, MemFiles, OptionError, OptionSpec,
-    ResolvedOptions, OPTIONS,
-};
+pub use options::*;
 pub use resolve::{
     derive_op_keys, resolve_op, OpTemplate, Profile, ResolveError, ResolvedOp, TemplateTensor,
 };
-pub use soc::UnknownSoc;
-pub use vocab::{StrategyMap, CUBE_TILING_PARAMS};
+pub use soc::*;
+pub use vocab::StrategyMap;
+pub(crate) use vocab::CUBE_TILING_PARAMS;

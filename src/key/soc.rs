@@ -4,9 +4,9 @@ use crate::failure::FailureKind;
 use crate::key::SocSpec;
 
 /// `core_type` value for the cube-capable AI cores.
-pub const AI_CORE: &str = "AiCore";
+pub(crate) const AI_CORE: &str = "AiCore";
 /// `core_type` value for the vector-only cores.
-pub const VECTOR_CORE: &str = "VectorCore";
+pub(crate) const VECTOR_CORE: &str = "VectorCore";
 
 /// Facts about one SoC version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,7 +70,7 @@ pub struct UnknownSoc {
 }
 
 /// The known SoC versions, comma separated.
-pub fn known_socs() -> String {
+pub(crate) fn known_socs() -> String {
     SOCS.iter()
         .map(|s| s.version)
         .collect::<Vec<_>>()
@@ -78,7 +78,7 @@ pub fn known_socs() -> String {
 }
 
 /// Facts for a version (exact spelling first, then ASCII case-insensitive).
-pub fn soc_facts(version: &str) -> Option<&'static SocFacts> {
+pub(crate) fn soc_facts(version: &str) -> Option<&'static SocFacts> {
     SOCS.iter().find(|s| s.version == version).or_else(|| {
         SOCS.iter()
             .find(|s| s.version.eq_ignore_ascii_case(version))
@@ -100,7 +100,7 @@ impl SocSpec {
     }
 
     /// Table facts for this spec's version, if known.
-    pub fn facts(&self) -> Option<&'static SocFacts> {
+    pub(crate) fn facts(&self) -> Option<&'static SocFacts> {
         soc_facts(&self.version)
     }
 }

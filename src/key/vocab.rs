@@ -11,7 +11,7 @@ pub type StrategyMap = BTreeMap<String, serde_json::Value>;
 
 /// The tiling parameters of the cube unit (MatMul), in the simulator's space order; a TBE
 /// MatMul tiling maps onto exactly these.
-pub const CUBE_TILING_PARAMS: [&str; 13] = [
+pub(crate) const CUBE_TILING_PARAMS: [&str; 13] = [
     "blockDimM",
     "blockDimN",
     "baseM",

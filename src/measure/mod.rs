@@ -56,7 +56,8 @@ pub mod exec;
 pub mod sim;
 mod spec;
 
-pub use spec::{runner_from_spec, runner_with_timing, RunnerSpec};
+pub use spec::runner_from_spec;
+pub(crate) use spec::{runner_with_timing, RunnerSpec};
 
 /// AOE's failure taxonomy: why a candidate produced no time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -250,7 +251,7 @@ impl TuningTask {
     }
 
     /// Shape of output `i` as unsigned dims.
-    pub fn output_shape(&self, i: usize) -> Result<Vec<u64>, MeasureError> {
+    pub(crate) fn output_shape(&self, i: usize) -> Result<Vec<u64>, MeasureError> {
         let t = self.op.outputs.get(i).ok_or_else(|| {
             MeasureError::InvalidTask(format!("{} has no output {i}", self.op.op_type))
         })?;
@@ -258,7 +259,7 @@ impl TuningTask {
     }
 
     /// Dtype of input `i` (float16 when there is none).
-    pub fn input_dtype(&self, i: usize) -> DType {
+    pub(crate) fn input_dtype(&self, i: usize) -> DType {
         self.op
             .inputs
             .get(i)
@@ -267,7 +268,7 @@ impl TuningTask {
     }
 
     /// Dtype of output 0 (the first input's when there is none).
-    pub fn output_dtype(&self) -> DType {
+    pub(crate) fn output_dtype(&self) -> DType {
         self.op
             .outputs
             .first()
@@ -276,7 +277,7 @@ impl TuningTask {
     }
 
     /// A boolean attribute (false when absent or not a boolean).
-    pub fn attr_bool(&self, name: &str) -> bool {
+    pub(crate) fn attr_bool(&self, name: &str) -> bool {
         matches!(
             self.op.attrs.get(name),
             Some(crate::key::AttrValue::Bool(true))
@@ -284,7 +285,7 @@ impl TuningTask {
     }
 
     /// An integer-list attribute, if present.
-    pub fn attr_ints(&self, name: &str) -> Option<Vec<i64>> {
+    pub(crate) fn attr_ints(&self, name: &str) -> Option<Vec<i64>> {
         match self.op.attrs.get(name) {
             Some(crate::key::AttrValue::Ints(v)) => Some(v.clone()),
             Some(crate::key::AttrValue::Int(i)) => Some(vec![*i]),
@@ -293,7 +294,7 @@ impl TuningTask {
     }
 
     /// An integer attribute, if present.
-    pub fn attr_int(&self, name: &str) -> Option<i64> {
+    pub(crate) fn attr_int(&self, name: &str) -> Option<i64> {
         match self.op.attrs.get(name) {
             Some(crate::key::AttrValue::Int(i)) => Some(*i),
             _ => None,
@@ -395,7 +396,7 @@ impl TaskSpace {
 }
 
 /// The strategy map of a configuration: each parameter's name and its value as JSON.
-pub fn config_to_strategy(space: &Space, config: &[u16]) -> StrategyMap {
+pub(crate) fn config_to_strategy(space: &Space, config: &[u16]) -> StrategyMap {
     space
         .params()
         .iter()
@@ -406,7 +407,7 @@ pub fn config_to_strategy(space: &Space, config: &[u16]) -> StrategyMap {
 
 /// The configuration (value indices) a strategy map names, if every parameter of `space` is
 /// present with one of its values and the map has no other keys. Restrictions are not checked.
-pub fn strategy_to_config(space: &Space, strategy: &StrategyMap) -> Option<Config> {
+pub(crate) fn strategy_to_config(space: &Space, strategy: &StrategyMap) -> Option<Config> {
     if strategy.len() != space.params().len() {
         return None;
     }
@@ -420,7 +421,7 @@ pub fn strategy_to_config(space: &Space, strategy: &StrategyMap) -> Option<Confi
 }
 
 /// A space value as JSON (integers stay integers).
-pub fn value_to_json(v: &Value) -> serde_json::Value {
+pub(crate) fn value_to_json(v: &Value) -> serde_json::Value {
     match v {
         Value::Int(i) => serde_json::Value::from(*i),
         Value::Float(f) => serde_json::Value::from(*f),
@@ -430,7 +431,7 @@ pub fn value_to_json(v: &Value) -> serde_json::Value {
 }
 
 /// A JSON scalar as a space value (`None` for arrays, objects, null).
-pub fn json_to_value(v: &serde_json::Value) -> Option<Value> {
+pub(crate) fn json_to_value(v: &serde_json::Value) -> Option<Value> {
     match v {
         serde_json::Value::Bool(b) => Some(Value::Bool(*b)),
         serde_json::Value::Number(n) => n
@@ -443,7 +444,7 @@ pub fn json_to_value(v: &serde_json::Value) -> Option<Value> {
 }
 
 /// Reads an integer strategy parameter, or explains what is wrong (for `build_fail` reasons).
-pub fn get_int(strategy: &StrategyMap, name: &str) -> Result<i64, String> {
+pub(crate) fn get_int(strategy: &StrategyMap, name: &str) -> Result<i64, String> {
     match strategy.get(name) {
         Some(v) => v
             .as_i64()
@@ -453,7 +454,7 @@ pub fn get_int(strategy: &StrategyMap, name: &str) -> Result<i64, String> {
 }
 
 /// Reads a string strategy parameter, or explains what is wrong.
-pub fn get_str<'a>(strategy: &'a StrategyMap, name: &str) -> Result<&'a str, String> {
+pub(crate) fn get_str<'a>(strategy: &'a StrategyMap, name: &str) -> Result<&'a str, String> {
     match strategy.get(name) {
         Some(v) => v
             .as_str()

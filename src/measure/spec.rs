@@ -11,7 +11,7 @@ use super::{cpu, exec, sim, Measure, MeasureError, TimingSettings};
 /// `exec:COMMAND` (an external runner speaking the protocol of [`exec`]). Its `Display` is the
 /// spelling it was parsed from (canonical: `sim:7`, not `sim:07`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RunnerSpec {
+pub(crate) enum RunnerSpec {
     /// The simulated DaVinci core; noiseless unless seeded.
     Sim {
         /// The noise seed (`sim:SEED`): 2 % seeded noise on every time.
@@ -123,7 +123,7 @@ impl fmt::Display for RunnerSpec {
 }
 
 /// Builds a runner from its command-line spelling ([`RunnerSpec::parse`]) with `timing`.
-pub fn runner_with_timing(
+pub(crate) fn runner_with_timing(
     spec: &str,
     timing: TimingSettings,
 ) -> Result<Box<dyn Measure + Send>, MeasureError> {

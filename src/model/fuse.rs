@@ -34,28 +34,21 @@ use crate::model::ModelError;
 
 /// ATC's graph fusion pass that folds a following `BatchNormalization` into a `Conv`
 /// (CANN 8.0 "Graph Fusion and UB Fusion Patterns": ConvBatchnormFusionPass).
-pub const CONV_BN_PASS: (FusionKind, &str) = (FusionKind::Graph, "ConvBatchnormFusionPass");
+pub(crate) const CONV_BN_PASS: (FusionKind, &str) = (FusionKind::Graph, "ConvBatchnormFusionPass");
 /// ATC's graph fusion pass that folds a bias `Add` into a `MatMul` (MatMulBiasAddFusionPass).
-pub const MATMUL_BIAS_PASS: (FusionKind, &str) = (FusionKind::Graph, "MatMulBiasAddFusionPass");
+pub(crate) const MATMUL_BIAS_PASS: (FusionKind, &str) =
+    (FusionKind::Graph, "MatMulBiasAddFusionPass");
 /// The UB fusion pass that fuses an activation into a convolution on the 910B (the `ubPass`
 /// of AOE's Ascend910B2 fusion bank).
-pub const CONV_ACTIVATION_PASS: (FusionKind, &str) = (FusionKind::Ub, "TbeConvFixPipeFusionPass");
+pub(crate) const CONV_ACTIVATION_PASS: (FusionKind, &str) =
+    (FusionKind::Ub, "TbeConvFixPipeFusionPass");
 /// The UB fusion pass that fuses an activation into a matrix multiplication on the 910B.
-pub const MATMUL_ACTIVATION_PASS: (FusionKind, &str) =
+pub(crate) const MATMUL_ACTIVATION_PASS: (FusionKind, &str) =
     (FusionKind::Ub, "TbeMatmulFixPipeFusionPass");
 /// The UB fusion pass that chains elementwise ops (AOE's `AutomaticUbFusion`).
-pub const ELEMENTWISE_PASS: (FusionKind, &str) = (FusionKind::Ub, "AutomaticUbFusion");
-/// Every fusion rule's pass, as a fusion switch file names it.
-pub const FUSION_PASSES: &[(FusionKind, &str)] = &[
-    CONV_BN_PASS,
-    MATMUL_BIAS_PASS,
-    CONV_ACTIVATION_PASS,
-    MATMUL_ACTIVATION_PASS,
-    ELEMENTWISE_PASS,
-];
-
+pub(crate) const ELEMENTWISE_PASS: (FusionKind, &str) = (FusionKind::Ub, "AutomaticUbFusion");
 /// Ops that relabel or reinterpret data without computing: never tuning units.
-pub const NO_COMPUTE: &[&str] = &[
+pub(crate) const NO_COMPUTE: &[&str] = &[
     "Constant",
     "Identity",
     "Reshape",
@@ -67,7 +60,7 @@ pub const NO_COMPUTE: &[&str] = &[
 ];
 
 /// Activations that fuse into a preceding `Conv`, `MatMul` or `Gemm` unit.
-pub const ACTIVATIONS: &[&str] = &[
+pub(crate) const ACTIVATIONS: &[&str] = &[
     "Relu",
     "Sigmoid",
     "Tanh",
@@ -84,7 +77,7 @@ pub const ACTIVATIONS: &[&str] = &[
 ];
 
 /// Elementwise ops that chain into one unit.
-pub const ELEMENTWISE: &[&str] = &[
+pub(crate) const ELEMENTWISE: &[&str] = &[
     "Add",
     "Sub",
     "Mul",
@@ -447,17 +440,10 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Fuses one profile's inferred graph into tuning units (rules in the module docs), in
-/// topological order of their first member, every fusion pass on. The second list holds the
-/// inferred ops left out because one of their tensors has a dtype a key cannot express.
-pub fn fuse(model: &Model, graph: &InferredGraph) -> (Vec<TuningUnit>, Vec<SkippedOp>) {
-    fuse_with(model, graph, &FusionSwitches::default())
-}
-
 /// [`fuse`] with only the fusion passes `switches` leaves on: a rule whose pass
 /// ([`FUSION_PASSES`]) is off fuses nothing, and its ops are units of their own (or join
 /// another rule's unit).
-pub fn fuse_with(
+pub(crate) fn fuse_with(
     model: &Model,
     graph: &InferredGraph,
     switches: &FusionSwitches,

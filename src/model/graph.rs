@@ -15,9 +15,9 @@ use crate::model::proto::{self, attribute_type};
 use crate::model::ModelError;
 
 /// Lowest default-domain opset the importer accepts (numpy broadcasting everywhere from 7 on).
-pub const MIN_OPSET: i64 = 7;
+pub(crate) const MIN_OPSET: i64 = 7;
 /// Highest default-domain opset the importer accepts.
-pub const MAX_OPSET: i64 = 28;
+pub(crate) const MAX_OPSET: i64 = 28;
 
 /// Integer constants with more elements than this keep only their shape, not their values.
 const MAX_CONST_VALUES: usize = 1 << 16;
@@ -55,7 +55,7 @@ impl ElemType {
     }
 
     /// Whether values of this type are integers whose values shape inference may track.
-    pub fn is_integer(self) -> bool {
+    pub(crate) fn is_integer(self) -> bool {
         matches!(self.0, 2..=7 | 12 | 13)
     }
 }
@@ -474,7 +474,7 @@ impl Model {
     /// outputs): the graph outputs are the named nodes' outputs, in the order given, and only
     /// the nodes they need remain (every producer, transitively). A node or output index the
     /// model does not have is [`ModelError::OutNodes`].
-    pub fn pruned_to(&self, out_nodes: &[(String, usize)]) -> Result<Model, ModelError> {
+    pub(crate) fn pruned_to(&self, out_nodes: &[(String, usize)]) -> Result<Model, ModelError> {
         let g = &self.graph;
         let mut outputs = Vec::with_capacity(out_nodes.len());
         for (node, index) in out_nodes {

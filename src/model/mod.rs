@@ -38,16 +38,12 @@ pub mod partition;
 mod proto;
 
 use crate::failure::{io_kind, FailureKind};
-pub use fuse::{
-    fuse, fuse_with, group_by_key, resolve_units, KeyGroup, ProfileUnits, ResolvedUnit, TuningUnit,
-    ACTIVATIONS, CONV_ACTIVATION_PASS, CONV_BN_PASS, ELEMENTWISE, ELEMENTWISE_PASS, FUSION_PASSES,
-    MATMUL_ACTIVATION_PASS, MATMUL_BIAS_PASS, NO_COMPUTE,
-};
+pub use fuse::{group_by_key, resolve_units, KeyGroup, ProfileUnits, ResolvedUnit, TuningUnit};
 pub use graph::{
     load_onnx, load_onnx_bytes, Attr, ConstTensor, ElemType, Graph, Model, Node, ValueDecl,
-    MAX_OPSET, MIN_OPSET,
 };
-pub use infer::{profiles, InferredGraph, SkippedOp, TensorInfo, MAX_DIM};
+pub(crate) use graph::{MAX_OPSET, MIN_OPSET};
+pub use infer::{profiles, InferredGraph, SkippedOp, TensorInfo};
 
 /// Why a model could not be imported or its shapes not set up. Every variant names the model.
 #[derive(Debug, thiserror::Error)]

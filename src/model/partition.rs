@@ -33,10 +33,10 @@ use super::ResolvedUnit;
 use crate::failure::FailureKind;
 
 /// The fewest units a subgraph is closed with at a single-tensor boundary.
-pub const MIN_SUBGRAPH_NODES: usize = 2;
+pub(crate) const MIN_SUBGRAPH_NODES: usize = 2;
 
 /// The most units one subgraph holds.
-pub const MAX_SUBGRAPH_NODES: usize = 12;
+pub(crate) const MAX_SUBGRAPH_NODES: usize = 12;
 
 /// One subgraph of a profile: which units, its descriptor and its key.
 #[derive(Clone, Debug, PartialEq)]

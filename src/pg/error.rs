@@ -91,7 +91,7 @@ pub enum PgError {
 
 impl PgError {
     /// Classifies a client error by its SQLSTATE, else by the I/O or TLS error it wraps.
-    pub fn from_postgres(url: &str, e: &postgres::Error) -> PgError {
+    pub(crate) fn from_postgres(url: &str, e: &postgres::Error) -> PgError {
         let url = redact(url);
         let detail = redact(&error_text(e));
         if let Some(code) = e.code() {
@@ -160,7 +160,7 @@ impl PgError {
     }
 
     /// Whether retrying the transaction may succeed (a serialization failure or deadlock).
-    pub fn is_conflict(&self) -> bool {
+    pub(crate) fn is_conflict(&self) -> bool {
         matches!(self, PgError::Conflict { .. })
     }
 }

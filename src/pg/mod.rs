@@ -26,18 +26,18 @@ pub use error::PgError;
 pub use postgres::Client;
 
 /// Default connect timeout when the URL gives no `connect_timeout`.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Default statement timeout (milliseconds) when the URL gives no `statement_timeout`.
-pub const DEFAULT_STATEMENT_TIMEOUT_MS: u64 = 60_000;
+pub(crate) const DEFAULT_STATEMENT_TIMEOUT_MS: u64 = 60_000;
 
 /// Whether `s` is a PostgreSQL URL (`postgres://…` or `postgresql://…`) rather than a file path.
-pub fn is_url(s: &str) -> bool {
+pub(crate) fn is_url(s: &str) -> bool {
     s.starts_with("postgres://") || s.starts_with("postgresql://")
 }
 
 /// [`is_url`] for a bank path as the command lines and the builder carry it.
-pub fn is_url_path(p: &Path) -> bool {
+pub(crate) fn is_url_path(p: &Path) -> bool {
     p.to_str().is_some_and(is_url)
 }
 
@@ -92,7 +92,7 @@ pub fn redact(url: &str) -> String {
 
 /// How the connection is encrypted.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TlsMode {
+pub(crate) enum TlsMode {
     /// No TLS (`sslmode=disable` or none given).
     Disable,
     /// TLS; the server certificate is not checked (`sslmode=require` without `sslrootcert`).
@@ -221,14 +221,15 @@ impl PgUrl {
     }
 
     /// The TLS mode the URL asks for.
-    pub fn tls(&self) -> &TlsMode {
+    #[cfg(test)]
+    pub(crate) fn tls(&self) -> &TlsMode {
         &self.tls
     }
 
     /// Connects. Every session runs with `synchronous_commit=on` (a commit returns once it is
     /// durable) and the statement timeout; with `read_only`, every transaction is read-only on
     /// the server too.
-    pub fn connect_with(&self, read_only: bool) -> Result<Client, PgError> {
+    pub(crate) fn connect_with(&self, read_only: bool) -> Result<Client, PgError> {
         let mut config = self.config.clone();
         let mut options = config.get_options().unwrap_or("").to_owned();
         options.push_str(&format!(

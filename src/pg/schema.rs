@@ -46,9 +46,6 @@ CREATE INDEX tunebank_records_index ON tunebank_records (bank, soc, kind, op_typ
              GRANT SELECT, INSERT, UPDATE, DELETE ON tunebank_records TO tunebank_writer;",
 };
 
-/// The queue schema version this build writes ([`QUEUE`]`.migrations.len()`).
-pub const QUEUE_SCHEMA_VERSION: i32 = QUEUE_MIGRATIONS.len() as i32;
-
 /// Migration `i` takes the queue schema from version `i` to `i + 1`.
 const QUEUE_MIGRATIONS: &[&str] = &[
     // 1: jobs and tasks.
@@ -97,7 +94,7 @@ const QUEUE_MIGRATIONS: &[&str] = &[
 
 /// The queue's tables as a component of the database's versioned schema: `tunebank bank init`
 /// installs it with the bank's; the writer role may change the queue, the reader role read it.
-pub const QUEUE: Component = Component {
+pub(crate) const QUEUE: Component = Component {
     name: "queue",
     migrations: QUEUE_MIGRATIONS,
     grants: "GRANT SELECT ON tunebank_queue_jobs, tunebank_queue_tasks TO tunebank_reader;

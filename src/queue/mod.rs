@@ -111,7 +111,7 @@ pub fn connect(url: &str) -> Result<Client, QueueError> {
 /// How a job tunes, as stored in its row: what a worker needs to tune each task exactly as a
 /// local OPAT tune of the same job would (the runner is the task's, see [`TaskStatus`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JobSettings {
+pub(crate) struct JobSettings {
     /// Search strategy name.
     pub strategy: String,
     /// Seed of the searches.

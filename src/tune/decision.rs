@@ -81,7 +81,7 @@ impl Default for WinRule {
 /// One side-by-side round: the samples (µs) of the baseline and of the candidate from one
 /// batch. Either side may be empty (a failed measurement); such a round carries no pair.
 #[derive(Clone, Copy, Debug)]
-pub struct Round<'a> {
+pub(crate) struct Round<'a> {
     /// The baseline's samples in this round.
     pub baseline: &'a [f64],
     /// The candidate's samples in this round.
@@ -119,7 +119,7 @@ impl WinRule {
 
     /// Whether `candidate_us` meets the gain condition against `baseline_us`: at most (or,
     /// with [`GainBound::Exclusive`], below) `baseline_us · (1 − min_gain)`.
-    pub fn meets_gain(&self, baseline_us: f64, candidate_us: f64) -> bool {
+    pub(crate) fn meets_gain(&self, baseline_us: f64, candidate_us: f64) -> bool {
         let bound = baseline_us * (1.0 - self.min_gain);
         match self.gain_bound {
             GainBound::Inclusive => candidate_us <= bound,
@@ -130,7 +130,7 @@ impl WinRule {
     /// Judges a candidate against its baseline from side-by-side rounds of a noisy runner: a
     /// clear win needs the gain condition on the pooled medians and p < `alpha` over the
     /// rounds, so fewer than [`WinRule::min_rounds`] paired rounds never give one.
-    pub fn judge(&self, rounds: &[Round<'_>]) -> Judgement {
+    pub(crate) fn judge(&self, rounds: &[Round<'_>]) -> Judgement {
         let pooled = |all: Vec<f64>| crate::measure::median(&all);
         let baseline_us = pooled(rounds.iter().flat_map(|r| r.baseline).copied().collect());
         let candidate_us = pooled(rounds.iter().flat_map(|r| r.candidate).copied().collect());
@@ -178,7 +178,7 @@ impl WinRule {
 /// absolute differences share their mid-rank, and the null distribution is computed with those
 /// same mid-ranks, so the p-value is exact with ties too. 1.0 when no nonzero difference is
 /// left. Cost O(n³) in the worst case over the doubled rank sums; n is a count of rounds.
-pub fn signed_rank_greater_p(d: &[f64]) -> f64 {
+pub(crate) fn signed_rank_greater_p(d: &[f64]) -> f64 {
     let mut nz: Vec<f64> = d
         .iter()
         .copied()
@@ -249,11 +249,6 @@ impl Decision {
             Decision::Reserved => "reserved",
             Decision::Unsatisfied => "unsatisfied",
         }
-    }
-
-    /// Whether the task had a bank entry before.
-    pub fn was_hit(self) -> bool {
-        matches!(self, Decision::Update | Decision::Reserved)
     }
 
     /// Counts one task with this decision into AOE's `repo_summary`, keeping

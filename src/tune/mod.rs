@@ -17,7 +17,7 @@ use crate::model::ModelError;
 
 mod decision;
 pub mod gdat;
-pub mod memory;
+pub(crate) mod memory;
 pub mod opat;
 mod plan;
 mod pool;
@@ -26,10 +26,13 @@ mod settings;
 pub mod sgat;
 pub mod transfer;
 
-pub use decision::{signed_rank_greater_p, Decision, GainBound, Judgement, Round, WinRule};
+pub(crate) use decision::Round;
+pub use decision::{Decision, GainBound, Judgement, WinRule};
 pub(crate) use plan::task_seed;
-pub use plan::{plan, unit_selected, TunePlan, TuneTask};
-pub use settings::{check_settings, check_soc, TuneSettings};
+pub(crate) use plan::unit_selected;
+pub use plan::{plan, TunePlan, TuneTask};
+pub use settings::TuneSettings;
+pub(crate) use settings::{check_settings, check_soc};
 
 /// Why a tuning job could not start or go on. Per-op problems are not errors: they are
 /// [`opat::TaskOutcome::failure`]s and end up in `tuning_failed_operators`.

@@ -70,7 +70,7 @@ pub fn plan(
 impl TunePlan {
     /// The plan of resolved `units` (in order): one task per unique key, in order of first
     /// appearance, as [`plan`] groups them.
-    pub fn from_units(units: Vec<ResolvedUnit>, skipped: Vec<SkippedOp>) -> TunePlan {
+    pub(crate) fn from_units(units: Vec<ResolvedUnit>, skipped: Vec<SkippedOp>) -> TunePlan {
         let mut tasks = Vec::new();
         for g in group_by_key(&units) {
             let first = &units[g.first];
@@ -91,7 +91,7 @@ impl TunePlan {
 
 /// Whether `set` (AOE's `tune_ops_file`) selects the resolved unit `r`, as [`plan`] selects
 /// units: by name, node name, op type or resolved IR type.
-pub fn unit_selected(r: &ResolvedUnit, set: &BTreeSet<String>) -> bool {
+pub(crate) fn unit_selected(r: &ResolvedUnit, set: &BTreeSet<String>) -> bool {
     by_name(&r.unit, set) || by_ir(r, set)
 }
 

@@ -73,14 +73,14 @@ impl Default for TuneSettings {
 impl TuneSettings {
     /// The runner spec parsed ([`RunnerSpec::parse`]): what every decision about the runner
     /// asks.
-    pub fn runner_spec(&self) -> Result<RunnerSpec, crate::measure::MeasureError> {
+    pub(crate) fn runner_spec(&self) -> Result<RunnerSpec, crate::measure::MeasureError> {
         RunnerSpec::parse(&self.runner)
     }
 }
 
 /// Checks the runner spec and the strategy name without running anything, so a job with a
 /// bad one fails before it opens the bank or writes a file.
-pub fn check_settings(settings: &TuneSettings) -> Result<(), TuneError> {
+pub(crate) fn check_settings(settings: &TuneSettings) -> Result<(), TuneError> {
     runner_from_spec(&settings.runner)?;
     if by_name(&settings.strategy, 0).is_none() {
         return Err(TuneError::UnknownStrategy {
@@ -92,7 +92,7 @@ pub fn check_settings(settings: &TuneSettings) -> Result<(), TuneError> {
 
 /// Checks that the runner can tune SoC `soc` at all ([`RunnerSpec::supported_socs`]), so a
 /// job that would tune nothing is refused before it opens the bank or writes a file.
-pub fn check_soc(settings: &TuneSettings, soc: &str) -> Result<(), TuneError> {
+pub(crate) fn check_soc(settings: &TuneSettings, soc: &str) -> Result<(), TuneError> {
     match settings.runner_spec()?.supported_socs() {
         Some(list) if !list.iter().any(|v| v.eq_ignore_ascii_case(soc)) => {
             Err(TuneError::UnsupportedSoc {

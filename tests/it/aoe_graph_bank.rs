@@ -237,7 +237,7 @@ fn calibrate_aoe_graph_reports_every_record_against_the_board() {
         (Some(11), Some(11))
     );
     assert_eq!(s["subgraphs"], 18);
-    let rho = tunebank::inspect::calibrate::spearman(&stored, &real).unwrap();
+    let rho = tunebank::measure::sim::calibration::spearman_checked(&stored, &real).unwrap();
     assert_eq!(s["spearman_stored_real"].as_f64().unwrap(), rho);
     ratios.sort_by(f64::total_cmp);
     let (p10, p50, p90) = (

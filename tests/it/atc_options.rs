@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use tunebank::key::options::{option_spec, KeyEffect, OPTIONS};
 use tunebank::key::{
     derive_op_keys, CubeMath, DType, GraphDescriptor, MemFiles, OpTemplate, OptionError,
     ResolvedOptions, TemplateTensor,
 };
+use tunebank::key::{option_spec, KeyEffect, OPTIONS};
 use tunebank::model::{load_onnx, Model, ModelError, TuningUnit};
 
 /// ATC's options in CANN 8.x: every `DEFINE_*` flag of ATC's gflags list
@@ -152,11 +152,11 @@ fn non_default(name: &str) -> Option<String> {
         return Some(v.to_string());
     }
     match spec.kind {
-        tunebank::key::options::ValueKind::OneOf(values) => values
+        tunebank::key::ValueKind::OneOf(values) => values
             .iter()
             .find(|v| **v != spec.default)
             .map(|v| v.to_string()),
-        tunebank::key::options::ValueKind::Text => Some("some/path".to_string()),
+        tunebank::key::ValueKind::Text => Some("some/path".to_string()),
         _ => None,
     }
 }

@@ -4,9 +4,9 @@
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
-use tunebank::bank::record::{decode, decode_answer, Descriptor, Origin, RecordError};
 use tunebank::bank::store::{IndexPrefix, RedbStore, Store, StructureCheck};
-use tunebank::bank::verify::verify_store;
+use tunebank::bank::verify_store;
+use tunebank::bank::{decode, decode_answer, Descriptor, Origin, RecordError};
 use tunebank::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 
 const RECORDS: u64 = 6;
@@ -159,7 +159,7 @@ fn format_1_bank_verifies_and_takes_writes() {
 #[test]
 fn future_table_layout_is_refused() {
     use ::redb::{ConcurrencyMode, Database};
-    use tunebank::bank::store::redb::{LAYOUT_KEY, LAYOUT_VERSION, META};
+    use tunebank::bank::store::{LAYOUT_KEY, LAYOUT_VERSION, META};
 
     let (_dir, path) = fixture_copy();
     {

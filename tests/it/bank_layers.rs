@@ -81,13 +81,13 @@ fn rejected_hit_falls_through_to_the_next_layer_and_is_counted() {
     make_bank(&builtin, &[record(1)]);
     let bank = bank_at(&custom).builtin_path(&builtin).open().unwrap();
     // The caller's validity check: baseM must fit the target.
-    let fits = |a: &tunebank::bank::record::Answer| a.strategy["baseM"].as_i64() <= Some(256);
+    let fits = |a: &tunebank::bank::Answer| a.strategy["baseM"].as_i64() <= Some(256);
     let Lookup::Hit(hit) = bank.lookup_checked(&key_of(&record(1)), fits).unwrap() else {
         panic!("expected the built-in entry");
     };
     assert_eq!(hit.layer, LayerId::BuiltIn(0));
     assert_eq!(hit.rejected_above, vec![LayerId::Custom]);
-    let none = |_: &tunebank::bank::record::Answer| false;
+    let none = |_: &tunebank::bank::Answer| false;
     assert_eq!(
         bank.lookup_checked(&key_of(&record(1)), none).unwrap(),
         Lookup::Miss {
@@ -212,7 +212,7 @@ fn put_raw(path: &Path, values: &[(tunebank::key::BankKey, Vec<u8>)]) {
 /// in no particular order — and moves the counters the same way, in both miss modes.
 #[test]
 fn batch_lookup_equals_single_lookups_key_by_key() {
-    use tunebank::bank::record::{encode, encode_v1};
+    use tunebank::bank::{encode, encode_v1};
     let dir = tempfile::tempdir().unwrap();
     let custom = dir.path().join("custom.redb");
     let b0 = dir.path().join("b0.redb");
@@ -247,7 +247,7 @@ fn batch_lookup_equals_single_lookups_key_by_key() {
         .iter()
         .map(|&t| key_of(&record(t)))
         .collect();
-    let fits = |a: &tunebank::bank::record::Answer| a.strategy["baseM"].as_i64() <= Some(256);
+    let fits = |a: &tunebank::bank::Answer| a.strategy["baseM"].as_i64() <= Some(256);
     for error_on_miss in [false, true] {
         let open = || {
             bank_at(&custom)
@@ -275,12 +275,12 @@ fn batch_lookup_equals_single_lookups_key_by_key() {
         assert_eq!(singles.counters(), batched.counters());
         // The in-place look-up walks the layers the same way and sees the same answers.
         let inplace = open();
-        let fits_in_place = |a: &tunebank::bank::record::AnswerRef<'_>| {
+        let fits_in_place = |a: &tunebank::bank::AnswerRef<'_>| {
             a.strategy.get("baseM").and_then(|v| v.as_i64()) <= Some(256)
         };
         for (n, (k, single)) in keys.iter().zip(&one_by_one).enumerate() {
             let seen = inplace.lookup_with(k, fits_in_place, |h| {
-                let record = tunebank::bank::record::decode(&h.key, h.value);
+                let record = tunebank::bank::decode(&h.key, h.value);
                 (
                     h.layer,
                     h.shadowed,

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use tunebank::bank::interchange::{aoe, merge_into, Side};
 use tunebank::bank::policy::{Evidence, Reason};
-use tunebank::bank::record::{Origin, Record};
 use tunebank::bank::{descriptor_key, Bank, LayerId};
+use tunebank::bank::{Origin, Record};
 use tunebank::key::{BankKey, RecordKind, SocSpec};
 
 const SOC: &str = "Ascend910B2";

@@ -452,7 +452,7 @@ fn every_variant() -> Vec<Case> {
     use tunebank::bank::interchange::aoe_graph::AoeGraphError;
     use tunebank::bank::interchange::InterchangeError;
     use tunebank::bank::paths::PathError;
-    use tunebank::bank::record::Damage;
+    use tunebank::bank::Damage;
     use tunebank::bank::store::StoreError;
     use tunebank::bank::{Backend, BankError, MaintenanceError, RecordError};
     use tunebank::tune::gdat::GdatError;

@@ -6,9 +6,9 @@ use crate::common;
 use std::collections::BTreeSet;
 
 use common::{entries, key, op_record, Owned};
-use tunebank::bank::record::{decode, decode_answer, Damage, RecordError};
 use tunebank::bank::store::{RedbStore, Store, StructureCheck};
-use tunebank::bank::verify::verify_store;
+use tunebank::bank::verify_store;
+use tunebank::bank::{decode, decode_answer, Damage, RecordError};
 use tunebank::key::BankKey;
 
 const RECORDS: usize = 40;
@@ -163,9 +163,9 @@ fn a_value_moved_under_another_key_is_damage() {
 #[test]
 fn index_inconsistencies_are_reported() {
     use ::redb::{ConcurrencyMode, Database, ReadableTableMetadata};
-    use tunebank::bank::store::redb::{INDEX, INDEX_OF};
     use tunebank::bank::store::IndexProblem;
-    use tunebank::bank::verify::IndexMismatch;
+    use tunebank::bank::store::{INDEX, INDEX_OF};
+    use tunebank::bank::IndexMismatch;
 
     let dir = tempfile::tempdir().unwrap();
     let bank = dir.path().join("bank.redb");

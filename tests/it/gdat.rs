@@ -13,9 +13,9 @@ use tunebank::bank::Bank;
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
 use tunebank::measure::{Measure, MeasureError, Outcome, TaskSpace, TuningTask};
 use tunebank::model::load_onnx;
-use tunebank::tune::gdat::job::{MIN_IMPROVEMENT, WIN_RULE};
-use tunebank::tune::gdat::split::{is_valid, optimum, schedule};
+use tunebank::tune::gdat::{is_valid, optimum, schedule};
 use tunebank::tune::gdat::{plan_job, run_job, Cluster, GdatPlan, GdatSettings, LinearCost};
+use tunebank::tune::gdat::{MIN_IMPROVEMENT, WIN_RULE};
 use tunebank::tune::Decision;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tunebank");

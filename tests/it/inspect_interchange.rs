@@ -7,9 +7,9 @@ use std::process::Command;
 use tunebank::bank::interchange::aoe::{self, info_dict_md5, AoeReject};
 use tunebank::bank::interchange::pyjson::PyJson;
 use tunebank::bank::interchange::{self, export_store, merge_into, read_export, Side};
-use tunebank::bank::record::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::bank::store::{RedbStore, Store, StoreEntry};
 use tunebank::bank::{descriptor_key, index_key, Bank, LayerId, Lookup};
+use tunebank::bank::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::key::{
     derive_op_keys, AttrValue, BankKey, CubeMath, DType, Format, FsReader, ImplMode, OpDescriptor,
     OpTemplate, RecordKind, ResolvedOptions, SocSpec, TensorDesc, KEY_SCHEMA_VERSION,

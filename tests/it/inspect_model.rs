@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use tunebank::bank::record::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::bank::Bank;
+use tunebank::bank::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions, KEY_SCHEMA_VERSION};
 
 const MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/models/resnet50.onnx");

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use tunebank::bank::record::{encode, Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::bank::store::StoreEntry;
+use tunebank::bank::{encode, Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::bank::{index_key, Bank, LayerId};
 use tunebank::inspect::{why_descriptor, why_templates, MissCause, Verdict, WhyConfig, WhyReport};
 use tunebank::key::{

@@ -483,7 +483,7 @@ fn attribute_bytes_match_the_document() {
 /// The graph-level option order in ARCHITECTURE.md ("Key encoding") is the order the code hashes.
 #[test]
 fn graph_option_order_matches_the_document() {
-    let names: Vec<&str> = tunebank::key::options::graph_option_specs()
+    let names: Vec<&str> = tunebank::key::graph_option_specs()
         .iter()
         .map(|s| s.name)
         .collect();

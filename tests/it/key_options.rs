@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use tunebank::key::options::{graph_option_specs, option_spec};
 use tunebank::key::{
     derive_op_keys, AttrValue, BankKey, DType, Format, GraphDescriptor, GraphNode, MemFiles,
     OpTemplate, OptionError, ResolvedOptions, SocSpec, TemplateTensor, TensorDesc, TensorSource,
     OPTIONS,
 };
+use tunebank::key::{graph_option_specs, option_spec};
 
 fn tt(shape: &[i64], dtype: DType) -> TemplateTensor {
     TemplateTensor {
@@ -344,7 +344,7 @@ fn each_option_changes_keys_iff_classified_key_affecting() {
     for (name, (base, change)) in cases() {
         let effect = option_spec(name).unwrap().effect;
         let before = options(&base, &[]).unwrap_or_else(|e| panic!("{name} base: {e}"));
-        if effect == tunebank::key::options::KeyEffect::Refused {
+        if effect == tunebank::key::KeyEffect::Refused {
             match options(&base, &change) {
                 Err(OptionError::NotModelled { name: n, .. }) if n == name => {}
                 other => failures.push(format!("{name}: refused row gave {other:?}")),

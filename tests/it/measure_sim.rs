@@ -432,7 +432,7 @@ fn unknown_ops_and_socs_are_unsupported_errors() {
 /// a time under the roofline's floor of launch overhead.
 #[test]
 fn every_soc_of_the_key_table_has_a_model() {
-    use tunebank::key::soc::SOCS;
+    use tunebank::key::SOCS;
     use tunebank::measure::sim::soc::SocModel;
     for f in SOCS {
         let m = SocModel::for_version(f.version)

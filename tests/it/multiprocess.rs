@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use common::{entries, key, op_record, Owned};
 use rand::{Rng, SeedableRng};
-use tunebank::bank::record::decode;
+use tunebank::bank::decode;
 use tunebank::bank::store::{RedbStore, Store, StoreError, StructureCheck};
-use tunebank::bank::verify::verify_store;
+use tunebank::bank::verify_store;
 
 const ROLE: &str = "TUNEBANK_TEST_ROLE";
 const BANK: &str = "TUNEBANK_TEST_BANK";

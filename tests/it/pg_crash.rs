@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use common::pg::PgServer;
 use common::{entries, key, op_record, timing, Owned};
-use tunebank::bank::record::decode;
+use tunebank::bank::decode;
 use tunebank::bank::store::{PgStore, Store};
 
 const ROLE: &str = "TUNEBANK_TEST_ROLE";
@@ -448,7 +448,7 @@ fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
                 "run {run}: batch {b} of run {r} is partial"
             );
         }
-        let report = tunebank::bank::verify::verify_store(&store);
+        let report = tunebank::bank::verify_store(&store);
         assert!(report.is_clean(), "run {run}: {report:?}");
     }
     eprintln!(

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use tunebank::bank::record::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::bank::store::SledStore;
 use tunebank::bank::{Backend, Bank, LayerId, MergeRun, MergeSource};
+use tunebank::bank::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::inspect::DiffReport;
 use tunebank::key::{
     AttrValue, CubeMath, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use common::{entries, key, op_index, op_record, Owned};
-use tunebank::bank::record::decode;
+use tunebank::bank::decode;
 use tunebank::bank::store::{IndexKey, IndexPrefix, Store, StoreError};
 use tunebank::key::{BankKey, RecordKind};
 
@@ -216,7 +216,7 @@ fn put_if_absent_never_replaces<B: Backend>() {
         types.contains(&"conv2d") && !types.contains(&"matmul"),
         "{types:?}"
     );
-    let report = tunebank::bank::verify::verify_store(&store);
+    let report = tunebank::bank::verify_store(&store);
     assert!(report.is_clean(), "{report:?}");
 }
 
@@ -504,7 +504,7 @@ fn reopen_persists<B: Backend>() {
         assert_eq!(get(&store, &o.key).unwrap(), o.value);
     }
     assert_eq!(index_scan(&store, IndexPrefix::default()).len(), 10);
-    let report = tunebank::bank::verify::verify_store(&store);
+    let report = tunebank::bank::verify_store(&store);
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(report.records, 10);
 }
@@ -540,7 +540,7 @@ fn verify_is_one_snapshot_under_writes<B: Backend>() {
     let mut verifications = 0;
     loop {
         let finished = done.load(Ordering::SeqCst);
-        let report = tunebank::bank::verify::verify_store(store.as_ref());
+        let report = tunebank::bank::verify_store(store.as_ref());
         assert!(
             report.index.is_empty() && report.damaged.is_empty() && report.errors.is_empty(),
             "verification {verifications} of a healthy busy bank: {:?} {:?} {:?}",

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-use tunebank::key::soc::SOCS;
+use tunebank::key::SOCS;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
 

@@ -341,7 +341,7 @@ pub fn mapped_descriptor(info_dict: &PyJson, soc: &SocSpec) -> Result<OpDescript
 
 /// The descriptor an imported entry is stored under: [`mapped_descriptor`], or the placeholder
 /// that carries the md5. The `String` says why the mapping failed, if it did.
-pub fn aoe_descriptor(info_dict: &PyJson, soc: &SocSpec) -> (OpDescriptor, Option<String>) {
+pub(crate) fn aoe_descriptor(info_dict: &PyJson, soc: &SocSpec) -> (OpDescriptor, Option<String>) {
     match mapped_descriptor(info_dict, soc) {
         Ok(d) => (d, None),
         Err(why) => {
@@ -374,7 +374,12 @@ pub fn aoe_descriptor(info_dict: &PyJson, soc: &SocSpec) -> (OpDescriptor, Optio
 
 /// The record of an imported entry (kind op), for `soc`, with `origin` (imported, or built-in
 /// when the bank being made will serve as a built-in layer) and the import time.
-pub fn aoe_record(entry: &AoeEntry, soc: &SocSpec, origin: Origin, unix_time: u64) -> Record {
+pub(crate) fn aoe_record(
+    entry: &AoeEntry,
+    soc: &SocSpec,
+    origin: Origin,
+    unix_time: u64,
+) -> Record {
     let (descriptor, _) = aoe_descriptor(&entry.info_dict, soc);
     let mut strategy = StrategyMap::new();
     strategy.insert(

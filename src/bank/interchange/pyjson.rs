@@ -47,7 +47,7 @@ impl PyJson {
 
     /// Python's `json.dumps(value, separators=(",", ":"))`: no spaces, otherwise as [`dumps`](
     /// PyJson::dumps). AOE writes each graph line of its graph (fusion-strategy) bank this way.
-    pub fn dumps_compact(&self) -> String {
+    pub(crate) fn dumps_compact(&self) -> String {
         let mut out = String::new();
         self.write(&mut out, (",", ":"));
         out
@@ -56,7 +56,7 @@ impl PyJson {
     /// Python's `json.dumps(value, indent=indent)`: one item a line, nested `indent` spaces per
     /// level, items separated by `,` and keys by `": "`, empty lists and objects as `[]`, `{}`;
     /// no final newline. AOE writes its `unified_bank` files with `indent=1`.
-    pub fn dumps_indent(&self, indent: usize) -> String {
+    pub(crate) fn dumps_indent(&self, indent: usize) -> String {
         let mut out = String::new();
         self.write_indented(&mut out, indent, 0);
         out
@@ -205,7 +205,7 @@ fn write_py_str(s: &str, out: &mut String) {
 /// Python's `float.__repr__` (as `json.dumps` writes floats): the shortest digits that read back
 /// to the same double; fixed notation for decimal exponents −4 ≤ e < 16 (with `.0` when
 /// integral), else `d.ddde±XX`; non-finite values as `NaN`, `Infinity`, `-Infinity`.
-pub fn py_float_repr(f: f64) -> String {
+pub(crate) fn py_float_repr(f: f64) -> String {
     if f.is_nan() {
         return "NaN".into();
     }

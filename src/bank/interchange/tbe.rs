@@ -228,7 +228,7 @@ pub fn matmul_descriptor(info: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, S
     Ok(d)
 }
 
-pub mod knowledge;
+pub(crate) mod knowledge;
 
 pub use knowledge::{info_dict_of, knowledge_of, tiling_of};
 

@@ -13,7 +13,7 @@ use crate::key::{BankKey, RecordKind};
 /// One index group: the records of one SoC, kind and op type (`"graph"` and `"gradient"` are
 /// the op types of those kinds' records).
 #[derive(Clone, Copy, Debug)]
-pub struct IndexGroup<'a> {
+pub(crate) struct IndexGroup<'a> {
     /// SoC version.
     pub soc: &'a str,
     /// Record kind.
@@ -24,11 +24,11 @@ pub struct IndexGroup<'a> {
 
 /// The record (or the damage found instead) that each layer holds under one key, in look-up
 /// order.
-pub type LayerRecords = Vec<(LayerId, Result<Record, RecordError>)>;
+pub(crate) type LayerRecords = Vec<(LayerId, Result<Record, RecordError>)>;
 
 /// One record of a group as [`Bank::index_group`] reads it.
 #[derive(Debug)]
-pub struct GroupRecord<'a> {
+pub(crate) struct GroupRecord<'a> {
     /// The layer that holds it.
     pub layer: LayerId,
     /// Its key.
@@ -46,7 +46,7 @@ impl Bank {
     /// in key order, leaving out (and not counting) the keys `skip` returns true for. Returns
     /// whether some layer held more than `limit` such keys. Read-only: the bank's counters do
     /// not change. A layer that is not open contributes nothing.
-    pub fn index_group(
+    pub(crate) fn index_group(
         &self,
         layer: Option<LayerId>,
         group: &IndexGroup<'_>,
@@ -91,7 +91,7 @@ impl Bank {
 
     /// The record under `key` in every open layer that holds it, in look-up order; a damaged
     /// record is returned as its error (so `show` can say so instead of failing).
-    pub fn layer_records(&self, key: &BankKey) -> Result<LayerRecords, BankError> {
+    pub(crate) fn layer_records(&self, key: &BankKey) -> Result<LayerRecords, BankError> {
         let mut out = Vec::new();
         for l in &self.layers {
             let mut found = None;

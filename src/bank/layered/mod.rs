@@ -18,7 +18,7 @@ mod group;
 mod inplace;
 
 use crate::failure::FailureKind;
-pub use group::{GroupRecord, IndexGroup, LayerRecords};
+pub(crate) use group::{IndexGroup, LayerRecords};
 pub use inplace::{Found, HitRef};
 
 /// Which layer of a [`Bank`] a record came from.
@@ -231,7 +231,7 @@ impl BankBuilder {
     }
 
     /// Opens no custom layer (only built-in layers answer).
-    pub fn no_custom(mut self) -> Self {
+    pub(crate) fn no_custom(mut self) -> Self {
         self.custom = None;
         self
     }
@@ -275,7 +275,7 @@ impl BankBuilder {
     }
 
     /// The custom bank file this builder would open, and the rule that chose it.
-    pub fn custom_location(&self) -> Result<Option<BankLocation>, PathError> {
+    pub(crate) fn custom_location(&self) -> Result<Option<BankLocation>, PathError> {
         match &self.custom {
             None => Ok(None),
             Some(explicit) => {
@@ -493,12 +493,6 @@ impl Bank {
         })
     }
 
-    /// Derives the key of `descriptor` and looks it up.
-    pub fn lookup_descriptor(&self, descriptor: &Descriptor) -> Result<Lookup, BankError> {
-        let key = descriptor_key(descriptor)?;
-        self.lookup(&key)
-    }
-
     /// Writes `records` to the custom layer in one atomic, durable transaction, each under the
     /// key derived from its own descriptor (so a record can never sit under a wrong key), and
     /// returns those keys. Either every record is written or none.
@@ -512,7 +506,7 @@ impl Bank {
     /// and writes are one transaction, so a record another process wrote since this one looked
     /// the key up is seen and judged, never blindly overwritten. Returns how many records were
     /// written. `replace` may be called more than once per record and must answer the same.
-    pub fn write_batch_if(
+    pub(crate) fn write_batch_if(
         &self,
         records: &[Record],
         replace: &dyn Fn(&Record, Result<Answer, RecordError>) -> bool,

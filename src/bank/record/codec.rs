@@ -20,12 +20,8 @@ use super::{
 };
 use crate::key::{BankKey, RecordKind};
 
-/// The oldest record format version this build reads (format 1: one checksum over the whole
-/// value).
-pub const OLDEST_READABLE_FORMAT_VERSION: u16 = 1;
-
 /// Length of format 2's record checksum: the first 16 bytes of a blake3 hash.
-pub const CHECKSUM_LEN: usize = 16;
+pub(crate) const CHECKSUM_LEN: usize = 16;
 
 /// Section 1 of the body, as encoded (borrowing).
 #[derive(Serialize)]

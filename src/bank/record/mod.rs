@@ -302,7 +302,7 @@ pub const RECORD_MAGIC: [u8; 4] = *b"TBRC";
 pub const HEADER_LEN: usize = 48;
 
 /// Largest body length a record may declare (64 MiB): bigger values are treated as damage.
-pub const MAX_BODY_LEN: u32 = 64 << 20;
+pub(crate) const MAX_BODY_LEN: u32 = 64 << 20;
 
 /// The part of a record a bank hit needs: the strategy and its measured performance, plus the
 /// header facts that decide whether the record is still valid under the current key schema.
@@ -409,7 +409,7 @@ impl RecordError {
 }
 
 /// Header byte of a kind.
-pub fn kind_byte(kind: RecordKind) -> u8 {
+pub(crate) fn kind_byte(kind: RecordKind) -> u8 {
     match kind {
         RecordKind::Op => 0,
         RecordKind::Graph => 1,
@@ -418,7 +418,7 @@ pub fn kind_byte(kind: RecordKind) -> u8 {
 }
 
 /// The kind of a header byte, if known.
-pub fn kind_from_byte(byte: u8) -> Option<RecordKind> {
+pub(crate) fn kind_from_byte(byte: u8) -> Option<RecordKind> {
     match byte {
         0 => Some(RecordKind::Op),
         1 => Some(RecordKind::Graph),
@@ -433,8 +433,7 @@ mod view;
 
 pub use codec::{
     decode, decode_answer, decode_answer_ref, decode_answer_section_fast,
-    decode_answer_section_generic, encode, encode_v1, seal, CHECKSUM_LEN,
-    OLDEST_READABLE_FORMAT_VERSION,
+    decode_answer_section_generic, encode, encode_v1, seal,
 };
 
 use crate::failure::FailureKind;

@@ -1,5 +1,6 @@
 //! Unit tests of the record encoding: round trips, damage detection, version handling.
 
+use super::codec::*;
 use super::*;
 use crate::key::StrategyMap;
 use crate::key::{DType, Format, ImplMode, SocSpec, TensorDesc};

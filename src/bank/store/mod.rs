@@ -13,16 +13,16 @@ use std::path::PathBuf;
 use crate::failure::{io_kind, FailureKind};
 use crate::key::{BankKey, RecordKind};
 
-pub mod postgres;
-pub mod redb;
+pub(crate) mod postgres;
+pub(crate) mod redb;
 #[cfg(feature = "sled")]
-pub mod sled;
+pub(crate) mod sled;
 
 #[cfg(test)]
 mod durability_tests;
 
 pub use self::postgres::{PgConnections, PgStore};
-pub use self::redb::RedbStore;
+pub use self::redb::*;
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;
 

@@ -124,11 +124,6 @@ impl PgStore {
         Ok(store)
     }
 
-    /// Whether writes through this handle are refused.
-    pub fn is_read_only(&self) -> bool {
-        self.read_only
-    }
-
     /// The bank name inside the database.
     pub fn bank(&self) -> &str {
         &self.bank

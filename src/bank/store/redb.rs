@@ -108,7 +108,10 @@ impl RedbStore {
     }
 
     /// [`Self::open`] with a page-cache budget of `cache_bytes`.
-    pub fn open_with_cache(path: impl AsRef<Path>, cache_bytes: usize) -> Result<Self, StoreError> {
+    pub(crate) fn open_with_cache(
+        path: impl AsRef<Path>,
+        cache_bytes: usize,
+    ) -> Result<Self, StoreError> {
         let path = path.as_ref().to_owned();
         let db = builder(cache_bytes)
             .create(&path)
@@ -187,7 +190,7 @@ impl RedbStore {
     }
 
     /// Whether writes through this handle are refused.
-    pub fn is_read_only(&self) -> bool {
+    pub(crate) fn is_read_only(&self) -> bool {
         matches!(self.db, Handle::ReadOnly(_))
     }
 
@@ -232,7 +235,7 @@ impl RedbStore {
     /// commit if the latest commit's pages are damaged ([`StructureCheck::Repaired`]); damage it
     /// cannot repair is reported as [`StructureCheck::Damaged`] and changes nothing. On a
     /// read-only handle it can only traverse every table ([`StructureCheck::Traversed`]).
-    pub fn verify_structure(&self) -> Result<StructureCheck, StoreError> {
+    pub(crate) fn verify_structure(&self) -> Result<StructureCheck, StoreError> {
         match &self.db {
             Handle::ReadWrite(_) => {
                 let mut db = builder(DEFAULT_CACHE_BYTES)

@@ -13,7 +13,7 @@ use anyhow::Context;
 
 use clap::Parser;
 use serde::Serialize;
-use tunebank::key::options::split_atc_args;
+use tunebank::key::split_atc_args;
 use tunebank::key::OpTemplate;
 
 /// Runs the tool `name`, whose own flags that share a name with an ATC option are `own_flags`.

@@ -123,8 +123,8 @@ mod tests {
     use std::path::PathBuf;
     use tunebank::bank::interchange::InterchangeError;
     use tunebank::bank::paths::PathError;
-    use tunebank::bank::record::Damage;
     use tunebank::bank::store::StoreError;
+    use tunebank::bank::Damage;
     use tunebank::bank::{BankError, MaintenanceError, RecordError};
     use tunebank::inspect::InspectError;
     use tunebank::key::BankKey;

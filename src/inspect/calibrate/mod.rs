@@ -12,7 +12,7 @@ use crate::key::StrategyMap;
 use serde::Serialize;
 
 pub mod graph;
-pub mod view;
+pub(crate) mod view;
 
 use crate::bank::interchange::aoe::AoeBank;
 use crate::bank::interchange::tbe;
@@ -151,7 +151,7 @@ fn row(
 
 /// Spearman's rank correlation (Pearson over average ranks); `None` below 3 pairs or with no
 /// spread. The one implementation is the simulator calibration's.
-pub use crate::measure::sim::calibration::spearman_checked as spearman;
+pub(crate) use crate::measure::sim::calibration::spearman_checked as spearman;
 
 /// The `q` quantile (linear interpolation) of `v`.
 fn quantile(v: &[f64], q: f64) -> Option<f64> {

@@ -292,7 +292,7 @@ fn source_text(s: Option<&TensorSource>) -> String {
 
 /// Every difference of `stored` from `now`: options, SoC, structure, then per node (by index)
 /// its producers and its op descriptor's fields.
-pub fn graph_diffs(stored: &GraphDescriptor, now: &GraphDescriptor) -> Vec<GraphDiff> {
+pub(crate) fn graph_diffs(stored: &GraphDescriptor, now: &GraphDescriptor) -> Vec<GraphDiff> {
     let mut out = Vec::new();
     let graph = |kind, field: String, stored: String, current: String| GraphDiff {
         kind,

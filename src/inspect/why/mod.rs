@@ -27,8 +27,8 @@ mod rank;
 mod render;
 
 pub use graph::{
-    graph_diffs, why_subgraphs, GraphDiff, GraphDiffKind, GraphNearEntry, GraphVerdict,
-    SubgraphDiagnosis, SubgraphWhyReport,
+    why_subgraphs, GraphDiff, GraphDiffKind, GraphNearEntry, GraphVerdict, SubgraphDiagnosis,
+    SubgraphWhyReport,
 };
 
 pub use render::WhyText;
@@ -150,7 +150,7 @@ pub enum MissCause {
 
 impl MissCause {
     /// A short label for summaries: `precision_mode`, `rejected`, `stale`, `shape differs` ….
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             MissCause::Rejected { .. } => "rejected".into(),
             MissCause::Stale { .. } => "stale".into(),

@@ -60,7 +60,7 @@ impl FileReader for MemFiles {
 
 /// A per-op value from the `op_precision_mode` file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum OpPrecision {
+pub(crate) enum OpPrecision {
     /// `high_precision` impl.
     HighPrecision,
     /// `high_performance` impl.
@@ -95,7 +95,7 @@ impl OpPrecision {
 
 /// Parsed `op_precision_mode` file: by op type (folded) and by node name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OpPrecisionTable {
+pub(crate) struct OpPrecisionTable {
     /// Op type (folded) → value.
     pub by_type: BTreeMap<String, OpPrecision>,
     /// Node name → value; wins over `by_type`.
@@ -114,7 +114,7 @@ impl OpPrecisionTable {
 
 /// Parsed `keep_dtype` file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct KeepDtype {
+pub(crate) struct KeepDtype {
     /// Node names.
     pub names: BTreeSet<String>,
     /// Op types (folded).
@@ -363,7 +363,7 @@ fn mixlist_canonical(p: &MixPatch) -> String {
 }
 /// The two fusion categories of ATC's fusion switch file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FusionKind {
+pub(crate) enum FusionKind {
     /// Graph fusion (`"GraphFusion"`): FE rewrites the graph.
     Graph,
     /// UB fusion (`"UBFusion"`): ops share the Unified Buffer in one kernel.
@@ -374,7 +374,7 @@ pub enum FusionKind {
 /// unless switched off by name (in its category, or in the line form that names no
 /// category), else by its category's `"ALL"`, or by `oo_level=O1` (every pass off).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FusionSwitches {
+pub(crate) struct FusionSwitches {
     /// `"GraphFusion"` entries: pass name → on.
     pub graph: BTreeMap<String, bool>,
     /// `"UBFusion"` entries: pass name → on.

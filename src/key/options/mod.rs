@@ -23,12 +23,12 @@ mod values;
 
 pub use args::{parse_args, split_atc_args};
 pub use error::OptionError;
-pub use files::{
-    FileReader, FsReader, FusionKind, FusionSwitches, KeepDtype, MemFiles, OpPrecision,
-    OpPrecisionTable,
-};
-pub use resolved::{Dynamic, ImplModeOption, PrecisionMode, ResolvedOptions};
+pub use files::{FileReader, FsReader, MemFiles};
+pub(crate) use files::{FusionKind, FusionSwitches, OpPrecision};
+pub(crate) use resolved::ImplModeOption;
+pub use resolved::{Dynamic, PrecisionMode, ResolvedOptions};
+pub(crate) use table::graph_extension_specs;
 pub use table::{
-    graph_extension_specs, graph_option_specs, option_spec, options_help, FileFormat, KeyEffect,
-    OptionSpec, ValueKind, OPTIONS, SCHEMA_2_GRAPH_OPTIONS,
+    graph_option_specs, option_spec, options_help, FileFormat, KeyEffect, OptionSpec, ValueKind,
+    OPTIONS,
 };

@@ -57,7 +57,7 @@ impl PrecisionMode {
 
 /// `--op_select_implmode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ImplModeOption {
+pub(crate) enum ImplModeOption {
     /// `high_precision`: ops of the built-in impl-mode list use high precision.
     HighPrecision,
     /// `high_performance` (default).

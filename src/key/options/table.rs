@@ -262,7 +262,7 @@ pub const OPTIONS: &[OptionSpec] = &[
 
 /// The graph-level options of key schema 2, in the order the subgraph key always writes them
 /// (ARCHITECTURE.md, "Key encoding"); fixed, whatever the rows' classes become.
-pub const SCHEMA_2_GRAPH_OPTIONS: [&str; 20] = [
+pub(crate) const SCHEMA_2_GRAPH_OPTIONS: [&str; 20] = [
     "precision_mode",
     "op_precision_mode",
     "keep_dtype",
@@ -304,7 +304,7 @@ pub fn graph_option_specs() -> &'static [&'static OptionSpec] {
 
 /// The options added after key schema 2 that affect subgraph keys, in table order: a subgraph
 /// key writes one only when it is set to a value other than its default.
-pub fn graph_extension_specs() -> &'static [&'static OptionSpec] {
+pub(crate) fn graph_extension_specs() -> &'static [&'static OptionSpec] {
     static SPECS: OnceLock<Vec<&'static OptionSpec>> = OnceLock::new();
     SPECS.get_or_init(|| {
         OPTIONS

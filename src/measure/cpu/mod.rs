@@ -17,7 +17,7 @@
 
 mod candidate;
 pub mod gemm;
-pub mod kernels;
+pub(crate) mod kernels;
 mod memory;
 
 use std::collections::HashMap;

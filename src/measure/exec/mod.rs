@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use self::protocol::malformed;
-pub use self::protocol::{parse_response, ProtocolError, Response, MAX_LINE, PROTOCOL_VERSION};
+pub use self::protocol::{parse_response, ProtocolError, Response};
+pub(crate) use self::protocol::{MAX_LINE, PROTOCOL_VERSION};
 use super::{
     CandidateFailure, Measure, MeasureError, Outcome, StrategyMap, TaskSpace, TimingSettings,
     TuningTask,

@@ -13,10 +13,10 @@ use crate::failure::FailureKind;
 use crate::measure::{json_to_value, CandidateFailure, Outcome};
 
 /// The protocol version this runner speaks.
-pub const PROTOCOL_VERSION: u64 = 1;
+pub(crate) const PROTOCOL_VERSION: u64 = 1;
 
 /// Longest response line accepted (bytes); a longer one is garbage.
-pub const MAX_LINE: usize = 16 << 20;
+pub(crate) const MAX_LINE: usize = 16 << 20;
 
 /// A parsed v1 response line.
 #[derive(Clone, Debug, PartialEq)]

@@ -25,7 +25,7 @@ use crate::key::{DType, Format, GraphDescriptor, TensorDesc, TensorSource};
 use crate::measure::{Measure, MeasureError, TuningTask};
 
 /// Version of the subgraph model; part of the runner identity of graph records.
-pub const SGAT_MODEL_VERSION: u32 = 1;
+pub(crate) const SGAT_MODEL_VERSION: u32 = 1;
 
 /// Why a subgraph cannot be simulated under a strategy.
 #[derive(Debug, thiserror::Error)]
@@ -195,7 +195,7 @@ impl SgatStrategy {
 }
 
 /// The strategy key of [`SgatStrategy::trans_data_avoided`].
-pub const TRANS_DATA_AVOIDED: &str = "transDataAvoided";
+pub(crate) const TRANS_DATA_AVOIDED: &str = "transDataAvoided";
 
 /// `[[producer, consumer], …]` with indices below `nodes`, producer ≠ consumer.
 fn edge_pairs(v: &Value, nodes: usize) -> Option<Vec<(usize, usize)>> {
@@ -286,7 +286,7 @@ pub struct GraphTime {
 }
 
 /// Bytes of one element of `d`.
-pub fn dtype_bytes(d: DType) -> u64 {
+pub(crate) fn dtype_bytes(d: DType) -> u64 {
     match d {
         DType::Int8 | DType::Uint8 | DType::Bool => 1,
         DType::Float16 | DType::Bfloat16 | DType::Int16 => 2,
@@ -296,7 +296,7 @@ pub fn dtype_bytes(d: DType) -> u64 {
 }
 
 /// Bytes of a tensor in its runtime shape (padding included), saturating.
-pub fn tensor_bytes(t: &TensorDesc) -> u64 {
+pub(crate) fn tensor_bytes(t: &TensorDesc) -> u64 {
     t.shape
         .iter()
         .try_fold(dtype_bytes(t.dtype), |p, &d| p.checked_mul(d.max(0) as u64))

@@ -16,12 +16,12 @@
 //! failure of every candidate, never a wrapped-around time.
 
 pub mod calibration;
-pub mod conv;
+pub(crate) mod conv;
 pub mod cube;
 pub mod graph;
-pub mod ops;
+pub(crate) mod ops;
 pub mod soc;
-pub mod vector;
+pub(crate) mod vector;
 
 use self::cube::CubeTiling;
 use self::ops::OpModel;
@@ -41,7 +41,7 @@ pub(crate) type SpaceSpec = (
 
 /// Version of the simulator's model; it is part of the runner identity, so records measured by
 /// an older model can be told apart.
-pub const SIM_MODEL_VERSION: u32 = 1;
+pub(crate) const SIM_MODEL_VERSION: u32 = 1;
 
 /// The largest size the simulator models, 2^48: a tensor's elements or bytes (padded or
 /// not), a working set, or a vector op's work (elements · bytes · passes). Every op model
@@ -50,7 +50,7 @@ pub const SIM_MODEL_VERSION: u32 = 1;
 /// arithmetic exact: its u64 products multiply these sizes by tile extents (at most 2^12) and
 /// small constants, which stays far below 2^64, and the sizes are exact in f64. 2^48 bytes
 /// (256 TiB) is far beyond any device's memory, so no real op is refused.
-pub const MAX_SIZE: u64 = 1 << 48;
+pub(crate) const MAX_SIZE: u64 = 1 << 48;
 
 /// The product of `factors` when it is at most [`MAX_SIZE`]; otherwise the reason, naming
 /// `what` and the factors.

@@ -76,7 +76,7 @@ impl SocModel {
 
     /// Cube multiply-accumulates per cycle per core for an input element size (int8 doubles,
     /// fp32 halves the fp16 rate).
-    pub fn cube_macs_per_cycle(&self, elem_bytes: u64) -> f64 {
+    pub(crate) fn cube_macs_per_cycle(&self, elem_bytes: u64) -> f64 {
         match elem_bytes {
             1 => 16.0 * 32.0 * 16.0,
             4 => 16.0 * 8.0 * 16.0,
@@ -85,13 +85,13 @@ impl SocModel {
     }
 
     /// Peak cube FLOP/s of `cores` cores.
-    pub fn cube_peak_flops(&self, elem_bytes: u64, cores: u32) -> f64 {
+    pub(crate) fn cube_peak_flops(&self, elem_bytes: u64, cores: u32) -> f64 {
         2.0 * self.cube_macs_per_cycle(elem_bytes) * self.clock_ghz * 1e9 * f64::from(cores)
     }
 
     /// Chip-wide read bandwidth (bytes/s) for a working set of `bytes`: the L2's when it fits
     /// (repeated runs keep it there), main memory's otherwise.
-    pub fn chip_read_bw(&self, working_set: u64) -> f64 {
+    pub(crate) fn chip_read_bw(&self, working_set: u64) -> f64 {
         if self.fits_l2(working_set) {
             self.l2_read_bpc * f64::from(self.cube_cores) * self.clock_ghz * 1e9
         } else {
@@ -100,7 +100,7 @@ impl SocModel {
     }
 
     /// Chip-wide write bandwidth (bytes/s) for a working set of `bytes`.
-    pub fn chip_write_bw(&self, working_set: u64) -> f64 {
+    pub(crate) fn chip_write_bw(&self, working_set: u64) -> f64 {
         if self.fits_l2(working_set) {
             self.l2_write_bpc * f64::from(self.cube_cores) * self.clock_ghz * 1e9
         } else {
@@ -109,7 +109,7 @@ impl SocModel {
     }
 
     /// Per-core read bytes/cycle for a working set of `bytes`.
-    pub fn core_read_bpc(&self, working_set: u64) -> f64 {
+    pub(crate) fn core_read_bpc(&self, working_set: u64) -> f64 {
         if self.fits_l2(working_set) {
             self.l2_read_bpc
         } else {
@@ -118,7 +118,7 @@ impl SocModel {
     }
 
     /// Per-core write bytes/cycle for a working set of `bytes`.
-    pub fn core_write_bpc(&self, working_set: u64) -> f64 {
+    pub(crate) fn core_write_bpc(&self, working_set: u64) -> f64 {
         if self.fits_l2(working_set) {
             self.l2_write_bpc
         } else {
@@ -127,7 +127,7 @@ impl SocModel {
     }
 
     /// True when a working set of `bytes` stays in L2 across back-to-back runs.
-    pub fn fits_l2(&self, bytes: u64) -> bool {
+    pub(crate) fn fits_l2(&self, bytes: u64) -> bool {
         bytes <= self.l2 / 4 * 3
     }
 }
@@ -164,7 +164,7 @@ const B2: SocModel = SocModel {
 
 /// Ascend910B3: the 910B2 core (same buffers, 192 MiB L2, 64 GiB HBM) with 20 cube and 40
 /// vector cores at 1.8 GHz.
-pub static ASCEND910B3: SocModel = SocModel {
+pub(crate) static ASCEND910B3: SocModel = SocModel {
     version: "Ascend910B3",
     cube_cores: 20,
     vector_units: 40,
@@ -173,7 +173,7 @@ pub static ASCEND910B3: SocModel = SocModel {
 
 /// Ascend910B4: 20 cube and 40 vector cores at 1.5 GHz, 96 MiB L2, 32 GiB HBM at
 /// 32 B/cycle/core (960 GB/s), from CANN's `Ascend910B4.ini`.
-pub static ASCEND910B4: SocModel = SocModel {
+pub(crate) static ASCEND910B4: SocModel = SocModel {
     version: "Ascend910B4",
     cube_cores: 20,
     clock_ghz: 1.5,
@@ -187,11 +187,11 @@ pub static ASCEND910B4: SocModel = SocModel {
 /// Ascend910A (also 910ProA and 910PremiumA): 32 DaVinci v100 AI cores (cube and vector
 /// coupled) at 1.0 GHz, 256 KiB L0C, 1 MiB L1, 256 KiB UB, 32 MiB L2, four HBM2 stacks
 /// ≈1.2 TB/s; no fp32/bf16 cube, ND operands need TransData.
-pub static ASCEND910A: SocModel = A910;
+pub(crate) static ASCEND910A: SocModel = A910;
 
 /// Ascend310: 2 DaVinci v100 AI cores at the clock that gives the published 8 TFLOPS fp16
 /// (≈0.49 GHz), the 910A's buffers, 8 MiB L2, LPDDR4X ≈51.2 GB/s.
-pub static ASCEND310: SocModel = SocModel {
+pub(crate) static ASCEND310: SocModel = SocModel {
     version: "Ascend310",
     cube_cores: 2,
     clock_ghz: 0.49,
@@ -232,7 +232,7 @@ const A910: SocModel = SocModel {
 /// Ascend310B1: one AI core plus one vector core (CANN's core counts) with the 310P3's
 /// DaVinci v300 buffers. Clock, L2 and memory bandwidth are estimates (1.0 GHz, 4 MiB,
 /// LPDDR4X ≈51.2 GB/s): no public figure was found.
-pub static ASCEND310B1: SocModel = SocModel {
+pub(crate) static ASCEND310B1: SocModel = SocModel {
     version: "Ascend310B1",
     cube_cores: 1,
     clock_ghz: 1.0,
@@ -246,7 +246,7 @@ pub static ASCEND310B1: SocModel = SocModel {
 
 /// Ascend310P3-like: 8 AI cores at 1.06 GHz (cube and vector coupled) plus 7 vector cores,
 /// LPDDR4X ≈150 GB/s, 16 MiB L2. The L2 rates are estimates (not in the platform files).
-pub static ASCEND310P3: SocModel = P3;
+pub(crate) static ASCEND310P3: SocModel = P3;
 
 const P3: SocModel = SocModel {
     version: "Ascend310P3",

@@ -31,7 +31,7 @@ use shape::{const_info, Inputs};
 
 /// Largest value a single inferred dim may take; larger ones are reported as an inference
 /// failure of the op (hostile models cannot make later stages allocate or overflow).
-pub const MAX_DIM: i64 = 1 << 40;
+pub(crate) const MAX_DIM: i64 = 1 << 40;
 
 /// A tensor's inferred element type and shape.
 #[derive(Clone, Debug, PartialEq)]

@@ -118,7 +118,7 @@ impl Cluster {
     }
 
     /// These defaults with the fields `file` sets replaced; the result is checked again.
-    pub fn with_file(mut self, file: &ClusterFile) -> Result<Cluster, GdatError> {
+    pub(crate) fn with_file(mut self, file: &ClusterFile) -> Result<Cluster, GdatError> {
         if let Some(d) = file.devices_per_server {
             self.devices_per_server = d;
         }
@@ -138,7 +138,7 @@ impl Cluster {
     /// The cluster a command line names: [`Cluster::for_soc`], then the `--cluster` file at
     /// `file` (if any) applied with [`Cluster::with_file`]. A file that cannot be read or
     /// parsed is a [`GdatError::ClusterFile`] naming it.
-    pub fn from_flags(
+    pub(crate) fn from_flags(
         soc: &str,
         rank_size: u32,
         devices_per_server: u32,
@@ -157,7 +157,7 @@ impl Cluster {
     }
 
     /// Parses a `--cluster` file's text (`path` names it in errors).
-    pub fn parse_file(path: &str, text: &str) -> Result<ClusterFile, GdatError> {
+    pub(crate) fn parse_file(path: &str, text: &str) -> Result<ClusterFile, GdatError> {
         serde_json::from_str(text).map_err(|e| GdatError::ClusterFile {
             path: path.into(),
             problem: format!("{e}; expected {{\"devices_per_server\": 8, \"intra\": {{\"bandwidth_gbps\": 196, \"latency_us\": 2}}, \"inter\": {{...}}, \"per_segment_us\": 25}}, every field optional"),
@@ -230,18 +230,6 @@ impl Cluster {
             per_segment_us: fixed,
             us_per_byte: per_byte,
         }
-    }
-
-    /// The links and fixed cost as the gradient key records them: intra bandwidth and latency,
-    /// inter bandwidth and latency, per-segment µs.
-    pub fn key_links(&self) -> [f64; 5] {
-        [
-            self.intra.bandwidth_gbps,
-            self.intra.latency_us,
-            self.inter.bandwidth_gbps,
-            self.inter.latency_us,
-            self.per_segment_us,
-        ]
     }
 }
 

@@ -206,7 +206,7 @@ impl GdatPlan {
     }
 
     /// The split a stored strategy names, if valid for this plan.
-    pub fn split_of(&self, s: &StrategyMap) -> Option<Vec<usize>> {
+    pub(crate) fn split_of(&self, s: &StrategyMap) -> Option<Vec<usize>> {
         let v: Vec<usize> = serde_json::from_value(s.get("split")?.clone()).ok()?;
         let n = self.timeline.gradients.len();
         super::split::is_valid(&v, n, self.max_segments).then_some(v)

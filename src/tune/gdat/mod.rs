@@ -14,19 +14,19 @@
 //! `--timeline-out`), [`render`] (text and SVG Gantt) and [`why`] (a gradient-key miss
 //! explained by the nearest stored records).
 
-pub mod cluster;
-pub mod job;
+pub(crate) mod cluster;
+pub(crate) mod job;
 pub mod render;
 pub mod report;
 pub mod search;
-pub mod split;
-pub mod timeline;
-pub mod why;
+pub(crate) mod split;
+pub(crate) mod timeline;
+pub(crate) mod why;
 
 use crate::failure::FailureKind;
 pub use cluster::{Cluster, ClusterFile, LinearCost, Link};
-pub use job::{plan_job, run_job, GdatOutcome, GdatPlan, GdatSettings, Scenario};
-pub use split::{hccl_default, optimum, schedule, Schedule, Segment, MAX_SEGMENTS};
+pub use job::*;
+pub use split::*;
 pub use timeline::{Gradient, Timeline};
 pub use why::{why_gradient, GradientWhy};
 

@@ -35,7 +35,7 @@ fn segments(s: &Scenario) -> Vec<(f64, f64)> {
 
 /// The text Gantt, `width` columns of bars (at least 20): one row for backward, one per split;
 /// digits number the segments, `|` marks the end of backward.
-pub fn gantt_text(plan: &GdatPlan, o: &GdatOutcome, width: usize) -> String {
+pub(crate) fn gantt_text(plan: &GdatPlan, o: &GdatOutcome, width: usize) -> String {
     let width = width.max(20);
     let t_end = end_of(o, plan);
     let bwd = plan.timeline.backward_end_us;

@@ -51,19 +51,19 @@ fn scenario_json(plan: &GdatPlan, s: &Scenario) -> Value {
 
 /// HCCL's `set_split_strategy_by_idx` list: forward order, index of each segment's last
 /// gradient.
-pub fn hccl_idx(split: &[usize], n: usize) -> Vec<usize> {
+pub(crate) fn hccl_idx(split: &[usize], n: usize) -> Vec<usize> {
     to_hccl_order(split, n).into_iter().map(|e| e - 1).collect()
 }
 
 /// HCCL's `set_split_strategy_by_size` list: percentages in forward order.
-pub fn hccl_sizes(bytes: &[u64], split: &[usize]) -> Vec<f64> {
+pub(crate) fn hccl_sizes(bytes: &[u64], split: &[usize]) -> Vec<f64> {
     let mut p = to_sizes(bytes, split);
     p.reverse();
     p
 }
 
 /// MindSpore's `all_reduce_fusion_config`: forward-order boundaries, without `n`.
-pub fn mindspore_config(split: &[usize], n: usize) -> Vec<usize> {
+pub(crate) fn mindspore_config(split: &[usize], n: usize) -> Vec<usize> {
     let mut v = to_hccl_order(split, n);
     v.pop();
     v
@@ -72,7 +72,7 @@ pub fn mindspore_config(split: &[usize], n: usize) -> Vec<usize> {
 /// The PyTorch DDP `bucket_cap_mb` (MiB) whose buckets — filled in production order, a bucket
 /// closed once it reaches the cap — give the least tail under the model, and that tail. The
 /// candidates are each tuned segment's size and the one-segment size.
-pub fn ddp_bucket_cap(plan: &GdatPlan, split: &[usize]) -> (f64, f64) {
+pub(crate) fn ddp_bucket_cap(plan: &GdatPlan, split: &[usize]) -> (f64, f64) {
     let bytes = plan.timeline.bytes();
     let ready: Vec<f64> = plan.timeline.gradients.iter().map(|g| g.ready_us).collect();
     let mut caps: Vec<u64> = to_sizes(&bytes, split)
@@ -109,7 +109,7 @@ pub fn ddp_bucket_cap(plan: &GdatPlan, split: &[usize]) -> (f64, f64) {
 }
 
 /// The lines to paste into a training script for `split`.
-pub fn paste_lines(plan: &GdatPlan, split: &[usize]) -> Vec<String> {
+pub(crate) fn paste_lines(plan: &GdatPlan, split: &[usize]) -> Vec<String> {
     let n = plan.timeline.gradients.len();
     let bytes = plan.timeline.bytes();
     let (cap, cap_tail) = ddp_bucket_cap(plan, split);

@@ -21,7 +21,7 @@ use super::split::{is_valid, schedule};
 use super::GdatError;
 
 /// Largest neighbourhood space enumerated.
-pub const SPACE_LIMIT: usize = 200_000;
+pub(crate) const SPACE_LIMIT: usize = 200_000;
 
 /// The task a GDAT runner is given: op type `GradientSplit`, attributes `gradient_bytes`
 /// (production order), `world_size` and `max_segments`.

@@ -11,11 +11,11 @@ use serde::Serialize;
 use super::cluster::LinearCost;
 
 /// At most this many segments (HCCL's limit).
-pub const MAX_SEGMENTS: usize = 8;
+pub(crate) const MAX_SEGMENTS: usize = 8;
 
 /// HCCL's default split by size, in HCCL's (forward parameter) order: the first 96.54 % of the
 /// gradient bytes, then the last 3.46 %, which backward produces first.
-pub const HCCL_DEFAULT_PERCENT: [f64; 2] = [96.54, 3.46];
+pub(crate) const HCCL_DEFAULT_PERCENT: [f64; 2] = [96.54, 3.46];
 
 /// One segment's place in the schedule.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -128,7 +128,7 @@ pub fn optimum(bytes: &[u64], ready_us: &[f64], cost: LinearCost, max: usize) ->
 }
 
 /// Segment sizes as percentages of the total bytes, in production order (two decimals).
-pub fn to_sizes(bytes: &[u64], split: &[usize]) -> Vec<f64> {
+pub(crate) fn to_sizes(bytes: &[u64], split: &[usize]) -> Vec<f64> {
     let total: u64 = bytes.iter().sum::<u64>().max(1);
     let mut first = 0;
     split
@@ -144,7 +144,7 @@ pub fn to_sizes(bytes: &[u64], split: &[usize]) -> Vec<f64> {
 /// The split whose segments come closest to `percent` (production order, summing to 100): each
 /// boundary at the gradient where the cumulative share first reaches the cumulative percentage
 /// (a gradient is never cut), empty segments dropped.
-pub fn from_sizes(bytes: &[u64], percent: &[f64]) -> Vec<usize> {
+pub(crate) fn from_sizes(bytes: &[u64], percent: &[f64]) -> Vec<usize> {
     let n = bytes.len();
     let total: u64 = bytes.iter().sum::<u64>().max(1);
     let mut split = Vec::new();
@@ -165,7 +165,7 @@ pub fn from_sizes(bytes: &[u64], percent: &[f64]) -> Vec<usize> {
 
 /// HCCL's default split in production order: [`HCCL_DEFAULT_PERCENT`] reversed (backward
 /// produces the last parameters first), converted by [`from_sizes`].
-pub fn hccl_default(bytes: &[u64]) -> Vec<usize> {
+pub(crate) fn hccl_default(bytes: &[u64]) -> Vec<usize> {
     let mut p = HCCL_DEFAULT_PERCENT;
     p.reverse();
     from_sizes(bytes, &p)
@@ -174,7 +174,7 @@ pub fn hccl_default(bytes: &[u64]) -> Vec<usize> {
 /// A production-order split as HCCL's and MindSpore's index form, in forward parameter order
 /// (parameter `i` of the forward order is gradient `n−1−i`): ascending end indices, the last
 /// being `n`.
-pub fn to_hccl_order(split: &[usize], n: usize) -> Vec<usize> {
+pub(crate) fn to_hccl_order(split: &[usize], n: usize) -> Vec<usize> {
     let mut out: Vec<usize> = split[..split.len() - 1].iter().map(|&e| n - e).collect();
     out.reverse();
     out.push(n);

@@ -114,7 +114,8 @@ mod task;
 mod tests;
 
 pub use outcome::{TaskOutcome, TuneObserver, TuneStats, TuneSummary};
-pub use table::{shorten, TuneTable};
+pub(crate) use table::shorten;
+pub use table::TuneTable;
 
 /// Tunes every task of `plan` against `bank` (see the module docs for the rules), rewriting
 /// `result_file` after every finished task, and returns the summary. `cancel` stops the job

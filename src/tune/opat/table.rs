@@ -26,7 +26,7 @@ pub struct TuneTable<'a> {
 }
 
 /// `s` if it has at most `n` characters, else `…` and its last `n - 1` characters (`n` ≥ 1).
-pub fn shorten(s: &str, n: usize) -> String {
+pub(crate) fn shorten(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_owned()
     } else {
@@ -48,7 +48,7 @@ const OTHER_COLUMNS: usize = 62;
 impl TuneTable<'_> {
     /// The per-task table: op names shortened in the middle to fit `width` terminal columns
     /// (`None`: 56 columns for the name, as on a pipe).
-    pub fn rows_text(&self, width: Option<u16>) -> String {
+    pub(crate) fn rows_text(&self, width: Option<u16>) -> String {
         let name_cols = match width {
             Some(w) => name_width(usize::from(w), OTHER_COLUMNS, 24),
             None => 56,

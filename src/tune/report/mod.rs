@@ -211,7 +211,7 @@ impl OpatReport {
     }
 
     /// The whole file as JSON, under the top-level key `report_id`.
-    pub fn to_json(&self, report_id: &str) -> Value {
+    pub(crate) fn to_json(&self, report_id: &str) -> Value {
         let mut basic = Map::new();
         basic.insert("tuning_name".into(), json!(self.tuning_name));
         if let Some(t) = self.tuning_time_s {
@@ -279,7 +279,7 @@ fn transfer_json(ops: &[OpSeeded]) -> Value {
 
 /// AOE's `performance_improvement`: `before / after − 1` as a percentage with two decimals
 /// (58.781 µs → 26.876 µs is `"118.71%"`).
-pub fn improvement(before_us: f64, after_us: f64) -> String {
+pub(crate) fn improvement(before_us: f64, after_us: f64) -> String {
     if after_us > 0.0 && before_us.is_finite() && after_us.is_finite() {
         format!("{:.2}%", (before_us / after_us - 1.0) * 100.0)
     } else {
@@ -293,7 +293,7 @@ pub(crate) fn round(x: f64, decimals: i32) -> f64 {
 }
 
 /// `YYYYMMDDHHMMSSmmm` (UTC) of `t`, as AOE's file names carry it.
-pub fn timestamp_ms(t: SystemTime) -> String {
+pub(crate) fn timestamp_ms(t: SystemTime) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);

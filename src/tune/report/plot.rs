@@ -22,7 +22,7 @@ pub const FASTER: &str = "#1a9850";
 /// Colour of an op that kept its time.
 pub const SAME: &str = "#969696";
 /// Colour of the "before" marks.
-pub const BEFORE: &str = "#4a4a4a";
+pub(crate) const BEFORE: &str = "#4a4a4a";
 
 /// A dot plot: one row per op (largest gain `before/after` first, ties by name), a hollow dot at
 /// the time before, a filled dot at the time after, joined by a bar; the gain in percent at the

@@ -47,7 +47,7 @@ pub fn shorten_middle(name: &str, width: usize) -> String {
 
 /// How a column of a [`text_table`] is aligned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Align {
+pub(crate) enum Align {
     /// Text, left-aligned.
     Left,
     /// Numbers, right-aligned.
@@ -59,7 +59,7 @@ pub enum Align {
 /// arranged to fit that many columns (cells wrap only where they must; callers shorten names
 /// first); without, every cell keeps its full text. Lines carry no trailing spaces and no
 /// control characters.
-pub fn text_table(
+pub(crate) fn text_table(
     header: &[&str],
     align: &[Align],
     rows: Vec<Vec<String>>,
@@ -101,7 +101,7 @@ pub fn text_table(
 
 /// Width in terminal columns left for a name column when the other columns take `others`
 /// columns of a `total`-column line, never less than `min`.
-pub fn name_width(total: usize, others: usize, min: usize) -> usize {
+pub(crate) fn name_width(total: usize, others: usize, min: usize) -> usize {
     total.saturating_sub(others).max(min)
 }
 

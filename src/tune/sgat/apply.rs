@@ -122,7 +122,7 @@ impl PostSgat {
 /// Applies the graph bank to `units` (every profile's units, in plan order) partitioned into
 /// `subgraphs` (whose `units` index `units`, covering each once, as [`super::SgatPlan`] has
 /// them): one look-up per subgraph, the rule of the module docs per hit.
-pub fn apply_graph_bank(
+pub(crate) fn apply_graph_bank(
     units: &[ResolvedUnit],
     subgraphs: &[Subgraph],
     graph_bank: &Bank,
@@ -167,7 +167,7 @@ pub fn apply_graph_bank(
 /// The units subgraph `sg` of `units` becomes under `strategy` (module docs): one per kernel,
 /// in order of the kernels' first nodes. A kernel of one node without a cut is that node's
 /// unit unchanged.
-pub fn apply_strategy(
+pub(crate) fn apply_strategy(
     units: &[ResolvedUnit],
     sg: &Subgraph,
     strategy: &SgatStrategy,

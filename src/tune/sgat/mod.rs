@@ -32,12 +32,11 @@ use std::time::{Duration, Instant};
 
 use search_strategies::{strategies::by_name, StopReason};
 
-pub use apply::{
-    apply_graph_bank, apply_strategy, post_sgat_plan, AppliedSubgraph, ApplyError, PostSgat,
-};
+pub use apply::{post_sgat_plan, AppliedSubgraph, ApplyError, PostSgat};
 pub use report::{SgatReport, SubgraphChange};
-pub use search::{search_subgraph, sgat_best, SgatBest, SgatBestError, SubgraphSearch};
-pub use space::{SgatSpace, SpaceBuildError, MAX_RAW_CONFIGS};
+pub use search::SgatBestError;
+pub(crate) use search::{search_subgraph, sgat_best};
+pub use space::{SgatSpace, SpaceBuildError};
 
 use super::pool::{Budget, Pool};
 use super::{check_settings, check_soc, plan, TuneError, TunePlan, TuneSettings};
@@ -54,7 +53,7 @@ use crate::tune::report::{OpatResult, ResultFile};
 use crate::tune::{task_seed, Decision};
 
 /// The runner identity of graph records: the simulator's subgraph model.
-pub fn sgat_runner_identity() -> String {
+pub(crate) fn sgat_runner_identity() -> String {
     format!("sim-sgat-v{SGAT_MODEL_VERSION}")
 }
 

@@ -20,7 +20,7 @@ use crate::tune::TuneSettings;
 
 /// What one search found.
 #[derive(Clone, Debug)]
-pub struct SubgraphSearch {
+pub(crate) struct SubgraphSearch {
     /// The best strategy measured and its time (µs), if any candidate could be timed.
     pub best: Option<(SgatStrategy, f64)>,
     /// Candidates measured.
@@ -34,7 +34,7 @@ pub struct SubgraphSearch {
 /// Searches `space` (of the subgraph prepared as `ops`) with `strategy` for at most `budget`
 /// candidates, `batch` per round, within `time_limit`; stops asking when `cancel` is set.
 /// Deterministic for a deterministic strategy and no time limit.
-pub fn search_subgraph(
+pub(crate) fn search_subgraph(
     space: &SgatSpace,
     ops: &GraphOps,
     strategy: Box<dyn Strategy>,
@@ -93,10 +93,8 @@ pub enum SgatBestError {
 /// `settings` (strategy, per-subgraph budget `trials_per_op`, batch, the seed mixed with the
 /// subgraph key), or every configuration when the space has no more than `trials_per_op`.
 #[derive(Clone, Debug)]
-pub struct SgatBest {
-    /// The best strategy and its time, µs.
-    pub strategy: SgatStrategy,
-    /// Its time, µs.
+pub(crate) struct SgatBest {
+    /// The best strategy's time, µs.
     pub us: f64,
     /// Candidates timed.
     pub candidates: u64,
@@ -105,7 +103,7 @@ pub struct SgatBest {
 }
 
 /// See [`SgatBest`].
-pub fn sgat_best(
+pub(crate) fn sgat_best(
     g: &GraphDescriptor,
     ops: &GraphOps,
     settings: &TuneSettings,
@@ -123,7 +121,6 @@ pub fn sgat_best(
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .ok_or(SgatBestError::NoCandidate)?;
         return Ok(SgatBest {
-            strategy: best.0,
             us: best.1,
             candidates: space.len() as u64,
             exhaustive: true,
@@ -139,9 +136,8 @@ pub fn sgat_best(
         (budget, settings.batch, None),
         &AtomicBool::new(false),
     );
-    let (strategy, us) = found.best.ok_or(SgatBestError::NoCandidate)?;
+    let (_, us) = found.best.ok_or(SgatBestError::NoCandidate)?;
     Ok(SgatBest {
-        strategy,
         us,
         candidates: found.trials,
         exhaustive: matches!(found.stop, StopReason::SpaceExhausted),

@@ -38,7 +38,7 @@ fn fixpipe_pass(op_type: &str) -> Option<&'static str> {
 /// The most configurations (before restrictions) a subgraph's space may have: the space is
 /// enumerated, so a larger one (a subgraph of some twenty nodes or more, as AOE's graph bank
 /// has) is refused with [`SpaceBuildError`] rather than exhausting memory.
-pub const MAX_RAW_CONFIGS: u64 = 1 << 20;
+pub(crate) const MAX_RAW_CONFIGS: u64 = 1 << 20;
 
 /// One subgraph's space and how to read its configurations.
 #[derive(Debug)]

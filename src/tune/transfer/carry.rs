@@ -7,7 +7,7 @@ use crate::measure::sim::soc::SocModel;
 
 /// The cube tiling's core-split parameters (blocks along M and along N; their product is the
 /// number of cores the tiling uses).
-pub const CUBE_SPLIT: [&str; 2] = ["blockDimM", "blockDimN"];
+pub(crate) const CUBE_SPLIT: [&str; 2] = ["blockDimM", "blockDimN"];
 
 /// Rescales, in place, the core split of `values` (a record's strategy, measured on the SoC
 /// `from`) for a task on the SoC `to`: the product of the [`CUBE_SPLIT`] values is multiplied by
@@ -21,7 +21,7 @@ pub const CUBE_SPLIT: [&str; 2] = ["blockDimM", "blockDimN"];
 /// Only the cube split is carried. Rescaling vector ops' `blockDim` by the ratio of vector
 /// units too was measured and not kept: on the simulator's BERT layer from Ascend310P3 it
 /// raised the seeded search's cost from 0.63 to 0.86 of the cold one (BENCHMARKS.md).
-pub fn carry_core_split(values: &mut [(String, Value)], from: &str, to: &str) {
+pub(crate) fn carry_core_split(values: &mut [(String, Value)], from: &str, to: &str) {
     let (Some(a), Some(b)) = (SocModel::for_version(from), SocModel::for_version(to)) else {
         return;
     };

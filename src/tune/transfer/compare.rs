@@ -73,7 +73,7 @@ impl Comparison {
 }
 
 /// The candidates measured until the best so far was ≤ `target_us` (1-based), if ever.
-pub fn trials_to_reach(history: &History, target_us: f64) -> Option<usize> {
+pub(crate) fn trials_to_reach(history: &History, target_us: f64) -> Option<usize> {
     history
         .observations()
         .iter()

@@ -8,24 +8,24 @@ use crate::key::{DType, OpDescriptor, TensorDesc};
 /// Added for a record of another SoC of the same family ([`soc_family`]): about as far as one
 /// dim e ≈ 2.7 times larger. The family shares buffer sizes and the cube, so winning tilings
 /// carry over well; core counts and clocks differ.
-pub const OTHER_SOC_SAME_FAMILY: f64 = 1.0;
+pub(crate) const OTHER_SOC_SAME_FAMILY: f64 = 1.0;
 /// Added for a record of a SoC of another family: other buffer sizes (L0C, L1, UB), another cube
 /// data path (ND on 910B, FRACTAL_NZ elsewhere), other memory.
-pub const OTHER_SOC_FAMILY: f64 = 3.0;
+pub(crate) const OTHER_SOC_FAMILY: f64 = 3.0;
 /// Added once when the float dtypes differ (float16 against float32 or bfloat16): the tiling's
 /// alignment (C0) and every buffer's capacity in elements change with the element size.
-pub const FLOAT_WIDTH: f64 = 1.0;
+pub(crate) const FLOAT_WIDTH: f64 = 1.0;
 /// Added once when a tensor's runtime format differs (ND against FRACTAL_NZ, …).
-pub const FORMAT: f64 = 0.5;
+pub(crate) const FORMAT: f64 = 0.5;
 /// Added once when the impl mode or the cube math mode differs.
 pub const MODE: f64 = 0.5;
 /// Added once when the fused op types differ (a MatMul with or without a fused activation).
-pub const FUSED: f64 = 0.5;
+pub(crate) const FUSED: f64 = 0.5;
 /// Added per attribute whose value differs or that only one side has (transpose flags,
 /// strides, pads, axes …).
-pub const ATTR: f64 = 0.5;
+pub(crate) const ATTR: f64 = 0.5;
 /// Added per input that only one side has (a MatMul with and without a bias input): ln 2.
-pub const UNMATCHED_INPUT: f64 = std::f64::consts::LN_2;
+pub(crate) const UNMATCHED_INPUT: f64 = std::f64::consts::LN_2;
 
 /// The distance from the task `target` to the stored op `source`, or `None` when they are not
 /// related. The rule, all of it:
@@ -96,7 +96,7 @@ pub fn distance(target: &OpDescriptor, source: &OpDescriptor) -> Option<f64> {
 
 /// The SoC term of [`distance`]: 0 for the same version (ASCII case-insensitive),
 /// [`OTHER_SOC_SAME_FAMILY`] within a family, [`OTHER_SOC_FAMILY`] otherwise.
-pub fn soc_distance(a: &str, b: &str) -> f64 {
+pub(crate) fn soc_distance(a: &str, b: &str) -> f64 {
     if a.eq_ignore_ascii_case(b) {
         0.0
     } else if soc_family(a) == soc_family(b) {
@@ -110,7 +110,7 @@ pub fn soc_distance(a: &str, b: &str) -> f64 {
 /// ProA, PremiumA), `Ascend310P` (P1, P3), `Ascend310B` (B1), `Ascend310`; another version is
 /// its own family. Versions of one family share the core's buffers and data paths; they differ
 /// in core counts, clocks and memory.
-pub fn soc_family(version: &str) -> String {
+pub(crate) fn soc_family(version: &str) -> String {
     let v = version.to_ascii_lowercase();
     let family = if v.starts_with("ascend910b") {
         "Ascend910B"

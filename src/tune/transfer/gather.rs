@@ -14,7 +14,7 @@ use super::Related;
 
 /// At most this many records are read from one index group (one layer, SoC and op type); a
 /// larger group is read up to this many, in key order.
-pub const GROUP_LIMIT: usize = 4096;
+pub(crate) const GROUP_LIMIT: usize = 4096;
 
 /// A stored op record that may be related to a task.
 pub(super) struct Stored {

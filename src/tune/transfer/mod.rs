@@ -38,17 +38,13 @@ use crate::key::BankKey;
 use crate::measure::{json_to_value, TaskSpace};
 use crate::tune::report::SeededBy;
 
-pub use carry::{carry_core_split, CUBE_SPLIT};
-pub use distance::{
-    distance, soc_distance, soc_family, ATTR, FLOAT_WIDTH, FORMAT, FUSED, MODE, OTHER_SOC_FAMILY,
-    OTHER_SOC_SAME_FAMILY, UNMATCHED_INPUT,
-};
-pub use gather::GROUP_LIMIT;
+pub(crate) use carry::carry_core_split;
+pub use distance::{distance, MODE};
 
 use super::TunePlan;
 
 /// How many related records a task's search gets at most: the nearest.
-pub const NEAREST: usize = 8;
+pub(crate) const NEAREST: usize = 8;
 
 /// One related bank record as a task's search gets it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -129,7 +125,7 @@ pub fn snapshot(
 /// order proposed, each once), else the cold strategy and no records — then exactly
 /// `by_name(name, seed)`.
 /// `None` for an unknown strategy name.
-pub fn transfer_strategy(
+pub(crate) fn transfer_strategy(
     name: &str,
     seed: u64,
     space: &TaskSpace,

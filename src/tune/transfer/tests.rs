@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use super::carry::*;
+use super::distance::*;
 use super::*;
 use crate::bank::layered::{descriptor_key, fresh_bank};
 use crate::bank::{Descriptor, Origin, Performance, Provenance, Record};

@@ -18,8 +18,8 @@ pub mod timing;
 
 use std::collections::BTreeMap;
 
-use tunebank::bank::record::{encode, Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::bank::store::{IndexKey, StoreEntry};
+use tunebank::bank::{encode, Descriptor, Origin, Performance, Provenance, Record};
 use tunebank::key::StrategyMap;
 use tunebank::key::{
     BankKey, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,

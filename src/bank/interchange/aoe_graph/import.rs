@@ -33,7 +33,7 @@ use crate::key::{BankKey, GraphDescriptor, SocSpec};
 use super::map::{strategy_of, SubgraphUnmapped};
 
 /// The record option holding the file's first line, verbatim.
-pub const HEADER_OPTION: &str = "aoe_graph_header";
+pub(crate) const HEADER_OPTION: &str = "aoe_graph_header";
 /// The record option listing where the subgraph occurs (module docs).
 pub const OCCURRENCES_OPTION: &str = "aoe_graph_occurrences";
 

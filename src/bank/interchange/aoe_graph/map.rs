@@ -388,7 +388,10 @@ fn port_tensors(
 
 /// The descriptor of one subgraph's ops for `soc` (module docs: dtypes, formats, edges), with
 /// the graph-level options at their defaults; or the first op that does not map, and why.
-pub fn map_subgraph(ops: &[AoeOp], soc: &SocSpec) -> Result<GraphDescriptor, SubgraphUnmapped> {
+pub(crate) fn map_subgraph(
+    ops: &[AoeOp],
+    soc: &SocSpec,
+) -> Result<GraphDescriptor, SubgraphUnmapped> {
     let fam = family(ops);
     let tensors = port_tensors(ops, fam)?;
     let fed: Vec<Option<usize>> = (0..ops.len())
@@ -473,7 +476,7 @@ fn exact_output(op: &AoeOp, tensors: &[Option<TensorDesc>]) -> Option<TensorDesc
 /// The `struct` of a descriptor: per node, in node order, `{"dsize", "in", "op"}` with each
 /// port's shape and bytes per element (from its graph input or its producer's output), `[-1]`
 /// and 0 at the ports of `absent_inputs`. The inverse of [`map_subgraph`].
-pub fn struct_of(g: &GraphDescriptor) -> Result<PyJson, String> {
+pub(crate) fn struct_of(g: &GraphDescriptor) -> Result<PyJson, String> {
     let ops = g.nodes.iter().enumerate().map(|(i, node)| {
         let absent: Vec<i64> = match node.attrs.get(ABSENT_INPUTS) {
             Some(AttrValue::Ints(v)) => v.clone(),

@@ -21,17 +21,18 @@ use std::path::{Path, PathBuf};
 
 use crate::bank::interchange::pyjson::PyJson;
 
-pub mod export;
-pub mod import;
-pub mod map;
+pub(crate) mod export;
+pub(crate) mod import;
+pub(crate) mod map;
 
 use crate::failure::{io_kind, FailureKind};
 pub use export::{export_aoe_graph, AoeGraphExportReport};
 pub use import::{
     graph_record, import_aoe_graph, AoeGraphImportReport, NotReproducible, UnmappedSubgraph,
-    HEADER_OPTION, OCCURRENCES_OPTION,
+    OCCURRENCES_OPTION,
 };
-pub use map::{map_subgraph, struct_of, MappedGraph, MappedSubgraph, SubgraphUnmapped};
+pub(crate) use map::{map_subgraph, struct_of};
+pub use map::{MappedGraph, MappedSubgraph, SubgraphUnmapped};
 
 /// Errors of reading an AOE graph-bank file. A malformed line names its 1-based line number.
 #[derive(Debug, thiserror::Error)]
@@ -159,7 +160,7 @@ pub fn read_aoe_graph_file(path: &Path) -> Result<AoeGraphFile, AoeGraphError> {
 
 /// Parses a whole graph-bank file: the header line (a JSON object with a `version`), then one
 /// graph per line; a final newline is optional, an empty line elsewhere is malformed.
-pub fn parse_graph_file(text: &str) -> Result<AoeGraphFile, AoeGraphError> {
+pub(crate) fn parse_graph_file(text: &str) -> Result<AoeGraphFile, AoeGraphError> {
     let body = text.strip_suffix('\n').unwrap_or(text);
     let mut lines = body.split('\n');
     let header = lines.next().unwrap_or_default();
@@ -180,7 +181,7 @@ pub fn parse_graph_file(text: &str) -> Result<AoeGraphFile, AoeGraphError> {
 
 /// Parses one graph line (1-based `line` for errors) into its typed parts; nothing is mapped
 /// yet (see [`AoeGraphLine::map`]).
-pub fn parse_graph_line(text: &str, line: usize) -> Result<AoeGraphLine, AoeGraphError> {
+pub(crate) fn parse_graph_line(text: &str, line: usize) -> Result<AoeGraphLine, AoeGraphError> {
     let bad = |detail: String| AoeGraphError::Line { line, detail };
     let root = PyJson::parse(text).map_err(|e| bad(format!("not JSON: {e}")))?;
     let field = |v: &PyJson, name: &str| v.get(name).cloned().ok_or(format!("no \"{name}\""));
@@ -232,17 +233,6 @@ pub fn parse_graph_line(text: &str, line: usize) -> Result<AoeGraphLine, AoeGrap
         })
     };
     parts().map_err(bad)
-}
-
-/// One graph line (1-based `line` for errors) parsed and mapped for `soc`: every subgraph's
-/// descriptor and strategy (or why it did not map) with the graph-level facts (`graphID`,
-/// `modelName`, `end2EndTime`). What a caller that simulates the stored strategies needs.
-pub fn map_graph_line(
-    text: &str,
-    line: usize,
-    soc: &crate::key::SocSpec,
-) -> Result<MappedGraph, AoeGraphError> {
-    Ok(parse_graph_line(text, line)?.map(soc))
 }
 
 fn int(v: &PyJson) -> Result<i64, String> {

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use tunebank::bank::maintenance::manual_records;
+use tunebank::bank::manual_records;
 use tunebank::bank::{AddReport, ManualTiming};
 use tunebank::key::StrategyMap;
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use tunebank::bank::interchange::{aoe, aoe_graph, merge_into};
-use tunebank::bank::maintenance::{read_aoe_file, read_export_file};
+use tunebank::bank::{read_aoe_file, read_export_file};
 use tunebank::bank::{ImportReport, Origin};
 use tunebank::key::RecordKind;
 

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use tunebank::bank::interchange::aoe_graph::read_aoe_graph_file;
-use tunebank::bank::maintenance::read_aoe_file;
+use tunebank::bank::read_aoe_file;
 use tunebank::inspect::calibrate::calibrate;
 use tunebank::inspect::calibrate::graph::calibrate_graphs;
 use tunebank::tune::TuneSettings;

@@ -105,7 +105,7 @@ impl ResolvedOptions {
     }
 
     /// The fusion passes that run (`fusion_switch_file`, `oo_level`).
-    pub fn fusion_switches(&self) -> &FusionSwitches {
+    pub(crate) fn fusion_switches(&self) -> &FusionSwitches {
         &self.fusion
     }
 

@@ -74,22 +74,22 @@ pub struct GemmProblem {
 
 impl GemmProblem {
     /// K alignment (C0): 32 bytes of input elements.
-    pub fn c0(&self) -> u64 {
+    pub(crate) fn c0(&self) -> u64 {
         32 / self.in_bytes
     }
 
     /// M aligned to 16.
-    pub fn ma(&self) -> u64 {
+    pub(crate) fn ma(&self) -> u64 {
         align(self.m, 16)
     }
 
     /// N aligned to 16.
-    pub fn na(&self) -> u64 {
+    pub(crate) fn na(&self) -> u64 {
         align(self.n, 16)
     }
 
     /// K aligned to C0.
-    pub fn ka(&self) -> u64 {
+    pub(crate) fn ka(&self) -> u64 {
         align(self.k, self.c0())
     }
 
@@ -102,19 +102,19 @@ impl GemmProblem {
     }
 
     /// Bytes of B in global memory.
-    pub fn b_bytes(&self) -> u64 {
+    pub(crate) fn b_bytes(&self) -> u64 {
         let b = if self.b_shared { 1 } else { self.batch };
         b * self.k * self.n * self.in_bytes
     }
 
     /// Bytes of C in global memory.
-    pub fn c_bytes(&self) -> u64 {
+    pub(crate) fn c_bytes(&self) -> u64 {
         self.batch * self.m * self.n * self.out_bytes
     }
 
     /// Bytes of input the op must read at least once: B, and the part of A that some output
     /// depends on (a strided feature map skips rows).
-    pub fn min_read_bytes(&self) -> u64 {
+    pub(crate) fn min_read_bytes(&self) -> u64 {
         let a = match self.a {
             ASource::Matrix { .. } => self.a_bytes(),
             ASource::Fmap {
@@ -134,7 +134,7 @@ impl GemmProblem {
     }
 
     /// The working set of one run (inputs and output).
-    pub fn working_set(&self) -> u64 {
+    pub(crate) fn working_set(&self) -> u64 {
         self.a_bytes() + self.b_bytes() + self.c_bytes()
     }
 
@@ -195,7 +195,7 @@ fn shown(v: Option<u64>) -> String {
 
 /// A TCubeTiling-style strategy for one cube op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CubeTiling {
+pub(crate) struct CubeTiling {
     /// Cores along M.
     pub block_dim_m: u64,
     /// Cores along N.
