@@ -1,14 +1,14 @@
 //! `tunebank._tunebank`: the Python extension module behind the `tunebank` package.
 //!
 //! What it exposes (the Python names are documented in `tunebank/_tunebank.pyi`):
-//! - [`bank`]: `Bank` (open by path, layered look-ups, `why`) and its `Hit` objects;
-//! - [`keys`]: `key` (an op template's keys) and `model_keys` (a model's units and keys), the
+//! - `bank`: `Bank` (open by path, layered look-ups, `why`) and its `Hit` objects;
+//! - `keys`: `key` (an op template's keys) and `model_keys` (a model's units and keys), the
 //!   same keys the CLI's `tunebank key` and `tunebank convert` derive;
-//! - [`tune`]: `tune`, an operator-tuning job as `tunebank tune --job_type=2` runs it;
-//! - [`search`]: spaces, the built-in strategies with ask/tell, Kernel Tuner cache replay, the
+//! - `tune`: `tune`, an operator-tuning job as `tunebank tune --job_type=2` runs it;
+//! - `search`: spaces, the built-in strategies with ask/tell, Kernel Tuner cache replay, the
 //!   scorer, and the comparison driver that also runs strategies written in Python.
 //!
-//! Errors are the exception classes of `tunebank.errors` ([`errors`]), chosen by the library's
+//! Errors are the exception classes of `tunebank.errors` (`errors`), chosen by the library's
 //! failure kind, never by message text. Every call that does I/O, tuning or a search runs with
 //! the GIL released.
 

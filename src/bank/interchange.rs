@@ -10,7 +10,7 @@
 //! Exporting, importing into an empty bank and exporting again gives the same bytes.
 //!
 //! Merge rule: a key held by one side only is taken from it; a key both hold with different
-//! records is decided by the bank-write policy ([`WritePolicy::MERGE`], see
+//! records is decided by the bank-write policy (`WritePolicy::MERGE`, see
 //! [`crate::bank::policy`]): a damaged target record is replaced, a confirmed default only fills
 //! a gap, a time measured on the device beats a simulated one, and within one measurement source
 //! the smaller `performance.tuned_us` wins (the target's on a tie). The [`MergeReport`] names the
@@ -382,7 +382,7 @@ impl std::fmt::Display for MergeReport {
 }
 
 /// Merges `incoming` records into the bank's custom layer under the bank-write policy
-/// ([`WritePolicy::MERGE`]), in one atomic write. Incoming records keep their keys (verified by
+/// (`WritePolicy::MERGE`), in one atomic write. Incoming records keep their keys (verified by
 /// [`read_export`] or taken from a bank, which derived them); all must be of the bank's kind.
 pub fn merge_into(
     bank: &Bank,

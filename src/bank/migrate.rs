@@ -2,7 +2,7 @@
 //! look-ups after the key moved to the Ascend IR form (ARCHITECTURE.md, "Ascend IR form").
 //!
 //! A schema-1 op record's descriptor is in the framework form (ONNX `Gemm`, `Conv`, original
-//! formats): [`migrate_record`] maps it with [`crate::key::ir::to_ir`], exactly as resolution
+//! formats): `migrate_record` maps it with `crate::key::ir::to_ir`, exactly as resolution
 //! now maps a converter's op, and the record is written under the key of the mapped descriptor
 //! with the current schema. Subgraph records change only in the schema number (their encoding
 //! is otherwise unchanged). Gradient records name their model by a subgraph key of the old

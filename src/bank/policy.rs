@@ -2,7 +2,7 @@
 //!
 //! Every path that writes a record over what a key may already hold — a tuning run's write
 //! ([`crate::tune::opat::run`]), `bank merge`, `bank import` and the AOE import
-//! ([`crate::bank::interchange`]) — asks [`WritePolicy::judge`] and follows its [`Verdict`]. The
+//! ([`crate::bank::interchange`]) — asks `WritePolicy::judge` and follows its [`Verdict`]. The
 //! verdict carries the [`Reason`] of the rule that decided, so callers can report why.
 //!
 //! The rule, first match wins (`new` is the record offered, `current` what the key holds):
@@ -90,7 +90,7 @@ impl std::fmt::Display for Evidence {
 }
 
 /// The rule of the policy that decided (see the module docs). Each reason implies whether the
-/// offered record is written ([`Reason::replaces`]).
+/// offered record is written (`Reason::replaces`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {

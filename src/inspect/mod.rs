@@ -6,7 +6,7 @@
 //! the stored options explain a field, the option with both values ([`Explanation`]): "tuned
 //! with precision_mode=allow_fp32_to_fp16 → float16; this conversion uses
 //! precision_mode=must_keep_origin_dtype → float32". Rejected hits and stale entries are causes
-//! of their own. [`catalog`] lists, shows, counts and compares stored records; [`lookup`] gives
+//! of their own. `catalog` lists, shows, counts and compares stored records; `lookup` gives
 //! the converter's view (keys, look-ups, a model's units).
 //!
 //! A model importer plugs in by producing `&[OpTemplate]`; nothing here reads models.

@@ -28,7 +28,7 @@ pub(crate) const VARIABLES: &[&str] = &[
     "TUNEBANK_BUILTIN_PATH",
 ];
 
-/// The values of [`VARIABLES`] a job sees. A blank value counts as unset, as AOE treats it.
+/// The values of `VARIABLES` a job sees. A blank value counts as unset, as AOE treats it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Environment {
     vars: BTreeMap<String, String>,
@@ -36,7 +36,7 @@ pub struct Environment {
 }
 
 impl Environment {
-    /// The process's values of [`VARIABLES`].
+    /// The process's values of `VARIABLES`.
     pub fn process() -> Environment {
         let vars = VARIABLES
             .iter()

@@ -49,7 +49,7 @@ pub struct JobSpec {
     /// ATC-style options: `--model=m.onnx --soc_version=Ascend910B2 --job_type=2 …`
     /// (`--job-type op|subgraph|gradient` too).
     pub atc: Vec<String>,
-    /// The job type; `None`: `--job_type` of [`JobSpec::atc`], else `AOE_MODE`, else OPAT.
+    /// The job type; `None`: `--job_type` of `JobSpec::atc`, else `AOE_MODE`, else OPAT.
     pub job_type: Option<JobType>,
     /// Runner spec: `sim`, `sim:SEED`, `cpu` or `exec:COMMAND`.
     pub runner: String,
@@ -87,7 +87,7 @@ pub struct JobSpec {
     /// Directory of the result file; `None`: `ASCEND_WORK_PATH`, else aoe.ini's `WORK_PATH`,
     /// else the working directory.
     pub output_dir: Option<PathBuf>,
-    /// aoe.ini; `None`: the first of [`ini::locations`] that exists.
+    /// aoe.ini; `None`: the first of `ini::locations` that exists.
     pub config: Option<PathBuf>,
     /// GDAT's cluster.
     pub gradient: GradientSpec,

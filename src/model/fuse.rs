@@ -137,7 +137,7 @@ pub struct TuningUnit {
     /// Graph tensor names of `template.outputs`, in order.
     pub output_tensors: Vec<String>,
     /// For each input, the tensor whose producing unit decides its dtype (the input itself,
-    /// or what a chain of [`NO_COMPUTE`] ops relabels).
+    /// or what a chain of `NO_COMPUTE` ops relabels).
     pub input_origins: Vec<String>,
 }
 
@@ -177,9 +177,9 @@ pub struct KeyGroup {
 }
 
 impl Model {
-    /// Prunes the graph to `out_nodes` when set ([`Model::pruned_to`]), infers shapes per
+    /// Prunes the graph to `out_nodes` when set (`Model::pruned_to`), infers shapes per
     /// profile ([`Model::infer`]) and fuses each profile's graph into tuning units with the
-    /// fusion passes the options leave on ([`fuse_with`]).
+    /// fusion passes the options leave on (`fuse_with`).
     pub fn tuning_units(&self, options: &ResolvedOptions) -> Result<Vec<ProfileUnits>, ModelError> {
         if !options.out_nodes().is_empty() {
             let pruned = self.pruned_to(options.out_nodes())?;
@@ -203,7 +203,7 @@ impl Model {
     }
 
     /// One template per inferred computing node (no fusion), in topological order: every
-    /// inferred node but those in [`NO_COMPUTE`] and folded shape arithmetic on constants.
+    /// inferred node but those in `NO_COMPUTE` and folded shape arithmetic on constants.
     /// Nodes with a dtype that has no key dtype are left out.
     pub fn op_templates(&self, graph: &InferredGraph) -> Vec<OpTemplate> {
         let ctx = Ctx::new(self, graph);

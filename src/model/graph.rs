@@ -178,7 +178,7 @@ pub struct Model {
     pub source: String,
     /// `ir_version`.
     pub ir_version: i64,
-    /// Default-domain (`ai.onnx`) opset version, within [`MIN_OPSET`]..=[`MAX_OPSET`].
+    /// Default-domain (`ai.onnx`) opset version, within `MIN_OPSET`..=`MAX_OPSET`.
     pub opset: i64,
     /// `producer_name` and `producer_version`.
     pub producer: String,

@@ -3,7 +3,7 @@
 //! [`load_onnx`] decodes an ONNX file (prost messages for the needed subset of `onnx.proto`,
 //! no weight data read). [`Model::infer`] applies the options that decide shapes
 //! (`input_shape`, then one static pass per profile of `dynamic_batch_size` /
-//! `dynamic_image_size` / `dynamic_dims`). [`fuse`] groups ops into tuning units named as AOE
+//! `dynamic_image_size` / `dynamic_dims`). `fuse` groups ops into tuning units named as AOE
 //! names them, each carrying an [`OpTemplate`](crate::key::OpTemplate) with that profile's
 //! static shapes; [`resolve_units`] derives their keys and [`group_by_key`] keeps one task per
 //! key. [`Model::tuning_units`] does inference and fusion in one call.

@@ -6,7 +6,7 @@
 //! by unit and is closed after a unit when at most one tensor produced so far is still needed
 //! later (a *single-tensor boundary*: the block's output, as after a ResNet bottleneck's
 //! residual `Add`+`Relu` or a BERT layer's `LayerNorm`) and it holds at least
-//! [`MIN_SUBGRAPH_NODES`] units, or when it reaches [`MAX_SUBGRAPH_NODES`] units. Liveness
+//! `MIN_SUBGRAPH_NODES` units, or when it reaches `MAX_SUBGRAPH_NODES` units. Liveness
 //! follows each input's origin (through relabelling ops such as `Reshape`); graph inputs and
 //! weights are never counted as live.
 //!

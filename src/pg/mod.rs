@@ -253,7 +253,7 @@ impl PgUrl {
         result.map_err(|e| PgError::from_postgres(&self.redacted, &e))
     }
 
-    /// [`PgUrl::connect_with`] read-write.
+    /// `PgUrl::connect_with` read-write.
     pub fn connect(&self) -> Result<Client, PgError> {
         self.connect_with(false)
     }

@@ -36,7 +36,7 @@ pub struct Enqueued {
 /// and writes the job with one `queued` task per remaining key, in plan order, each with the
 /// job's SoC and runner and the bank entry it had (the baseline a `REPEAT_TUNE` search must
 /// beat), and the related bank records of the misses (transfer, read now: see
-/// [`JobSettings::related`]). The runner and strategy are checked first. Nothing is written
+/// `JobSettings::related`). The runner and strategy are checked first. Nothing is written
 /// when anything fails.
 pub fn enqueue(
     client: &mut Client,

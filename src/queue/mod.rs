@@ -14,7 +14,7 @@
 //! a local tune would write ([`crate::tune::report::OpatReport`]).
 //!
 //! Every connection goes through [`connect`] ([`crate::pg`]); the queue's tables are component
-//! [`crate::pg::schema::QUEUE`] of the database's versioned schema ([`crate::pg::schema`]): `tunebank bank init`
+//! `crate::pg::schema::QUEUE` of the database's versioned schema ([`crate::pg::schema`]): `tunebank bank init`
 //! creates them with the bank's, and [`migrate`] creates or migrates them on first use.
 
 mod enqueue;

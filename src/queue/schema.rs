@@ -7,7 +7,7 @@ use crate::pg::schema::{init, QUEUE};
 
 use super::{Client, QueueError};
 
-/// Creates or migrates the queue's tables to this build's version (the length of [`QUEUE`]'s migrations) on the server of `url`
+/// Creates or migrates the queue's tables to this build's version (the length of `QUEUE`'s migrations) on the server of `url`
 /// (named, redacted, in errors) through [`crate::pg::schema::init`]: one transaction under its
 /// advisory lock, idempotent; a database whose queue schema is newer than this build is
 /// refused.

@@ -156,7 +156,7 @@ impl WinRule {
 
     /// Judges a candidate against its baseline from one exact time each (µs), as a
     /// deterministic runner gives them: a clear win exactly when the candidate is strictly
-    /// faster and meets the gain condition ([`WinRule::meets_gain`]). No rounds, no test:
+    /// faster and meets the gain condition (`WinRule::meets_gain`). No rounds, no test:
     /// `paired_rounds` is 0 and `alpha` is not used. Times are finite and positive (the
     /// `Measure` contract); a NaN never wins.
     pub fn judge_deterministic(&self, baseline_us: f64, candidate_us: f64) -> Judgement {

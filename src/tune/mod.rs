@@ -7,7 +7,7 @@
 //! The plumbing they share: [`plan`] (a model's tuning units and tasks), [`TuneSettings`] and
 //! their checks, the worker pool (`pool.rs`: one runner per worker, the job's budget of trials
 //! and time, the cancel flag, panics contained per job), the one win rule and [`Decision`]
-//! (`decision.rs`), [`transfer`] (a search seeded from related bank records), [`memory`] (the
+//! (`decision.rs`), [`transfer`] (a search seeded from related bank records), `memory` (the
 //! worker cap) and [`report`] (AOE's result file and its tables).
 
 use crate::bank::BankError;

@@ -36,7 +36,7 @@ pub struct TunePlan {
 /// `soc`, resolves keys, and groups identical keys across all profiles. When `only` is given,
 /// units are kept only if their name, one of their node names or one of their op types is in
 /// it (AOE's `tune_ops_file`); an op type may be spelled as ONNX or as Ascend IR
-/// ([`crate::key::ir`]: `Conv2D`, `MatMulV2`, `BatchMatMulV2`, …), the IR spelling matching the
+/// (`crate::key::ir`: `Conv2D`, `MatMulV2`, `BatchMatMulV2`, …), the IR spelling matching the
 /// resolved op's IR type (or a fused member's).
 pub fn plan(
     model: &Model,

@@ -23,7 +23,7 @@
 //!   every parameter) before anything else and offers the rest to expected improvement once the
 //!   prior has proved predictive; strategies without a model ([`WarmStart`]) measure them all
 //!   first.
-//! - **Learned weight.** [`BayesOpt`](crate::bayes::BayesOpt) with a prior fits its GP to the
+//! - **Learned weight.** [`BayesOpt`] with a prior fits its GP to the
 //!   residual of `β · prior`, `β ≥ 0` the least-squares slope of the observations on the prior,
 //!   shrunk by `n / (n + 5)`, and only once the prior's correlation with the observations is
 //!   significant: a prior that does not predict them gets `β = 0`, its best configurations leave

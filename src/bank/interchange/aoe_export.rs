@@ -7,7 +7,7 @@
 //! text, `cost_time` = its tuned time), so import → export of a bank written that way gives the
 //! same bytes. A record tuned here whose descriptor is a TBE MatMul (an untransposed, unfused
 //! `MatMulV2`/`BatchMatMulV2` with fractal-aligned sizes) gets the `info_dict` of its
-//! descriptor and the `knowledge` of its tiling ([`tbe::info_dict_of`], [`tbe::knowledge_of`]).
+//! descriptor and the `knowledge` of its tiling (`tbe::info_dict_of`, `tbe::knowledge_of`).
 //! Every other record is left out with the reason.
 
 use std::collections::BTreeMap;

@@ -524,7 +524,7 @@ impl Bank {
             .map(|(_, written)| written)
     }
 
-    /// [`Bank::write_batch_if`] that never replaces: only keys the custom layer does not hold
+    /// `Bank::write_batch_if` that never replaces: only keys the custom layer does not hold
     /// are written.
     pub fn write_batch_if_absent(&self, records: &[Record]) -> Result<usize, BankError> {
         self.write_batch_if(records, &|_, _| false)

@@ -334,7 +334,7 @@ pub enum Damage {
     BadVersion,
     /// The kind byte is not a known [`RecordKind`].
     BadKind(u8),
-    /// The declared body length disagrees with the value's length, or exceeds [`MAX_BODY_LEN`].
+    /// The declared body length disagrees with the value's length, or exceeds `MAX_BODY_LEN`.
     BadLength {
         /// Body length in the header.
         declared: u64,

@@ -1,15 +1,15 @@
 //! `calibrate --aoe-graph`: the subgraph model against the board on AOE's graph bank (the
 //! `ascend910b2_l2cache.json` format). Every graph line is a record with the board's
 //! `end2EndTime` (ns, reported in µs as `real_us`); each of its subgraphs is mapped
-//! ([`AoeGraphLine::map`]), read in its logical form ([`simulator_view`]: AOE records device
+//! ([`AoeGraphLine::map`]), read in its logical form (`simulator_view`: AOE records device
 //! shapes only) and simulated with every node at the op model's default under
 //! three strategies, summed over the graph's subgraphs: the record's own `group` entry
 //! (`stored_us`), the unfused strategy (`default_us`) and the simulator's own SGAT best
-//! (`best_us`: [`sgat_best`] with the given settings, exhaustive where the space is no larger
+//! (`best_us`: `sgat_best` with the given settings, exhaustive where the space is no larger
 //! than the per-subgraph budget; never above the unfused time, as SGAT keeps the default when
 //! it finds nothing better). A record with a subgraph that does not map or that the model
 //! cannot time has no times and says why; one whose space is too large to search (see
-//! [`crate::tune::sgat::MAX_RAW_CONFIGS`]) has no `best_us` and says why. The summary gives Spearman(stored, real) and the
+//! `crate::tune::sgat::MAX_RAW_CONFIGS`) has no `best_us` and says why. The summary gives Spearman(stored, real) and the
 //! quantiles of stored / real, the same for the default and the best, and how often the stored
 //! strategy is within 10 % of the simulator's best or faster than the unfused default.
 

@@ -1,6 +1,6 @@
 //! `calibrate --aoe`: how far the simulator agrees with the board on which tiling is best. For
 //! every record of an AOE `unified_bank` file: the board's `cost_time`, the simulated time of
-//! the record's own tiling (its `knowledge` mapped as [`tbe::tiling_of`] maps it), of the
+//! the record's own tiling (its `knowledge` mapped as `tbe::tiling_of` maps it), of the
 //! simulator's default tiling, and of the best of N tilings sampled from the simulator's space
 //! (uniformly, seeded, plus the default). The summary gives, for each simulated time, the
 //! Spearman rank correlation with the board's times and the quantiles of simulated / real; and

@@ -104,7 +104,7 @@ pub struct ListReport {
 }
 
 impl ListReport {
-    /// Lists every layer of `bank` through `filter` (see [`list_records`]).
+    /// Lists every layer of `bank` through `filter` (see `list_records`).
     pub fn of(bank: &Bank, filter: &Filter) -> Result<ListReport, InspectError> {
         let mut entries = Vec::new();
         for layer in bank.layers() {

@@ -513,7 +513,7 @@ impl ResolvedOptions {
 
     /// The graph-level options for [`GraphDescriptor::options`](crate::key::GraphDescriptor):
     /// the options of key schema 2 ([`graph_option_specs`]) always, and the later
-    /// graph-affecting options ([`graph_extension_specs`]) set to a non-default value;
+    /// graph-affecting options (`graph_extension_specs`) set to a non-default value;
     /// canonical values.
     pub fn graph_options(&self) -> BTreeMap<String, String> {
         let extensions = graph_extension_specs()

@@ -169,7 +169,7 @@ use ValueKind::*;
 /// option list, ARCHITECTURE.md "Options") plus AOE's `job_type` and `tune_ops_file`; all
 /// but ATC's `--json` (the JSON output of `--mode=1`), whose name is the tools' own `--json`.
 /// Graph-level options enter the subgraph key as ARCHITECTURE.md ("Key encoding") says: the 20
-/// of key schema 2 ([`SCHEMA_2_GRAPH_OPTIONS`]) always, in that order; any other row that
+/// of key schema 2 (`SCHEMA_2_GRAPH_OPTIONS`) always, in that order; any other row that
 /// affects subgraph keys only when set to a non-default value, in this table's order, so a
 /// new row never changes an existing key. [`KeyEffect::Ignored`] and [`KeyEffect::Refused`]
 /// rows can go anywhere.
@@ -290,7 +290,7 @@ pub fn option_spec(name: &str) -> Option<&'static OptionSpec> {
     OPTIONS.iter().find(|s| s.name == name)
 }
 
-/// The options of [`SCHEMA_2_GRAPH_OPTIONS`], in that order: every subgraph key writes them,
+/// The options of `SCHEMA_2_GRAPH_OPTIONS`, in that order: every subgraph key writes them,
 /// an absent one as its default.
 pub fn graph_option_specs() -> &'static [&'static OptionSpec] {
     static SPECS: OnceLock<Vec<&'static OptionSpec>> = OnceLock::new();

@@ -209,7 +209,7 @@ fn rank_format(rank: usize, input_format: Format) -> Format {
 /// take their shapes from `input_shape` (`prepare_inputs`), which under a static profile also
 /// implies the values of the op's other -1 dims (`implied_profile`); then every input and
 /// output gets its dtype, filled dims and layout (`tensor`); last, the descriptor takes its
-/// Ascend IR form ([`crate::key::ir::to_ir`]: IR op type, attributes, device formats), the
+/// Ascend IR form (`crate::key::ir::to_ir`: IR op type, attributes, device formats), the
 /// framework names kept in `origin`.
 pub fn resolve_op(
     template: &OpTemplate,

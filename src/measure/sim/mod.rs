@@ -1,18 +1,18 @@
 //! The simulated Ascend runner (`sim`): an analytic pipeline model of the DaVinci AI core.
 //!
 //! Cube ops (MatMul, BatchMatMul, Gemm, Conv2D as implicit GEMM) run through
-//! [`cube::CubeTiling::time_us`]: per core, MTE2 loads GM→L1 (bursts, L1 double buffering by
+//! `cube::CubeTiling::time_us`: per core, MTE2 loads GM→L1 (bursts, L1 double buffering by
 //! `depth/step`), MTE1 moves L1→L0A/L0B (512/256 B/cycle, overlapped with the cube when L0 is
 //! double buffered), the cube computes 16×16×16 fp16 MACs per cycle, and FixPipe writes L0C→GM
 //! (overlapped when L0C is double buffered); the busiest core's tiles (tails included) set the
 //! time, bounded below by chip-wide L2/HBM bandwidth. Vector ops stream tiles through the UB
-//! ([`vector`]). On a SoC without on-the-fly ND↔NZ (310P) a cube op with ND tensors also pays
+//! (`vector`). On a SoC without on-the-fly ND↔NZ (310P) a cube op with ND tensors also pays
 //! its TransData kernels.
 //!
 //! Guarantees (tested): deterministic without noise; every time is at least the launch
 //! overhead plus the roofline ([`SimRunner::roofline_us`]); more work with the same strategy is
 //! never faster; an invalid strategy is a `build_fail` naming the broken rule; a task with a
-//! size over [`MAX_SIZE`] (a shape whose product overflows included) is an `unsupported`
+//! size over `MAX_SIZE` (a shape whose product overflows included) is an `unsupported`
 //! failure of every candidate, never a wrapped-around time.
 
 pub mod calibration;

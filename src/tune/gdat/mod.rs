@@ -3,15 +3,15 @@
 //! overlaps backward compute and the iteration's tail — from the last backward op to the end of
 //! the last all-reduce — is shortest.
 //!
-//! The parts: [`timeline`] (the model's backward timeline: gradients in production order, their
-//! bytes and ready times, from the model import and the op simulator), [`cluster`] (the α–β
-//! all-reduce model of a topology, linear in bytes), [`split`] (splits, their schedule and tail,
+//! The parts: `timeline` (the model's backward timeline: gradients in production order, their
+//! bytes and ready times, from the model import and the op simulator), `cluster` (the α–β
+//! all-reduce model of a topology, linear in bytes), `split` (splits, their schedule and tail,
 //! the exact dynamic program, HCCL's default, index ⇄ size), [`search`] (the search through the
-//! `Measure` trait, started from the optimum and the default), [`job`] (look-up, search,
+//! `Measure` trait, started from the optimum and the default), `job` (look-up, search,
 //! decision and bank write under the gradient key; the decision is the drivers' one win rule
 //! on exact times, [`job::WIN_RULE`], and their shared [`Decision`](crate::tune::Decision)),
 //! [`report`] (the AOE-style result file, the lines to paste into a training script,
-//! `--timeline-out`), [`render`] (text and SVG Gantt) and [`why`] (a gradient-key miss
+//! `--timeline-out`), [`render`] (text and SVG Gantt) and `why` (a gradient-key miss
 //! explained by the nearest stored records).
 
 pub(crate) mod cluster;

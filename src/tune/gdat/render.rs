@@ -70,7 +70,7 @@ pub(crate) fn gantt_text(plan: &GdatPlan, o: &GdatOutcome, width: usize) -> Stri
     out
 }
 
-/// The SVG Gantt: the same rows as [`gantt_text`], one rectangle per span, times in µs.
+/// The SVG Gantt: the same rows as `gantt_text`, one rectangle per span, times in µs.
 pub fn gantt_svg(plan: &GdatPlan, o: &GdatOutcome) -> String {
     let (w, row_h, left) = (900.0, 28.0, 90.0);
     let t_end = end_of(o, plan);

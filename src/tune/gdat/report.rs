@@ -5,7 +5,7 @@
 //!
 //! Index conventions: the split is kept in production (backward) order; HCCL and MindSpore
 //! number gradients in forward parameter order, so the paste lines convert
-//! ([`super::split::to_hccl_order`]). `set_split_strategy_by_idx` takes the 0-based index of
+//! (`super::split::to_hccl_order`). `set_split_strategy_by_idx` takes the 0-based index of
 //! each segment's last gradient (the last is `n−1`); `all_reduce_fusion_config` takes the
 //! boundaries without `n`; `set_split_strategy_by_size` the percentages in forward order.
 

@@ -3,7 +3,7 @@
 //! with a `search-strategies` strategy through the [`Measure`] trait, so a runner that measures
 //! real training steps can replace [`ModelRunner`], the cluster model. The space is the
 //! neighbourhood of the model's exact optimum (each of its boundaries moved by up to a window
-//! that keeps the space under [`SPACE_LIMIT`] configurations) plus HCCL's default boundary; the
+//! that keeps the space under `SPACE_LIMIT` configurations) plus HCCL's default boundary; the
 //! search measures the optimum and the default first.
 
 use crate::key::StrategyMap;

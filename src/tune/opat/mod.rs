@@ -11,7 +11,7 @@
 //!   `search-strategies` strategy within the per-op budget (trials and time, both also capped
 //!   by the job's overall budget), then re-measure the best strategy and the baseline (the bank
 //!   entry on a hit, else the runner's default strategy) side by side in at least
-//!   [`WinRule::min_rounds`] rounds and judge them with [`WinRule::judge`] (the signed-rank test
+//!   [`WinRule::min_rounds`] rounds and judge them with `WinRule::judge` (the signed-rank test
 //!   over rounds). OPAT does so for every runner, the noiseless simulator included: the stored
 //!   record keeps every round's samples, so judging one exact pair instead would change what
 //!   is stored. The win rule is the one rule of the three drivers: SGAT and GDAT judge their
@@ -30,7 +30,7 @@
 //!   it only on a clear win (`update`). A search cut short by the job's overall budget, a
 //!   runner failure or an unsupported op confirms nothing;
 //! - a bank shared by several processes may change between a task's look-up and its write, so
-//!   the write decides inside its transaction ([`Bank::write_batch_if`]) against what the key
+//!   the write decides inside its transaction (`Bank::write_batch_if`) against what the key
 //!   holds then, under the bank-write policy ([`crate::bank::policy`]): a winner replaces the
 //!   baseline it beat, a confirmed default, a damaged record, a record whose time comes from a
 //!   weaker measurement source, or a slower one from the same source; a confirmed default only
@@ -49,7 +49,7 @@
 //! `transfer/`) and, here, `task.rs` (one OPAT task: search, side-by-side re-measurement,
 //! win rule, the record to offer), `outcome.rs` ([`TaskOutcome`], [`Decision`], [`TuneStats`],
 //! [`TuneSummary`], and the calling thread's bookkeeping: report counts, result file, observer),
-//! `decision.rs` ([`WinRule`], [`Judgement`]), `memory.rs` (the worker cap) and `transfer/` (a search
+//! `decision.rs` ([`WinRule`], `Judgement`), `memory.rs` (the worker cap) and `transfer/` (a search
 //! seeded from related bank records, read once when the job starts; see [`transfer`]).
 //!
 //! Time spent inside [`Measure::measure`](crate::measure::Measure::measure) is accounted separately from everything else

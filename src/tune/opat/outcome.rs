@@ -45,7 +45,7 @@ pub struct TaskOutcome {
     /// The strategy the search's best was compared against: the bank entry on a hit, else
     /// the runner's default (`None` when no search ran).
     pub baseline: Option<StrategyMap>,
-    /// How the bank-write policy ([`WritePolicy`]) judged `record` against what the key held
+    /// How the bank-write policy (`WritePolicy`) judged `record` against what the key held
     /// when it was written (`None` when there was no record). A verdict that does not replace
     /// means the record was not stored: another process stored a record for the key since this
     /// job looked it up, and the policy kept that one (the report still says what this job

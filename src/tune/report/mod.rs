@@ -24,7 +24,7 @@
 //! [{"record": "<key>", "soc": "Ascend910B2", "distance": 1.386}]}]` ([`OpSeeded`]); a job
 //! without transfer writes exactly AOE's fields.
 //!
-//! [`TuneTable`] renders a finished job's summary as `tunebank tune` prints it.
+//! `TuneTable` renders a finished job's summary as `tunebank tune` prints it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

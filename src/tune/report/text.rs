@@ -1,6 +1,6 @@
 //! Text for people: op names shortened in the middle to a number of terminal columns
 //! ([`shorten_middle`], unicode-width aware) and the borderless, width-fitted tables the
-//! command lines print ([`text_table`], built on `comfy-table`).
+//! command lines print (`text_table`, built on `comfy-table`).
 
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};

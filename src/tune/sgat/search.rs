@@ -69,7 +69,7 @@ pub(crate) fn search_subgraph(
     }
 }
 
-/// Why [`sgat_best`] could not search a subgraph.
+/// Why `sgat_best` could not search a subgraph.
 #[derive(Debug, thiserror::Error)]
 pub enum SgatBestError {
     /// The subgraph has no key (its search seed).

@@ -1,5 +1,5 @@
 //! What transfer gains, measured: per op, a cold search and a search seeded from the op's
-//! related records ([`super::transfer_strategy`]) on the same space, seed, budget and runner;
+//! related records (`super::transfer_strategy`) on the same space, seed, budget and runner;
 //! the cold search's final best is the target, and each search is charged the candidates it
 //! measured until its best reached 99 % of it (time ≤ cold best / 0.99).
 

@@ -39,11 +39,11 @@ pub(crate) const UNMATCHED_INPUT: f64 = std::f64::consts::LN_2;
 ///   index) and over their logical dims (`ori_shape`, aligned from the right as broadcasting
 ///   aligns them, a missing leading dim counting as 1, a dim 0 as 1), of |ln(a / b)|: shapes
 ///   twice as large in one dim of one input are ln 2 ≈ 0.69 apart. Outputs are not counted (they
-///   follow from inputs and attributes). Penalties: [`UNMATCHED_INPUT`] per input only one side
-///   has; [`ATTR`] per differing attribute; [`FUSED`] when the fused op types differ; [`MODE`]
-///   when the impl or cube math mode differs; [`FORMAT`] when any runtime format differs;
-///   [`FLOAT_WIDTH`] when the (float) dtypes differ; [`OTHER_SOC_SAME_FAMILY`] or
-///   [`OTHER_SOC_FAMILY`] for another SoC version.
+///   follow from inputs and attributes). Penalties: `UNMATCHED_INPUT` per input only one side
+///   has; `ATTR` per differing attribute; `FUSED` when the fused op types differ; [`MODE`]
+///   when the impl or cube math mode differs; `FORMAT` when any runtime format differs;
+///   `FLOAT_WIDTH` when the (float) dtypes differ; `OTHER_SOC_SAME_FAMILY` or
+///   `OTHER_SOC_FAMILY` for another SoC version.
 ///
 /// So a neighbouring shape on the same SoC (one dim of two inputs doubled: 1.39) is nearer than
 /// the same shape on another SoC family (3.0), and a shape 16 times larger in one dim (5.5)

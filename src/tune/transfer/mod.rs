@@ -5,12 +5,12 @@
 //! "Related" and its distance are defined in one place, [`distance`] (shape log-ratios plus
 //! documented penalties; another dtype class or IR type is never related). [`snapshot`] reads
 //! the related records of a job's tasks to search from every layer of the bank once, before any task
-//! runs, and keeps the [`NEAREST`] nearest per task: records the job writes while it runs are
+//! runs, and keeps the `NEAREST` nearest per task: records the job writes while it runs are
 //! never used, so a tune with a given seed and bank gives the same result whatever the worker
 //! count or timing (a queued job stores its snapshot with its tasks at enqueue time for the
-//! same reason). [`transfer_strategy`] turns a task's related records into
+//! same reason). `transfer_strategy` turns a task's related records into
 //! `search_strategies::transfer` sources (each record's stored strategy, by parameter name,
-//! its core split carried to the task's SoC by [`carry_core_split`], with its tuned time;
+//! its core split carried to the task's SoC by `carry_core_split`, with its tuned time;
 //! label = the record's key, as `bank-inspect show` takes it) and builds the search strategy
 //! with the prior when anything projects onto the task's space, else the cold strategy,
 //! exactly as without transfer. [`compare`] measures what transfer gains on the
@@ -91,9 +91,9 @@ impl Snapshot {
 }
 
 /// The related records of `tasks` (indices into `plan.tasks`: the tasks the job searches), read from
-/// every layer of `bank` once: for each task, the [`NEAREST`] op records by [`distance`]
+/// every layer of `bank` once: for each task, the `NEAREST` op records by [`distance`]
 /// (nearest first, ties by key), never its own key. One read per op type, SoC and layer (the
-/// secondary-index group, at most [`GROUP_LIMIT`] records each), whatever the number of tasks.
+/// secondary-index group, at most `GROUP_LIMIT` records each), whatever the number of tasks.
 pub fn snapshot(
     bank: &Bank,
     plan: &TunePlan,
@@ -159,8 +159,8 @@ pub(crate) fn transfer_strategy(
 }
 
 /// The transfer prior of `related` over `space`, for a task on the SoC `soc`: each record as a
-/// source ([`source`]), projected onto the space (empty when none projects). What
-/// [`transfer_strategy`] seeds its search from.
+/// source (`source`), projected onto the space (empty when none projects). What
+/// `transfer_strategy` seeds its search from.
 pub fn prior(space: &TaskSpace, related: &[Related], soc: &str) -> Prior {
     let sources: Vec<Source> = related.iter().map(|r| source(r, soc)).collect();
     Prior::new(&space.space, &sources)

@@ -125,7 +125,7 @@ pub struct MappedGraph {
 }
 
 impl AoeGraphLine {
-    /// Maps every subgraph for `soc` ([`map_subgraph`]); the strategy is the subgraph's `group`
+    /// Maps every subgraph for `soc` (`map_subgraph`); the strategy is the subgraph's `group`
     /// entry as a JSON map (keys `cut`, `fusionType`, `scopeId`, `ubPass`, values as they are).
     pub fn map(&self, soc: &SocSpec) -> MappedGraph {
         let subgraphs = (self.subgraphs.iter().enumerate())

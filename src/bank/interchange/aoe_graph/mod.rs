@@ -1,5 +1,5 @@
 //! AOE's graph (fusion-strategy) bank, the `ascend910b2_l2cache.json` format, in and out: parsing
-//! a file, mapping each subgraph (`feature.feature[i].struct`) to a [`GraphDescriptor`] with its
+//! a file, mapping each subgraph (`feature.feature[i].struct`) to a `GraphDescriptor` with its
 //! strategy (`strategy.group[i]`), importing the subgraphs as graph records, and writing them
 //! back byte for byte (`tunebank bank import --aoe-graph`, `bank export --aoe-graph`).
 //!
@@ -13,8 +13,8 @@
 //! as subgraphs, `in` and `dsize` of one length) is malformed: [`AoeGraphError`] names the line,
 //! and a command reading the file writes nothing. A subgraph whose ops do not map (an unknown
 //! `dsize`, a dynamic dim, an absent marker with a size) is reported with the op and the reason,
-//! and the rest of the file is imported. The mapping is in [`map`]; the records and the
-//! import in [`import`]; the export in [`export`]. ARCHITECTURE.md, "AOE graph bank
+//! and the rest of the file is imported. The mapping is in `map`; the records and the
+//! import in `import`; the export in `export`. ARCHITECTURE.md, "AOE graph bank
 //! (`--aoe-graph`) import and export", states the rules.
 
 use std::path::{Path, PathBuf};
@@ -146,7 +146,7 @@ pub(crate) fn number(v: &PyJson) -> Option<f64> {
     }
 }
 
-/// Reads and parses a graph-bank file ([`parse_graph_file`]); errors name the file.
+/// Reads and parses a graph-bank file (`parse_graph_file`); errors name the file.
 pub fn read_aoe_graph_file(path: &Path) -> Result<AoeGraphFile, AoeGraphError> {
     let text = std::fs::read_to_string(path).map_err(|source| AoeGraphError::Read {
         path: path.to_owned(),

@@ -144,7 +144,7 @@ impl GemmProblem {
     }
 
     /// Checks, with checked arithmetic, that every size the model computes from this problem
-    /// is at most [`MAX_SIZE`](super::MAX_SIZE): A, B and C in bytes as stored and padded to
+    /// is at most `MAX_SIZE`: A, B and C in bytes as stored and padded to
     /// the fractal (A as im2col rows for a feature map), the feature map, the working set. The
     /// error names the first size over it.
     pub fn check_size(&self) -> Result<(), String> {
@@ -432,7 +432,7 @@ pub fn roofline_us(p: &GemmProblem, soc: &SocModel, cores: u32) -> f64 {
 }
 
 /// The strategy space of a cube problem: value lists fitted to the shape (always holding the
-/// default's values) and restrictions mirroring [`CubeTiling::validate`].
+/// default's values) and restrictions mirroring `CubeTiling::validate`.
 pub fn space(
     p: &GemmProblem,
     soc: &SocModel,
