@@ -273,7 +273,7 @@ fn tensors_distance(a: &[TensorDesc], b: &[TensorDesc]) -> f64 {
 /// How far a stored descriptor is from the one looked up: 0 for equal descriptors, growing with
 /// each differing field (op type and SoC weigh most, then tensor counts, dtypes, impl mode,
 /// formats, attributes, and one per differing dim). Allocation-free: it ranks many candidates.
-pub fn distance(stored: &OpDescriptor, current: &OpDescriptor) -> f64 {
+pub fn mismatch_distance(stored: &OpDescriptor, current: &OpDescriptor) -> f64 {
     let mut d = 0.0;
     if !stored.op_type.eq_ignore_ascii_case(&current.op_type) {
         d += 100.0;

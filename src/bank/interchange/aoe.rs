@@ -297,8 +297,22 @@ fn attrs(v: Option<&PyJson>) -> Result<BTreeMap<String, AttrValue>, String> {
     Ok(out)
 }
 
+/// An AOE `info_dict` that does not map onto a descriptor this build can key: the reason names
+/// the field and what was expected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("AOE entry does not map: {reason}")]
+pub struct NotMapped {
+    /// Why (the field and what was expected).
+    pub reason: String,
+}
+
 /// The descriptor an `info_dict` maps to (see the module docs), or why it does not map.
-pub fn mapped_descriptor(info_dict: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, String> {
+pub fn mapped_descriptor(info_dict: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, NotMapped> {
+    map_descriptor(info_dict, soc).map_err(|reason| NotMapped { reason })
+}
+
+/// [`mapped_descriptor`] with the reason as text, as the importer records it.
+fn map_descriptor(info_dict: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, String> {
     if tbe::is_tbe_cube(info_dict) {
         return tbe::matmul_descriptor(info_dict, soc);
     }
@@ -342,7 +356,7 @@ pub fn mapped_descriptor(info_dict: &PyJson, soc: &SocSpec) -> Result<OpDescript
 /// The descriptor an imported entry is stored under: [`mapped_descriptor`], or the placeholder
 /// that carries the md5. The `String` says why the mapping failed, if it did.
 pub(crate) fn aoe_descriptor(info_dict: &PyJson, soc: &SocSpec) -> (OpDescriptor, Option<String>) {
-    match mapped_descriptor(info_dict, soc) {
+    match map_descriptor(info_dict, soc) {
         Ok(d) => (d, None),
         Err(why) => {
             let op_type = info_dict

@@ -3,7 +3,7 @@
 //! nearest first, ties broken by key and then layer so the order never depends on read order.
 
 use crate::bank::record::Descriptor;
-use crate::inspect::fields::distance;
+use crate::inspect::fields::mismatch_distance;
 use crate::key::{OpDescriptor, KEY_SCHEMA_VERSION};
 
 use super::candidates::Found;
@@ -25,7 +25,7 @@ pub(super) fn nearest(now: &OpDescriptor, found: Vec<Found>, nearest: usize) -> 
             let Descriptor::Op(d) = &c.record.descriptor else {
                 return None;
             };
-            let mut dist = distance(d, now);
+            let mut dist = mismatch_distance(d, now);
             if !found.probed && c.record.key_schema_version != KEY_SCHEMA_VERSION {
                 dist += 0.5;
             }

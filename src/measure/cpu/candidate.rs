@@ -46,7 +46,7 @@ impl CpuRunner {
             let t0 = Instant::now();
             runner(out);
             let first = t0.elapsed();
-            if let Err(r) = check_output(out, reference, atol, rtol) {
+            if let Err(r) = output_check(out, reference, atol, rtol) {
                 return Err(Outcome::fail(CandidateFailure::PrecisionFail, r));
             }
             if first > timeout {
@@ -218,7 +218,25 @@ fn tolerance(p: &Prepared) -> (&[f32], f32, f32) {
 }
 
 /// Tolerance check: every output within `atol + rtol·|reference|`; the reason names the worst.
-pub fn check_output(out: &[f32], reference: &[f32], atol: f32, rtol: f32) -> Result<(), String> {
+pub fn check_output(
+    out: &[f32],
+    reference: &[f32],
+    atol: f32,
+    rtol: f32,
+) -> Result<(), OutputMismatch> {
+    output_check(out, reference, atol, rtol).map_err(|reason| OutputMismatch { reason })
+}
+
+/// An output off its reference: the reason names the worst value (or the length mismatch).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct OutputMismatch {
+    /// The worst value, or the length mismatch.
+    pub reason: String,
+}
+
+/// [`check_output`] with the reason as text.
+fn output_check(out: &[f32], reference: &[f32], atol: f32, rtol: f32) -> Result<(), String> {
     if out.len() != reference.len() {
         return Err(format!(
             "output has {} values, reference {}",

@@ -17,6 +17,7 @@
 
 mod candidate;
 pub mod gemm;
+pub use self::candidate::{check_output, OutputMismatch};
 pub(crate) mod kernels;
 mod memory;
 
@@ -25,7 +26,6 @@ use std::sync::Mutex;
 
 use search_strategies::{Parameter, Value};
 
-pub use self::candidate::check_output;
 use self::gemm::{GemmTiling, LoopOrder, MicroTile};
 use self::kernels::{Conv, ElemOp, RowOp};
 use super::{
@@ -329,9 +329,29 @@ fn gemm_dims(task: &TuningTask) -> Result<(usize, usize, usize, usize, bool), Me
     }
 }
 
+/// A strategy that is not a tiling of the runner's kernel: the reason names the parameter and
+/// what was expected (a candidate's `build_fail` reason).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct InvalidTiling {
+    /// The parameter and what was expected.
+    pub reason: String,
+}
+
+impl From<InvalidTiling> for String {
+    fn from(e: InvalidTiling) -> String {
+        e.reason
+    }
+}
+
 /// The GEMM blocking a strategy names (`mc`, `kc`, `nc`, `micro`, `loop_order`, `threads`),
-/// or the `build_fail` reason.
-pub fn gemm_tiling_of(strategy: &StrategyMap) -> Result<GemmTiling, String> {
+/// or why it names none.
+pub fn gemm_tiling_of(strategy: &StrategyMap) -> Result<GemmTiling, InvalidTiling> {
+    gemm_tiling_reason(strategy).map_err(|reason| InvalidTiling { reason })
+}
+
+/// [`gemm_tiling_of`] with the reason as text.
+fn gemm_tiling_reason(strategy: &StrategyMap) -> Result<GemmTiling, String> {
     let pos = |n: &str| -> Result<usize, String> {
         let v = get_int(strategy, n)?;
         usize::try_from(v)

@@ -27,9 +27,26 @@ use super::{
     TuningTask,
 };
 
+/// Why a runner's command line cannot be split into words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CommandLineError {
+    /// A `'` without its closing `'`.
+    #[error("unterminated single quote")]
+    UnterminatedSingleQuote,
+    /// A `"` without its closing `"`.
+    #[error("unterminated double quote")]
+    UnterminatedDoubleQuote,
+    /// A `\\` with nothing after it.
+    #[error("trailing backslash")]
+    TrailingBackslash,
+    /// No word at all.
+    #[error("empty command")]
+    Empty,
+}
+
 /// Splits a command line into words: whitespace separates, single and double quotes group,
 /// backslash escapes the next character outside single quotes. No shell is involved.
-pub fn split_command(cmd: &str) -> Result<Vec<String>, String> {
+pub fn split_command(cmd: &str) -> Result<Vec<String>, CommandLineError> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -42,7 +59,7 @@ pub fn split_command(cmd: &str) -> Result<Vec<String>, String> {
                     match chars.next() {
                         Some('\'') => break,
                         Some(x) => cur.push(x),
-                        None => return Err("unterminated single quote".into()),
+                        None => return Err(CommandLineError::UnterminatedSingleQuote),
                     }
                 }
             }
@@ -53,16 +70,16 @@ pub fn split_command(cmd: &str) -> Result<Vec<String>, String> {
                         Some('"') => break,
                         Some('\\') => match chars.next() {
                             Some(x) => cur.push(x),
-                            None => return Err("trailing backslash".into()),
+                            None => return Err(CommandLineError::TrailingBackslash),
                         },
                         Some(x) => cur.push(x),
-                        None => return Err("unterminated double quote".into()),
+                        None => return Err(CommandLineError::UnterminatedDoubleQuote),
                     }
                 }
             }
             '\\' => {
                 in_word = true;
-                cur.push(chars.next().ok_or("trailing backslash")?);
+                cur.push(chars.next().ok_or(CommandLineError::TrailingBackslash)?);
             }
             c if c.is_whitespace() => {
                 if in_word {
@@ -80,7 +97,7 @@ pub fn split_command(cmd: &str) -> Result<Vec<String>, String> {
         words.push(cur);
     }
     if words.is_empty() {
-        return Err("empty command".into());
+        return Err(CommandLineError::Empty);
     }
     Ok(words)
 }
@@ -134,9 +151,9 @@ impl std::fmt::Debug for ExecRunner {
 impl ExecRunner {
     /// A runner for `command` (split into words, no shell). The process starts on first use.
     pub fn new(command: &str) -> Result<ExecRunner, MeasureError> {
-        let argv = split_command(command).map_err(|problem| MeasureError::Runner {
+        let argv = split_command(command).map_err(|e| MeasureError::Runner {
             command: command.to_string(),
-            problem,
+            problem: e.to_string(),
         })?;
         Ok(ExecRunner {
             command: command.to_string(),

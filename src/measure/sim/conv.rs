@@ -216,7 +216,7 @@ pub fn model(task: &TuningTask, soc: &SocModel, runner: &str) -> Result<OpModel,
         b_nz: true,
         b_shared: true,
     };
-    problem.check_size().map_err(too_large)?;
+    problem.check_size().map_err(|w| too_large(w.what))?;
     // In f64: a count of operations, exact for every real conv (below 2^53) and never wrapping.
     let useful_flops = [g.n, ho, wo, g.cout, g.cin, g.kh, g.kw]
         .iter()

@@ -267,7 +267,7 @@ fn matmul(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
         b_nz: b_nz || !soc.nd_nz_on_the_fly,
         b_shared: b_batch == 1,
     };
-    problem.check_size().map_err(|w| cx.too_large(w))?;
+    problem.check_size().map_err(|w| cx.too_large(w.what))?;
     let mut trans = Vec::new();
     if !soc.nd_nz_on_the_fly {
         // ND tensors are converted by explicit TransData kernels: A and C always (they are

@@ -123,7 +123,7 @@ pub struct SeededBy {
     pub key: crate::key::BankKey,
     /// Its SoC version.
     pub soc: String,
-    /// Its distance to the op (`tune::transfer::distance`).
+    /// Its distance to the op (`tune::transfer::transfer_distance`).
     pub distance: f64,
 }
 

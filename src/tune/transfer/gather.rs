@@ -9,7 +9,7 @@ use crate::bank::{Bank, BankError, Descriptor, IndexGroup};
 use crate::key::soc::SOCS;
 use crate::key::{BankKey, OpDescriptor, RecordKind, KEY_SCHEMA_VERSION};
 
-use super::distance::distance;
+use super::distance::transfer_distance;
 use super::Related;
 
 /// At most this many records are read from one index group (one layer, SoC and op type); a
@@ -84,7 +84,7 @@ pub(super) fn nearest(
     let mut found: Vec<(f64, &Stored)> = pool
         .values()
         .filter(|s| s.key != *own)
-        .filter_map(|s| distance(target, &s.op).map(|d| (d, s)))
+        .filter_map(|s| transfer_distance(target, &s.op).map(|d| (d, s)))
         .collect();
     // The pool is in key order and the sort is stable: ties stay in key order.
     found.sort_by(|a, b| a.0.total_cmp(&b.0));

@@ -39,7 +39,7 @@ use crate::measure::{json_to_value, TaskSpace};
 use crate::tune::report::SeededBy;
 
 pub(crate) use carry::carry_core_split;
-pub use distance::{distance, MODE};
+pub use distance::{transfer_distance, MODE};
 
 use super::TunePlan;
 

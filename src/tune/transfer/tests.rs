@@ -50,26 +50,26 @@ fn fp16(m: i64, k: i64, n: i64, soc: &str) -> OpDescriptor {
 #[test]
 fn equal_ops_are_at_distance_zero_and_distance_is_symmetric() {
     let a = fp16(128, 768, 768, "Ascend910B2");
-    assert_eq!(distance(&a, &a), Some(0.0));
+    assert_eq!(transfer_distance(&a, &a), Some(0.0));
     let b = fp16(256, 768, 3072, "Ascend310P3");
-    assert_eq!(distance(&a, &b), distance(&b, &a));
+    assert_eq!(transfer_distance(&a, &b), transfer_distance(&b, &a));
     // Rows ×2 (one dim of one input) and columns ×4 (one dim of one input), other family.
     let want = 2f64.ln() + 4f64.ln() + OTHER_SOC_FAMILY;
-    assert!((distance(&a, &b).unwrap() - want).abs() < 1e-12);
+    assert!((transfer_distance(&a, &b).unwrap() - want).abs() < 1e-12);
 }
 
 #[test]
 fn another_shape_on_the_same_soc_is_nearer_than_the_same_shape_on_another_family() {
     let target = fp16(128, 768, 768, "Ascend910B2");
     // K doubled: one dim of both inputs, 2 ln 2 ≈ 1.39.
-    let other_shape = distance(&target, &fp16(128, 1536, 768, "Ascend910B2")).unwrap();
-    let same_family = distance(&target, &fp16(128, 768, 768, "Ascend910B3")).unwrap();
-    let other_family = distance(&target, &fp16(128, 768, 768, "Ascend310P3")).unwrap();
+    let other_shape = transfer_distance(&target, &fp16(128, 1536, 768, "Ascend910B2")).unwrap();
+    let same_family = transfer_distance(&target, &fp16(128, 768, 768, "Ascend910B3")).unwrap();
+    let other_family = transfer_distance(&target, &fp16(128, 768, 768, "Ascend310P3")).unwrap();
     assert!(other_shape < other_family, "{other_shape} {other_family}");
     assert!(same_family < other_family);
     assert_eq!(same_family, OTHER_SOC_SAME_FAMILY);
     // Far shapes lose to the same shape on another SoC.
-    let far = distance(&target, &fp16(128, 768, 768 * 64, "Ascend910B2")).unwrap();
+    let far = transfer_distance(&target, &fp16(128, 768, 768 * 64, "Ascend910B2")).unwrap();
     assert!(far > other_family);
 }
 
@@ -78,20 +78,20 @@ fn another_ir_type_is_never_related() {
     let target = fp16(128, 768, 768, "Ascend910B2");
     let mut batch = target.clone();
     batch.op_type = "BatchMatMulV2".into();
-    assert_eq!(distance(&target, &batch), None);
+    assert_eq!(transfer_distance(&target, &batch), None);
     let mut folded = target.clone();
     folded.op_type = "matmulv2".into(); // the bank indexes op types case-folded
-    assert_eq!(distance(&target, &folded), Some(0.0));
+    assert_eq!(transfer_distance(&target, &folded), Some(0.0));
 }
 
 #[test]
 fn float_widths_are_penalised_and_other_dtype_classes_excluded() {
     let target = fp16(128, 768, 768, "Ascend910B2");
     let fp32 = matmul(128, 768, 768, DType::Float32, "Ascend910B2");
-    assert_eq!(distance(&target, &fp32), Some(FLOAT_WIDTH));
+    assert_eq!(transfer_distance(&target, &fp32), Some(FLOAT_WIDTH));
     let int8 = matmul(128, 768, 768, DType::Int8, "Ascend910B2");
-    assert_eq!(distance(&target, &int8), None);
-    assert_eq!(distance(&int8, &int8), Some(0.0));
+    assert_eq!(transfer_distance(&target, &int8), None);
+    assert_eq!(transfer_distance(&int8, &int8), Some(0.0));
 }
 
 #[test]
@@ -103,7 +103,7 @@ fn attributes_fusion_and_a_missing_bias_add_their_penalties() {
         .insert("transpose_x2".into(), AttrValue::Bool(true));
     other.fused_ops = vec!["MatMulV2".into(), "Relu".into()];
     other.inputs.push(tensor(&[768], DType::Float16));
-    let d = distance(&target, &other).unwrap();
+    let d = transfer_distance(&target, &other).unwrap();
     assert!((d - (ATTR + FUSED + UNMATCHED_INPUT)).abs() < 1e-12, "{d}");
 }
 
@@ -186,7 +186,10 @@ fn the_snapshot_keeps_the_nearest_related_records_never_the_task_itself() {
         .collect();
     assert_eq!(keys, want, "nearest first; not itself, not int8");
     assert_eq!(related[1].soc, "Ascend310P3");
-    assert_eq!(related[0].distance, distance(&target, &near).unwrap());
+    assert_eq!(
+        related[0].distance,
+        transfer_distance(&target, &near).unwrap()
+    );
     assert!(snap.get(1).is_empty(), "no Conv2D record in the bank");
     // Only the tasks asked for.
     assert!(snapshot(&bank, &plan, [1]).unwrap().is_empty());
@@ -208,7 +211,7 @@ fn the_snapshot_keeps_at_most_the_nearest_few() {
     let n_kept = |n: i64| fp16(128, 768, 768 + 16 * n, "Ascend910B2");
     assert!(
         farthest_kept
-            < distance(
+            < transfer_distance(
                 &fp16(128, 768, 768, "Ascend910B2"),
                 &n_kept(NEAREST as i64 + 1)
             )

@@ -147,7 +147,12 @@ impl GemmProblem {
     /// is at most `MAX_SIZE`: A, B and C in bytes as stored and padded to
     /// the fractal (A as im2col rows for a feature map), the feature map, the working set. The
     /// error names the first size over it.
-    pub fn check_size(&self) -> Result<(), String> {
+    pub fn check_size(&self) -> Result<(), TooLarge> {
+        self.size_check().map_err(|what| TooLarge { what })
+    }
+
+    /// [`GemmProblem::check_size`] with the size as text.
+    fn size_check(&self) -> Result<(), String> {
         let s = self.in_bytes;
         let ma = bounded_align("M aligned to 16", self.m, 16)?;
         let na = bounded_align("N aligned to 16", self.n, 16)?;
@@ -545,4 +550,12 @@ pub(crate) fn with(mut v: Vec<u64>, x: u64) -> Vec<u64> {
 /// `x` rounded up to a multiple of `a`.
 pub(crate) fn align(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
+}
+
+/// A problem with a size past the model's limit (`MAX_SIZE`): the first size over it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{what}")]
+pub struct TooLarge {
+    /// The size that is over the limit, and its value.
+    pub what: String,
 }
