@@ -51,6 +51,7 @@ fn tune_once(plan: &SgatPlan, soc: &str) -> tunebank::tune::sgat::SgatSummary {
         "resnet50",
         None,
         &AtomicBool::new(false),
+        &mut (),
     )
     .expect("sgat")
 }

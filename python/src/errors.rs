@@ -29,45 +29,12 @@ classified!(
     tunebank::inspect::InspectError,
     tunebank::model::ModelError,
     tunebank::tune::TuneError,
+    tunebank::tune::gdat::GdatError,
+    tunebank::tune::sgat::SgatError,
+    tunebank::key::OptionError,
+    tunebank::key::ResolveError,
+    tunebank::key::KeyError,
 );
-
-impl Classified for tunebank::key::OptionError {
-    fn failure_kind(&self) -> FailureKind {
-        FailureKind::Input
-    }
-}
-
-impl Classified for tunebank::tune::gdat::GdatError {
-    fn failure_kind(&self) -> FailureKind {
-        use tunebank::tune::gdat::GdatError as G;
-        match self {
-            G::Tune(e) => e.kind(),
-            G::Bank(e) => e.kind(),
-            _ => FailureKind::Input,
-        }
-    }
-}
-
-impl Classified for tunebank::tune::sgat::SgatError {
-    fn failure_kind(&self) -> FailureKind {
-        match self {
-            tunebank::tune::sgat::SgatError::Tune(e) => e.kind(),
-            _ => FailureKind::Input,
-        }
-    }
-}
-
-impl Classified for tunebank::key::ResolveError {
-    fn failure_kind(&self) -> FailureKind {
-        FailureKind::Input
-    }
-}
-
-impl Classified for tunebank::key::KeyError {
-    fn failure_kind(&self) -> FailureKind {
-        FailureKind::Input
-    }
-}
 
 impl Classified for search_strategies::replay::ReplayError {
     fn failure_kind(&self) -> FailureKind {

@@ -12,7 +12,7 @@ use crate::tune::gdat::{self, GdatOutcome, GdatPlan, GdatSettings};
 use crate::tune::opat::{shorten, TuneTable};
 use crate::tune::opat::{TaskOutcome, TuneObserver, TuneSummary};
 use crate::tune::report::{improvement, OpatResult, ResultFile};
-use crate::tune::sgat::{run_sgat, SgatPlan, SgatSummary};
+use crate::tune::sgat::{run_sgat, SgatObserver, SgatPlan, SgatSummary};
 use crate::tune::{self, TunePlan};
 
 use super::conversion::open_op_bank;
@@ -150,21 +150,10 @@ impl Job {
                     &self.name,
                     Some(&result),
                     cancel,
+                    &mut Relay {
+                        observer: &mut *observer,
+                    },
                 )?;
-                let total = plan.tasks.len();
-                for (i, o) in s.outcomes.iter().enumerate() {
-                    observer.finished(&Finished {
-                        name: &plan.tasks[o.task].names[0],
-                        decision: o.decision.as_str(),
-                        before_us: o.before_us,
-                        after_us: o.after_us,
-                        failure: o.failure.as_deref(),
-                        unsupported: o.unsupported.as_deref(),
-                        default_confirmed: o.default_confirmed(),
-                        done: i + 1,
-                        total,
-                    });
-                }
                 let doc = s.report.to_json(&result.report_id);
                 (Ran::Subgraph(s), doc)
             }
@@ -213,7 +202,7 @@ impl Job {
     }
 }
 
-/// Relays the OPAT driver's progress to a job observer.
+/// Relays the OPAT and SGAT drivers' progress to a job observer, as each task finishes.
 struct Relay<'o> {
     observer: &'o mut dyn Observer,
 }
@@ -222,6 +211,22 @@ impl TuneObserver for Relay<'_> {
     fn finished(&mut self, plan: &TunePlan, o: &TaskOutcome, done: usize, total: usize) {
         self.observer.finished(&Finished {
             name: &plan.tasks[o.task].op_names[0],
+            decision: o.decision.as_str(),
+            before_us: o.before_us,
+            after_us: o.after_us,
+            failure: o.failure.as_deref(),
+            unsupported: o.unsupported.as_deref(),
+            default_confirmed: o.default_confirmed(),
+            done,
+            total,
+        });
+    }
+}
+
+impl SgatObserver for Relay<'_> {
+    fn finished(&mut self, plan: &SgatPlan, o: &TaskOutcome, done: usize, total: usize) {
+        self.observer.finished(&Finished {
+            name: &plan.tasks[o.task].names[0],
             decision: o.decision.as_str(),
             before_us: o.before_us,
             after_us: o.after_us,

@@ -11,7 +11,7 @@
 //!   (Ascend910B2, Ascend310P3), chosen by the task's SoC version.
 //! - [`cpu::CpuRunner`] (`cpu`): real kernels on the host whose tiling comes from the strategy.
 //! - [`exec::ExecRunner`] (`exec:COMMAND`): a user's process speaking the JSON-lines protocol of
-//!   ARCHITECTURE.md ("External runner protocol").
+//!   docs/interfaces.md ("External runner protocol").
 //!
 //! Strategies travel as [`StrategyMap`]s, the form the bank stores; [`TaskSpace`] converts between a search space's
 //! configurations and that map.

@@ -268,3 +268,49 @@ fn sgat_then_opat_plans_what_convert_resolves_and_reports_it() {
         "{text}"
     );
 }
+
+/// Reads the SGAT result file each time the observer is told of a subgraph: the file already
+/// counts exactly the subgraphs finished so far, so the observer hears of each one as it
+/// finishes, not after the job.
+#[derive(Default)]
+struct LiveSgat {
+    result_file: Option<std::path::PathBuf>,
+    counted: Vec<(usize, u64)>,
+}
+
+impl Observer for LiveSgat {
+    fn started(&mut self, _: &tunebank::job::Job, start: &tunebank::job::Started<'_>) {
+        self.result_file = Some(start.result_file.to_owned());
+    }
+    fn finished(&mut self, t: &Finished<'_>) {
+        let path = self.result_file.as_ref().expect("started comes first");
+        let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let (_, sections) = doc.as_object().unwrap().iter().next().unwrap();
+        let sgat = sections
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|s| s.get("SGAT"))
+            .expect("an SGAT section");
+        let total = sgat["repo_summary"]["total_num"].as_u64().unwrap();
+        self.counted.push((t.done, total));
+    }
+}
+
+#[test]
+fn sgat_progress_arrives_as_each_subgraph_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = env(dir.path(), &[("TUNEBANK_WORKER_MEMORY_MB", "1")]);
+    let mut sgat = spec(&["--job_type=1", "--input_shape=input:1,3,224,224"]);
+    sgat.budget = 2;
+    sgat.workers = Some(1);
+    sgat.bank = Some(dir.path().join("graph.redb"));
+    sgat.output_dir = Some(dir.path().join("out"));
+    let job = sgat.resolve(&e).unwrap();
+    let mut live = LiveSgat::default();
+    job.run(&mut live).unwrap();
+    assert!(live.counted.len() > 2, "{:?}", live.counted);
+    for (done, in_file) in &live.counted {
+        assert_eq!(*in_file, *done as u64, "{:?}", live.counted);
+    }
+}

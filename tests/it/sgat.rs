@@ -360,6 +360,7 @@ fn sgat_avoids_transdata_edges_where_it_pays() {
         "r",
         None,
         &AtomicBool::new(false),
+        &mut (),
     )
     .unwrap();
     let mut using = 0;
@@ -407,6 +408,7 @@ fn ensemble_reaches_95_percent_of_the_exhaustive_optimum_within_the_default_budg
             "resnet50",
             None,
             &AtomicBool::new(false),
+            &mut (),
         )
         .unwrap();
         for o in &summary.outcomes {
@@ -451,6 +453,7 @@ fn the_first_bottleneck_is_sliced_on_310p3_and_not_on_910b2() {
             "r",
             None,
             &AtomicBool::new(false),
+            &mut (),
         )
         .unwrap();
         let o = s
@@ -473,11 +476,31 @@ fn rerun_is_all_hits_and_repeat_tune_keeps_the_invariants() {
     let dir = tempfile::tempdir().unwrap();
     let bank = graph_bank(dir.path(), "Ascend910B2");
     let cancel = AtomicBool::new(false);
-    let first = run_sgat(&plan, &bank, None, &sim_settings(), "bert", None, &cancel).unwrap();
+    let first = run_sgat(
+        &plan,
+        &bank,
+        None,
+        &sim_settings(),
+        "bert",
+        None,
+        &cancel,
+        &mut (),
+    )
+    .unwrap();
     let s = first.report.summary;
     assert!(s.add > 0 && s.is_consistent());
     assert!(first.report.result_ms < first.report.baseline_ms);
-    let again = run_sgat(&plan, &bank, None, &sim_settings(), "bert", None, &cancel).unwrap();
+    let again = run_sgat(
+        &plan,
+        &bank,
+        None,
+        &sim_settings(),
+        "bert",
+        None,
+        &cancel,
+        &mut (),
+    )
+    .unwrap();
     assert_eq!(again.report.summary.hit, plan.tasks.len() as u64);
     assert_eq!(again.stats.trials, 0);
     assert!((again.report.result_ms - first.report.result_ms).abs() < 1e-9);
@@ -485,7 +508,7 @@ fn rerun_is_all_hits_and_repeat_tune_keeps_the_invariants() {
         repeat_tune: true,
         ..sim_settings()
     };
-    let third = run_sgat(&plan, &bank, None, &repeat, "bert", None, &cancel).unwrap();
+    let third = run_sgat(&plan, &bank, None, &repeat, "bert", None, &cancel, &mut ()).unwrap();
     let r = third.report.summary;
     assert_eq!(
         (r.hit, r.update + r.reserved),
@@ -504,7 +527,7 @@ fn sgat_decides_on_exact_times_whatever_the_significance_level() {
     let run = |s: &TuneSettings| {
         let dir = tempfile::tempdir().unwrap();
         let bank = graph_bank(dir.path(), "Ascend910B2");
-        run_sgat(&plan, &bank, None, s, "bert", None, &cancel).unwrap()
+        run_sgat(&plan, &bank, None, s, "bert", None, &cancel, &mut ()).unwrap()
     };
     let default = run(&sim_settings());
     let no_alpha = run(&TuneSettings {
@@ -541,6 +564,7 @@ fn a_cancelled_job_is_incomplete_and_writes_nothing_unfinished() {
         "r",
         Some(&file),
         &AtomicBool::new(true),
+        &mut (),
     )
     .unwrap();
     assert!(s.interrupted);
@@ -729,7 +753,8 @@ fn a_confirmed_default_is_searched_again_only_under_a_larger_budget() {
         trials_per_op,
         ..sim_settings()
     };
-    let run = |s: &TuneSettings| run_sgat(&plan, &bank, None, s, "bert", None, &cancel).unwrap();
+    let run =
+        |s: &TuneSettings| run_sgat(&plan, &bank, None, s, "bert", None, &cancel, &mut ()).unwrap();
     let first = run(&budget(1));
     let confirmed = first.report.summary.unsatisfied;
     assert!(confirmed > 0, "{:?}", first.report.summary);

@@ -482,6 +482,7 @@ fn sgat_decisions_do_not_depend_on_confirm_rounds() {
             "bert",
             None,
             &AtomicBool::new(false),
+            &mut (),
         )
         .unwrap();
         let adds: Vec<usize> = s

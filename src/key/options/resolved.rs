@@ -57,6 +57,7 @@ impl PrecisionMode {
 
 /// `--op_select_implmode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(clippy::enum_variant_names)] // the variants are ATC's own values: high_precision, high_performance …
 pub(crate) enum ImplModeOption {
     /// `high_precision`: ops of the built-in impl-mode list use high precision.
     HighPrecision,

@@ -1,5 +1,5 @@
 //! The external runner (`exec:COMMAND`): a user's process that measures on real hardware,
-//! spoken to in versioned JSON lines on its stdin/stdout (protocol v1, ARCHITECTURE.md ("External runner protocol")).
+//! spoken to in versioned JSON lines on its stdin/stdout (protocol v1, docs/interfaces.md ("External runner protocol")).
 //!
 //! The process is started on first use and kept running. Each request waits for its response
 //! under a deadline (a reader thread feeds lines to a channel). When the process hangs,
@@ -124,7 +124,7 @@ enum ExchangeFailure {
     Protocol(ProtocolError),
 }
 
-/// The external runner. See the module documentation and ARCHITECTURE.md ("External runner protocol").
+/// The external runner. See the module documentation and docs/interfaces.md ("External runner protocol").
 pub struct ExecRunner {
     command: String,
     argv: Vec<String>,

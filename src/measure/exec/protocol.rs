@@ -1,4 +1,4 @@
-//! Protocol v1's responses (ARCHITECTURE.md, "External runner protocol"): the parsed
+//! Protocol v1's responses (docs/interfaces.md, "External runner protocol"): the parsed
 //! [`Response`], why a line is not one ([`ProtocolError`]), and [`parse_response`], which checks
 //! a line's envelope (JSON object, version, id, type) and then its `describe` or `measure`
 //! body. A malformed entry of `results` is an `env_exception` of its candidate only.

@@ -75,7 +75,7 @@ impl VecTiling {
     }
 
     /// The strategy map, with the tile parameter named `tile_name`.
-    pub fn to_strategy(&self, tile_name: &str) -> StrategyMap {
+    pub fn to_strategy(self, tile_name: &str) -> StrategyMap {
         [
             ("blockDim", self.block_dim),
             (tile_name, self.tile),

@@ -184,6 +184,18 @@ struct Prepared {
     baseline_us: f64,
 }
 
+/// What a running SGAT job tells its caller: each subgraph as it finishes (its record, if any,
+/// is already in the bank and it is in the result file), `done` of `total`. Reused hits are
+/// told first, before any search.
+pub trait SgatObserver {
+    /// A subgraph task finished.
+    fn finished(&mut self, plan: &SgatPlan, outcome: &TaskOutcome, done: usize, total: usize);
+}
+
+impl SgatObserver for () {
+    fn finished(&mut self, _: &SgatPlan, _: &TaskOutcome, _: usize, _: usize) {}
+}
+
 /// Tunes every task of `plan` into the graph bank `bank`, with node op strategies from
 /// `op_bank` (hits) when given; rewrites `result_file` after each finished task. Contract as
 /// [`crate::tune::opat::run`]: only clear wins are written as tuned, a finished task's record is in
@@ -197,6 +209,7 @@ pub fn run_sgat(
     tuning_name: &str,
     result_file: Option<&ResultFile>,
     cancel: &AtomicBool,
+    observer: &mut dyn SgatObserver,
 ) -> Result<SgatSummary, SgatError> {
     check_settings(settings)?;
     if !settings
@@ -249,6 +262,10 @@ pub fn run_sgat(
         prepared.push(p);
     }
     st.write(None)?;
+    let total = plan.tasks.len();
+    for (k, o) in st.outcomes.iter().enumerate() {
+        observer.finished(plan, o, k + 1, total);
+    }
     let budget = Budget::new(
         settings.total_trials,
         settings.total_time.map(|d| start + d),
@@ -285,6 +302,8 @@ pub fn run_sgat(
             st.outcomes.push(o);
             st.write(None)?;
             st.stats.bank_report += t.elapsed();
+            let done = st.outcomes.len();
+            observer.finished(plan, &st.outcomes[done - 1], done, total);
             Ok(())
         },
     );

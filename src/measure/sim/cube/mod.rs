@@ -254,7 +254,7 @@ impl CubeTiling {
     }
 
     /// The strategy map of this tiling.
-    pub fn to_strategy(&self) -> StrategyMap {
+    pub fn to_strategy(self) -> StrategyMap {
         let v = [
             self.block_dim_m,
             self.block_dim_n,
