@@ -3,6 +3,7 @@
 //! sits above every module, since it names their error types; [`crate::failure`] below them
 //! holds only the vocabulary ([`FailureKind`], [`crate::failure::io_kind`]).
 
+use crate::bank::interchange::aoe::NotMapped;
 use crate::bank::interchange::aoe_graph::AoeGraphError;
 use crate::bank::interchange::InterchangeError;
 use crate::bank::paths::PathError;
@@ -12,7 +13,9 @@ use crate::failure::FailureKind;
 use crate::inspect::InspectError;
 use crate::job::JobError;
 use crate::key::{KeyError, NodeError, OptionError, ParseKeyError, ResolveError, UnknownSoc};
-use crate::measure::exec::ProtocolError;
+use crate::measure::cpu::{InvalidTiling, OutputMismatch};
+use crate::measure::exec::{CommandLineError, ProtocolError};
+use crate::measure::sim::cube::TooLarge;
 use crate::measure::sim::graph::GraphModelError;
 use crate::measure::MeasureError;
 use crate::model::partition::PartitionError;
@@ -57,6 +60,11 @@ pub fn library_kind(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind
         MeasureError,
         GraphModelError,
         ProtocolError,
+        CommandLineError,
+        NotMapped,
+        InvalidTiling,
+        OutputMismatch,
+        TooLarge,
         PartitionError,
         NodeError,
         ResolveError,

@@ -461,7 +461,10 @@ fn every_variant() -> Vec<Case> {
     use tunebank::key::{
         BankKey, Format, KeyError, NodeError, OptionError, ParseKeyError, RecordKind, ResolveError, UnknownSoc,
     };
-    use tunebank::measure::exec::ProtocolError;
+    use tunebank::bank::interchange::aoe::NotMapped;
+    use tunebank::measure::cpu::{InvalidTiling, OutputMismatch};
+    use tunebank::measure::exec::{CommandLineError, ProtocolError};
+    use tunebank::measure::sim::cube::TooLarge;
     use tunebank::measure::sim::graph::GraphModelError;
     use tunebank::measure::MeasureError;
     use tunebank::model::partition::PartitionError;
@@ -657,6 +660,16 @@ fn every_variant() -> Vec<Case> {
         case!(Input, GraphModelError::Node(NodeError { node: 1, what: s("x") })),
         case!(Input, GraphModelError::Soc(s("Ascend310B1"))),
         case!(Input, GraphModelError::Op { node: 2, source: measure() }),
+        // CommandLineError
+        case!(Input, CommandLineError::UnterminatedSingleQuote),
+        case!(Input, CommandLineError::UnterminatedDoubleQuote),
+        case!(Input, CommandLineError::TrailingBackslash),
+        case!(Input, CommandLineError::Empty),
+        // NotMapped, InvalidTiling, OutputMismatch, TooLarge
+        case!(Input, struct NotMapped { reason: s("op_type: missing") }),
+        case!(Input, struct InvalidTiling { reason: s("mc: missing") }),
+        case!(Input, struct OutputMismatch { reason: s("output[1]") }),
+        case!(Input, struct TooLarge { what: s("A bytes") }),
         // ProtocolError
         case!(Input, ProtocolError::NotJson(s("["))),
         case!(Input, ProtocolError::Version(s("9"))),

@@ -306,6 +306,13 @@ pub struct NotMapped {
     pub reason: String,
 }
 
+impl NotMapped {
+    /// An AOE entry that does not map is the request's (its bank file).
+    pub fn kind(&self) -> crate::failure::FailureKind {
+        crate::failure::FailureKind::Input
+    }
+}
+
 /// The descriptor an `info_dict` maps to (see the module docs), or why it does not map.
 pub fn mapped_descriptor(info_dict: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, NotMapped> {
     map_descriptor(info_dict, soc).map_err(|reason| NotMapped { reason })

@@ -235,6 +235,13 @@ pub struct OutputMismatch {
     pub reason: String,
 }
 
+impl OutputMismatch {
+    /// An output off its reference is the candidate's (its strategy): a precision failure.
+    pub fn kind(&self) -> crate::failure::FailureKind {
+        crate::failure::FailureKind::Input
+    }
+}
+
 /// [`check_output`] with the reason as text.
 fn output_check(out: &[f32], reference: &[f32], atol: f32, rtol: f32) -> Result<(), String> {
     if out.len() != reference.len() {

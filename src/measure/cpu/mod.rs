@@ -338,6 +338,13 @@ pub struct InvalidTiling {
     pub reason: String,
 }
 
+impl InvalidTiling {
+    /// A strategy that is not a tiling is the request's (its strategy).
+    pub fn kind(&self) -> crate::failure::FailureKind {
+        crate::failure::FailureKind::Input
+    }
+}
+
 impl From<InvalidTiling> for String {
     fn from(e: InvalidTiling) -> String {
         e.reason

@@ -44,6 +44,13 @@ pub enum CommandLineError {
     Empty,
 }
 
+impl CommandLineError {
+    /// A command line that cannot be split is the request's (its `--runner exec:`).
+    pub fn kind(&self) -> crate::failure::FailureKind {
+        crate::failure::FailureKind::Input
+    }
+}
+
 /// Splits a command line into words: whitespace separates, single and double quotes group,
 /// backslash escapes the next character outside single quotes. No shell is involved.
 pub fn split_command(cmd: &str) -> Result<Vec<String>, CommandLineError> {

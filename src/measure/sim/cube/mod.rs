@@ -559,3 +559,10 @@ pub struct TooLarge {
     /// The size that is over the limit, and its value.
     pub what: String,
 }
+
+impl TooLarge {
+    /// A problem past the model's limit is the request's (its model).
+    pub fn kind(&self) -> crate::failure::FailureKind {
+        crate::failure::FailureKind::Input
+    }
+}
