@@ -1,4 +1,4 @@
-//! Ranking a miss's candidates: each is scored by [`distance`] to the op looked up (an index
+//! Ranking a miss's candidates: each is scored by [`mismatch_distance`] to the op looked up (an index
 //! entry keyed under another key schema half a point further), and the nearest are kept,
 //! nearest first, ties broken by key and then layer so the order never depends on read order.
 

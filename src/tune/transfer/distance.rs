@@ -1,5 +1,5 @@
 //! What "related" means between two op descriptors, and how far apart they are: the one place
-//! that defines it (see [`distance`] for the rule and its constants).
+//! that defines it (see [`transfer_distance`] for the rule and its constants).
 
 use std::collections::BTreeSet;
 
@@ -94,7 +94,7 @@ pub fn transfer_distance(target: &OpDescriptor, source: &OpDescriptor) -> Option
     Some(d)
 }
 
-/// The SoC term of [`distance`]: 0 for the same version (ASCII case-insensitive),
+/// The SoC term of [`transfer_distance`]: 0 for the same version (ASCII case-insensitive),
 /// [`OTHER_SOC_SAME_FAMILY`] within a family, [`OTHER_SOC_FAMILY`] otherwise.
 pub(crate) fn soc_distance(a: &str, b: &str) -> f64 {
     if a.eq_ignore_ascii_case(b) {
