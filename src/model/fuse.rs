@@ -11,7 +11,7 @@
 //!    `Flatten`, `Squeeze`, `Unsqueeze`, `Identity`, `Dropout`, `Constant`, `Shape` and shape
 //!    arithmetic on constants) are not units.
 //!
-//! Each rule is one of ATC's fusion passes ([`FUSION_PASSES`]); a pass that
+//! Each rule is one of ATC's fusion passes (the `*_PASS` constants); a pass that
 //! `fusion_switch_file` or `oo_level=O1` switches off does not fuse ([`fuse_with`]), so the
 //! units are those ATC compiles. `out_nodes` prunes the graph to what the named outputs need
 //! before inference ([`Model::tuning_units`]).
@@ -440,9 +440,11 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// [`fuse`] with only the fusion passes `switches` leaves on: a rule whose pass
-/// ([`FUSION_PASSES`]) is off fuses nothing, and its ops are units of their own (or join
-/// another rule's unit).
+/// Fuses one profile's inferred graph into tuning units (rules in the module docs), in
+/// topological order of their first member, with only the fusion passes `switches` leaves
+/// on: a rule whose pass (its `*_PASS` constant) is off fuses nothing, and its ops are units
+/// of their own (or join another rule's unit). The second list holds the inferred ops left
+/// out because one of their tensors has a dtype a key cannot express.
 pub(crate) fn fuse_with(
     model: &Model,
     graph: &InferredGraph,

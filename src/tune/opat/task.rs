@@ -4,7 +4,7 @@
 //! confirmed default).
 //!
 //! [`look_up`] splits a plan into reused hits and [`Job`]s; [`Opat::tune_one`] is the task
-//! function the worker pool ([`super::pool`]) runs for each job.
+//! function the worker pool (`tune::pool`) runs for each job.
 
 use crate::key::StrategyMap;
 use std::sync::atomic::AtomicBool;
