@@ -80,12 +80,12 @@
 //!     ..TuneSettings::default()
 //! };
 //! let cancel = AtomicBool::new(false); // a signal handler may set it
-//! let first = tune::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ())?;
+//! let first = tune::opat::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ())?;
 //! let s = first.report.summary;
 //! assert_eq!((s.total, s.add), (1, 1)); // the default Gemm tiling is beaten clearly
 //!
 //! // A rerun finds the winner in the bank and measures nothing.
-//! let again = tune::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ())?;
+//! let again = tune::opat::run(&plan, &bank, &settings, "resnet50", None, &cancel, &mut ())?;
 //! assert_eq!((again.report.summary.hit, again.stats.trials), (1, 0));
 //! # Ok(())
 //! # }
