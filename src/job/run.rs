@@ -207,10 +207,11 @@ struct Relay<'o> {
     observer: &'o mut dyn Observer,
 }
 
-impl TuneObserver for Relay<'_> {
-    fn finished(&mut self, plan: &TunePlan, o: &TaskOutcome, done: usize, total: usize) {
+impl Relay<'_> {
+    /// Tells the observer of one finished task, named `name`.
+    fn tell(&mut self, name: &str, o: &TaskOutcome, done: usize, total: usize) {
         self.observer.finished(&Finished {
-            name: &plan.tasks[o.task].op_names[0],
+            name,
             decision: o.decision.as_str(),
             before_us: o.before_us,
             after_us: o.after_us,
@@ -223,19 +224,15 @@ impl TuneObserver for Relay<'_> {
     }
 }
 
+impl TuneObserver for Relay<'_> {
+    fn finished(&mut self, plan: &TunePlan, o: &TaskOutcome, done: usize, total: usize) {
+        self.tell(&plan.tasks[o.task].op_names[0], o, done, total);
+    }
+}
+
 impl SgatObserver for Relay<'_> {
     fn finished(&mut self, plan: &SgatPlan, o: &TaskOutcome, done: usize, total: usize) {
-        self.observer.finished(&Finished {
-            name: &plan.tasks[o.task].names[0],
-            decision: o.decision.as_str(),
-            before_us: o.before_us,
-            after_us: o.after_us,
-            failure: o.failure.as_deref(),
-            unsupported: o.unsupported.as_deref(),
-            default_confirmed: o.default_confirmed(),
-            done,
-            total,
-        });
+        self.tell(&plan.tasks[o.task].names[0], o, done, total);
     }
 }
 
