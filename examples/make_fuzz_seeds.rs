@@ -1,6 +1,7 @@
 //! Writes the committed seed corpora under `fuzz/seeds/<target>/` from the project's fixtures:
 //! every record of `fixtures/banks/v1.redb` (for `decode_record`, in the target's sealed form),
-//! every ONNX fixture model (`load_onnx`), the restrictions of the committed replay spaces and a
+//! every ONNX fixture model (`load_onnx`), the Caffe and TensorFlow fixtures (`load_caffe`,
+//! `load_tensorflow`), the restrictions of the committed replay spaces and a
 //! few integer ones (`parse_restriction`), ATC option lists (`parse_options`) and runner protocol
 //! responses (`parse_response`).
 //!
@@ -48,6 +49,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if p.extension().is_some_and(|e| e == "onnx") {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             write("load_onnx", &name, &std::fs::read(&p)?)?;
+        }
+    }
+
+    // Caffe: the prototxt, `\0\0`, the caffemodel (the load_caffe target's input format);
+    // TensorFlow: each frozen graph.
+    let frameworks = Path::new("fixtures/models/frameworks");
+    for entry in std::fs::read_dir(frameworks)? {
+        let p = entry?.path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        match p.extension().and_then(|e| e.to_str()) {
+            Some("prototxt") => {
+                let mut seed = std::fs::read(&p)?;
+                seed.extend_from_slice(b"\0\0");
+                seed.extend(std::fs::read(p.with_extension("caffemodel"))?);
+                write("load_caffe", &name, &seed)?;
+            }
+            Some("pb") => write("load_tensorflow", &name, &std::fs::read(&p)?)?,
+            _ => {}
         }
     }
 

@@ -354,7 +354,14 @@ fn model_ops(
     options: &tunebank::key::ResolvedOptions,
     soc: &tunebank::key::SocSpec,
 ) -> PyResult<Vec<(OpTemplate, ResolvedOp)>> {
-    let model = tunebank::model::load_onnx(path).map_err(to_py)?;
+    let given = options.given();
+    let files = tunebank::model::ModelFiles::new(
+        &path.to_string_lossy(),
+        given.get("framework").map(String::as_str),
+        given.get("weight").map(String::as_str),
+    )
+    .map_err(to_py)?;
+    let model = files.load().map_err(to_py)?;
     let mut resolved = Vec::new();
     for profile in model.tuning_units(options).map_err(to_py)? {
         let units =

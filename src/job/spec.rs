@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::key::{derive_op_keys, FsReader, OpTemplate, ResolvedOp, ResolvedOptions, SocSpec};
 use crate::measure::{RunnerSpec, TimingSettings};
-use crate::model::load_onnx;
+use crate::model::{Framework, ModelFiles};
 use crate::tune::gdat::{self, Cluster};
 use crate::tune::sgat::sgat_plan;
 use crate::tune::{self, memory, TuneError, TuneSettings};
@@ -125,9 +125,24 @@ impl JobSpec {
         }
     }
 
-    /// The ATC options with `--job-type` spellings normalised.
+    /// The ATC options with `--job-type` spellings normalised, and ATC's framework default
+    /// of `--input_format` (NHWC for TensorFlow) added when it is not given.
     fn atc(&self) -> Vec<String> {
-        normalise_job_type(&self.atc)
+        let mut atc = normalise_job_type(&self.atc);
+        let value = |name: &str| {
+            atc.iter()
+                .rev()
+                .find_map(|a| a.strip_prefix(name)?.strip_prefix('=').map(str::to_owned))
+        };
+        let framework = value("--framework")
+            .and_then(|f| Framework::from_code(&f))
+            .or_else(|| value("--model").and_then(|m| Framework::of_file(Path::new(&m))));
+        if let (Some(f), None) = (framework, value("--input_format")) {
+            if f.default_input_format() != "NCHW" {
+                atc.push(format!("--input_format={}", f.default_input_format()));
+            }
+        }
+        atc
     }
 
     /// The job type: [`JobSpec::job_type`], else [`job_type`] of the options and `env`.
@@ -142,7 +157,7 @@ impl JobSpec {
     pub fn conversion(&self, env: &Environment) -> Result<Conversion, JobError> {
         let (options, soc) = options_of(&self.atc())?;
         let model_path = model_path(&options)?;
-        let model = load_onnx(&model_path)?;
+        let model = ModelFiles::from_options(&options)?.load()?;
         let (plan, graph) = plan_units(self, env, &model, &options, &soc, None)?;
         Ok(Conversion {
             options,
@@ -162,7 +177,7 @@ impl JobSpec {
     pub fn resolve(&self, env: &Environment) -> Result<Job, JobError> {
         let job_type = self.job_type(env)?;
         let (options, soc) = options_of(&self.atc())?;
-        check_framework(&options)?;
+        let files = ModelFiles::from_options(&options)?;
         let ini = ini::find(self.config.as_deref(), env)?;
         let mut settings = self.settings(job_type, env, &options, ini.as_ref())?;
         match job_type {
@@ -199,7 +214,7 @@ impl JobSpec {
             JobType::Gradient => Some(self.cluster(&soc)?),
             _ => None,
         };
-        let model = load_onnx(&model_path)?;
+        let model = files.load()?;
         let plan = match job_type {
             JobType::Op => {
                 let (plan, graph) = plan_units(self, env, &model, &options, &soc, only.as_ref())?;
@@ -396,7 +411,7 @@ fn model_path(options: &ResolvedOptions) -> Result<String, JobError> {
         .ok_or_else(|| {
             JobError::invalid(
                 "--model",
-                "the ONNX model to tune, e.g. --model=resnet50.onnx",
+                "the model to tune: an .onnx file, a Caffe .prototxt (with --weight=….caffemodel) or a TensorFlow .pb, e.g. --model=resnet50.onnx",
             )
         })
 }
@@ -407,68 +422,6 @@ pub fn tuning_name(model_path: &str) -> String {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "model".into())
-}
-
-/// AOE's `--framework` codes and the model files each takes.
-const FRAMEWORKS: &[(&str, &str, &[&str])] = &[
-    ("0", "Caffe", &["prototxt", "caffemodel"]),
-    ("1", "MindSpore", &["air", "mindir"]),
-    ("3", "TensorFlow", &["pb"]),
-    ("5", "ONNX", &["onnx"]),
-];
-
-/// `--framework` (default 5) must agree with the model file's kind, and only ONNX (5) is
-/// supported: any other framework, a model file of another framework, or a `--weight` (a Caffe
-/// model's) is an error naming the flag and the file.
-fn check_framework(options: &ResolvedOptions) -> Result<(), JobError> {
-    let given = options.given();
-    let model = given.get("model").map(String::as_str).unwrap_or("");
-    let ext = Path::new(model)
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
-    let of_file = FRAMEWORKS.iter().find(|f| f.2.contains(&ext.as_str()));
-    let framework = given.get("framework").map(|f| f.trim().to_owned());
-    let named = |code: &str| {
-        FRAMEWORKS
-            .iter()
-            .find(|f| f.0 == code)
-            .map_or("unknown", |f| f.1)
-    };
-    let only_onnx = "only ONNX models (--framework=5) are supported";
-    if let (Some(f), Some(file)) = (&framework, of_file) {
-        if f != file.0 {
-            return Err(JobError::Unsupported {
-                input: format!("--framework={f} ({})", named(f)),
-                reason: format!(
-                    "does not agree with --model={model} (a {} model file, --framework={}); {only_onnx}",
-                    file.1, file.0
-                ),
-            });
-        }
-    }
-    if let Some(f) = framework.as_deref().filter(|f| *f != "5") {
-        return Err(JobError::Unsupported {
-            input: format!("--framework={f} ({}) with --model={model}", named(f)),
-            reason: only_onnx.into(),
-        });
-    }
-    if let Some(file) = of_file.filter(|f| f.0 != "5") {
-        return Err(JobError::Unsupported {
-            input: format!("--model={model}"),
-            reason: format!(
-                "a {} model file (--framework={}): {only_onnx}",
-                file.1, file.0
-            ),
-        });
-    }
-    if let Some(w) = given.get("weight").filter(|w| !w.is_empty()) {
-        return Err(JobError::Unsupported {
-            input: format!("--weight={w}"),
-            reason: format!("a weight file belongs to a Caffe model (--framework=0); --model={model} is ONNX (--framework=5), which has none"),
-        });
-    }
-    Ok(())
 }
 
 /// Per-worker memory estimate by runner: a simulator is small; host kernels and device

@@ -321,7 +321,7 @@ impl<'a> Ctx<'a> {
         Ok(TemplateTensor {
             shape: info.shape.clone(),
             dtype,
-            ori_format: None,
+            ori_format: self.model.ir_format.filter(|_| info.shape.len() == 4),
             format: None,
             graph_input: (input && self.inputs.contains(name)).then(|| name.to_string()),
             producer_dtype: None,

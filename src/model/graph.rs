@@ -10,7 +10,7 @@ use std::path::Path;
 
 use prost::Message;
 
-use crate::key::DType;
+use crate::key::{DType, Format};
 use crate::model::proto::{self, attribute_type};
 use crate::model::ModelError;
 
@@ -184,6 +184,11 @@ pub struct Model {
     pub producer: String,
     /// The main graph.
     pub graph: Graph,
+    /// The layout the importer gave every 4-D tensor, whatever `input_format` says of the
+    /// graph inputs: NCHW for a TensorFlow graph (its NHWC ops are imported in NCHW);
+    /// `None` when the tensors are as the model has them (ONNX, Caffe), so `input_format`
+    /// labels them.
+    pub ir_format: Option<Format>,
 }
 
 /// Reads and imports an ONNX model file. Weight data is neither needed nor read: initializers
@@ -266,6 +271,7 @@ pub fn load_onnx_bytes(bytes: &[u8], source: &str) -> Result<Model, ModelError> 
         opset,
         producer,
         graph: import_graph(graph, source)?,
+        ir_format: None,
     })
 }
 

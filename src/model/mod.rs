@@ -31,13 +31,17 @@
 //! [`InferredGraph::skipped`] (node name, op type, reason) and left out, with everything they
 //! feed.
 
+pub mod caffe;
+mod framework;
 mod fuse;
 mod graph;
 mod infer;
 pub mod partition;
 mod proto;
+pub mod tensorflow;
 
 use crate::failure::{io_kind, FailureKind};
+pub use framework::{Framework, ModelFiles};
 pub use fuse::{group_by_key, resolve_units, KeyGroup, ProfileUnits, ResolvedUnit, TuningUnit};
 pub use graph::{
     load_onnx, load_onnx_bytes, Attr, ConstTensor, ElemType, Graph, Model, Node, ValueDecl,
@@ -88,7 +92,7 @@ pub enum ModelError {
         found: Option<i64>,
     },
     /// The model decodes but is inconsistent (negative initializer dims …).
-    #[error("{path}: invalid ONNX model: {reason}")]
+    #[error("{path}: invalid model: {reason}")]
     Invalid {
         /// The model file.
         path: String,
@@ -117,6 +121,62 @@ pub enum ModelError {
         /// What is wrong.
         reason: String,
     },
+    /// A Caffe or TensorFlow model file does not decode as its format.
+    #[error("{path} is not {expected}: {reason}")]
+    Malformed {
+        /// The file.
+        path: String,
+        /// What the file should be, e.g. "a Caffe caffemodel (binary caffe.NetParameter)".
+        expected: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A Caffe or TensorFlow model file starts like its format but ends early.
+    #[error("{path} is a truncated file ({len} bytes; {reason}): expected {expected}, complete")]
+    TruncatedFile {
+        /// The file.
+        path: String,
+        /// What the file should be.
+        expected: &'static str,
+        /// Its length in bytes.
+        len: usize,
+        /// The decoder's message.
+        reason: String,
+    },
+    /// A text-format model file (Caffe `.prototxt`) has a syntax error.
+    #[error("{path}:{line}:{column}: syntax error: {reason}")]
+    Syntax {
+        /// The file.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What was found and what was expected.
+        reason: String,
+    },
+    /// A Caffe weight file's blobs do not fit a layer of the prototxt.
+    #[error("--weight={weight}: layer {layer:?} ({layer_type}) of {model}: {reason}")]
+    Weights {
+        /// The prototxt.
+        model: String,
+        /// The caffemodel.
+        weight: String,
+        /// The layer's name.
+        layer: String,
+        /// The layer's type.
+        layer_type: String,
+        /// What does not fit.
+        reason: String,
+    },
+    /// `--framework`, `--model` and `--weight` do not fit together (AOE's rules).
+    #[error("{input}: {reason}")]
+    Framework {
+        /// The flags at fault, as given.
+        input: String,
+        /// What is wrong and what was expected.
+        reason: String,
+    },
     /// The dynamic option cannot apply to this model.
     #[error("{path}: {reason}")]
     Dynamic {
@@ -139,7 +199,12 @@ impl ModelError {
             | ModelError::Invalid { .. }
             | ModelError::InputShape { .. }
             | ModelError::Dynamic { .. }
-            | ModelError::OutNodes { .. } => FailureKind::Input,
+            | ModelError::OutNodes { .. }
+            | ModelError::Malformed { .. }
+            | ModelError::TruncatedFile { .. }
+            | ModelError::Syntax { .. }
+            | ModelError::Weights { .. }
+            | ModelError::Framework { .. } => FailureKind::Input,
         }
     }
 }

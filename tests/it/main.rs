@@ -16,6 +16,7 @@ mod bank_policy;
 mod cli_bank;
 mod cli_exit_codes;
 mod corruption;
+mod frameworks;
 mod gdat;
 mod inspect_interchange;
 mod inspect_model;

@@ -1,5 +1,5 @@
 //! `tunebank tune` with AOE's command line and files: the short flags `-j -f -m -w`,
-//! `--framework` checked against the model file, and `aoe.ini` (`--config` or AOE's locations:
+//! `--framework` checked against the model file (AOE's rules), and `aoe.ini` (`--config` or AOE's locations:
 //! WORK_PATH, TUNING_PARALLEL_NUM, RUN_LOOP) with out-of-range values refused.
 
 use std::path::{Path, PathBuf};
@@ -137,9 +137,9 @@ fn aoe_short_flags_stand_for_the_long_options() {
     );
 }
 
-/// `--framework` must agree with the model file and be ONNX: each other code, a model file of
-/// another framework and a Caffe weight file are refused with exit 2, naming the flag and the
-/// file, before anything is written.
+/// `--framework` must agree with the model file: a code naming another framework than the
+/// file's, a MindSpore model, a Caffe model without `--weight` and a weight file for an ONNX
+/// model are refused with exit 2, naming the flag and the file, before anything is written.
 #[test]
 fn framework_must_agree_with_the_model_file() {
     let model = bert();
@@ -156,7 +156,10 @@ fn framework_must_agree_with_the_model_file() {
             vec!["--framework=1".to_owned(), format!("--model={model}")],
             "--framework=1",
         ),
-        (vec!["--model=resnet.pb".to_owned()], "--model=resnet.pb"),
+        (
+            vec!["--model=resnet.mindir".to_owned()],
+            "--model=resnet.mindir",
+        ),
         (
             vec![
                 "--framework=5".to_owned(),
@@ -181,7 +184,7 @@ fn framework_must_agree_with_the_model_file() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(flag), "{args:?}: {err}");
         let file = args.iter().find_map(|a| {
-            ["bert_layer.onnx", "resnet.pb", "net.prototxt"]
+            ["bert_layer.onnx", "resnet.mindir", "net.prototxt"]
                 .into_iter()
                 .find(|f| a.ends_with(f))
         });
