@@ -113,6 +113,24 @@ def test_every_front_door_gives_the_post_sgat_units(tmp_path, cli, sgat_banks, m
     assert tasks == {k: sorted(v) for k, v in by_key.items()}
 
 
+FRAMEWORKS = FIXTURES / "models" / "frameworks"
+
+
+@pytest.mark.parametrize("model,flags", [
+    ("small_net.prototxt", {"framework": 0, "weight": FRAMEWORKS / "small_net.caffemodel"}),
+    ("small_net.pb", {"framework": 3}),
+], ids=["caffe", "tensorflow"])
+def test_caffe_and_tensorflow_models_enter_every_front_door(clean_env, cli, model, flags):
+    """The CLI's ``convert``, Python's ``model_keys`` and the C ABI take a Caffe prototxt with
+    its ``weight`` and a frozen TensorFlow graph alike, with the same units and keys."""
+    path = FRAMEWORKS / model
+    options = {"soc_version": SOC, **{k: str(v) for k, v in flags.items()}}
+    converted = rows(json.loads(cli("convert", f"--model={path}", *args_of(options), "--json"))["ops"])
+    assert any(r["ir_type"].startswith("Conv2D") for r in converted), converted
+    assert rows(tunebank.model_keys(path, **options)) == converted
+    assert rows(capi_model_keys(capi(), path, options)) == converted
+
+
 def normalised(doc):
     """A result file's document without what a rerun changes: the report id (a timestamp), and
     every time and duration (keys naming a time, `(s)` or `(us)`/`(ms)` values)."""

@@ -21,7 +21,7 @@ pub enum Framework {
 
 impl Framework {
     /// Every framework, in code order.
-    pub const ALL: [Framework; 4] = [
+    pub(crate) const ALL: [Framework; 4] = [
         Framework::Caffe,
         Framework::MindSpore,
         Framework::TensorFlow,
@@ -60,7 +60,7 @@ impl Framework {
 
     /// ATC's default `--input_format` for the framework's models: NHWC for TensorFlow,
     /// NCHW for the others.
-    pub fn default_input_format(self) -> &'static str {
+    pub(crate) fn default_input_format(self) -> &'static str {
         match self {
             Framework::TensorFlow => "NHWC",
             _ => "NCHW",
@@ -68,12 +68,12 @@ impl Framework {
     }
 
     /// The framework of a `--framework` code.
-    pub fn from_code(code: &str) -> Option<Framework> {
+    pub(crate) fn from_code(code: &str) -> Option<Framework> {
         Framework::ALL.into_iter().find(|f| f.code() == code.trim())
     }
 
     /// The framework whose model files have the extension of `path`.
-    pub fn of_file(path: &Path) -> Option<Framework> {
+    pub(crate) fn of_file(path: &Path) -> Option<Framework> {
         let ext = path.extension()?.to_string_lossy().to_ascii_lowercase();
         Framework::ALL
             .into_iter()
@@ -122,14 +122,16 @@ impl ModelFiles {
             None => None,
         };
         let framework = match (given, of_file) {
-            (Some(g), Some(f)) if g != f => return Err(err(
-                format!("{g} with --model={model}"),
-                format!(
+            (Some(g), Some(f)) if g != f => {
+                return Err(err(
+                    format!("{g} with --model={model}"),
+                    format!(
                     "the model file is a {} model ({}); expected the flag and the file to agree",
                     f.name(),
                     f.code()
                 ),
-            )),
+                ))
+            }
             (Some(g), _) => g,
             (None, Some(f)) => f,
             (None, None) => Framework::Onnx,
@@ -173,7 +175,7 @@ impl ModelFiles {
     }
 
     /// [`ModelFiles::new`] on the `model`, `framework` and `weight` options.
-    pub fn from_options(options: &ResolvedOptions) -> Result<ModelFiles, ModelError> {
+    pub(crate) fn from_options(options: &ResolvedOptions) -> Result<ModelFiles, ModelError> {
         let given = options.given();
         let model = given.get("model").map(String::as_str).unwrap_or("");
         ModelFiles::new(

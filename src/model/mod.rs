@@ -156,10 +156,8 @@ pub enum ModelError {
         reason: String,
     },
     /// A Caffe weight file's blobs do not fit a layer of the prototxt.
-    #[error("--weight={weight}: layer {layer:?} ({layer_type}) of {model}: {reason}")]
+    #[error("--weight={weight}: layer {layer:?} ({layer_type}) of the prototxt: {reason}")]
     Weights {
-        /// The prototxt.
-        model: String,
         /// The caffemodel.
         weight: String,
         /// The layer's name.

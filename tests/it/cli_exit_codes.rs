@@ -582,7 +582,7 @@ fn every_variant() -> Vec<Case> {
         case!(Input, ModelError::Malformed { path: s("m.caffemodel"), expected: "a caffemodel", reason: s("x") }),
         case!(Input, ModelError::TruncatedFile { path: s("m.pb"), expected: "a GraphDef", len: 3, reason: s("eof") }),
         case!(Input, ModelError::Syntax { path: s("m.prototxt"), line: 1, column: 2, reason: s("x") }),
-        case!(Input, ModelError::Weights { model: s("m"), weight: s("w"), layer: s("c"), layer_type: s("Convolution"), reason: s("x") }),
+        case!(Input, ModelError::Weights { weight: s("w"), layer: s("c"), layer_type: s("Convolution"), reason: s("x") }),
         case!(Input, ModelError::Framework { input: s("--framework=3"), reason: s("x") }),
         // TuneError
         case!(Io, TuneError::Model(ModelError::Read { path: s("m"), source: io(ErrorKind::Other) })),

@@ -150,7 +150,7 @@ fn bad_inputs_name_the_input_and_what_was_expected() {
             JobSpec::new([format!("--soc_version={SOC}")]),
             env(home, &[]),
             "--model",
-            "the ONNX model to tune",
+            "the model to tune: an .onnx file, a Caffe .prototxt",
         ),
     ];
     for (s, e, input, expected) in cases {

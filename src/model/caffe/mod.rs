@@ -1,6 +1,6 @@
 //! Caffe import (`--framework=0`): the network from the text-format `.prototxt`, the blob
 //! shapes from the binary `.caffemodel` (`--weight`), into the same graph IR the ONNX importer
-//! builds (ONNX op types at opset [`OPSET`], NCHW), so inference, fusion, Ascend IR mapping and
+//! builds (ONNX op types at opset 17, NCHW), so inference, fusion, Ascend IR mapping and
 //! keys are shared.
 //!
 //! What is read from the caffemodel: each layer's name and the shapes of its blobs (the
@@ -31,6 +31,7 @@
 //! In-place layers (top = bottom) get a fresh tensor name: the layer's own name.
 
 mod layers;
+mod norm;
 mod params;
 mod proto;
 #[cfg(test)]
@@ -48,7 +49,7 @@ use params::Params;
 use text::{Message, Pos, Value};
 
 /// The ONNX opset whose op semantics the imported graph uses.
-pub const OPSET: i64 = 17;
+pub(crate) const OPSET: i64 = 17;
 
 /// Reads a Caffe model: the network from `prototxt`, blob shapes from `caffemodel`.
 ///
@@ -416,7 +417,6 @@ impl<'a> Builder<'a> {
 
     pub(super) fn weights_error(&self, layer: &Layer<'_>, reason: String) -> ModelError {
         ModelError::Weights {
-            model: self.model.into(),
             weight: self.weight.into(),
             layer: layer.name.clone(),
             layer_type: layer.ty.clone(),

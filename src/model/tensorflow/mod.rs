@@ -1,5 +1,5 @@
 //! TensorFlow import (`--framework=3`): a frozen `GraphDef` `.pb` into the same graph IR the
-//! ONNX importer builds (ONNX op types at opset [`OPSET`]), **in NCHW**, so a Conv2D of an
+//! ONNX importer builds (ONNX op types at opset 17), **in NCHW**, so a Conv2D of an
 //! NHWC graph and the same convolution of an NCHW ONNX or Caffe graph become one op with one
 //! key.
 //!
@@ -46,7 +46,7 @@ use crate::model::ModelError;
 use proto::data_type as dt;
 
 /// The ONNX opset whose op semantics the imported graph uses.
-pub const OPSET: i64 = 17;
+pub(crate) const OPSET: i64 = 17;
 
 /// Integer constants with more elements than this keep only their shape.
 const MAX_CONST_VALUES: usize = 1 << 16;

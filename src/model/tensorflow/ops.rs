@@ -146,30 +146,7 @@ impl<'a> Builder<'a> {
                 self.add_input(&node.name, t, shape);
                 self.plain(node, node.name.clone());
             }
-            ("Const", _) => {
-                let Some(t) = attr(node, "value").and_then(|a| a.tensor.as_ref()) else {
-                    return Err(
-                        self.invalid(node, "no tensor in attr `value`: expected a constant")
-                    );
-                };
-                let dims = t
-                    .tensor_shape
-                    .as_ref()
-                    .and_then(shape_dims)
-                    .unwrap_or_default();
-                if dims.iter().any(|d| *d < 0) {
-                    return Err(self.invalid(
-                        node,
-                        format!("constant of shape {dims:?}: expected known dims"),
-                    ));
-                }
-                let count = dims
-                    .iter()
-                    .try_fold(1usize, |acc, &d| acc.checked_mul(d as usize));
-                let ints = count.and_then(|c| tensor_ints(t, c));
-                self.constant_tensor(node.name.clone(), elem_type(t.dtype), dims, ints);
-                self.plain(node, node.name.clone());
-            }
+            ("Const", _) => self.constant_node(node)?,
             ("Identity" | "StopGradient" | "Snapshot" | "PreventGradient" | "IdentityN", _) => {
                 let x = self.input(node, 0)?;
                 self.set(node, 0, x);
@@ -237,6 +214,31 @@ impl<'a> Builder<'a> {
             }
             _ => self.unknown(node, op)?,
         }
+        Ok(())
+    }
+
+    /// A `Const`: an initializer with its dims (and its values, for a small integer one).
+    fn constant_node(&mut self, node: &NodeDef) -> Result<(), ModelError> {
+        let Some(t) = attr(node, "value").and_then(|a| a.tensor.as_ref()) else {
+            return Err(self.invalid(node, "no tensor in attr `value`: expected a constant"));
+        };
+        let dims = t
+            .tensor_shape
+            .as_ref()
+            .and_then(shape_dims)
+            .unwrap_or_default();
+        if dims.iter().any(|d| *d < 0) {
+            return Err(self.invalid(
+                node,
+                format!("constant of shape {dims:?}: expected known dims"),
+            ));
+        }
+        let count = dims
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d as usize));
+        let ints = count.and_then(|c| tensor_ints(t, c));
+        self.constant_tensor(node.name.clone(), elem_type(t.dtype), dims, ints);
+        self.plain(node, node.name.clone());
         Ok(())
     }
 
