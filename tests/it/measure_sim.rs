@@ -608,3 +608,35 @@ fn library_code_is_built_with_overflow_checks() {
         "u64::MAX · 2 · 2 · 2 wrapped to {wrapped:?}: overflow checks are off"
     );
 }
+
+/// A grouped convolution is one cube GEMM per group and image: a depthwise 3x3 over 64
+/// channels (64 GEMMs, each padding its one channel to C0 = 16) gets a space and a time, and
+/// takes longer than 4 groups of 16 channels (4 GEMMs of the same padded size); a grouping
+/// that does not divide the channels is an error naming both.
+#[test]
+fn grouped_convolutions_are_one_gemm_per_group() {
+    let mut sim = SimRunner::new();
+    let conv = |w: &[i64], groups: i64| {
+        let mut t = op_task("Conv2D", &[&[1, 64, 16, 16], w], &[1, 64, 16, 16]);
+        t.op.attrs
+            .insert("pads".into(), tunebank::key::AttrValue::Ints(vec![1; 4]));
+        t.op.attrs
+            .insert("groups".into(), tunebank::key::AttrValue::Int(groups));
+        t
+    };
+    let time = |sim: &mut SimRunner, t: &TuningTask| {
+        let d = sim.default_strategy(t).unwrap();
+        sim.measure(t, &[d]).unwrap()[0].median_us().unwrap()
+    };
+    let depthwise = time(&mut sim, &conv(&[64, 1, 3, 3], 64));
+    let four = time(&mut sim, &conv(&[64, 16, 3, 3], 4));
+    assert!(
+        depthwise > four,
+        "64 groups {depthwise} us vs 4 groups {four} us"
+    );
+    let e = sim.space(&conv(&[64, 1, 3, 3], 3)).unwrap_err().to_string();
+    assert!(
+        e.contains("groups 3 does not divide 64 input and 64 output channels"),
+        "{e}"
+    );
+}

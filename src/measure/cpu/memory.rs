@@ -54,7 +54,7 @@ fn task_bytes(task: &TuningTask) -> Result<Option<u64>, MeasureError> {
             ])
         }
         OpKind::Conv => {
-            let g = crate::measure::sim::conv::ConvGeometry::from_task(task)?;
+            let g = crate::measure::sim::conv::ConvGeometry::from_task(task)?.ungrouped("cpu")?;
             sum_of_products(&[
                 &[g.n, g.cin, g.h, g.w],
                 &[g.cout, g.cin, g.kh, g.kw],

@@ -204,7 +204,8 @@ impl CpuRunner {
                 }
             }
             OpKind::Conv => {
-                let g = crate::measure::sim::conv::ConvGeometry::from_task(task)?;
+                let g =
+                    crate::measure::sim::conv::ConvGeometry::from_task(task)?.ungrouped("cpu")?;
                 let conv = Conv {
                     n: g.n as usize,
                     cin: g.cin as usize,
@@ -452,7 +453,8 @@ impl Measure for CpuRunner {
                 )
             }
             OpKind::Conv => {
-                let g = crate::measure::sim::conv::ConvGeometry::from_task(task)?;
+                let g =
+                    crate::measure::sim::conv::ConvGeometry::from_task(task)?.ungrouped("cpu")?;
                 // Saturating: these only pick the candidate lists.
                 let (m, k, n) = (
                     g.cout as usize,

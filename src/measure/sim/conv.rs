@@ -32,6 +32,10 @@ pub struct ConvGeometry {
     pub pads: (u64, u64, u64, u64),
     /// Dilations (H, W).
     pub dilation: (u64, u64),
+    /// Channel groups (1 for a plain convolution, `cin` for a depthwise one): `cin` and
+    /// `cout` are totals, each group convolving `cin / groups` channels into
+    /// `cout / groups`.
+    pub groups: u64,
 }
 
 impl ConvGeometry {
@@ -112,11 +116,19 @@ impl ConvGeometry {
             _ => (0, 0, 0, 0),
         };
         let groups = task.attr_int("groups").unwrap_or(1);
-        if groups != 1 {
-            return Err(MeasureError::Unsupported {
-                runner: "sim".into(),
-                what: format!("grouped Conv2D (groups = {groups})"),
-            });
+        let groups = u64::try_from(groups)
+            .ok()
+            .filter(|&g| g >= 1)
+            .ok_or_else(|| bad(format!("groups {groups}: expected a positive count")))?;
+        let cin_w = if wt.ori_format == Format::NHWC {
+            ws[3]
+        } else {
+            ws[1]
+        };
+        if cin % groups != 0 || cout % groups != 0 || cin / groups != cin_w {
+            return Err(bad(format!(
+                "groups {groups} does not divide {cin} input and {cout} output channels into the weight's {cin_w} per group"
+            )));
         }
         let g = ConvGeometry {
             n,
@@ -129,6 +141,7 @@ impl ConvGeometry {
             stride: hw("strides", 1),
             pads,
             dilation: hw("dilations", 1),
+            groups,
         };
         let (hp, kh_eff) =
             g.padded_and_kernel("H", g.h, (g.pads.0, g.pads.1), g.kh, g.dilation.0)?;
@@ -138,6 +151,18 @@ impl ConvGeometry {
             return Err(bad("kernel larger than the padded input".into()));
         }
         Ok(g)
+    }
+
+    /// The geometry, when the convolution is not grouped; [`MeasureError::Unsupported`] for
+    /// `runner` otherwise (the host kernels convolve one group).
+    pub fn ungrouped(self, runner: &str) -> Result<ConvGeometry, MeasureError> {
+        if self.groups == 1 {
+            return Ok(self);
+        }
+        Err(MeasureError::Unsupported {
+            runner: runner.into(),
+            what: format!("grouped Conv2D (groups = {})", self.groups),
+        })
     }
 
     /// The padded extent and the effective kernel extent ((k − 1)·dilation + 1) along one
@@ -191,15 +216,18 @@ pub fn model(task: &TuningTask, soc: &SocModel, runner: &str) -> Result<OpModel,
             task.op.inputs[0].shape, task.op.inputs[1].shape
         ))
     };
-    let cin_pad = bounded_align("channels aligned to C0", g.cin, c0).map_err(too_large)?;
+    // A grouped convolution is `groups` independent convolutions of `cin / groups` channels,
+    // each with its own weights: one cube GEMM per group and image.
+    let cin_pad =
+        bounded_align("channels aligned to C0", g.cin / g.groups, c0).map_err(too_large)?;
     let (ho, wo) = (g.ho(), g.wo());
     let m = bounded("M (Ho·Wo)", &[ho, wo]).map_err(too_large)?;
     let k = bounded("K (C·kh·kw, padded)", &[cin_pad, g.kh, g.kw]).map_err(too_large)?;
     let problem = GemmProblem {
-        batch: g.n,
+        batch: bounded("batch (N·groups)", &[g.n, g.groups]).map_err(too_large)?,
         m,
         k,
-        n: g.cout,
+        n: g.cout / g.groups,
         in_bytes,
         out_bytes,
         bias: task.op.inputs.len() >= 3,
@@ -214,11 +242,11 @@ pub fn model(task: &TuningTask, soc: &SocModel, runner: &str) -> Result<OpModel,
         },
         b_transposed: false,
         b_nz: true,
-        b_shared: true,
+        b_shared: g.groups == 1,
     };
     problem.check_size().map_err(|w| too_large(w.what))?;
     // In f64: a count of operations, exact for every real conv (below 2^53) and never wrapping.
-    let useful_flops = [g.n, ho, wo, g.cout, g.cin, g.kh, g.kw]
+    let useful_flops = [g.n, ho, wo, g.cout, g.cin / g.groups, g.kh, g.kw]
         .iter()
         .fold(2.0, |f, &d| f * d as f64);
     Ok(OpModel::Cube {
