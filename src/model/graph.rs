@@ -199,12 +199,15 @@ pub struct Model {
 /// [`ModelError::UnsupportedOpset`] outside the supported opsets.
 pub fn load_onnx(path: impl AsRef<Path>) -> Result<Model, ModelError> {
     let path = path.as_ref();
-    let source = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| ModelError::Read {
-        path: source.clone(),
+    load_onnx_bytes(&read_model_file(path)?, &path.display().to_string())
+}
+
+/// The bytes of a model file, or [`ModelError::Read`] naming it: how every importer reads.
+pub(crate) fn read_model_file(path: &Path) -> Result<Vec<u8>, ModelError> {
+    std::fs::read(path).map_err(|e| ModelError::Read {
+        path: path.display().to_string(),
         source: e,
-    })?;
-    load_onnx_bytes(&bytes, &source)
+    })
 }
 
 /// Imports an ONNX model from its serialized bytes; `source` labels the model in errors.

@@ -121,6 +121,48 @@ impl<'a> Builder<'a> {
         out
     }
 
+    /// The layer's blobs when there are as many as `bias` implies: the `weight` blob, and the
+    /// `bias` blob after it (Convolution, InnerProduct, Scale); a named error otherwise.
+    pub(super) fn weight_and_bias_blobs(
+        &self,
+        layer: &Layer<'_>,
+        bias: bool,
+        weight: &str,
+        bias_name: &str,
+    ) -> Result<&'a [Vec<i64>], ModelError> {
+        let blobs = self.blobs(layer)?;
+        let expect = 1 + usize::from(bias);
+        if blobs.len() != expect {
+            let what = if bias {
+                format!("the {weight} and the {bias_name} (bias_term is true)")
+            } else {
+                format!("the {weight} only (bias_term: false)")
+            };
+            return Err(self.weights_error(
+                layer,
+                format!("{} blob(s): expected {expect}, {what}", blobs.len()),
+            ));
+        }
+        Ok(blobs)
+    }
+
+    /// A bias blob (legacy `[1,1,1,N]` squeezed) as a `[num_output]` initializer.
+    fn bias_tensor(
+        &mut self,
+        layer: &Layer<'_>,
+        blob: &[i64],
+        num_output: i64,
+    ) -> Result<String, ModelError> {
+        let b = squeeze_to(blob, 1);
+        if b != [num_output] {
+            return Err(self.weights_error(
+                layer,
+                format!("bias blob shape {blob:?}: expected [{num_output}]"),
+            ));
+        }
+        Ok(self.weight_tensor(format!("{}.bias", layer.name), b))
+    }
+
     /// The nodes of one layer; `true` when the next layer was folded into it (BatchNorm +
     /// Scale).
     pub(super) fn layer_ops(
@@ -288,19 +330,7 @@ impl<'a> Builder<'a> {
         if p.int("axis").map_err(e)?.is_some_and(|a| a != 1) {
             return self.unknown(layer, &format!("{}(axis≠1)", layer.ty));
         }
-        let blobs = self.blobs(layer)?;
-        let expect = 1 + usize::from(bias);
-        if blobs.len() != expect {
-            let what = if bias {
-                "a weight and a bias (bias_term is true)"
-            } else {
-                "a weight only (bias_term: false)"
-            };
-            return Err(self.weights_error(
-                layer,
-                format!("{} blob(s): expected {expect}, {what}", blobs.len()),
-            ));
-        }
+        let blobs = self.weight_and_bias_blobs(layer, bias, "weight", "bias")?;
         let w = blobs[0].clone();
         if w.len() < 3 || w.iter().any(|d| *d <= 0) {
             return Err(self.weights_error(
@@ -336,14 +366,7 @@ impl<'a> Builder<'a> {
             self.weight_tensor(format!("{}.weight", layer.name), w),
         ];
         if bias {
-            let b = squeeze_to(&blobs[1], 1);
-            if b != [num_output] {
-                return Err(self.weights_error(
-                    layer,
-                    format!("bias blob shape {:?}: expected [{num_output}]", blobs[1]),
-                ));
-            }
-            inputs.push(self.weight_tensor(format!("{}.bias", layer.name), b));
+            inputs.push(self.bias_tensor(layer, &blobs[1], num_output)?);
         }
         let attrs = Attrs::from([
             ("kernel_shape".into(), ints(&kernel)),
@@ -432,18 +455,7 @@ impl<'a> Builder<'a> {
         if p.int("axis").map_err(e)?.is_some_and(|a| a != 1) {
             return self.unknown(layer, "InnerProduct(axis≠1)");
         }
-        let blobs = self.blobs(layer)?;
-        let expect = 1 + usize::from(bias);
-        if blobs.len() != expect {
-            return Err(self.weights_error(
-                layer,
-                format!(
-                    "{} blob(s): expected {expect} (weight{})",
-                    blobs.len(),
-                    if bias { " and bias" } else { "" }
-                ),
-            ));
-        }
+        let blobs = self.weight_and_bias_blobs(layer, bias, "weight", "bias")?;
         let w = squeeze_to(&blobs[0], 2);
         let out_at = usize::from(transpose);
         if w.len() != 2 || w[out_at] != num_output || w.iter().any(|d| *d <= 0) {
@@ -482,14 +494,7 @@ impl<'a> Builder<'a> {
             self.weight_tensor(format!("{}.weight", layer.name), w),
         ];
         if bias {
-            let b = squeeze_to(&blobs[1], 1);
-            if b != [num_output] {
-                return Err(self.weights_error(
-                    layer,
-                    format!("bias blob shape {:?}: expected [{num_output}]", blobs[1]),
-                ));
-            }
-            inputs.push(self.weight_tensor(format!("{}.bias", layer.name), b));
+            inputs.push(self.bias_tensor(layer, &blobs[1], num_output)?);
         }
         let attrs = Attrs::from([("transB".into(), Attr::Int(i64::from(!transpose)))]);
         self.node(layer, "Gemm", inputs, attrs);

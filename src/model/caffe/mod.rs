@@ -43,7 +43,7 @@ use std::path::Path;
 
 use prost::Message as _;
 
-use crate::model::graph::{ConstTensor, ElemType, Graph, Model, Node, ValueDecl};
+use crate::model::graph::{read_model_file, ConstTensor, ElemType, Graph, Model, Node, ValueDecl};
 use crate::model::ModelError;
 use params::Params;
 use text::{Message, Pos, Value};
@@ -61,15 +61,9 @@ pub fn load_caffe(
     prototxt: impl AsRef<Path>,
     caffemodel: impl AsRef<Path>,
 ) -> Result<Model, ModelError> {
-    let read = |p: &Path| {
-        std::fs::read(p).map_err(|e| ModelError::Read {
-            path: p.display().to_string(),
-            source: e,
-        })
-    };
     let (model, weight) = (prototxt.as_ref(), caffemodel.as_ref());
-    let text = read(model)?;
-    let blobs = read(weight)?;
+    let text = read_model_file(model)?;
+    let blobs = read_model_file(weight)?;
     load_caffe_bytes(
         &text,
         &blobs,

@@ -94,22 +94,7 @@ impl Builder<'_> {
             .bool("bias_term")
             .map_err(|r| self.invalid(r))?
             .unwrap_or(false);
-        let blobs = self.blobs(layer)?;
-        let expect = 1 + usize::from(bias);
-        if blobs.len() != expect {
-            return Err(self.weights_error(
-                layer,
-                format!(
-                    "{} blob(s): expected {expect} (gamma{})",
-                    blobs.len(),
-                    if bias {
-                        " and beta, bias_term is true"
-                    } else {
-                        ""
-                    }
-                ),
-            ));
-        }
+        let blobs = self.weight_and_bias_blobs(layer, bias, "gamma", "beta")?;
         let g = squeeze_to(&blobs[0], 1);
         if g.len() != 1 || channels.is_some_and(|c| g[0] != c) {
             return Err(self.weights_error(

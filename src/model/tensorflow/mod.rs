@@ -41,7 +41,7 @@ use std::path::Path;
 
 use prost::Message as _;
 
-use crate::model::graph::{ConstTensor, ElemType, Graph, Model, Node, ValueDecl};
+use crate::model::graph::{read_model_file, ConstTensor, ElemType, Graph, Model, Node, ValueDecl};
 use crate::model::ModelError;
 use proto::data_type as dt;
 
@@ -58,12 +58,7 @@ const EXPECTED: &str = "a frozen TensorFlow GraphDef (binary .pb)";
 /// [`ModelError::Invalid`] for a graph whose wiring or attributes make no sense.
 pub fn load_tensorflow(path: impl AsRef<Path>) -> Result<Model, ModelError> {
     let path = path.as_ref();
-    let source = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| ModelError::Read {
-        path: source.clone(),
-        source: e,
-    })?;
-    load_tensorflow_bytes(&bytes, &source)
+    load_tensorflow_bytes(&read_model_file(path)?, &path.display().to_string())
 }
 
 /// [`load_tensorflow`] on the file's bytes; `source` labels it in errors. Never panics.
