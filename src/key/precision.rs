@@ -25,11 +25,14 @@ pub const WHITE_LIST: &[&str] = &[
     "batchmatmulv2",
     "conv",
     "conv2d",
+    "conv2dbackpropfilter",
     "conv2dbackpropinput",
     "conv2dtranspose",
     "conv3d",
     "convtranspose",
     "depthwiseconv2d",
+    "depthwiseconv2dbackpropfilter",
+    "depthwiseconv2dbackpropinput",
     "fullyconnection",
     "gemm",
     "matmul",
@@ -37,8 +40,16 @@ pub const WHITE_LIST: &[&str] = &[
 ];
 
 /// Built-in black list: ops whose accuracy suffers in fp16 (exponentials, logs, reductions,
-/// normalisations).
+/// normalisations), and the training ops CANN's op information marks `precision_reduce`
+/// false (optimizer updates, the bias gradient).
 pub const BLACK_LIST: &[&str] = &[
+    "applyadagrad",
+    "applyadam",
+    "applygradientdescent",
+    "applykerasmomentum",
+    "applymomentum",
+    "applyrmsprop",
+    "biasaddgrad",
     "erf",
     "exp",
     "layernorm",

@@ -48,6 +48,7 @@ pub use graph::{
 };
 pub(crate) use graph::{MAX_OPSET, MIN_OPSET};
 pub use infer::{profiles, InferredGraph, SkippedOp, TensorInfo};
+pub(crate) use tensorflow::apply_op;
 
 /// Why a model could not be imported or its shapes not set up. Every variant names the model.
 #[derive(Debug, thiserror::Error)]

@@ -628,6 +628,7 @@ fn every_variant() -> Vec<Case> {
         case!(Input, struct SpaceBuildError(s("over the limit"))),
         // GdatError
         case!(Input, GdatError::NoParameters),
+        case!(Input, GdatError::NoGradients { backward: vec![] }),
         case!(Input, GdatError::Cluster(s("rank 0"))),
         case!(Input, GdatError::ClusterFile { path: s("c.json"), problem: s("field") }),
         case!(Input, GdatError::Segments(9)),

@@ -629,6 +629,7 @@ fn run_job_finds_the_brute_force_optimum_on_small_instances() {
             .zip(&ready)
             .enumerate()
             .map(|(i, (&bytes, &ready_us))| tunebank::tune::gdat::Gradient {
+                producer: None,
                 name: format!("g{i}"),
                 bytes,
                 ready_us,

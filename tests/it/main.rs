@@ -42,6 +42,7 @@ mod sgat_convert;
 mod sled_bank;
 mod store_conformance;
 mod tidy;
+mod training;
 mod transfer;
 mod tune_aoe;
 mod tune_aoe_cli;

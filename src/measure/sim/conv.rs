@@ -255,3 +255,184 @@ pub fn model(task: &TuningTask, soc: &SocModel, runner: &str) -> Result<OpModel,
         useful_flops,
     })
 }
+
+/// The dims of a 4-D NCHW (or OIHW) tensor of `task`, positive.
+fn dims4(
+    task: &TuningTask,
+    t: Option<&crate::key::TensorDesc>,
+    what: &str,
+) -> Result<[u64; 4], MeasureError> {
+    let op = &task.op.op_type;
+    let t = t.ok_or_else(|| MeasureError::InvalidTask(format!("{op}: no {what}")))?;
+    let s = if t.ori_shape.is_empty() {
+        &t.shape
+    } else {
+        &t.ori_shape
+    };
+    let d: Vec<u64> = s
+        .iter()
+        .map(|&d| u64::try_from(d).ok().filter(|&d| d > 0))
+        .collect::<Option<_>>()
+        .ok_or_else(|| {
+            MeasureError::InvalidTask(format!("{op}: {what} {s:?} is not static and positive"))
+        })?;
+    <[u64; 4]>::try_from(d)
+        .map_err(|d| MeasureError::InvalidTask(format!("{op}: {what} {d:?}: expected 4 dims")))
+}
+
+/// Cube input bytes of `d` on `soc` (as a Conv2D's).
+fn cube_bytes(d: DType, soc: &SocModel, runner: &str, op: &str) -> Result<u64, MeasureError> {
+    match d {
+        DType::Float16 => Ok(2),
+        DType::Bfloat16 if soc.bf16 => Ok(2),
+        DType::Float32 if soc.cube_fp32 => Ok(4),
+        DType::Int8 => Ok(1),
+        d => Err(MeasureError::Unsupported {
+            runner: runner.to_string(),
+            what: format!("{op} in {d:?} on {}", soc.version),
+        }),
+    }
+}
+
+/// The groups of a backward convolution (`groups`, else ONNX's `group`, else 1).
+fn groups_of(task: &TuningTask) -> Result<u64, MeasureError> {
+    let g = task
+        .attr_int("groups")
+        .or_else(|| task.attr_int("group"))
+        .unwrap_or(1);
+    u64::try_from(g).ok().filter(|&g| g >= 1).ok_or_else(|| {
+        MeasureError::InvalidTask(format!(
+            "{}: groups {g}: expected a positive count",
+            task.op.op_type
+        ))
+    })
+}
+
+/// The input gradient of a convolution (`Conv2DBackpropInput`, its depthwise form, and ONNX's
+/// `ConvTranspose`/`Conv2DTranspose`, the same computation): the convolution of the gradient,
+/// dilated by the stride and padded by the kernel, with the flipped filter. One cube GEMM per
+/// image and group: M = H·W of the result, K = O/g (padded to C0)·kh·kw, N = C/g; load3d reads
+/// the dilated gradient (its zeros are read and multiplied, as the stride-dilating
+/// implementation does). Inputs: the gradient is the 4-D input with the filter's O channels,
+/// the filter OIHW (ONNX's [C_in, C_out/g, kh, kw] of a ConvTranspose is that filter).
+pub fn backprop_input_model(
+    task: &TuningTask,
+    soc: &SocModel,
+    runner: &str,
+) -> Result<OpModel, MeasureError> {
+    let op = task.op.op_type.as_str();
+    let transpose = matches!(op, "ConvTranspose" | "Conv2DTranspose");
+    let (dy_at, w_at) = if transpose { (0, 1) } else { (2, 1) };
+    let dy = dims4(task, task.op.inputs.get(dy_at), "gradient")?;
+    let w = dims4(task, task.op.inputs.get(w_at), "filter")?;
+    let y = dims4(task, task.op.outputs.first(), "output")?;
+    let g = groups_of(task)?;
+    let (o, c_g, kh, kw) = (w[0], w[1], w[2], w[3]);
+    if dy[1] != o || o % g != 0 || y[1] != c_g * g {
+        return Err(MeasureError::InvalidTask(format!(
+            "{op}: gradient {dy:?}, filter {w:?} and output {y:?} do not agree (groups {g})"
+        )));
+    }
+    let in_bytes = cube_bytes(task.input_dtype(dy_at), soc, runner, op)?;
+    let out_bytes = match task.output_dtype() {
+        DType::Float32 | DType::Int32 => 4,
+        _ => 2,
+    };
+    let dil = |i: usize| {
+        task.attr_ints("dilations")
+            .and_then(|v| v.get(v.len().saturating_sub(2) + i).copied())
+            .unwrap_or(1)
+            .max(1) as u64
+    };
+    let too_large = |what: String| MeasureError::TooLarge(format!("{op} {dy:?} · {w:?}: {what}"));
+    let (kh_eff, kw_eff) = (
+        bounded("kernel height", &[kh.saturating_sub(1), dil(0)]).map_err(too_large)? + 1,
+        bounded("kernel width", &[kw.saturating_sub(1), dil(1)]).map_err(too_large)? + 1,
+    );
+    let c0 = 32 / in_bytes;
+    let o_pad = bounded_align("channels aligned to C0", o / g, c0).map_err(too_large)?;
+    let (h, wd) = (y[2], y[3]);
+    let problem = GemmProblem {
+        batch: bounded("batch (N·groups)", &[y[0], g]).map_err(too_large)?,
+        m: bounded("M (H·W)", &[h, wd]).map_err(too_large)?,
+        k: bounded("K (O·kh·kw, padded)", &[o_pad, kh, kw]).map_err(too_large)?,
+        n: c_g,
+        in_bytes,
+        out_bytes,
+        bias: false,
+        a: ASource::Fmap {
+            h: h.saturating_add(kh_eff - 1),
+            w: wd.saturating_add(kw_eff - 1),
+            wo: wd,
+            ho: h,
+            kh_eff,
+            stride_h: 1,
+            cin_pad: o_pad,
+        },
+        b_transposed: false,
+        b_nz: true,
+        b_shared: g == 1,
+    };
+    problem.check_size().map_err(|w| too_large(w.what))?;
+    let useful_flops = [dy[0], dy[2], dy[3], o, c_g, kh, kw]
+        .iter()
+        .fold(2.0, |f, &d| f * d as f64);
+    Ok(OpModel::Cube {
+        problem,
+        trans: Vec::new(),
+        useful_flops,
+    })
+}
+
+/// The filter gradient of a convolution (`Conv2DBackpropFilter` and its depthwise form;
+/// inputs x NCHW and the gradient dy): per group the GEMM dyᵀ · im2col(x),
+/// [O/g, N·Ho·Wo] × [N·Ho·Wo, C/g (padded to C0)·kh·kw], written in float32. The gradient is
+/// read as a K-major matrix in fractals; the im2col operand is costed as the explicit matrix
+/// it is (load3d's reuse of feature-map rows across kernel positions is not modelled, so its
+/// traffic is an upper bound).
+pub fn backprop_filter_model(
+    task: &TuningTask,
+    soc: &SocModel,
+    runner: &str,
+) -> Result<OpModel, MeasureError> {
+    let op = task.op.op_type.as_str();
+    let x = dims4(task, task.op.inputs.first(), "input")?;
+    let dy = dims4(task, task.op.inputs.get(1), "gradient")?;
+    let f = dims4(task, task.op.outputs.first(), "filter gradient")?;
+    let g = groups_of(task)?;
+    let (o, c_g, kh, kw) = (f[0], f[1], f[2], f[3]);
+    if dy[1] != o || o % g != 0 || x[1] != c_g * g || x[0] != dy[0] {
+        return Err(MeasureError::InvalidTask(format!(
+            "{op}: input {x:?}, gradient {dy:?} and filter {f:?} do not agree (groups {g})"
+        )));
+    }
+    let in_bytes = cube_bytes(task.input_dtype(1), soc, runner, op)?;
+    let too_large = |what: String| MeasureError::TooLarge(format!("{op} {x:?} · {dy:?}: {what}"));
+    let c0 = 32 / in_bytes;
+    let c_pad = bounded_align("channels aligned to C0", c_g, c0).map_err(too_large)?;
+    let problem = GemmProblem {
+        batch: g,
+        m: o / g,
+        k: bounded("K (N·Ho·Wo)", &[dy[0], dy[2], dy[3]]).map_err(too_large)?,
+        n: bounded("N (C·kh·kw, padded)", &[c_pad, kh, kw]).map_err(too_large)?,
+        in_bytes,
+        out_bytes: 4,
+        bias: false,
+        a: ASource::Matrix {
+            transposed: true,
+            nz: true,
+        },
+        b_transposed: false,
+        b_nz: true,
+        b_shared: false,
+    };
+    problem.check_size().map_err(|w| too_large(w.what))?;
+    let useful_flops = [dy[0], dy[2], dy[3], o, c_g, kh, kw]
+        .iter()
+        .fold(2.0, |f, &d| f * d as f64);
+    Ok(OpModel::Cube {
+        problem,
+        trans: Vec::new(),
+        useful_flops,
+    })
+}

@@ -52,7 +52,7 @@ fn logical(t: &TensorDesc) -> &[i64] {
 type FamilyModel = fn(&Ctx<'_>) -> Result<OpModel, MeasureError>;
 
 /// The op families the simulator models: the (lower-case) op types of each and its builder.
-const FAMILIES: [(&[&str], FamilyModel); 5] = [
+const FAMILIES: [(&[&str], FamilyModel); 9] = [
     (
         &[
             "matmul",
@@ -65,6 +65,19 @@ const FAMILIES: [(&[&str], FamilyModel); 5] = [
         matmul,
     ),
     (&["conv2d", "conv"], conv),
+    (
+        &[
+            "conv2dbackpropinput",
+            "depthwiseconv2dbackpropinput",
+            "conv2dtranspose",
+            "convtranspose",
+        ],
+        backprop_input,
+    ),
+    (
+        &["conv2dbackpropfilter", "depthwiseconv2dbackpropfilter"],
+        backprop_filter,
+    ),
     (
         &[
             "add",
@@ -97,10 +110,42 @@ const FAMILIES: [(&[&str], FamilyModel); 5] = [
             "adds",
             "transdata",
             "transpose",
+            "relugrad",
+            "relu6grad",
+            "leakyrelugrad",
+            "sigmoidgrad",
+            "tanhgrad",
+            "elugrad",
+            "selugrad",
+            "softplusgrad",
+            "softsigngrad",
+            "rsqrtgrad",
+            "sqrtgrad",
+            "reciprocalgrad",
+            "assign",
+            "assignadd",
+            "assignsub",
+            "zeroslike",
+            "oneslike",
+            "tile",
+            "bntrainingupdate",
+            "bntrainingreducegrad",
         ],
         elementwise,
     ),
     (&["maxpool", "maxpoolv3", "avgpool", "avgpoolv2"], pool),
+    (&["maxpoolgrad", "avgpoolgrad"], pool_grad),
+    (
+        &[
+            "applyadam",
+            "applymomentum",
+            "applykerasmomentum",
+            "applygradientdescent",
+            "applyrmsprop",
+            "applyadagrad",
+        ],
+        optimizer,
+    ),
     (
         &[
             "softmax",
@@ -113,6 +158,12 @@ const FAMILIES: [(&[&str], FamilyModel); 5] = [
             "reducesumd",
             "reducemeand",
             "globalaveragepool",
+            "logsoftmax",
+            "biasaddgrad",
+            "bntrainingreduce",
+            "bntrainingupdategrad",
+            "softmaxcrossentropywithlogits",
+            "sparsesoftmaxcrossentropywithlogits",
         ],
         rows,
     ),
@@ -323,13 +374,28 @@ fn conv(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
     super::conv::model(cx.task, cx.soc, cx.runner)
 }
 
+/// Conv2DBackpropInput and the transposed convolutions: an implicit GEMM (see `conv.rs`).
+fn backprop_input(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
+    super::conv::backprop_input_model(cx.task, cx.soc, cx.runner)
+}
+
+/// Conv2DBackpropFilter: the weight-gradient GEMM (see `conv.rs`).
+fn backprop_filter(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
+    super::conv::backprop_filter_model(cx.task, cx.soc, cx.runner)
+}
+
 /// Vector passes over each element of an elementwise op.
 fn elem_passes(op: &str) -> u64 {
     match op {
         "relu" | "relu6" | "abs" | "neg" | "add" | "sub" | "mul" | "maximum" | "minimum"
-        | "addn" | "biasadd" | "muls" | "adds" | "cast" => 1,
-        "leakyrelu" | "div" | "realdiv" | "sqrt" | "rsqrt" | "transdata" | "transpose" => 2,
-        "exp" | "log" => 3,
+        | "addn" | "biasadd" | "muls" | "adds" | "cast" | "relugrad" | "assign" | "assignadd"
+        | "assignsub" | "zeroslike" | "oneslike" | "tile" => 1,
+        "leakyrelu" | "div" | "realdiv" | "sqrt" | "rsqrt" | "transdata" | "transpose"
+        | "relu6grad" | "leakyrelugrad" | "sqrtgrad" | "reciprocalgrad" => 2,
+        "exp" | "log" | "sigmoidgrad" | "tanhgrad" | "elugrad" | "selugrad" | "rsqrtgrad" => 3,
+        "softsigngrad" | "bntrainingupdate" => 4,
+        "softplusgrad" => 5,
+        "bntrainingreducegrad" => 6,
         "sigmoid" | "swish" | "silu" => 5,
         "tanh" | "erf" | "fastgelu" => 6,
         _ => 9, // gelu
@@ -345,7 +411,13 @@ fn elementwise(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
     let n = cx.numel("output elements", &so)?;
     let eb = cx.dtype_of(out.dtype, false)?;
     let mut in_bytes = 0.0;
-    for t in &task.op.inputs {
+    // Tile's second input is its repeat counts, not streamed data.
+    let streamed = if cx.op == "tile" {
+        1
+    } else {
+        task.op.inputs.len()
+    };
+    for t in &task.op.inputs[..streamed] {
         let s = cx.shape_of(t)?;
         let elems = cx.numel("input elements", &s)?;
         in_bytes += cx.size("input bytes", &[elems, cx.dtype_of(t.dtype, false)?])? as f64;
@@ -413,10 +485,31 @@ fn rows(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
     let sx = cx.shape_of(x)?;
     let eb = cx.dtype_of(x.dtype, false)?;
     let elems = cx.numel("input elements", &sx)?;
+    // Ops reading two full tensors per row (the gradient and the input, logits and labels)
+    // stream twice the bytes: counted as elements twice as wide.
+    let eb = match cx.op.as_str() {
+        "bntrainingupdategrad" | "softmaxcrossentropywithlogits" => 2 * eb,
+        _ => eb,
+    };
     let (rows, len, out_per_row, passes) = match cx.op.as_str() {
-        "softmax" | "softmaxv2" => {
+        "softmax" | "softmaxv2" | "logsoftmax" => {
             let len = *sx.last().unwrap_or(&1);
             (elems / len, len, len, 8)
+        }
+        "softmaxcrossentropywithlogits" | "sparsesoftmaxcrossentropywithlogits" => {
+            let len = *sx.last().unwrap_or(&1);
+            (elems / len, len, len + 1, 10)
+        }
+        // Per channel over N·H·W: sum and square sum; the two parameter gradients.
+        "bntrainingreduce" | "bntrainingupdategrad" => {
+            let c = *cx.shape_of(cx.output()?)?.first().unwrap_or(&1);
+            let c = c.clamp(1, elems);
+            (
+                c,
+                elems / c,
+                2,
+                if cx.op == "bntrainingreduce" { 2 } else { 3 },
+            )
         }
         "layernorm" | "rmsnorm" => {
             let len = *sx.last().unwrap_or(&1);
@@ -437,4 +530,88 @@ fn rows(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
     };
     p.check_size().map_err(|w| cx.too_large(w))?;
     Ok(OpModel::Row(p))
+}
+
+/// MaxPoolGrad (input, output, gradient → input gradient: a compare and a select per window
+/// element) and AvgPoolGrad (gradient → input gradient: one add per window element): an
+/// element stream over the input gradient.
+fn pool_grad(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
+    let task = cx.task;
+    let out = cx.output()?;
+    let n = cx.numel("output elements", &cx.shape_of(out)?)?;
+    let eb = cx.dtype_of(out.dtype, false)?;
+    let ksize = task.attr_ints("ksize").unwrap_or_else(|| vec![1, 1, 2, 2]);
+    let window = ksize
+        .iter()
+        .rev()
+        .take(2)
+        .try_fold(1i64, |p, &k| p.checked_mul(k))
+        .ok_or_else(|| cx.too_large(format!("pooling window {ksize:?} overflows i64")))?
+        .max(1) as u64;
+    let reads: &[usize] = if cx.op == "maxpoolgrad" {
+        &[0, 1, 2]
+    } else {
+        &[1]
+    };
+    let mut in_bytes = 0u64;
+    for &i in reads {
+        let t = cx.input(i)?;
+        let elems = cx.numel("input elements", &cx.shape_of(t)?)?;
+        in_bytes = in_bytes
+            .saturating_add(cx.size("input bytes", &[elems, cx.dtype_of(t.dtype, false)?])?);
+    }
+    let passes = if cx.op == "maxpoolgrad" {
+        2 * window
+    } else {
+        window
+    };
+    checked_elem(
+        cx,
+        ElemProblem {
+            n,
+            in_bytes_per: in_bytes as f64 / n as f64,
+            out_bytes: eb,
+            elem_bytes: eb,
+            passes,
+            queues: reads.len() as u64 + 1 + window / 4,
+        },
+    )
+}
+
+/// An optimizer update (ApplyAdam …): an element stream over the variable reading the
+/// variable, its slots and the gradient, writing the variable and slots; scalars
+/// (learning rate, betas) are not streamed.
+fn optimizer(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
+    let var = cx.input(0)?;
+    let n = cx.numel("variable elements", &cx.shape_of(var)?)?;
+    let eb = cx.dtype_of(var.dtype, false)?;
+    let mut in_bytes = 0u64;
+    let mut streamed = 0u64;
+    for t in &cx.task.op.inputs {
+        let elems = cx.numel("input elements", &cx.shape_of(t)?)?;
+        if elems == n {
+            in_bytes = in_bytes
+                .saturating_add(cx.size("input bytes", &[elems, cx.dtype_of(t.dtype, false)?])?);
+            streamed += 1;
+        }
+    }
+    let state = cx.task.op.outputs.len().max(1) as u64;
+    let passes = match cx.op.as_str() {
+        "applyadam" => 10,
+        "applyrmsprop" => 8,
+        "applyadagrad" => 4,
+        "applygradientdescent" => 2,
+        _ => 3, // momentum
+    };
+    checked_elem(
+        cx,
+        ElemProblem {
+            n,
+            in_bytes_per: in_bytes as f64 / n as f64,
+            out_bytes: state * eb,
+            elem_bytes: eb,
+            passes,
+            queues: streamed + state,
+        },
+    )
 }

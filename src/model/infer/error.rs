@@ -34,6 +34,15 @@ pub enum InferError {
         /// Its domain.
         domain: String,
     },
+    /// A training op (backward, loss or optimizer update) whose inputs or attributes do not
+    /// fit it.
+    #[error("{op}: {reason}")]
+    Training {
+        /// Op type.
+        op: String,
+        /// What does not fit, and what was expected.
+        reason: String,
+    },
     /// The op type is not in the importer's table of inferred ops.
     #[error("op type {op} has no shape inference in the importer")]
     UnsupportedOp {

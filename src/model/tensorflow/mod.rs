@@ -16,7 +16,7 @@
 //! |---|---|
 //! | Placeholder (shape from the graph, or `--input_shape`) | graph input |
 //! | Const | initializer (dims; integer values when small) |
-//! | Conv2D, DepthwiseConv2dNative, Conv2DBackpropInput | `Conv`, `Conv` (group = channels), `ConvTranspose`; a BiasAdd right after folds into their bias input |
+//! | Conv2D, DepthwiseConv2dNative | `Conv`, `Conv` (group = channels); a BiasAdd right after folds into their bias input |
 //! | MatMul, BatchMatMul/V2 | `MatMul` (`Gemm` for transposed 2-D operands) |
 //! | BiasAdd | `Add` (or folded) |
 //! | FusedBatchNorm/V2/V3 | `BatchNormalization` |
@@ -28,13 +28,19 @@
 //! | ConcatV2, Reshape, Squeeze, ExpandDims, Transpose, Softmax, Cast | `Concat`, `Reshape`, `Squeeze`, `Unsqueeze`, `Transpose`, `Softmax`, `Cast` |
 //! | Identity, StopGradient, Snapshot; control edges (`^x`) | no op / ignored |
 //!
-//! An op outside the table becomes a node of domain `tensorflow`, which inference reports as
+//! A training step's ops (variables, shape arithmetic, backward ops, optimizer updates) are
+//! mapped by `training.rs`, whose table lists them.
+//!
+//! An op outside the tables becomes a node of domain `tensorflow`, which inference reports as
 //! unsupported (named) while the rest of the graph is still imported.
 
 mod ops;
 mod proto;
 #[cfg(test)]
 mod tests;
+mod training;
+
+pub(crate) use training::apply_op;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -110,6 +116,8 @@ pub(super) enum Layout {
     Plain,
     /// The NCHW transpose of TensorFlow's NHWC 4-D tensor.
     Nchw,
+    /// The OIHW form of a filter TensorFlow holds as HWIO (a filter gradient).
+    Oihw,
 }
 
 /// A TensorFlow tensor's IR tensor and layout.
@@ -163,6 +171,9 @@ pub(super) struct Builder<'a> {
     transposed: HashMap<(String, Layout), String>,
     /// How many data edges read each TensorFlow node's outputs.
     pub(super) readers: HashMap<&'a str, usize>,
+    /// The IR `Shape` outputs, with the layout of the tensor each measures (the order of its
+    /// values).
+    pub(super) shape_orders: HashMap<String, Layout>,
 }
 
 impl<'a> Builder<'a> {
@@ -187,6 +198,7 @@ impl<'a> Builder<'a> {
             vals: HashMap::new(),
             transposed: HashMap::new(),
             readers,
+            shape_orders: HashMap::new(),
         }
     }
 
@@ -333,17 +345,28 @@ impl<'a> Builder<'a> {
         first
     }
 
-    /// `v` in `want` layout: itself, or its transpose (one per tensor).
+    /// `v` in `want` layout: itself, or its transpose (one per tensor; an OIHW filter and
+    /// an NCHW tensor convert to each other through TensorFlow's layout).
     pub(super) fn in_layout(&mut self, v: &Val, want: Layout) -> String {
         if v.layout == want {
             return v.ir.clone();
         }
+        if v.layout != Layout::Plain && want != Layout::Plain {
+            let plain = self.in_layout(v, Layout::Plain);
+            let p = Val {
+                ir: plain,
+                layout: Layout::Plain,
+            };
+            return self.in_layout(&p, want);
+        }
         if let Some(t) = self.transposed.get(&(v.ir.clone(), want)) {
             return t.clone();
         }
-        let (suffix, perm) = match want {
-            Layout::Nchw => ("to_nchw", [0, 3, 1, 2]),
-            Layout::Plain => ("to_nhwc", [0, 2, 3, 1]),
+        let (suffix, perm) = match (v.layout, want) {
+            (_, Layout::Nchw) => ("to_nchw", [0, 3, 1, 2]),
+            (_, Layout::Oihw) => ("to_oihw", [3, 2, 0, 1]),
+            (Layout::Oihw, _) => ("to_hwio", [2, 3, 1, 0]),
+            _ => ("to_nhwc", [0, 2, 3, 1]),
         };
         let name = format!("{}/{suffix}", v.ir);
         let attrs = BTreeMap::from([("perm".to_string(), crate::model::Attr::Ints(perm.to_vec()))]);

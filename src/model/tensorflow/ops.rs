@@ -82,7 +82,7 @@ impl<'a> Builder<'a> {
 
     /// An op the importer does not map: a `tensorflow`-domain node reading its inputs in
     /// TensorFlow's layout, which inference reports as unsupported.
-    fn unknown(&mut self, node: &NodeDef, op: &str) -> Result<(), ModelError> {
+    pub(super) fn unknown(&mut self, node: &NodeDef, op: &str) -> Result<(), ModelError> {
         let mut inputs = Vec::new();
         for i in 0..Self::arity(node) {
             let v = self.input(node, i)?;
@@ -118,6 +118,9 @@ impl<'a> Builder<'a> {
 
     /// One TensorFlow node.
     pub(super) fn node(&mut self, node: &NodeDef) -> Result<(), ModelError> {
+        if self.training(node)? {
+            return Ok(());
+        }
         let op = node.op.as_str();
         let unary = match op {
             "Relu" | "Sigmoid" | "Tanh" | "Elu" | "Selu" | "Softplus" | "Softsign" | "Abs"
@@ -168,7 +171,7 @@ impl<'a> Builder<'a> {
                 );
                 self.emit(node, "Clip", vec![x.ir, lo, hi], Attrs::new(), x.layout);
             }
-            ("Conv2D" | "DepthwiseConv2dNative" | "Conv2DBackpropInput", _) => self.conv(node)?,
+            ("Conv2D" | "DepthwiseConv2dNative", _) => self.conv(node)?,
             ("BiasAdd" | "BiasAddV1", _) => self.bias_add(node)?,
             ("FusedBatchNorm" | "FusedBatchNormV2" | "FusedBatchNormV3", _) => {
                 let is_nhwc = nhwc(node).map_err(|r| self.invalid(node, r))?;
@@ -244,10 +247,8 @@ impl<'a> Builder<'a> {
 
     fn conv(&mut self, node: &NodeDef) -> Result<(), ModelError> {
         let is_nhwc = nhwc(node).map_err(|r| self.invalid(node, r))?;
-        let transposed = node.op == "Conv2DBackpropInput";
-        let (x_at, w_at) = if transposed { (2, 1) } else { (0, 1) };
-        let x = self.input(node, x_at)?;
-        let w = self.input(node, w_at)?;
+        let x = self.input(node, 0)?;
+        let w = self.input(node, 1)?;
         let Some(wd) = self
             .constant(&w)
             .map(|c| c.dims.clone())
@@ -256,13 +257,12 @@ impl<'a> Builder<'a> {
             return self.unknown(node, &node.op);
         };
         let (kh, kw) = (wd[0], wd[1]);
-        let (weight, group) = match node.op.as_str() {
+        let (weight, group) = if node.op == "Conv2D" {
             // HWIO → OIHW.
-            "Conv2D" => (vec![wd[3], wd[2], kh, kw], 1),
+            (vec![wd[3], wd[2], kh, kw], 1)
+        } else {
             // [kh, kw, C, multiplier] → [C·m, 1, kh, kw], one group per channel.
-            "DepthwiseConv2dNative" => (vec![wd[2] * wd[3], 1, kh, kw], wd[2]),
-            // [kh, kw, out, in] → ConvTranspose's [in, out, kh, kw].
-            _ => (vec![wd[3], wd[2], kh, kw], 1),
+            (vec![wd[2] * wd[3], 1, kh, kw], wd[2])
         };
         let strides = attr_ints(node, "strides").unwrap_or_else(|| vec![1; 4]);
         let dilations = attr_ints(node, "dilations").unwrap_or_else(|| vec![1; 4]);
@@ -305,16 +305,6 @@ impl<'a> Builder<'a> {
                 ))
             }
         }
-        if transposed {
-            let sizes = self.const_ints(node, 0)?.filter(|v| v.len() == 4);
-            match sizes.and_then(|v| spatial(&v, is_nhwc)) {
-                Some(hw) => {
-                    a.insert("output_shape".into(), Attr::Ints(hw.to_vec()));
-                    a.remove("auto_pad");
-                }
-                None => return self.unknown(node, &node.op),
-            }
-        }
         let layout = if is_nhwc { Layout::Nchw } else { Layout::Plain };
         let xi = self.in_layout(&x, layout);
         let wi = self.constant_tensor(
@@ -323,13 +313,7 @@ impl<'a> Builder<'a> {
             weight,
             None,
         );
-        self.emit(
-            node,
-            if transposed { "ConvTranspose" } else { "Conv" },
-            vec![xi, wi],
-            a,
-            layout,
-        );
+        self.emit(node, "Conv", vec![xi, wi], a, layout);
         Ok(())
     }
 
@@ -349,9 +333,7 @@ impl<'a> Builder<'a> {
             .map(|(n, _)| n);
         let only_reader = src.is_some_and(|s| self.readers.get(s) == Some(&1));
         if let Some(p) = producer.filter(|&p| {
-            only_reader
-                && matches!(self.nodes[p].op_type.as_str(), "Conv" | "ConvTranspose")
-                && self.nodes[p].inputs.len() == 2
+            only_reader && self.nodes[p].op_type == "Conv" && self.nodes[p].inputs.len() == 2
         }) {
             self.nodes[p].inputs.push(b.ir);
             self.set(node, 0, x);

@@ -246,3 +246,201 @@ fn bad_graphs_are_named_errors() {
         "{e}"
     );
 }
+
+fn placeholder(name: &str, dims: &[i64]) -> NodeDef {
+    node(
+        name,
+        "Placeholder",
+        &[],
+        vec![
+            (
+                "dtype",
+                AttrValue {
+                    r#type: Some(1),
+                    ..Default::default()
+                },
+            ),
+            (
+                "shape",
+                AttrValue {
+                    shape: Some(shape(dims)),
+                    ..Default::default()
+                },
+            ),
+        ],
+    )
+}
+
+/// A hand-made training step: a variable, a convolution and its two backprops (sizes from
+/// ShapeN), a ReLU gradient, batch norm in training mode, shape arithmetic, an SGD update and
+/// an op the importer does not know.
+fn step() -> Vec<u8> {
+    let same = || vec![("strides", ints(&[1, 1, 1, 1])), ("padding", s("SAME"))];
+    let var = node(
+        "w/resource",
+        "VarHandleOp",
+        &[],
+        vec![
+            (
+                "shape",
+                AttrValue {
+                    shape: Some(shape(&[3, 3, 3, 4])),
+                    ..Default::default()
+                },
+            ),
+            ("shared_name", s("conv/kernel")),
+        ],
+    );
+    let training = AttrValue {
+        b: Some(true),
+        ..Default::default()
+    };
+    GraphDef {
+        node: vec![
+            placeholder("input", &[2, 8, 8, 3]),
+            placeholder("dy", &[2, 8, 8, 4]),
+            var,
+            node("w", "ReadVariableOp", &["w/resource"], vec![]),
+            node("conv", "Conv2D", &["input", "w"], same()),
+            node("relu", "Relu", &["conv"], vec![]),
+            node("rg", "ReluGrad", &["dy", "relu"], vec![]),
+            node("sn", "ShapeN", &["input", "w"], vec![]),
+            node(
+                "dw",
+                "Conv2DBackpropFilter",
+                &["input", "sn:1", "rg"],
+                same(),
+            ),
+            node("dx", "Conv2DBackpropInput", &["sn", "w", "rg"], same()),
+            konst("scale", &[4], None),
+            konst("offset", &[4], None),
+            konst("empty", &[0], None),
+            node(
+                "bn",
+                "FusedBatchNormV3",
+                &["conv", "scale", "offset", "empty", "empty"],
+                vec![("is_training", training)],
+            ),
+            konst("two", &[], Some(&[2])),
+            konst("three", &[], Some(&[3])),
+            node("packed", "Pack", &["two", "three"], vec![]),
+            konst("begin", &[1], Some(&[0])),
+            konst("size", &[1], Some(&[1])),
+            node("first", "Slice", &["packed", "begin", "size"], vec![]),
+            konst("lr", &[], None),
+            node(
+                "sgd",
+                "ResourceApplyGradientDescent",
+                &["w/resource", "lr", "dw"],
+                vec![],
+            ),
+            node("odd", "FooGrad", &["rg"], vec![]),
+        ],
+        versions: None,
+    }
+    .encode_to_vec()
+}
+
+#[test]
+fn a_training_step_imports_as_ascend_ir_training_ops() {
+    let model = load_tensorflow_bytes(&step(), "step.pb").unwrap();
+    let op = |name: &str| {
+        model
+            .graph
+            .nodes
+            .iter()
+            .find(|n| n.name == name)
+            .map(|n| n.op_type.as_str())
+    };
+    assert_eq!(op("dw"), Some("Conv2DBackpropFilter"));
+    assert_eq!(op("dx"), Some("Conv2DBackpropInput"));
+    assert_eq!(op("rg"), Some("ReluGrad"));
+    assert_eq!(op("bn/BNTrainingReduce"), Some("BNTrainingReduce"));
+    assert_eq!(op("bn"), Some("BNTrainingUpdate"));
+    assert_eq!(op("sgd"), Some("ApplyGradientDescent"));
+    let init = &model.graph.initializers;
+    assert_eq!(
+        init["conv/kernel"].dims,
+        [3, 3, 3, 4],
+        "named by shared_name"
+    );
+    assert_eq!(
+        init["packed"].ints.as_deref(),
+        Some(&[2, 3][..]),
+        "Pack folded"
+    );
+    assert_eq!(
+        init["first"].ints.as_deref(),
+        Some(&[2][..]),
+        "Slice folded"
+    );
+    assert_eq!(
+        init["sn:1"].ints.as_deref(),
+        Some(&[3, 3, 3, 4][..]),
+        "the variable's shape is known at import"
+    );
+    assert_eq!(op("sn"), Some("Shape"), "the placeholder's is inferred");
+
+    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
+    let g = model.infer(&options).unwrap().remove(0);
+    assert_eq!(g.tensors["dw"].shape, [4, 3, 3, 3], "HWIO sizes → OIHW");
+    assert_eq!(g.tensors["dx"].shape, [2, 3, 8, 8], "NHWC sizes → NCHW");
+    assert_eq!(g.tensors["bn/BNTrainingReduce:1"].shape, [4]);
+    assert_eq!(
+        g.tensors["sgd"].shape,
+        [3, 3, 3, 4],
+        "the variable, updated"
+    );
+    let dw = model
+        .graph
+        .nodes
+        .iter()
+        .position(|n| n.name == "dw")
+        .unwrap();
+    let a = &g.attrs[&dw];
+    assert_eq!(
+        a.get("pads"),
+        Some(&crate::key::AttrValue::Ints(vec![1, 1, 1, 1])),
+        "SAME as explicit pads: {a:?}"
+    );
+    assert!(!a.contains_key("padding"), "{a:?}");
+    let dx = model
+        .graph
+        .nodes
+        .iter()
+        .position(|n| n.name == "dx")
+        .unwrap();
+    assert!(!g.attrs[&dx].contains_key("size_format"));
+    assert!(
+        g.skipped
+            .iter()
+            .any(|s| s.node_name == "odd" && s.reason.contains("FooGrad")),
+        "an unknown op is reported by name: {:?}",
+        g.skipped
+    );
+    assert_eq!(g.skipped.len(), 1, "{:?}", g.skipped);
+}
+
+#[test]
+fn a_backprop_whose_gradient_does_not_fit_is_skipped_with_the_reason() {
+    let mut g = GraphDef::decode(&step()[..]).unwrap();
+    // The gradient of a stride-2 convolution is 4x4, not 8x8.
+    for n in &mut g.node {
+        if n.name == "dw" {
+            n.attr.insert("strides".into(), ints(&[1, 2, 2, 1]));
+        }
+    }
+    let model = load_tensorflow_bytes(&g.encode_to_vec(), "step.pb").unwrap();
+    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
+    let inferred = model.infer(&options).unwrap().remove(0);
+    let dw = inferred
+        .skipped
+        .iter()
+        .find(|s| s.node_name == "dw")
+        .unwrap();
+    assert!(
+        dw.reason.contains("Conv2DBackpropFilter") && dw.reason.contains("expected [2, 4, 4, 4]"),
+        "{}",
+        dw.reason
+    );
+}

@@ -20,6 +20,7 @@ pub mod render;
 pub mod report;
 pub mod search;
 pub(crate) mod split;
+mod step;
 pub(crate) mod timeline;
 pub(crate) mod why;
 
@@ -37,6 +38,13 @@ pub enum GdatError {
     /// bias or a normalisation scale).
     #[error("the model has no trainable parameters (initializers feeding Conv/MatMul/Gemm weights and biases or normalisation scales): there is nothing to all-reduce")]
     NoParameters,
+    /// A training step graph with backward ops but no optimizer update reading a gradient:
+    /// the gradients to all-reduce are not known.
+    #[error("the graph has backward ops ({}) but no optimizer update (ApplyAdam, ApplyMomentum, ApplyGradientDescent …) reading a gradient: GDAT splits the gradients a step's updates read; expected a training step with its optimizer's updates", backward.join(", "))]
+    NoGradients {
+        /// Some of its backward units.
+        backward: Vec<String>,
+    },
     /// The topology or the links are not usable.
     #[error("cluster: {0}")]
     Cluster(String),
@@ -86,6 +94,7 @@ impl GdatError {
             GdatError::Key(e) => e.kind(),
             GdatError::Bank(e) => e.kind(),
             GdatError::NoParameters
+            | GdatError::NoGradients { .. }
             | GdatError::Cluster(_)
             | GdatError::ClusterFile { .. }
             | GdatError::Segments(_)

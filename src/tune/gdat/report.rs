@@ -161,7 +161,7 @@ pub fn result_json(
 pub fn timeline_json(plan: &GdatPlan, o: &GdatOutcome) -> Value {
     json!({
         "gradients": plan.timeline.gradients.iter().map(|g| json!({
-            "name": g.name, "bytes": g.bytes, "ready_us": g.ready_us,
+            "name": g.name, "bytes": g.bytes, "ready_us": g.ready_us, "producer": g.producer,
         })).collect::<Vec<_>>(),
         "backward_end_us": plan.timeline.backward_end_us,
         "allreduce": {"per_segment_us": plan.cost.per_segment_us, "us_per_byte": plan.cost.us_per_byte},

@@ -38,6 +38,10 @@ pub struct Gradient {
     pub bytes: u64,
     /// When backward has finished it, µs after backward starts.
     pub ready_us: f64,
+    /// The graph op that produces it, for a training step graph (its backward op); `None`
+    /// when the backward pass is estimated from the forward one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub producer: Option<String>,
 }
 
 /// One fused unit's backward span, for the Gantt picture.
@@ -102,14 +106,24 @@ fn is_cube(op_type: &str) -> bool {
 }
 
 /// Times backward problems on the simulator, at the op bank's strategy when it has one.
-struct Clock<'a> {
+pub(super) struct Clock<'a> {
     sim: SimRunner,
     soc: SocSpec,
     op_bank: Option<&'a Bank>,
     cache: BTreeMap<String, f64>,
 }
 
-impl Clock<'_> {
+impl<'a> Clock<'a> {
+    /// A clock for `soc`, reading tuned strategies from `op_bank`.
+    pub(super) fn new(soc: &SocSpec, op_bank: Option<&'a Bank>) -> Clock<'a> {
+        Clock {
+            sim: SimRunner::new(),
+            soc: soc.clone(),
+            op_bank,
+            cache: BTreeMap::new(),
+        }
+    }
+
     fn tensor(shape: &[i64], dtype: DType) -> TensorDesc {
         TensorDesc {
             shape: shape.to_vec(),
@@ -136,7 +150,7 @@ impl Clock<'_> {
 
     /// The time of `op`: the bank's strategy if it holds one the simulator runs, else the
     /// default's.
-    fn time(&mut self, op: OpDescriptor) -> Result<f64, GdatError> {
+    pub(super) fn time(&mut self, op: OpDescriptor) -> Result<f64, GdatError> {
         let memo = serde_json::to_string(&op).unwrap_or_default();
         if let Some(&t) = self.cache.get(&memo) {
             return Ok(t);
@@ -273,13 +287,11 @@ pub fn timeline(
         .iter()
         .map(|n| (n.name.as_str(), n))
         .collect();
+    if let Some(step) = super::step::step_timeline(model, units, soc, op_bank)? {
+        return Ok(step);
+    }
     let graph_inputs: Vec<&str> = model.graph.inputs.iter().map(|i| i.name.as_str()).collect();
-    let mut clock = Clock {
-        sim: SimRunner::new(),
-        soc: soc.clone(),
-        op_bank,
-        cache: BTreeMap::new(),
-    };
+    let mut clock = Clock::new(soc, op_bank);
     let mut forward_us = 0.0;
     for u in units {
         let op = u.resolved.descriptor.clone();
@@ -377,6 +389,7 @@ fn push(grads: &mut Vec<Gradient>, new: Vec<(String, u64)>, t: f64) {
             name,
             bytes,
             ready_us: t,
+            producer: None,
         });
     }
 }

@@ -1,0 +1,100 @@
+"""Tuning during training: ``tunebank.tf.TuneCallback`` in a real ``model.fit`` of a tiny Keras
+model on tensorflow-cpu. With ``AOE_MODE=2`` the first batch's step is traced and tuned (its
+result file names backward ops, the bank holds the records, AOE's two log lines are logged) and
+training goes on; without ``AOE_MODE`` nothing is written. TensorFlow is the package's optional
+``tf`` extra: missing, the tests skip, and fail under ``CI=true``."""
+
+import json
+import logging
+import os
+
+import numpy as np
+import pytest
+
+import tunebank
+
+
+@pytest.fixture(scope="module")
+def tf():
+    try:
+        import tensorflow
+    except ImportError as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"tensorflow-cpu is required under CI=true (pip install ./python[tf]): {e}")
+        pytest.skip(f"no TensorFlow ({e}): pip install ./python[tf]")
+    return tensorflow
+
+
+def tiny_model(tf):
+    tf.random.set_seed(0)
+    model = tf.keras.Sequential(
+        [
+            tf.keras.Input((16, 16, 3)),
+            tf.keras.layers.Conv2D(8, 3, padding="same", activation="relu"),
+            tf.keras.layers.MaxPooling2D(2),
+            tf.keras.layers.Flatten(),
+            tf.keras.layers.Dense(10),
+        ],
+        name="tiny",
+    )
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(1e-3),
+        loss=tf.keras.losses.CategoricalCrossentropy(from_logits=True),
+    )
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 16, 16, 3)).astype("float32")
+    y = np.eye(10, dtype="float32")[rng.integers(0, 10, 16)]
+    return model, x, y
+
+
+def clean_env(monkeypatch, tmp_path):
+    for var in ("AOE_MODE", "TUNE_BANK_PATH", "ASCEND_CACHE_PATH", "REPEAT_TUNE", "RANK_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(work))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return work
+
+
+def test_the_callback_tunes_the_first_step_and_training_goes_on(tf, tmp_path, monkeypatch, caplog):
+    work = clean_env(monkeypatch, tmp_path)
+    bank = tmp_path / "bank"
+    bank.mkdir()
+    monkeypatch.setenv("AOE_MODE", "2")
+    monkeypatch.setenv("TUNE_BANK_PATH", str(bank))
+    model, x, y = tiny_model(tf)
+    before = [w.copy() for w in model.get_weights()]
+    callback = tunebank.tf.TuneCallback((x[:8], y[:8]), budget=4)
+    with caplog.at_level(logging.INFO, logger="tunebank"):
+        history = model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[callback])
+    assert "in tune mode, training graph handled by tools." in caplog.text
+    assert "Aoe tuning graph." in caplog.text
+    # Training went on: both batches ran and moved the weights.
+    assert len(history.history["loss"]) == 1
+    assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+
+    result = callback.result
+    assert isinstance(result, tunebank.TuneResult) and result.job_type == 2
+    assert os.path.dirname(result.result_file) == str(work)
+    assert (work / "tiny_step.pb").stat().st_size > 0
+    report = json.loads(open(result.result_file).read())
+    opat = list(report.values())[0][1]["OPAT"]
+    types = set()
+    for op in opat["repo_modified_operators"]:
+        t = op["op_type"]
+        types.update(t if isinstance(t, list) else [t])
+    for backward in ("Conv2DBackpropFilter", "ReluGrad", "MaxPoolGrad", "BiasAddGrad"):
+        assert backward in types, (backward, sorted(types))
+    # The records are in the bank TUNE_BANK_PATH names (AOE's <path>/<soc_version>/ layout).
+    assert any(p.is_file() for p in (bank / "Ascend910B2").rglob("*"))
+
+
+def test_without_aoe_mode_nothing_is_tuned(tf, tmp_path, monkeypatch):
+    work = clean_env(monkeypatch, tmp_path)
+    model, x, y = tiny_model(tf)
+    callback = tunebank.tf.TuneCallback((x[:8], y[:8]))
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[callback])
+    assert callback.result is None
+    assert list(work.iterdir()) == []
+    assert tunebank.tf.tune_step(model, model.loss, model.optimizer, (x[:8], y[:8])) is None

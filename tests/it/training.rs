@@ -1,0 +1,388 @@
+//! The training scenario: a TensorFlow training step (forward, backward and Adam; made by
+//! fixtures/models/training/make_training.py with tensorflow-cpu) tunes as OPAT with every
+//! backward and optimizer op tuned, reruns as all hits and converts as all hits; GDAT takes
+//! its gradients from the step's own backward ops (checked against the script's record of
+//! which op produces each gradient) and splits them exactly optimally; a step without
+//! updates is refused for GDAT, naming what is missing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Command, Output};
+
+use tunebank::job::{Environment, JobSpec};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
+const SOC: &str = "--soc_version=Ascend910B2";
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/fixtures/models/training/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn tunebank(args: &[&str], cwd: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", cwd)
+        .env_remove("ASCEND_WORK_PATH")
+        .env_remove("TUNE_BANK_PATH")
+        .env_remove("ASCEND_CACHE_PATH")
+        .env_remove("AOE_MODE")
+        .env_remove("REPEAT_TUNE")
+        .output()
+        .unwrap()
+}
+
+/// The backward and optimizer ops a training step adds, as the step's units name them.
+const TRAINING_OPS: &[&str] = &[
+    "Conv2DBackpropFilter",
+    "Conv2DBackpropInput",
+    "BNTrainingReduce",
+    "BNTrainingUpdate",
+    "BNTrainingUpdateGrad",
+    "BNTrainingReduceGrad",
+    "BiasAddGrad",
+    "ReluGrad",
+    "MaxPoolGrad",
+    "AvgPoolGrad",
+    "SoftmaxCrossEntropyWithLogits",
+    "ApplyAdam",
+    "AssignSub",
+];
+
+/// The units of the step (name → op types), through the library's job API.
+fn step_units(model: &str) -> (Vec<(String, Vec<String>)>, Vec<String>) {
+    let atc = [
+        SOC.to_string(),
+        "--framework=3".into(),
+        format!("--model={model}"),
+    ];
+    let conversion = JobSpec::new(atc).conversion(&Environment::empty()).unwrap();
+    let units = conversion
+        .unit_keys()
+        .into_iter()
+        .map(|u| (u.op_name, vec![u.ir_type]))
+        .collect();
+    let job = JobSpec::new([
+        SOC.to_string(),
+        "--framework=3".into(),
+        format!("--model={model}"),
+    ])
+    .resolve(&Environment::empty())
+    .unwrap();
+    let skipped = job
+        .skipped()
+        .iter()
+        .map(|s| format!("{} ({}): {}", s.node_name, s.op_type, s.reason))
+        .collect();
+    (units, skipped)
+}
+
+/// OPAT on the step: every op of the graph is imported (nothing skipped), every backward and
+/// optimizer op is a unit and is tuned (a stored record, `add`), the cube backprops over a
+/// searched tiling space (more than one trial); a rerun is all hits, and `convert` of the
+/// step hits every op.
+#[test]
+fn opat_tunes_every_backward_and_optimizer_op_of_a_training_step() {
+    let step = fixture("small_cnn_step.pb");
+    let (units, skipped) = step_units(&step);
+    assert!(skipped.is_empty(), "every op of the step maps: {skipped:?}");
+    let types: BTreeSet<&str> = units
+        .iter()
+        .flat_map(|(_, t)| t.iter().flat_map(|t| t.split('+')))
+        .collect();
+    for op in TRAINING_OPS {
+        assert!(types.contains(op), "{op} is a unit of the step: {types:?}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let bank = dir.path().join("bank.redb");
+    let model = format!("--model={step}");
+    let args = [
+        "tune",
+        "--framework=3",
+        &model,
+        "--job_type=2",
+        SOC,
+        "--budget",
+        "16",
+        "--bank",
+        bank.to_str().unwrap(),
+    ];
+    let first = tunebank(&args, dir.path());
+    assert!(first.status.success(), "{}", text(&first));
+    let out = text(&first);
+    assert!(!out.contains("not tuned"), "every op is tuned: {out}");
+    // The table: op, decision, before, after, gain, trials.
+    let rows: BTreeMap<&str, Vec<&str>> = out
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 6 && f[0].starts_with("gradient_tape/")).then(|| (f[0], f))
+        })
+        .collect();
+    for (name, f) in &rows {
+        if name.contains("Conv2DBackprop") {
+            let trials: u32 = f.last().unwrap().parse().unwrap();
+            assert!(
+                ["add", "unsatisfied"].contains(&f[1]) && trials > 1,
+                "{name}: a cube backprop is searched over its tiling space: {f:?}"
+            );
+        }
+    }
+    let backprops = rows.keys().filter(|n| n.contains("Conv2DBackprop")).count();
+    assert_eq!(backprops, 4, "two filter and two input gradients: {out}");
+
+    let again = tunebank(&args, dir.path());
+    assert!(again.status.success(), "{}", text(&again));
+    let summary = text(&again);
+    let (total, hit) = (field(&summary, "total"), field(&summary, "hit"));
+    assert!(total > 30 && hit == total, "a rerun is all hits: {summary}");
+    let o = tunebank(
+        &[
+            "convert",
+            "--framework=3",
+            &model,
+            SOC,
+            "--bank",
+            bank.to_str().unwrap(),
+            "--json",
+        ],
+        dir.path(),
+    );
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ops = report["ops"].as_array().unwrap();
+    assert_eq!(ops.len(), units.len(), "{report}");
+    assert!(
+        ops.iter().all(|r| r["result"] != "miss"),
+        "convert of the step hits every op: {report}"
+    );
+}
+
+/// The count after `name` on the summary line (`tuning successful: total 41  add 35  hit 0 …`).
+fn field(out: &str, name: &str) -> usize {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("tuning successful:"))
+        .unwrap_or_else(|| panic!("no summary line: {out}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == name).unwrap();
+    words[at + 1].parse().unwrap()
+}
+
+/// GDAT on the step: one gradient per trainable variable, each produced by the op the
+/// fixture script recorded (TensorFlow's own gradient tensors), in backward order (the dense
+/// layer's first, the first convolution's last), ready when its producer ends; the split is
+/// the exact optimum of the all-reduce model, checked here by enumerating every split.
+#[test]
+fn gdat_takes_the_gradients_from_the_steps_backward_ops() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = format!("--model={}", fixture("small_cnn_step.pb"));
+    let bank = dir.path().join("g.redb");
+    let out = tunebank(
+        &[
+            "tune",
+            "--framework=3",
+            &model,
+            "--job_type=4",
+            SOC,
+            "--rank_size",
+            "8",
+            "--bank",
+            bank.to_str().unwrap(),
+            "--timeline-out",
+            "t.json",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let t: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("t.json")).unwrap()).unwrap();
+    let grads = t["gradients"].as_array().unwrap();
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("small_cnn_step.gradients.json")).unwrap(),
+    )
+    .unwrap();
+    let record = record.as_array().unwrap();
+    assert_eq!(grads.len(), record.len(), "one gradient per variable: {t}");
+    let position = |v: &str| grads.iter().position(|g| g["name"] == v);
+    for r in record {
+        let var = r["variable"].as_str().unwrap();
+        let op = r["op"].as_str().unwrap();
+        let g = &grads[position(var).unwrap_or_else(|| panic!("{var} has a gradient: {t}"))];
+        let producer = g["producer"].as_str().unwrap();
+        assert!(
+            producer == op || producer.starts_with(&format!("{op}/")),
+            "{var}: produced by {producer}, TensorFlow's gradient comes from {op}"
+        );
+    }
+    let at = |v: &str| position(v).unwrap();
+    assert!(at("fc/kernel").max(at("fc/bias")) < at("conv2/kernel").min(at("conv2/bias")));
+    assert!(at("conv2/kernel").max(at("conv2/bias")) < at("bn1/gamma").min(at("bn1/beta")));
+    assert!(at("bn1/gamma").max(at("bn1/beta")) < at("conv1/kernel"));
+    let ready: Vec<f64> = grads
+        .iter()
+        .map(|g| g["ready_us"].as_f64().unwrap())
+        .collect();
+    assert!(
+        ready[0] > 0.0 && ready.windows(2).all(|w| w[0] <= w[1]),
+        "{ready:?}"
+    );
+    let end = t["backward_end_us"].as_f64().unwrap();
+    assert!(*ready.last().unwrap() <= end, "{ready:?} {end}");
+
+    // Every split into at most max_segments contiguous segments, by the timeline's formula.
+    let (a, b) = (
+        t["allreduce"]["per_segment_us"].as_f64().unwrap(),
+        t["allreduce"]["us_per_byte"].as_f64().unwrap(),
+    );
+    let bytes: Vec<f64> = grads.iter().map(|g| g["bytes"].as_f64().unwrap()).collect();
+    let max = t["max_segments"].as_u64().unwrap() as u32;
+    let n = grads.len();
+    let mut best = f64::INFINITY;
+    for mask in 0u32..(1 << (n - 1)) {
+        if mask.count_ones() + 1 > max {
+            continue;
+        }
+        let (mut free, mut first) = (0.0f64, 0usize);
+        for e in (1..=n).filter(|&e| e == n || mask & (1 << (e - 1)) != 0) {
+            let seg: f64 = bytes[first..e].iter().sum();
+            free = ready[e - 1].max(free) + a + b * seg;
+            first = e;
+        }
+        best = best.min(free - end);
+    }
+    let result = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains("aoe_result_gdat_"))
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(result).unwrap()).unwrap();
+    let gdat = &r.as_object().unwrap().values().next().unwrap()[1]["GDAT"];
+    let optimum = gdat["optimum"]["tail(us)"].as_f64().unwrap();
+    assert!(
+        (optimum - best).abs() < 1e-3,
+        "the model optimum {optimum} is the exact optimum {best} (to the report's 3 decimals)"
+    );
+    let tuned = t["tail_us"].as_f64().unwrap();
+    assert!(tuned >= best - 1e-9 && tuned <= t["default_tail_us"].as_f64().unwrap() + 1e-9);
+}
+
+/// A step that computes gradients but applies none is refused for GDAT (exit 2, the missing
+/// update and some backward ops named, nothing written); the inference graph of the same
+/// network still gets the forward-pass estimate.
+#[test]
+fn gdat_refuses_a_graph_without_optimizer_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = dir.path().join("g.redb");
+    let model = format!("--model={}", fixture("small_cnn_grads.pb"));
+    let args = [
+        "tune",
+        "--framework=3",
+        &model,
+        "--job_type=4",
+        SOC,
+        "--rank_size",
+        "8",
+        "--bank",
+        bank.to_str().unwrap(),
+    ];
+    let out = tunebank(&args, dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let msg = text(&out);
+    assert!(
+        msg.contains("no optimizer update") && msg.contains("Conv2DBackprop"),
+        "{msg}"
+    );
+    assert!(!bank.exists(), "nothing written");
+    let infer = format!("--model={}", fixture("small_cnn_infer.pb"));
+    let mut args = args;
+    args[2] = &infer;
+    let out = tunebank(&args, dir.path());
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+/// The resolved units of the step (name → descriptor), through the job API.
+fn step_descriptors() -> BTreeMap<String, tunebank::key::OpDescriptor> {
+    let job = JobSpec::new([
+        SOC.to_string(),
+        "--framework=3".into(),
+        format!("--model={}", fixture("small_cnn_step.pb")),
+    ])
+    .resolve(&Environment::empty())
+    .unwrap();
+    job.plan()
+        .unwrap()
+        .units
+        .iter()
+        .map(|u| (u.unit.name.clone(), u.resolved.descriptor.clone()))
+        .collect()
+}
+
+/// `d` at twice the step's batch (8): every tensor whose first dim is the batch has it
+/// doubled (the traced step bakes its batch into its shape constants, so a larger batch is
+/// made here, not by `--input_shape`).
+fn doubled_batch(d: &tunebank::key::OpDescriptor) -> tunebank::key::OpDescriptor {
+    let mut d = d.clone();
+    for t in d.inputs.iter_mut().chain(d.outputs.iter_mut()) {
+        for s in [&mut t.shape, &mut t.ori_shape] {
+            if s.first() == Some(&8) {
+                s[0] = 16;
+            }
+        }
+    }
+    d
+}
+
+/// The simulator models every training op of the step: a space of more than one strategy,
+/// a default that runs, deterministic times at or above the roofline, and times that do not
+/// fall with the batch (and rise for the convolution backprops, whose GEMMs double).
+#[test]
+fn the_simulator_models_every_training_op_with_a_space_and_the_roofline_floor() {
+    use tunebank::measure::sim::SimRunner;
+    use tunebank::measure::{Measure, TuningTask};
+    let b8 = step_descriptors();
+    let mut sim = SimRunner::new();
+    let mut seen = BTreeSet::new();
+    for (name, d) in &b8 {
+        let ir = d.op_type.as_str();
+        if !TRAINING_OPS.contains(&ir) {
+            continue;
+        }
+        seen.insert(ir.to_string());
+        let task = TuningTask::new(d.clone());
+        let space = sim.space(&task).unwrap();
+        assert!(space.len() > 1, "{name} ({ir}): {} strategies", space.len());
+        let default = sim.default_strategy(&task).unwrap();
+        let t = SimRunner::simulate(&task, &default).unwrap().unwrap();
+        assert_eq!(t, SimRunner::simulate(&task, &default).unwrap().unwrap());
+        let floor = SimRunner::roofline_us(&task).unwrap();
+        assert!(
+            t >= floor,
+            "{name} ({ir}): {t} µs below the roofline {floor}"
+        );
+        let big = TuningTask::new(doubled_batch(d));
+        let d16 = sim.default_strategy(&big).unwrap();
+        let t16 = SimRunner::simulate(&big, &d16).unwrap().unwrap();
+        if ir.starts_with("Conv2DBackprop") {
+            assert!(t16 > t, "{name}: batch 16 {t16} µs vs batch 8 {t} µs");
+        } else {
+            assert!(
+                t16 >= t * 0.999,
+                "{name}: batch 16 {t16} µs vs batch 8 {t} µs"
+            );
+        }
+    }
+    assert_eq!(seen.len(), TRAINING_OPS.len(), "{seen:?}");
+}
