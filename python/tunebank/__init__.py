@@ -5,6 +5,8 @@
 - :func:`key` and :func:`model_keys` — bank keys of an op template or of an ONNX model under
   ATC options given as keywords, exactly as the CLI derives them;
 - :func:`tune` — an operator-tuning job (``tunebank tune --job_type=2``);
+- :mod:`tunebank.tf` — tuning during training: a Keras callback or one call that tunes a
+  TensorFlow training step when ``AOE_MODE`` is set (TensorFlow is the ``tf`` extra);
 - :mod:`tunebank.search` — spaces, strategies with ask/tell, Kernel Tuner cache replay, the
   scorer and the comparison that also runs strategies written in Python;
 - :mod:`tunebank.errors` — the exception classes.
@@ -25,6 +27,7 @@ from ._tunebank import (
     tune,
 )
 from . import search
+from . import tf
 from .errors import (
     BankBusyError,
     BankDamagedError,
@@ -44,6 +47,7 @@ __all__ = [
     "model_keys",
     "tune",
     "search",
+    "tf",
     "errors",
     "TunebankError",
     "InputError",

@@ -128,6 +128,14 @@ const FAMILIES: [(&[&str], FamilyModel); 9] = [
             "zeroslike",
             "oneslike",
             "tile",
+            "fill",
+            "max",
+            "min",
+            "floordiv",
+            "square",
+            "squareddifference",
+            "divnonan",
+            "pow",
             "bntrainingupdate",
             "bntrainingreducegrad",
         ],
@@ -389,10 +397,13 @@ fn elem_passes(op: &str) -> u64 {
     match op {
         "relu" | "relu6" | "abs" | "neg" | "add" | "sub" | "mul" | "maximum" | "minimum"
         | "addn" | "biasadd" | "muls" | "adds" | "cast" | "relugrad" | "assign" | "assignadd"
-        | "assignsub" | "zeroslike" | "oneslike" | "tile" => 1,
+        | "assignsub" | "zeroslike" | "oneslike" | "tile" | "square" | "fill" | "max" | "min" => 1,
         "leakyrelu" | "div" | "realdiv" | "sqrt" | "rsqrt" | "transdata" | "transpose"
-        | "relu6grad" | "leakyrelugrad" | "sqrtgrad" | "reciprocalgrad" => 2,
-        "exp" | "log" | "sigmoidgrad" | "tanhgrad" | "elugrad" | "selugrad" | "rsqrtgrad" => 3,
+        | "relu6grad" | "leakyrelugrad" | "sqrtgrad" | "reciprocalgrad" | "squareddifference"
+        | "floordiv" => 2,
+        "exp" | "log" | "sigmoidgrad" | "tanhgrad" | "elugrad" | "selugrad" | "rsqrtgrad"
+        | "divnonan" => 3,
+        "pow" => 7,
         "softsigngrad" | "bntrainingupdate" => 4,
         "softplusgrad" => 5,
         "bntrainingreducegrad" => 6,
@@ -411,11 +422,11 @@ fn elementwise(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
     let n = cx.numel("output elements", &so)?;
     let eb = cx.dtype_of(out.dtype, false)?;
     let mut in_bytes = 0.0;
-    // Tile's second input is its repeat counts, not streamed data.
-    let streamed = if cx.op == "tile" {
-        1
-    } else {
-        task.op.inputs.len()
+    // Tile's second input is its repeat counts, not streamed data; Fill streams nothing in.
+    let streamed = match cx.op.as_str() {
+        "tile" => 1,
+        "fill" => 0,
+        _ => task.op.inputs.len(),
     };
     for t in &task.op.inputs[..streamed] {
         let s = cx.shape_of(t)?;

@@ -21,7 +21,8 @@
 //! | BiasAdd | `Add` (or folded) |
 //! | FusedBatchNorm/V2/V3 | `BatchNormalization` |
 //! | Relu, Relu6, Elu, Selu, Sigmoid, Tanh, Softplus, LeakyRelu | `Relu`, `Clip(0,6)`, `Elu` … (the Swish form `x * Sigmoid(x)` stays two ops) |
-//! | AddV2/Add, Mul, Sub, RealDiv, Maximum, Minimum | `Add`, `Mul`, `Sub`, `Div`, `Max`, `Min` |
+//! | AddV2/Add, Mul, Sub, RealDiv, Maximum, Minimum, Pow | `Add`, `Mul`, `Sub`, `Div`, `Max`, `Min`, `Pow` |
+//! | DivNoNan, SquaredDifference, Rsqrt, Square | the same names (Ascend IR; ONNX has none) |
 //! | MaxPool, AvgPool | `MaxPool`, `AveragePool` |
 //! | Mean, Sum, Max, Min, Prod | `ReduceMean` … |
 //! | Pad, PadV2, MirrorPad | `Pad` |
@@ -34,6 +35,7 @@
 //! An op outside the tables becomes a node of domain `tensorflow`, which inference reports as
 //! unsupported (named) while the rest of the graph is still imported.
 
+mod backward;
 mod ops;
 mod proto;
 #[cfg(test)]
@@ -171,6 +173,9 @@ pub(super) struct Builder<'a> {
     transposed: HashMap<(String, Layout), String>,
     /// How many data edges read each TensorFlow node's outputs.
     pub(super) readers: HashMap<&'a str, usize>,
+    /// How many outputs of each node the graph reads (one more than the highest index read,
+    /// at most 64).
+    pub(super) outputs: HashMap<&'a str, usize>,
     /// The IR `Shape` outputs, with the layout of the tensor each measures (the order of its
     /// values).
     pub(super) shape_orders: HashMap<String, Layout>,
@@ -179,9 +184,12 @@ pub(super) struct Builder<'a> {
 impl<'a> Builder<'a> {
     fn new(source: &'a str, all: &'a [proto::NodeDef]) -> Builder<'a> {
         let mut readers = HashMap::new();
+        let mut outputs = HashMap::new();
         for n in all {
-            for (src, _) in n.input.iter().filter_map(|i| edge(i)) {
+            for (src, k) in n.input.iter().filter_map(|i| edge(i)) {
                 *readers.entry(src).or_insert(0) += 1;
+                let count = outputs.entry(src).or_insert(1usize);
+                *count = (*count).max(k.saturating_add(1).min(64));
             }
         }
         Builder {
@@ -198,6 +206,7 @@ impl<'a> Builder<'a> {
             vals: HashMap::new(),
             transposed: HashMap::new(),
             readers,
+            outputs,
             shape_orders: HashMap::new(),
         }
     }

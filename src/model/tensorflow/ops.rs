@@ -88,15 +88,25 @@ impl<'a> Builder<'a> {
             let v = self.input(node, i)?;
             inputs.push(self.in_layout(&v, Layout::Plain));
         }
-        let out = self.push(
+        let n = self.outputs.get(node.name.as_str()).copied().unwrap_or(1);
+        let outs: Vec<String> = (0..n)
+            .map(|k| match k {
+                0 => node.name.clone(),
+                k => format!("{}:{k}", node.name),
+            })
+            .collect();
+        self.push(
             node.name.clone(),
             op,
             "tensorflow",
             inputs,
-            vec![node.name.clone()],
+            outs.clone(),
             Attrs::new(),
         );
-        self.plain(node, out);
+        for (k, ir) in outs.into_iter().enumerate() {
+            let layout = Layout::Plain;
+            self.set(node, k, Val { ir, layout });
+        }
         Ok(())
     }
 
@@ -125,7 +135,7 @@ impl<'a> Builder<'a> {
         let unary = match op {
             "Relu" | "Sigmoid" | "Tanh" | "Elu" | "Selu" | "Softplus" | "Softsign" | "Abs"
             | "Neg" | "Exp" | "Log" | "Sqrt" | "Floor" | "Ceil" | "Erf" | "Reciprocal"
-            | "LeakyRelu" => Some(op.to_string()),
+            | "LeakyRelu" | "Rsqrt" | "Square" => Some(op.to_string()),
             _ => None,
         };
         match (op, unary) {
@@ -150,9 +160,15 @@ impl<'a> Builder<'a> {
                 self.plain(node, node.name.clone());
             }
             ("Const", _) => self.constant_node(node)?,
-            ("Identity" | "StopGradient" | "Snapshot" | "PreventGradient" | "IdentityN", _) => {
+            ("Identity" | "StopGradient" | "Snapshot" | "PreventGradient", _) => {
                 let x = self.input(node, 0)?;
                 self.set(node, 0, x);
+            }
+            ("IdentityN", _) => {
+                for k in 0..Self::arity(node) {
+                    let x = self.input(node, k)?;
+                    self.set(node, k, x);
+                }
             }
             ("NoOp" | "Assert", _) => {}
             ("Relu6", _) => {
@@ -191,9 +207,11 @@ impl<'a> Builder<'a> {
                     layout,
                 );
             }
-            ("AddV2" | "Add" | "Mul" | "Sub" | "RealDiv" | "Maximum" | "Minimum", _) => {
-                self.binary(node)?
-            }
+            (
+                "AddV2" | "Add" | "Mul" | "Sub" | "RealDiv" | "Maximum" | "Minimum" | "Pow"
+                | "DivNoNan" | "SquaredDifference",
+                _,
+            ) => self.binary(node)?,
             ("MaxPool" | "AvgPool", _) => self.pool(node)?,
             ("MatMul" | "BatchMatMul" | "BatchMatMulV2" | "BatchMatMulV3", _) => {
                 self.matmul(node)?
@@ -361,7 +379,11 @@ impl<'a> Builder<'a> {
             "Sub" => "Sub",
             "RealDiv" => "Div",
             "Maximum" => "Max",
-            _ => "Min",
+            "Minimum" => "Min",
+            "Pow" => "Pow",
+            // Ascend IR names; ONNX has no such op.
+            "DivNoNan" => "DivNoNan",
+            _ => "SquaredDifference",
         };
         let (a, b) = (self.input(node, 0)?, self.input(node, 1)?);
         let (ai, bi, layout) = match (a.layout, b.layout) {

@@ -328,6 +328,13 @@ pub(super) fn apply(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, Infe
         .collect()
 }
 
+/// `Fill` (sizes, value): a tensor of the sizes, of the value's type.
+pub(super) fn fill(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    let dims = const_values(cx.ins, 0, "dims")?;
+    let value = input(cx.ins, 1)?;
+    Ok(vec![info(value.elem_type, dims)])
+}
+
 /// `Assign`, `AssignAdd`, `AssignSub` (variable, value): the variable's new value.
 pub(super) fn assign(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
     let var = input(cx.ins, 0)?;
