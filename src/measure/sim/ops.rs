@@ -132,6 +132,16 @@ const FAMILIES: [(&[&str], FamilyModel); 9] = [
             "max",
             "min",
             "floordiv",
+            "floormod",
+            "where",
+            "select",
+            "greater",
+            "greaterorequal",
+            "less",
+            "lessorequal",
+            "equal",
+            "statelessrandomuniformv2",
+            "statelessrandomnormalv2",
             "square",
             "squareddifference",
             "divnonan",
@@ -397,14 +407,16 @@ fn elem_passes(op: &str) -> u64 {
     match op {
         "relu" | "relu6" | "abs" | "neg" | "add" | "sub" | "mul" | "maximum" | "minimum"
         | "addn" | "biasadd" | "muls" | "adds" | "cast" | "relugrad" | "assign" | "assignadd"
-        | "assignsub" | "zeroslike" | "oneslike" | "tile" | "square" | "fill" | "max" | "min" => 1,
+        | "assignsub" | "zeroslike" | "oneslike" | "tile" | "square" | "fill" | "max" | "min"
+        | "where" | "greater" | "greaterorequal" | "less" | "lessorequal" | "equal" => 1,
         "leakyrelu" | "div" | "realdiv" | "sqrt" | "rsqrt" | "transdata" | "transpose"
         | "relu6grad" | "leakyrelugrad" | "sqrtgrad" | "reciprocalgrad" | "squareddifference"
-        | "floordiv" => 2,
+        | "floordiv" | "floormod" => 2,
         "exp" | "log" | "sigmoidgrad" | "tanhgrad" | "elugrad" | "selugrad" | "rsqrtgrad"
         | "divnonan" => 3,
         "pow" => 7,
-        "softsigngrad" | "bntrainingupdate" => 4,
+        "softsigngrad" | "bntrainingupdate" | "statelessrandomuniformv2" => 4,
+        "statelessrandomnormalv2" => 6,
         "softplusgrad" => 5,
         "bntrainingreducegrad" => 6,
         "sigmoid" | "swish" | "silu" => 5,
@@ -425,7 +437,7 @@ fn elementwise(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
     // Tile's second input is its repeat counts, not streamed data; Fill streams nothing in.
     let streamed = match cx.op.as_str() {
         "tile" => 1,
-        "fill" => 0,
+        "fill" | "statelessrandomuniformv2" | "statelessrandomnormalv2" => 0,
         _ => task.op.inputs.len(),
     };
     for t in &task.op.inputs[..streamed] {

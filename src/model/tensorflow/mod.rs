@@ -23,6 +23,7 @@
 //! | Relu, Relu6, Elu, Selu, Sigmoid, Tanh, Softplus, LeakyRelu | `Relu`, `Clip(0,6)`, `Elu` … (the Swish form `x * Sigmoid(x)` stays two ops) |
 //! | AddV2/Add, Mul, Sub, RealDiv, Maximum, Minimum, Pow | `Add`, `Mul`, `Sub`, `Div`, `Max`, `Min`, `Pow` |
 //! | DivNoNan, SquaredDifference, Rsqrt, Square | the same names (Ascend IR; ONNX has none) |
+//! | Greater, GreaterEqual, Less, LessEqual, Equal | `Greater`, `GreaterOrEqual`, `Less`, `LessOrEqual`, `Equal` |
 //! | MaxPool, AvgPool | `MaxPool`, `AveragePool` |
 //! | Mean, Sum, Max, Min, Prod | `ReduceMean` … |
 //! | Pad, PadV2, MirrorPad | `Pad` |

@@ -209,7 +209,8 @@ impl<'a> Builder<'a> {
             }
             (
                 "AddV2" | "Add" | "Mul" | "Sub" | "RealDiv" | "Maximum" | "Minimum" | "Pow"
-                | "DivNoNan" | "SquaredDifference",
+                | "DivNoNan" | "SquaredDifference" | "Greater" | "GreaterEqual" | "Less"
+                | "LessEqual" | "Equal",
                 _,
             ) => self.binary(node)?,
             ("MaxPool" | "AvgPool", _) => self.pool(node)?,
@@ -381,6 +382,11 @@ impl<'a> Builder<'a> {
             "Maximum" => "Max",
             "Minimum" => "Min",
             "Pow" => "Pow",
+            "Greater" => "Greater",
+            "GreaterEqual" => "GreaterOrEqual",
+            "Less" => "Less",
+            "LessEqual" => "LessOrEqual",
+            "Equal" => "Equal",
             // Ascend IR names; ONNX has no such op.
             "DivNoNan" => "DivNoNan",
             _ => "SquaredDifference",

@@ -17,7 +17,8 @@
 //! | SoftmaxCrossEntropyWithLogits, SparseSoftmaxCrossEntropyWithLogits, LogSoftmax | the same names (two outputs: loss, backprop); `LogSoftmax` |
 //! | (Resource)ApplyAdam, ApplyMomentum, ApplyKerasMomentum, ApplyGradientDescent, ApplyRMSProp, ApplyAdagrad | `ApplyAdam` … (outputs: the updated variable and slots) |
 //! | AssignVariableOp, AssignAddVariableOp, AssignSubVariableOp | `Assign`, `AssignAdd`, `AssignSub` |
-//! | Tile, ZerosLike, OnesLike, AddN, Fill, FloorDiv | `Tile`, `ZerosLike`, `OnesLike`, `AddN`, `Fill` (sizes input 0, value input 1), `FloorDiv` |
+//! | Select/SelectV2; StatelessRandomUniform(V2), StatelessRandomNormal(V2), RandomUniform, RandomStandardNormal | `Where`; `StatelessRandomUniformV2`, `StatelessRandomNormalV2` (input 0 the sizes; seeds dropped) |
+//! | Tile, ZerosLike, OnesLike, AddN, Fill, FloorDiv, FloorMod | `Tile`, `ZerosLike`, `OnesLike`, `AddN`, `Fill` (sizes input 0, value input 1), `FloorDiv`, `FloorMod` |
 //!
 //! An optimizer update's gradient input is [`APPLY_OPS`]`.grad`; GDAT reads a step's gradients
 //! from there.
@@ -271,9 +272,37 @@ impl Builder<'_> {
                 let ins = vec![self.input(node, 0)?.ir, self.input(node, 1)?.ir];
                 self.emit_n(node, "Fill", ins, Attrs::new(), &[Layout::Plain]);
             }
-            "FloorDiv" => {
+            "FloorDiv" | "FloorMod" => {
                 let ins = self.plain_inputs(node, 2)?;
-                self.emit_n(node, "FloorDiv", ins, Attrs::new(), &[Layout::Plain]);
+                self.emit_n(node, op, ins, Attrs::new(), &[Layout::Plain]);
+            }
+            "Select" | "SelectV2" => {
+                let vals = (0..3)
+                    .map(|i| self.input(node, i))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let layout = if vals.iter().all(|v| v.layout == vals[0].layout) {
+                    vals[0].layout
+                } else {
+                    Layout::Plain
+                };
+                let ins = vals.iter().map(|v| self.in_layout(v, layout)).collect();
+                self.emit_n(node, "Where", ins, Attrs::new(), &[layout]);
+            }
+            // Random tensors of the sizes at input 0 (the seeds and algorithm inputs do not
+            // change the work).
+            "StatelessRandomUniformV2"
+            | "StatelessRandomNormalV2"
+            | "RandomUniform"
+            | "RandomStandardNormal"
+            | "StatelessRandomUniform"
+            | "StatelessRandomNormal" => {
+                let ins = vec![self.input(node, 0)?.ir];
+                let ir = if op.contains("Normal") {
+                    "StatelessRandomNormalV2"
+                } else {
+                    "StatelessRandomUniformV2"
+                };
+                self.emit_n(node, ir, ins, Attrs::new(), &[Layout::Plain]);
             }
             "ZerosLike" | "OnesLike" => {
                 let x = self.input(node, 0)?;

@@ -335,6 +335,14 @@ pub(super) fn fill(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, Infer
     Ok(vec![info(value.elem_type, dims)])
 }
 
+/// `StatelessRandomUniformV2`, `StatelessRandomNormalV2` (sizes): a float tensor of the sizes.
+pub(super) fn random(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    Ok(vec![info(
+        ElemType::FLOAT,
+        const_values(cx.ins, 0, "sizes")?,
+    )])
+}
+
 /// `Assign`, `AssignAdd`, `AssignSub` (variable, value): the variable's new value.
 pub(super) fn assign(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
     let var = input(cx.ins, 0)?;
