@@ -98,3 +98,30 @@ def test_without_aoe_mode_nothing_is_tuned(tf, tmp_path, monkeypatch):
     assert callback.result is None
     assert list(work.iterdir()) == []
     assert tunebank.tf.tune_step(model, model.loss, model.optimizer, (x[:8], y[:8])) is None
+
+
+def test_gradient_tuning_reads_the_gradients_of_keras_element_wise_adam(tf, tmp_path, monkeypatch):
+    """AOE_MODE=4 through the callback: Keras 3 writes Adam element-wise (no ApplyAdam), and
+    the GDAT job still finds one gradient per trainable variable, each the size of its
+    variable, in the result file."""
+    work = clean_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("AOE_MODE", "4")
+    monkeypatch.setenv("RANK_SIZE", "8")
+    monkeypatch.setenv("TUNE_BANK_PATH", str(tmp_path / "bank"))
+    (tmp_path / "bank").mkdir()
+    model, x, y = tiny_model(tf)
+    callback = tunebank.tf.TuneCallback((x[:8], y[:8]), budget=8)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[callback])
+    result = callback.result
+    assert result is not None and result.job_type == 4, result
+    assert result.result == "tuning successful"
+    assert os.path.dirname(result.result_file) == str(work)
+    (entries,) = result.report.values()
+    gdat = next(e["GDAT"] for e in entries if "GDAT" in e)
+    trainable = model.trainable_variables
+    assert gdat["gradient_num"] == len(trainable), gdat
+    assert gdat["rank_size"] == 8
+    # Under the default precision mode (allow_fp32_to_fp16) the backward ops that produce the
+    # gradients compute in float16: two bytes per element of each variable.
+    float16 = 2
+    assert gdat["gradient_bytes"] == float16 * sum(int(np.prod(v.shape)) for v in trainable), gdat

@@ -2,8 +2,9 @@
 //! fixtures/models/training/make_training.py with tensorflow-cpu) tunes as OPAT with every
 //! backward and optimizer op tuned, reruns as all hits and converts as all hits; GDAT takes
 //! its gradients from the step's own backward ops (checked against the script's record of
-//! which op produces each gradient) and splits them exactly optimally; a step without
-//! updates is refused for GDAT, naming what is missing.
+//! which op produces each gradient) and splits them exactly optimally, for TensorFlow 1's
+//! fused updates and Keras 3's element-wise optimizers alike; a step without updates is
+//! refused for GDAT, naming what is missing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -180,14 +181,11 @@ fn field(out: &str, name: &str) -> usize {
     words[at + 1].parse().unwrap()
 }
 
-/// GDAT on the step: one gradient per trainable variable, each produced by the op the
-/// fixture script recorded (TensorFlow's own gradient tensors), in backward order (the dense
-/// layer's first, the first convolution's last), ready when its producer ends; the split is
-/// the exact optimum of the all-reduce model, checked here by enumerating every split.
-#[test]
-fn gdat_takes_the_gradients_from_the_steps_backward_ops() {
+/// GDAT of `model` at 8 ranks in a fresh directory: the `--timeline-out` JSON and the
+/// directory (holding the result file).
+fn gdat_timeline(model: &str) -> (serde_json::Value, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let model = format!("--model={}", fixture("small_cnn_step.pb"));
+    let model = format!("--model={}", fixture(model));
     let bank = dir.path().join("g.redb");
     let out = tunebank(
         &[
@@ -206,30 +204,30 @@ fn gdat_takes_the_gradients_from_the_steps_backward_ops() {
         dir.path(),
     );
     assert!(out.status.success(), "{}", text(&out));
-    let t: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("t.json")).unwrap()).unwrap();
+    let t = serde_json::from_slice(&std::fs::read(dir.path().join("t.json")).unwrap()).unwrap();
+    (t, dir)
+}
+
+/// Checks the timeline's gradients against a fixture script's record (one entry per
+/// trainable variable: the variable and the op TensorFlow's gradient comes from): one
+/// gradient per variable and none else, each produced by the recorded op, ready times in
+/// production order within the backward pass.
+fn check_gradients(t: &serde_json::Value, record: &[serde_json::Value]) {
     let grads = t["gradients"].as_array().unwrap();
-    let record: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(fixture("small_cnn_step.gradients.json")).unwrap(),
-    )
-    .unwrap();
-    let record = record.as_array().unwrap();
     assert_eq!(grads.len(), record.len(), "one gradient per variable: {t}");
-    let position = |v: &str| grads.iter().position(|g| g["name"] == v);
     for r in record {
         let var = r["variable"].as_str().unwrap();
         let op = r["op"].as_str().unwrap();
-        let g = &grads[position(var).unwrap_or_else(|| panic!("{var} has a gradient: {t}"))];
+        let g = grads
+            .iter()
+            .find(|g| g["name"] == var)
+            .unwrap_or_else(|| panic!("{var} has a gradient: {t}"));
         let producer = g["producer"].as_str().unwrap();
         assert!(
             producer == op || producer.starts_with(&format!("{op}/")),
             "{var}: produced by {producer}, TensorFlow's gradient comes from {op}"
         );
     }
-    let at = |v: &str| position(v).unwrap();
-    assert!(at("fc/kernel").max(at("fc/bias")) < at("conv2/kernel").min(at("conv2/bias")));
-    assert!(at("conv2/kernel").max(at("conv2/bias")) < at("bn1/gamma").min(at("bn1/beta")));
-    assert!(at("bn1/gamma").max(at("bn1/beta")) < at("conv1/kernel"));
     let ready: Vec<f64> = grads
         .iter()
         .map(|g| g["ready_us"].as_f64().unwrap())
@@ -240,6 +238,39 @@ fn gdat_takes_the_gradients_from_the_steps_backward_ops() {
     );
     let end = t["backward_end_us"].as_f64().unwrap();
     assert!(*ready.last().unwrap() <= end, "{ready:?} {end}");
+}
+
+/// The gradient order of a timeline: each variable's position.
+fn position(t: &serde_json::Value, var: &str) -> usize {
+    let grads = t["gradients"].as_array().unwrap();
+    grads
+        .iter()
+        .position(|g| g["name"] == var)
+        .unwrap_or_else(|| panic!("{var} has a gradient: {t}"))
+}
+
+/// GDAT on the step: one gradient per trainable variable, each produced by the op the
+/// fixture script recorded (TensorFlow's own gradient tensors), in backward order (the dense
+/// layer's first, the first convolution's last), ready when its producer ends; the split is
+/// the exact optimum of the all-reduce model, checked here by enumerating every split.
+#[test]
+fn gdat_takes_the_gradients_from_the_steps_backward_ops() {
+    let (t, dir) = gdat_timeline("small_cnn_step.pb");
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("small_cnn_step.gradients.json")).unwrap(),
+    )
+    .unwrap();
+    check_gradients(&t, record.as_array().unwrap());
+    let at = |v: &str| position(&t, v);
+    assert!(at("fc/kernel").max(at("fc/bias")) < at("conv2/kernel").min(at("conv2/bias")));
+    assert!(at("conv2/kernel").max(at("conv2/bias")) < at("bn1/gamma").min(at("bn1/beta")));
+    assert!(at("bn1/gamma").max(at("bn1/beta")) < at("conv1/kernel"));
+    let grads = t["gradients"].as_array().unwrap();
+    let ready: Vec<f64> = grads
+        .iter()
+        .map(|g| g["ready_us"].as_f64().unwrap())
+        .collect();
+    let end = t["backward_end_us"].as_f64().unwrap();
 
     // Every split into at most max_segments contiguous segments, by the timeline's formula.
     let (a, b) = (
@@ -277,6 +308,44 @@ fn gdat_takes_the_gradients_from_the_steps_backward_ops() {
     );
     let tuned = t["tail_us"].as_f64().unwrap();
     assert!(tuned >= best - 1e-9 && tuned <= t["default_tail_us"].as_f64().unwrap() + 1e-9);
+}
+
+/// GDAT on Keras 3 steps, whose optimizers are element-wise (Adam's moments and SGD's
+/// momentum read, scaled and assigned; the weights assigned by `AssignSubVariableOp` or
+/// `AssignAddVariableOp`): the gradients are TensorFlow's own (the script's record), the
+/// batch norm's moving averages and the optimizer's counter get none, and the optimizer's
+/// arithmetic is no backward work: the same network's backward pass ends at the same time
+/// under Adam (three element-wise updates per variable) and under SGD (two).
+#[test]
+fn gdat_reads_the_gradients_of_keras3_element_wise_optimizers() {
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("keras3_cnn.gradients.json")).unwrap(),
+    )
+    .unwrap();
+    let mut ends = Vec::new();
+    for opt in ["adam", "sgd"] {
+        let (t, _dir) = gdat_timeline(&format!("keras3_cnn_{opt}_step.pb"));
+        check_gradients(&t, record[opt].as_array().unwrap());
+        let at = |v: &str| position(&t, &format!("{opt}_cnn/{v}"));
+        assert!(
+            at("fc/kernel").max(at("fc/bias")) < at("conv2/kernel"),
+            "{t}"
+        );
+        assert!(
+            at("conv2/kernel") < at("bn1/gamma").min(at("bn1/beta")),
+            "{t}"
+        );
+        assert!(
+            at("bn1/gamma").max(at("bn1/beta")) < at("conv1/kernel"),
+            "{t}"
+        );
+        ends.push(t["backward_end_us"].as_f64().unwrap());
+    }
+    let (adam, sgd) = (ends[0], ends[1]);
+    assert!(
+        (adam - sgd).abs() < 0.01 * sgd,
+        "backward ends at {adam} us under Adam and {sgd} us under SGD"
+    );
 }
 
 /// A step that computes gradients but applies none is refused for GDAT (exit 2, the missing

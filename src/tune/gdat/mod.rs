@@ -22,6 +22,7 @@ pub mod search;
 pub(crate) mod split;
 mod step;
 pub(crate) mod timeline;
+mod updates;
 pub(crate) mod why;
 
 use crate::failure::FailureKind;
@@ -38,9 +39,9 @@ pub enum GdatError {
     /// bias or a normalisation scale).
     #[error("the model has no trainable parameters (initializers feeding Conv/MatMul/Gemm weights and biases or normalisation scales): there is nothing to all-reduce")]
     NoParameters,
-    /// A training step graph with backward ops but no optimizer update reading a gradient:
-    /// the gradients to all-reduce are not known.
-    #[error("the graph has backward ops ({}) but no optimizer update (ApplyAdam, ApplyMomentum, ApplyGradientDescent …) reading a gradient: GDAT splits the gradients a step's updates read; expected a training step with its optimizer's updates", backward.join(", "))]
+    /// A training step graph with backward ops but no variable update computed from a
+    /// gradient: the gradients to all-reduce are not known.
+    #[error("the graph has backward ops ({}) but no optimizer update (ApplyAdam, ApplyMomentum, ApplyGradientDescent …, or an assignment of a variable: AssignVariableOp, AssignSubVariableOp …) computed from a gradient: GDAT splits the gradients a step's updates read; expected a training step with its optimizer's updates", backward.join(", "))]
     NoGradients {
         /// Some of its backward units.
         backward: Vec<String>,
