@@ -14,8 +14,9 @@
 //!   the standardised score of Willemsen et al. (2024), used for ours and Kernel Tuner's traces.
 //!
 //! Built-in strategies: [`strategies::RandomSearch`], [`strategies::Exhaustive`],
-//! [`strategies::Annealing`], [`strategies::Genetic`], [`bayes::BayesOpt`] and the bandit
-//! [`ensemble::Ensemble`] (the default); [`strategies::by_name`] builds them by name.
+//! [`strategies::Annealing`], [`strategies::Genetic`], [`bayes::BayesOpt`], the bandit
+//! [`ensemble::Ensemble`] (the default) and [`aoe_ga::AoeGa`] (AOE's own genetic tuner, the
+//! baseline an AOE user knows); [`strategies::by_name`] builds them by name.
 //!
 //! # Writing a strategy
 //!
@@ -95,6 +96,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod aoe_ga;
 pub mod bayes;
 pub mod bench;
 pub mod compare;

@@ -4,12 +4,17 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::aoe_ga::{AoeGa, AoeGaConfig};
 use crate::bayes::BayesOpt;
 use crate::space::{Config, ConfigId, Neighbourhood};
 use crate::strategy::{Observation, SearchContext, Strategy};
 
-/// Names accepted by [`by_name`], the default first.
-pub const STRATEGY_NAMES: [&str; 7] = [
+/// Names accepted by [`by_name`], the default first. `aoe-ga` is AOE's operator-tuner genetic
+/// algorithm with AOE's default settings ([`AoeGaConfig::default`]: population 50, early stop
+/// on; AOE runs it for 500 trials), `aoe-ga-hp` the same with AOE's high-performance settings
+/// on 910 ([`AoeGaConfig::high_performance_910`]: population 150, no early stop; 1500 trials).
+/// The budget is always the caller's.
+pub const STRATEGY_NAMES: [&str; 9] = [
     "ensemble",
     "bayes_opt",
     "tpe",
@@ -17,11 +22,17 @@ pub const STRATEGY_NAMES: [&str; 7] = [
     "annealing",
     "random",
     "exhaustive",
+    "aoe-ga",
+    "aoe-ga-hp",
 ];
 
 /// Builds a built-in strategy by name, seeded; `None` for an unknown name.
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Strategy>> {
     Some(match name {
+        "aoe-ga" => Box::new(AoeGa::new(seed, AoeGaConfig::default())),
+        "aoe-ga-hp" => {
+            Box::new(AoeGa::new(seed, AoeGaConfig::high_performance_910()).named("aoe-ga-hp"))
+        }
         "random" => Box::new(RandomSearch::new(seed)),
         "exhaustive" => Box::new(Exhaustive::new(seed)),
         "annealing" => Box::new(Annealing::new(seed)),

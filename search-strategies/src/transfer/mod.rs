@@ -46,6 +46,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use crate::aoe_ga::{AoeGa, AoeGaConfig};
 use crate::bayes::BayesOpt;
 use crate::ensemble::Ensemble;
 use crate::expr::Value;
@@ -538,8 +539,10 @@ pub(crate) fn unmeasured_seeds(
 }
 
 /// Like [`by_name`], with transfer from `prior`: `bayes_opt` and `ensemble` put the prior into
-/// their model (and start from its seeds); any other strategy starts from the seeds. Without a
-/// source in the prior it is exactly [`by_name`]. `None` for an unknown name.
+/// their model (and start from its seeds); `aoe-ga` and `aoe-ga-hp` put the seeds first in
+/// their first generation, as AOE seeds it from the bank ([`AoeGa::with_seeds_for`]); any other
+/// strategy starts from the seeds. Without a source in the prior it is exactly [`by_name`].
+/// `None` for an unknown name.
 pub fn by_name_with_prior(name: &str, seed: u64, prior: Arc<Prior>) -> Option<Box<dyn Strategy>> {
     let inner = by_name(name, seed)?;
     if prior.is_empty() {
@@ -548,6 +551,18 @@ pub fn by_name_with_prior(name: &str, seed: u64, prior: Arc<Prior>) -> Option<Bo
     Some(match name {
         "bayes_opt" => Box::new(BayesOpt::new(seed).with_prior(prior)),
         "ensemble" => Box::new(Ensemble::default_arms_with_prior(seed, Some(prior))),
+        "aoe-ga" | "aoe-ga-hp" => {
+            let (name, config) = match name {
+                "aoe-ga" => ("aoe-ga", AoeGaConfig::default()),
+                _ => ("aoe-ga-hp", AoeGaConfig::high_performance_910()),
+            };
+            let seeds = prior.seeds().iter().map(|s| s.id);
+            Box::new(
+                AoeGa::new(seed, config)
+                    .named(name)
+                    .with_seeds_for(prior.space_len(), seeds),
+            )
+        }
         _ => Box::new(WarmStart::new(prior, inner)),
     })
 }

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod aoe_ga;
 mod compare_cli;
 mod int_path;
 mod kt_baseline;
