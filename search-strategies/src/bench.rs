@@ -8,7 +8,7 @@ use crate::plot::{gap_svg, Curve};
 use crate::replay::ReplaySpace;
 use crate::score::{mean_curve, summarise, Baseline, Summary, Trace, TraceFile, FRACTION_AT};
 use crate::strategies::by_name;
-use crate::strategy::Driver;
+use crate::strategy::{Driver, Strategy};
 
 /// One replay run: `strategy` with `seed` on `replay` for `budget` evaluations. `None` for an
 /// unknown strategy name.
@@ -198,4 +198,151 @@ pub fn curves(
     acc.into_iter()
         .map(|(n, c, k)| (n, c.into_iter().map(|v| v / k as f64).collect()))
         .collect()
+}
+
+/// One run of an already-built `strategy` on `replay` for `budget` evaluations (what
+/// [`run_one`] does for a registry name).
+pub fn run_strategy(replay: &ReplaySpace, strategy: &mut dyn Strategy, budget: usize) -> Trace {
+    let mut objective = replay.objective();
+    let out = Driver::new(budget).run(&replay.space, strategy, &mut objective);
+    out.history.observations().iter().map(|o| o.value).collect()
+}
+
+/// The best successful value of a trace (`None` when every measurement failed).
+pub fn trace_best(trace: &[Option<f64>]) -> Option<f64> {
+    trace.iter().flatten().copied().reduce(f64::min)
+}
+
+/// The number of evaluations (1-based) after which `trace`'s best-so-far is at least as good as
+/// `target` (`≤ target`); `None` when the trace never gets there.
+pub fn evaluations_to_reach(trace: &[Option<f64>], target: f64) -> Option<usize> {
+    trace
+        .iter()
+        .position(|v| v.is_some_and(|v| v <= target))
+        .map(|i| i + 1)
+}
+
+/// The median of `xs` (the mean of the two middle values for an even count; `+∞` values sort
+/// last); `None` for an empty slice.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// "Measurements to match" a reference search on one space: the target is the median over the
+/// reference's runs of its best value (AOE-GA's best after its trials, or after the whole space
+/// when that is smaller); for each of our runs, the first evaluation whose best-so-far is at
+/// least as good as the target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchRow {
+    /// The space.
+    pub space: String,
+    /// The median over the reference's runs of its best value.
+    pub target: f64,
+    /// The median number of evaluations the reference's runs used (fewer than its budget when it
+    /// stopped early or measured the whole space).
+    pub reference_evaluations: f64,
+    /// Per run of ours, in order: evaluations to reach the target, `None` when not reached.
+    pub reached: Vec<Option<usize>>,
+}
+
+impl MatchRow {
+    /// The row for `ours` against `reference` (traces of the same space). `None` when no
+    /// reference run measured anything successfully.
+    pub fn new(space: &str, ours: &[Trace], reference: &[Trace]) -> Option<Self> {
+        let bests: Vec<f64> = reference.iter().filter_map(|t| trace_best(t)).collect();
+        let target = median(&bests)?;
+        let lens: Vec<f64> = reference.iter().map(|t| t.len() as f64).collect();
+        Some(Self {
+            space: space.to_string(),
+            target,
+            reference_evaluations: median(&lens).unwrap_or(0.0),
+            reached: ours
+                .iter()
+                .map(|t| evaluations_to_reach(t, target))
+                .collect(),
+        })
+    }
+
+    /// The median over our runs of the evaluations to reach the target, a run that never reaches
+    /// it counting as infinitely many; `None` when that median is infinite (half or more of the
+    /// runs, counting the middle pair, did not reach it) or there are no runs.
+    pub fn median_evaluations(&self) -> Option<f64> {
+        median_reached(&self.reached)
+    }
+
+    /// The share of our runs that reach the target (within their budget: a trace is never
+    /// longer than it).
+    pub fn share_reached(&self) -> f64 {
+        share(&self.reached)
+    }
+}
+
+fn median_reached(reached: &[Option<usize>]) -> Option<f64> {
+    let xs: Vec<f64> = reached
+        .iter()
+        .map(|r| r.map_or(f64::INFINITY, |k| k as f64))
+        .collect();
+    median(&xs).filter(|m| m.is_finite())
+}
+
+fn share(reached: &[Option<usize>]) -> f64 {
+    if reached.is_empty() {
+        return 0.0;
+    }
+    reached.iter().filter(|r| r.is_some()).count() as f64 / reached.len() as f64
+}
+
+/// The "measurements to match" table: one line per space, then every run of every space
+/// pooled (median over all runs, share of all runs). `ours` and `reference` name the two
+/// searches, `budget` is our budget.
+pub fn render_match(ours: &str, reference: &str, budget: usize, rows: &[MatchRow]) -> String {
+    let mut s = String::new();
+    let all: Vec<Option<usize>> = rows.iter().flat_map(|r| r.reached.clone()).collect();
+    let all_label = format!("all {} runs", all.len());
+    let w = (rows.iter().map(|r| r.space.len()))
+        .chain([all_label.len(), 5])
+        .max()
+        .unwrap_or(5);
+    let _ = writeln!(
+        s,
+        "== measurements for {ours} to match {reference} (target: the median over seeds of its best)"
+    );
+    let _ = writeln!(
+        s,
+        "{:<w$} {:>10} {:>14} {:>12} {:>11}",
+        "space",
+        "ref_evals",
+        "target",
+        "ours_median",
+        format!("within_{budget}")
+    );
+    let median_text = |m: Option<f64>| m.map_or(format!(">{budget}"), |m| format!("{m}"));
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:<w$} {:>10} {:>14.6} {:>12} {:>11.3}",
+            r.space,
+            r.reference_evaluations,
+            r.target,
+            median_text(r.median_evaluations()),
+            r.share_reached()
+        );
+    }
+    let _ = writeln!(
+        s,
+        "{:<w$} {:>10} {:>14} {:>12} {:>11.3}",
+        all_label,
+        "",
+        "",
+        median_text(median_reached(&all)),
+        share(&all)
+    );
+    s
 }

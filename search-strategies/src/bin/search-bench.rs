@@ -9,7 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use clap::Parser;
-use search_strategies::bench::{curves, run_one, run_one_with_prior, svg, Table};
+use search_strategies::aoe_ga::{AoeGa, AoeGaConfig};
+use search_strategies::bench::{
+    curves, render_match, run_one, run_one_with_prior, run_strategy, svg, MatchRow, Table,
+};
 use search_strategies::compare::{parse_peer_arg, render_versus, versus, Peer};
 use search_strategies::replay::ReplaySpace;
 use search_strategies::score::{Baseline, Trace, TraceFile};
@@ -63,6 +66,18 @@ struct Args {
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
+    /// Also print, per space, how many evaluations the default strategy (the registry's first,
+    /// added to `--strategies` if missing) needs to match AOE's genetic tuner: the target is the
+    /// median over the seeds of `aoe-ga`'s best after `--aoe-ga-budget` evaluations (or the
+    /// whole space if smaller); per run of ours, the first evaluation whose best-so-far is at
+    /// least as good; the median over seeds and the share of runs that get there within
+    /// `--budget`. Printed twice: for AOE's default settings (early stop on) and for the same
+    /// with the early stop off (every one of its trials used).
+    #[arg(long)]
+    match_aoe_ga: bool,
+    /// AOE-GA's evaluations per run for `--match-aoe-ga` (AOE's default trials per operator).
+    #[arg(long, default_value_t = AoeGaConfig::default().trials)]
+    aoe_ga_budget: usize,
 }
 
 fn main() -> ExitCode {
@@ -104,6 +119,10 @@ fn run(args: Args) -> Result<(), String> {
     }
     let priors = priors(&args, &spaces)?;
     let mut strategies = strategies;
+    let default = STRATEGY_NAMES[0].to_string();
+    if args.match_aoe_ga && !strategies.contains(&default) {
+        strategies.push(default.clone());
+    }
     if priors.iter().any(Option::is_some) {
         let warm: Vec<String> = strategies.iter().map(|s| format!("{s}+transfer")).collect();
         strategies.extend(warm);
@@ -184,6 +203,32 @@ fn run(args: Args) -> Result<(), String> {
             print!("\n{}", render_versus(&args.versus, &duels));
         }
     }
+    if args.match_aoe_ga {
+        let seeds = seeds.clone();
+        let variants = [
+            ("aoe-ga (AOE's defaults)", AoeGaConfig::default()),
+            (
+                "aoe-ga without its early stop",
+                AoeGaConfig::default().without_early_stop(),
+            ),
+        ];
+        for (label, config) in variants {
+            let reference = aoe_runs(&spaces, &seeds, args.aoe_ga_budget, args.jobs, &config)?;
+            let rows: Vec<MatchRow> = spaces
+                .iter()
+                .zip(&reference)
+                .filter_map(|((name, _), theirs)| {
+                    let ours = file.get(name)?.get(&default)?;
+                    MatchRow::new(name, ours, theirs)
+                })
+                .collect();
+            let reference = format!("{label} at {}", args.aoe_ga_budget);
+            print!(
+                "\n{}",
+                render_match(&default, &reference, args.budget, &rows)
+            );
+        }
+    }
     if let Some(p) = &args.svg {
         let title = format!(
             "gap to the optimum over {} spaces, {} seeds (lower is better)",
@@ -194,6 +239,45 @@ fn run(args: Args) -> Result<(), String> {
             .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
     Ok(())
+}
+
+/// `seeds.len()` runs of AOE's genetic tuner with `config` on each space, `budget` evaluations
+/// each, on `jobs` threads; per space, the traces in seed order.
+fn aoe_runs(
+    spaces: &[(String, ReplaySpace)],
+    seeds: &[u64],
+    budget: usize,
+    jobs: usize,
+    config: &AoeGaConfig,
+) -> Result<Vec<Vec<Trace>>, String> {
+    let tasks: Vec<(usize, u64)> = (0..spaces.len())
+        .flat_map(|sp| seeds.iter().map(move |&s| (sp, s)))
+        .collect();
+    let results: Mutex<Vec<Trace>> = Mutex::new(vec![Vec::new(); tasks.len()]);
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(sp, seed)) = tasks.get(i) else {
+                    break;
+                };
+                let mut ga = AoeGa::new(seed, config.clone());
+                let trace = run_strategy(&spaces[sp].1, &mut ga, budget);
+                if let Ok(mut r) = results.lock() {
+                    r[i] = trace;
+                }
+            });
+        }
+    });
+    let results = results
+        .into_inner()
+        .map_err(|_| "a worker panicked".to_string())?;
+    let mut out = vec![Vec::new(); spaces.len()];
+    for (&(sp, _), t) in tasks.iter().zip(results) {
+        out[sp].push(t);
+    }
+    Ok(out)
 }
 
 /// The transfer prior of each loaded space (`None` without `--transfer`/`--transfer-from`),

@@ -7,6 +7,7 @@
 mod common;
 
 mod aoe_ga;
+mod aoe_match;
 mod compare_cli;
 mod int_path;
 mod kt_baseline;
