@@ -287,6 +287,8 @@ pub struct AoeGa {
     stopped: bool,
     /// The parent pool of the last generation bred (for tests and diagnostics).
     last_pool: Vec<(ConfigId, f64)>,
+    /// Children taken at random after `max_rounds` failed rounds.
+    random_children: usize,
 }
 
 impl AoeGa {
@@ -305,6 +307,7 @@ impl AoeGa {
             flat: 0,
             stopped: false,
             last_pool: Vec::new(),
+            random_children: 0,
         }
     }
 
@@ -360,6 +363,13 @@ impl AoeGa {
     /// generation, or when nothing had been measured successfully).
     pub fn last_pool(&self) -> &[(ConfigId, f64)] {
         &self.last_pool
+    }
+
+    /// How many children of the generations after the first were taken at random because
+    /// `max_rounds` breeding rounds gave no new valid configuration (a diagnostic: breeding
+    /// that works on a space keeps it small).
+    pub fn random_children(&self) -> usize {
+        self.random_children
     }
 
     /// The first generation: seeds, then a uniform sample of unmeasured configurations.
@@ -456,6 +466,9 @@ impl AoeGa {
                         child = Some(id);
                         break;
                     }
+                }
+                if child.is_none() {
+                    self.random_children += 1;
                 }
                 let Some(id) = child.or_else(|| self.random_free(ctx, &planned)) else {
                     break;
@@ -721,6 +734,53 @@ mod tests {
         let mut ga = AoeGa::new(2, AoeGaConfig::default().without_early_stop());
         let out = Driver::new(s.len()).run(&s, &mut ga, &mut obj);
         assert_eq!(out.history.len(), s.len());
+    }
+
+    #[test]
+    fn crossover_children_are_valid_one_point_mixes_and_none_only_when_no_mix_is() {
+        let s = Space::enumerate(
+            vec![
+                Parameter::ints("bx", &[8, 16, 32, 64, 128, 256]),
+                Parameter::ints("by", &[1, 2, 4, 8, 16]),
+                Parameter::ints("tx", &[1, 2, 3, 4]),
+                Parameter::ints("ty", &[1, 2, 3, 4]),
+            ],
+            // Every gene is bound to every other: a mix is valid only where the heads' products
+            // agree, so both outcomes happen.
+            &["bx * by * tx * ty == 1024".to_string()],
+            &Default::default(),
+        )
+        .unwrap();
+        let mut ga = AoeGa::new(8, AoeGaConfig::default());
+        let mut rng = seeded_rng(8, 99);
+        let (mut crossed, mut none) = (0, 0);
+        for _ in 0..3000 {
+            let (pa, pb) = (s.sample(&mut rng), s.sample(&mut rng));
+            let (a, b) = (s.config(pa).to_vec(), s.config(pb).to_vec());
+            let mixes: Vec<Vec<u16>> = (1..a.len())
+                .flat_map(|k| {
+                    [
+                        a[..k].iter().chain(&b[k..]).copied().collect::<Vec<u16>>(),
+                        b[..k].iter().chain(&a[k..]).copied().collect(),
+                    ]
+                })
+                .collect();
+            match ga.crossover(&s, &a, &b) {
+                Some(child) => {
+                    assert!(s.id_of(&child).is_some(), "invalid child {child:?}");
+                    assert!(mixes.contains(&child.to_vec()), "not a one-point mix");
+                    crossed += 1;
+                }
+                None => {
+                    assert!(mixes.iter().all(|m| s.id_of(m).is_none()), "{a:?} × {b:?}");
+                    none += 1;
+                }
+            }
+        }
+        assert!(
+            crossed > 300 && none > 300,
+            "{crossed} crossed, {none} none"
+        );
     }
 
     #[test]

@@ -208,7 +208,12 @@ fn no_repeats_and_every_valid_configuration_in_the_end() {
 }
 
 #[test]
-fn every_proposal_is_valid_on_a_restricted_space() {
+fn breeding_makes_valid_children_on_a_restricted_space() {
+    // Proposals are ids, valid by construction; what this checks is that on a mostly invalid
+    // grid the generations after the first are bred (no child taken at random after 200 failed
+    // rounds). The crossover's own rule (a valid child, the other order, other points) is
+    // checked by the unit tests in `src/aoe_ga.rs`, which fail when it is broken; this test
+    // alone would not (a child copied from a parent and mutated is valid too).
     let s = restricted();
     // The raw grid is 6·5·4·4·2 = 960 configurations; most are invalid.
     assert!(s.len() * 2 < 960, "{} valid", s.len());
@@ -216,9 +221,15 @@ fn every_proposal_is_valid_on_a_restricted_space() {
         let mut ga = AoeGa::new(seed, AoeGaConfig::default().without_early_stop());
         let ids = run(&mut ga, &s, 150, 1);
         assert_eq!(ids.len(), 150);
-        for id in ids {
+        assert_eq!(ga.generation(), 3, "seed {seed}");
+        for &id in &ids {
             assert!(s.satisfies(s.config(id)), "seed {seed}: invalid {id}");
         }
+        assert!(
+            ga.random_children() == 0,
+            "seed {seed}: {} of 100 bred children were random fallbacks",
+            ga.random_children()
+        );
     }
 }
 
