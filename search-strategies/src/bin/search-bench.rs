@@ -91,8 +91,60 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<(), String> {
-    let strategies: Vec<String> = args
-        .strategies
+    let mut strategies = strategy_names(&args.strategies)?;
+    let spaces = load_spaces(&args.caches)?;
+    let priors = priors(&args, &spaces)?;
+    let default = STRATEGY_NAMES[0].to_string();
+    if args.match_aoe_ga && !strategies.contains(&default) {
+        strategies.push(default.clone());
+    }
+    if priors.iter().any(Option::is_some) {
+        let warm: Vec<String> = strategies.iter().map(|s| format!("{s}+transfer")).collect();
+        strategies.extend(warm);
+    }
+    let seeds: Vec<u64> = (args.seed_base..args.seed_base + args.seeds).collect();
+    let file = run_all(&args, &spaces, &priors, &strategies, &seeds)?;
+    if let Some(p) = &args.traces {
+        let text = serde_json::to_string(&file).map_err(|e| e.to_string())?;
+        std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    let baselines: Vec<(String, Baseline)> = spaces
+        .iter()
+        .filter_map(|(name, r)| Baseline::new(&r.table, args.budget).map(|b| (name.clone(), b)))
+        .collect();
+    let mut table = Table::score(&file, &baselines, args.budget, "");
+    let mut lines = curves(&file, &baselines, args.budget, "");
+    let mut peers = Vec::new();
+    for arg in &args.compare {
+        let (label, path) = parse_peer_arg(arg);
+        peers.push(Peer::load(&label, &path).map_err(|e| e.to_string())?);
+    }
+    add_peers(&peers, &baselines, args.budget, &mut table, &mut lines);
+    print!("{}", table.render());
+    if strategies.contains(&args.versus) {
+        for peer in &peers {
+            let duels = versus(&file, &args.versus, peer, &baselines, args.budget);
+            print!("\n{}", render_versus(&args.versus, &duels));
+        }
+    }
+    if args.match_aoe_ga {
+        print_aoe_ga_match(&args, &spaces, &seeds, &file, &default)?;
+    }
+    if let Some(p) = &args.svg {
+        let title = format!(
+            "gap to the optimum over {} spaces, {} seeds (lower is better)",
+            spaces.len(),
+            args.seeds
+        );
+        std::fs::write(p, svg(&lines, &title))
+            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// The comma-separated strategy names of `--strategies`, each checked against the registry.
+fn strategy_names(list: &str) -> Result<Vec<String>, String> {
+    let strategies: Vec<String> = list
         .split(',')
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
@@ -105,8 +157,14 @@ fn run(args: Args) -> Result<(), String> {
             ));
         }
     }
+    Ok(strategies)
+}
+
+/// The replayable spaces of the given cache files, each named by its path, with a summary of
+/// each printed to stderr.
+fn load_spaces(caches: &[PathBuf]) -> Result<Vec<(String, ReplaySpace)>, String> {
     let mut spaces = Vec::new();
-    for path in &args.caches {
+    for path in caches {
         let r = ReplaySpace::load_auto(path).map_err(|e| e.to_string())?;
         eprintln!(
             "loaded {}: {} valid configurations ({} failed, {:?})",
@@ -117,20 +175,21 @@ fn run(args: Args) -> Result<(), String> {
         );
         spaces.push((path.display().to_string(), r));
     }
-    let priors = priors(&args, &spaces)?;
-    let mut strategies = strategies;
-    let default = STRATEGY_NAMES[0].to_string();
-    if args.match_aoe_ga && !strategies.contains(&default) {
-        strategies.push(default.clone());
-    }
-    if priors.iter().any(Option::is_some) {
-        let warm: Vec<String> = strategies.iter().map(|s| format!("{s}+transfer")).collect();
-        strategies.extend(warm);
-    }
-    let seeds: Vec<u64> = (args.seed_base..args.seed_base + args.seeds).collect();
+    Ok(spaces)
+}
+
+/// Every strategy (a `NAME+transfer` one with its space's prior) on every space with every seed,
+/// `args.budget` evaluations each, on `args.jobs` threads, with progress on stderr; the traces
+/// by space and strategy, in seed order.
+fn run_all(
+    args: &Args,
+    spaces: &[(String, ReplaySpace)],
+    priors: &[Option<Arc<Prior>>],
+    strategies: &[String],
+    seeds: &[u64],
+) -> Result<TraceFile, String> {
     let tasks: Vec<(usize, usize, u64)> = (0..spaces.len())
         .flat_map(|sp| {
-            let seeds = &seeds;
             (0..strategies.len()).flat_map(move |st| seeds.iter().map(move |&s| (sp, st, s)))
         })
         .collect();
@@ -180,63 +239,41 @@ fn run(args: Args) -> Result<(), String> {
             .or_default()
             .push(t.unwrap_or_default());
     }
-    if let Some(p) = &args.traces {
-        let text = serde_json::to_string(&file).map_err(|e| e.to_string())?;
-        std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
-    }
-    let baselines: Vec<(String, Baseline)> = spaces
-        .iter()
-        .filter_map(|(name, r)| Baseline::new(&r.table, args.budget).map(|b| (name.clone(), b)))
-        .collect();
-    let mut table = Table::score(&file, &baselines, args.budget, "");
-    let mut lines = curves(&file, &baselines, args.budget, "");
-    let mut peers = Vec::new();
-    for arg in &args.compare {
-        let (label, path) = parse_peer_arg(arg);
-        peers.push(Peer::load(&label, &path).map_err(|e| e.to_string())?);
-    }
-    add_peers(&peers, &baselines, args.budget, &mut table, &mut lines);
-    print!("{}", table.render());
-    if strategies.contains(&args.versus) {
-        for peer in &peers {
-            let duels = versus(&file, &args.versus, peer, &baselines, args.budget);
-            print!("\n{}", render_versus(&args.versus, &duels));
-        }
-    }
-    if args.match_aoe_ga {
-        let seeds = seeds.clone();
-        let variants = [
-            ("aoe-ga (AOE's defaults)", AoeGaConfig::default()),
-            (
-                "aoe-ga without its early stop",
-                AoeGaConfig::default().without_early_stop(),
-            ),
-        ];
-        for (label, config) in variants {
-            let reference = aoe_runs(&spaces, &seeds, args.aoe_ga_budget, args.jobs, &config)?;
-            let rows: Vec<MatchRow> = spaces
-                .iter()
-                .zip(&reference)
-                .filter_map(|((name, _), theirs)| {
-                    let ours = file.get(name)?.get(&default)?;
-                    MatchRow::new(name, ours, theirs)
-                })
-                .collect();
-            let reference = format!("{label} at {}", args.aoe_ga_budget);
-            print!(
-                "\n{}",
-                render_match(&default, &reference, args.budget, &rows)
-            );
-        }
-    }
-    if let Some(p) = &args.svg {
-        let title = format!(
-            "gap to the optimum over {} spaces, {} seeds (lower is better)",
-            spaces.len(),
-            args.seeds
+    Ok(file)
+}
+
+/// `--match-aoe-ga`: per space, the evaluations `default` (whose traces are in `file`) needs to
+/// match AOE-GA's median best at `--aoe-ga-budget`, printed for AOE's default settings and for
+/// the same without the early stop.
+fn print_aoe_ga_match(
+    args: &Args,
+    spaces: &[(String, ReplaySpace)],
+    seeds: &[u64],
+    file: &TraceFile,
+    default: &str,
+) -> Result<(), String> {
+    let variants = [
+        ("aoe-ga (AOE's defaults)", AoeGaConfig::default()),
+        (
+            "aoe-ga without its early stop",
+            AoeGaConfig::default().without_early_stop(),
+        ),
+    ];
+    for (label, config) in variants {
+        let reference = aoe_runs(spaces, seeds, args.aoe_ga_budget, args.jobs, &config)?;
+        let rows: Vec<MatchRow> = spaces
+            .iter()
+            .zip(&reference)
+            .filter_map(|((name, _), theirs)| {
+                let ours = file.get(name)?.get(default)?;
+                MatchRow::new(name, ours, theirs)
+            })
+            .collect();
+        let reference = format!("{label} at {}", args.aoe_ga_budget);
+        print!(
+            "\n{}",
+            render_match(default, &reference, args.budget, &rows)
         );
-        std::fs::write(p, svg(&lines, &title))
-            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
     Ok(())
 }

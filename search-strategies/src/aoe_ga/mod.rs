@@ -62,17 +62,20 @@
 //! - **Determinism**: everything random comes from one seeded RNG; hash maps are only looked up.
 //!
 //! [`Driver`]: crate::Driver
+//! [`Space`]: crate::Space
 
 use std::collections::VecDeque;
 
-use rand::seq::SliceRandom;
-use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::space::{Config, ConfigId, Space};
+use crate::space::ConfigId;
 use crate::strategies::{random_unmeasured, seeded_rng};
-use crate::strategy::{History, Observation, SearchContext, Strategy};
+use crate::strategy::{Observation, SearchContext, Strategy};
+
+mod breed;
+mod select;
+
+pub use select::{adaptive_rates, draw_two, elites, parent_pool, scores, selection_weights};
 
 /// AOE's early stop: stop when the best time changed by less than `tolerance` (relative) in each
 /// of `generations` consecutive generations.
@@ -158,111 +161,6 @@ impl AoeGaConfig {
             ..self
         }
     }
-}
-
-/// The crossover and mutation rates `(pc, pm)` for parents of mean score `s` in a pool whose
-/// scores have mean `avg` and minimum `min` (Srinivas and Patnaik's adaptive rates, as AOE
-/// uses them; see the module docs): `(Pc1, Pm1)` at `s = min`, `(Pc2, Pm2)` at `s = avg` and
-/// above, linear in between; `(Pc2, Pm2)` when `min == avg`.
-pub fn adaptive_rates(config: &AoeGaConfig, s: f64, avg: f64, min: f64) -> (f64, f64) {
-    if s > avg {
-        return (config.pc2, config.pm2);
-    }
-    let ratio = if min < avg {
-        (s - avg) / (min - avg)
-    } else {
-        0.0
-    };
-    (
-        config.pc2 - (config.pc2 - config.pc1) * ratio,
-        config.pm2 - (config.pm2 - config.pm1) * ratio,
-    )
-}
-
-/// Each time's score, `time / max(time)` (all 1 when the maximum is not positive).
-pub fn scores(times: &[f64]) -> Vec<f64> {
-    let max = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if max > 0.0 && max.is_finite() {
-        times.iter().map(|t| t / max).collect()
-    } else {
-        vec![1.0; times.len()]
-    }
-}
-
-/// The selection weights of a parent pool with these times: `1 − score / Σ score`, with
-/// `score = time / max(time)`. A parent is drawn with probability proportional to its weight.
-pub fn selection_weights(times: &[f64]) -> Vec<f64> {
-    let s = scores(times);
-    let total: f64 = s.iter().sum();
-    s.iter()
-        .map(|x| if total > 0.0 { 1.0 - x / total } else { 1.0 })
-        .collect()
-}
-
-/// Two distinct indices drawn without replacement with probability proportional to `weights`
-/// (the second among the rest, by their weights); uniform when the weights left sum to 0. With
-/// one weight, `(0, 0)`. Panics on an empty slice.
-pub fn draw_two(weights: &[f64], rng: &mut ChaCha8Rng) -> (usize, usize) {
-    assert!(!weights.is_empty(), "draw_two needs a parent");
-    let first = draw(weights, None, rng);
-    if weights.len() == 1 {
-        return (first, first);
-    }
-    (first, draw(weights, Some(first), rng))
-}
-
-/// One index by weight, skipping `skip`; uniform over the others when their weights sum to 0.
-fn draw(weights: &[f64], skip: Option<usize>, rng: &mut ChaCha8Rng) -> usize {
-    let live = |i: usize| Some(i) != skip;
-    let total: f64 = (0..weights.len())
-        .filter(|&i| live(i))
-        .map(|i| weights[i].max(0.0))
-        .sum();
-    let candidates: Vec<usize> = (0..weights.len()).filter(|&i| live(i)).collect();
-    if total <= 0.0 || !total.is_finite() {
-        return *candidates.choose(rng).expect("a candidate");
-    }
-    let mut x = rng.gen::<f64>() * total;
-    for &i in &candidates {
-        let w = weights[i].max(0.0);
-        if x < w {
-            return i;
-        }
-        x -= w;
-    }
-    // Rounding: the last candidate with a positive weight.
-    *candidates
-        .iter()
-        .rev()
-        .find(|&&i| weights[i] > 0.0)
-        .expect("a positive weight")
-}
-
-/// The parent pool: `members` (a generation's successful measurements) plus `elites`, as a set
-/// (by configuration, first occurrence kept), members first.
-pub fn parent_pool(
-    members: &[(ConfigId, f64)],
-    elites: &[(ConfigId, f64)],
-) -> Vec<(ConfigId, f64)> {
-    let mut pool: Vec<(ConfigId, f64)> = Vec::with_capacity(members.len() + elites.len());
-    for &m in members.iter().chain(elites) {
-        if !pool.iter().any(|p| p.0 == m.0) {
-            pool.push(m);
-        }
-    }
-    pool
-}
-
-/// The `k` best successful measurements of `history` (ties by id), best first.
-pub fn elites(history: &History, k: usize) -> Vec<(ConfigId, f64)> {
-    let mut all: Vec<(ConfigId, f64)> = history
-        .observations()
-        .iter()
-        .filter_map(|o| o.value.map(|v| (o.id, v)))
-        .collect();
-    all.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-    all.truncate(k);
-    all
 }
 
 /// AOE's operator-tuner genetic algorithm; see the module docs for its rules.
@@ -421,151 +319,6 @@ impl AoeGa {
         }
         self.flat >= rule.generations
     }
-
-    /// Breeds the next generation (see the module docs); `taken` are ids proposed in this ask.
-    fn next_generation(&mut self, ctx: &SearchContext<'_>, taken: &[ConfigId]) -> Vec<ConfigId> {
-        let values: FxHashMap<ConfigId, f64> = ctx
-            .history
-            .observations()
-            .iter()
-            .filter_map(|o| o.value.map(|v| (o.id, v)))
-            .collect();
-        let members: Vec<(ConfigId, f64)> = self
-            .members
-            .iter()
-            .filter_map(|id| values.get(id).map(|&v| (*id, v)))
-            .collect();
-        let elites = elites(ctx.history, self.config.elites);
-        if self.early_stop(elites.first().map(|e| e.1)) {
-            self.stopped = true;
-            return Vec::new();
-        }
-        let pool = parent_pool(&members, &elites);
-        let pop = self.config.population.max(1);
-        let mut out: Vec<ConfigId> = Vec::with_capacity(pop);
-        let mut planned: FxHashSet<ConfigId> = taken.iter().copied().collect();
-        if !pool.is_empty() {
-            let times: Vec<f64> = pool.iter().map(|p| p.1).collect();
-            let sc = scores(&times);
-            let weights = selection_weights(&times);
-            let avg = sc.iter().sum::<f64>() / sc.len() as f64;
-            let min = sc.iter().copied().fold(f64::INFINITY, f64::min);
-            let breeding = Breeding {
-                space: ctx.space,
-                history: ctx.history,
-                pool: &pool,
-                scores: &sc,
-                weights: &weights,
-                avg,
-                min,
-            };
-            while out.len() < pop && ctx.history.remaining() > planned.len() {
-                let mut child = None;
-                for _ in 0..self.config.max_rounds {
-                    if let Some(id) = self.round(&breeding, &planned) {
-                        child = Some(id);
-                        break;
-                    }
-                }
-                if child.is_none() {
-                    self.random_children += 1;
-                }
-                let Some(id) = child.or_else(|| self.random_free(ctx, &planned)) else {
-                    break;
-                };
-                planned.insert(id);
-                out.push(id);
-            }
-        } else {
-            // Nothing measured successfully yet: a uniform sample, as in the first generation.
-            while out.len() < pop {
-                let Some(id) = self.random_free(ctx, &planned) else {
-                    break;
-                };
-                planned.insert(id);
-                out.push(id);
-            }
-        }
-        self.last_pool = pool;
-        out
-    }
-
-    /// A uniformly drawn unmeasured configuration not in `planned`.
-    fn random_free(
-        &mut self,
-        ctx: &SearchContext<'_>,
-        planned: &FxHashSet<ConfigId>,
-    ) -> Option<ConfigId> {
-        // `random_unmeasured` takes a slice; keep its order deterministic.
-        let mut exclude: Vec<ConfigId> = planned.iter().copied().collect();
-        exclude.sort_unstable();
-        random_unmeasured(ctx, &mut self.rng, &exclude)
-    }
-
-    /// One breeding round: selection, crossover, mutation. The child if it is valid, unmeasured
-    /// and not planned.
-    fn round(&mut self, b: &Breeding<'_>, planned: &FxHashSet<ConfigId>) -> Option<ConfigId> {
-        let space = b.space;
-        let free = |id: ConfigId| !b.history.is_measured(id) && !planned.contains(&id);
-        let (i, j) = draw_two(b.weights, &mut self.rng);
-        let s = (b.scores[i] + b.scores[j]) / 2.0;
-        let (pc, pm) = adaptive_rates(&self.config, s, b.avg, b.min);
-        let (a, c) = (b.pool[i], b.pool[j]);
-        let better = if a.1 <= c.1 { a.0 } else { c.0 };
-        let crossed = if self.rng.gen::<f64>() < pc {
-            self.crossover(space, space.config(a.0), space.config(c.0))
-        } else {
-            None
-        };
-        let mut child = crossed.unwrap_or_else(|| Config::from_slice(space.config(better)));
-        for g in 0..child.len() {
-            if self.rng.gen::<f64>() >= pm {
-                continue;
-            }
-            let orig = child[g];
-            let k = space.params()[g].values.len() as u16;
-            let mut options: Vec<u16> = Vec::new();
-            for v in (0..k).filter(|&v| v != orig) {
-                child[g] = v;
-                if space.id_of(&child).is_some_and(free) {
-                    options.push(v);
-                }
-            }
-            child[g] = options.choose(&mut self.rng).copied().unwrap_or(orig);
-        }
-        space.id_of(&child).filter(|&id| free(id))
-    }
-
-    /// A valid one-point crossover child of `a` and `b` (see the module docs), or `None` when
-    /// every point gives two invalid children or there are fewer than two genes.
-    fn crossover(&mut self, space: &Space, a: &[u16], b: &[u16]) -> Option<Config> {
-        let d = a.len();
-        if d < 2 {
-            return None;
-        }
-        let mut points: Vec<usize> = (1..d).collect();
-        points.shuffle(&mut self.rng);
-        for k in points {
-            for (head, tail) in [(a, b), (b, a)] {
-                let child: Config = head[..k].iter().chain(&tail[k..]).copied().collect();
-                if space.id_of(&child).is_some() {
-                    return Some(child);
-                }
-            }
-        }
-        None
-    }
-}
-
-/// What a breeding round reads.
-struct Breeding<'a> {
-    space: &'a Space,
-    history: &'a History,
-    pool: &'a [(ConfigId, f64)],
-    scores: &'a [f64],
-    weights: &'a [f64],
-    avg: f64,
-    min: f64,
 }
 
 impl Strategy for AoeGa {
@@ -608,10 +361,10 @@ impl Strategy for AoeGa {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::space::Parameter;
+    use crate::space::{Parameter, Space};
     use crate::strategy::Driver;
 
-    fn space() -> Space {
+    pub(super) fn space() -> Space {
         Space::enumerate(
             vec![
                 Parameter::ints("a", &[1, 2, 3, 4, 5, 6, 7, 8]),
@@ -625,7 +378,7 @@ mod tests {
         .unwrap()
     }
 
-    fn objective(space: &Space, id: ConfigId) -> Option<f64> {
+    pub(super) fn objective(space: &Space, id: ConfigId) -> Option<f64> {
         let c = space.config(id);
         if c[0] == 7 && c[1] == 0 {
             return None;
@@ -636,72 +389,6 @@ mod tests {
                 + f64::from(c[2])
                 + 0.5 * f64::from(c[3]),
         )
-    }
-
-    #[test]
-    fn the_best_two_are_in_every_parent_pool() {
-        let s = space();
-        let mut ga = AoeGa::new(5, AoeGaConfig::default().without_early_stop());
-        let mut history = History::new(s.len());
-        let mut generation = 0;
-        let mut checked = 0;
-        let mut elite_from_earlier_generation = false;
-        while history.len() < 400 {
-            let before = elites(&history, 2);
-            let previous_members = ga.members().to_vec();
-            let batch = ga.ask(
-                &SearchContext {
-                    space: &s,
-                    history: &history,
-                },
-                1,
-            );
-            let Some(&id) = batch.first() else { break };
-            if ga.generation() != generation {
-                generation = ga.generation();
-                if generation > 1 {
-                    let pool: Vec<ConfigId> = ga.last_pool().iter().map(|p| p.0).collect();
-                    assert_eq!(before.len(), 2);
-                    for e in &before {
-                        assert!(
-                            pool.contains(&e.0),
-                            "generation {generation}: elite {e:?} not among the parents"
-                        );
-                        elite_from_earlier_generation |= !previous_members.contains(&e.0);
-                    }
-                    // The pool is exactly the measured members plus the elites.
-                    let mut expected: Vec<ConfigId> = previous_members
-                        .iter()
-                        .copied()
-                        .filter(|&m| objective(&s, m).is_some())
-                        .collect();
-                    for e in &before {
-                        if !expected.contains(&e.0) {
-                            expected.push(e.0);
-                        }
-                    }
-                    assert_eq!(pool, expected, "generation {generation}");
-                    checked += 1;
-                }
-            }
-            let obs = Observation {
-                id,
-                value: objective(&s, id),
-            };
-            assert!(history.record(obs), "asked twice: {id}");
-            ga.tell(
-                &SearchContext {
-                    space: &s,
-                    history: &history,
-                },
-                &[obs],
-            );
-        }
-        assert!(checked >= 5, "only {checked} generations bred");
-        assert!(
-            elite_from_earlier_generation,
-            "no elite came from an earlier generation: the test did not exercise elitism"
-        );
     }
 
     #[test]
@@ -734,95 +421,5 @@ mod tests {
         let mut ga = AoeGa::new(2, AoeGaConfig::default().without_early_stop());
         let out = Driver::new(s.len()).run(&s, &mut ga, &mut obj);
         assert_eq!(out.history.len(), s.len());
-    }
-
-    #[test]
-    fn crossover_children_are_valid_one_point_mixes_and_none_only_when_no_mix_is() {
-        let s = Space::enumerate(
-            vec![
-                Parameter::ints("bx", &[8, 16, 32, 64, 128, 256]),
-                Parameter::ints("by", &[1, 2, 4, 8, 16]),
-                Parameter::ints("tx", &[1, 2, 3, 4]),
-                Parameter::ints("ty", &[1, 2, 3, 4]),
-            ],
-            // Every gene is bound to every other: a mix is valid only where the heads' products
-            // agree, so both outcomes happen.
-            &["bx * by * tx * ty == 1024".to_string()],
-            &Default::default(),
-        )
-        .unwrap();
-        let mut ga = AoeGa::new(8, AoeGaConfig::default());
-        let mut rng = seeded_rng(8, 99);
-        let (mut crossed, mut none) = (0, 0);
-        for _ in 0..3000 {
-            let (pa, pb) = (s.sample(&mut rng), s.sample(&mut rng));
-            let (a, b) = (s.config(pa).to_vec(), s.config(pb).to_vec());
-            let mixes: Vec<Vec<u16>> = (1..a.len())
-                .flat_map(|k| {
-                    [
-                        a[..k].iter().chain(&b[k..]).copied().collect::<Vec<u16>>(),
-                        b[..k].iter().chain(&a[k..]).copied().collect(),
-                    ]
-                })
-                .collect();
-            match ga.crossover(&s, &a, &b) {
-                Some(child) => {
-                    assert!(s.id_of(&child).is_some(), "invalid child {child:?}");
-                    assert!(mixes.contains(&child.to_vec()), "not a one-point mix");
-                    crossed += 1;
-                }
-                None => {
-                    assert!(mixes.iter().all(|m| s.id_of(m).is_none()), "{a:?} × {b:?}");
-                    none += 1;
-                }
-            }
-        }
-        assert!(
-            crossed > 300 && none > 300,
-            "{crossed} crossed, {none} none"
-        );
-    }
-
-    #[test]
-    fn crossover_tries_the_other_order_then_other_points() {
-        // Only configurations with a small sum are valid.
-        let s = Space::enumerate(
-            vec![
-                Parameter::ints("a", &[0, 1, 2, 3]),
-                Parameter::ints("b", &[0, 1, 2, 3]),
-                Parameter::ints("c", &[0, 1, 2, 3]),
-            ],
-            &["a + b + c <= 3".to_string()],
-            &Default::default(),
-        )
-        .unwrap();
-        let mut ga = AoeGa::new(3, AoeGaConfig::default());
-        // a = (3,0,0), b = (0,0,3): heads of a with tails of b are (3,0,3) (k=1, 2): invalid;
-        // the other order (0,0,0) at k=1 and k=2 is valid.
-        for _ in 0..50 {
-            let child = ga.crossover(&s, &[3, 0, 0], &[0, 0, 3]).unwrap();
-            assert_eq!(child.as_slice(), &[0, 0, 0]);
-        }
-        // (3,0,0) × (0,3,0): at k=1, (3,3,0) is invalid and the other order (0,0,0) valid; at
-        // k=2, (3,0,0) is valid. So the child depends on the point drawn, and both are drawn.
-        let mut seen = FxHashSet::default();
-        for _ in 0..200 {
-            let child = ga.crossover(&s, &[3, 0, 0], &[0, 3, 0]).unwrap();
-            assert!(s.id_of(&child).is_some());
-            seen.insert(child.to_vec());
-        }
-        assert_eq!(seen.len(), 2, "both points are drawn: {seen:?}");
-        // (1,2) × (2,1) where only the parents are valid: every point gives two invalid
-        // children, so there is no crossover child (the caller copies the better parent).
-        let s2 = Space::enumerate(
-            vec![
-                Parameter::ints("a", &[0, 1, 2, 3]),
-                Parameter::ints("b", &[0, 1, 2, 3]),
-            ],
-            &["a + b == 3 and a != 0 and b != 0".to_string()],
-            &Default::default(),
-        )
-        .unwrap();
-        assert_eq!(ga.crossover(&s2, &[1, 2], &[2, 1]), None);
     }
 }
