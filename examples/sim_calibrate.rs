@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use tunebank::measure::sim::calibration::{report, sim_default_and_best, CalibrationRecord};
-use tunebank::measure::sim::soc::ASCEND910B2;
+use tunebank::measure::sim::soc::SocModel;
 
 /// The repository file: the third argument, else the one under `$TUNEBANK_DATA`.
 fn data_file(arg: Option<&String>) -> Result<PathBuf, String> {
@@ -88,7 +88,12 @@ fn run(args: &[String], path: PathBuf) -> Result<(), Box<dyn std::error::Error>>
         }
         triples.push((best, d, rec.real_us));
     }
-    let r = report(&triples, ASCEND910B2.launch_us);
+    let r = report(
+        &triples,
+        SocModel::for_version("Ascend910B2")
+            .expect("the 910B2 model")
+            .launch_us,
+    );
     println!(
         "records read: {lines}, compared: {}, skipped: {skipped}",
         r.records
@@ -104,7 +109,9 @@ fn run(args: &[String], path: PathBuf) -> Result<(), Box<dyn std::error::Error>>
     println!("sim best / real: {}", q(r.ratio_quantiles));
     println!(
         "(sim best - launch {} µs) / real: {}",
-        ASCEND910B2.launch_us,
+        SocModel::for_version("Ascend910B2")
+            .expect("the 910B2 model")
+            .launch_us,
         q(r.kernel_ratio_quantiles)
     );
     Ok(())

@@ -12,11 +12,14 @@ use crate::bank::{BankError, MaintenanceError, RecordError};
 use crate::failure::FailureKind;
 use crate::inspect::InspectError;
 use crate::job::JobError;
-use crate::key::{KeyError, NodeError, OptionError, ParseKeyError, ResolveError, UnknownSoc};
+use crate::key::{
+    KeyError, NodeError, OptionError, ParseKeyError, PlatformError, ResolveError, UnknownSoc,
+};
 use crate::measure::cpu::{InvalidTiling, OutputMismatch};
 use crate::measure::exec::{CommandLineError, ProtocolError};
 use crate::measure::sim::cube::TooLarge;
 use crate::measure::sim::graph::GraphModelError;
+use crate::measure::sim::soc::SocModelError;
 use crate::measure::MeasureError;
 use crate::model::partition::PartitionError;
 use crate::model::ModelError;
@@ -72,6 +75,8 @@ pub fn library_kind(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind
         KeyError,
         ParseKeyError,
         UnknownSoc,
+        PlatformError,
+        SocModelError,
     );
     None
 }

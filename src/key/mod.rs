@@ -46,6 +46,7 @@ pub(crate) mod encode;
 pub(crate) mod ir;
 mod node;
 pub(crate) mod options;
+pub(crate) mod platform;
 pub(crate) mod precision;
 pub(crate) mod resolve;
 pub(crate) mod soc;
@@ -55,6 +56,7 @@ pub use descriptor::*;
 pub use encode::KeyError;
 pub use node::NodeError;
 pub use options::*;
+pub use platform::{platform_source, use_platform_config, PlatformError, PlatformSource};
 pub use resolve::{
     derive_op_keys, resolve_op, OpTemplate, Profile, ResolveError, ResolvedOp, TemplateTensor,
 };

@@ -1,5 +1,8 @@
 //! The table of known SoCs: core counts and the numeric capabilities precision resolution needs.
 
+use std::sync::OnceLock;
+
+use super::platform;
 use crate::failure::FailureKind;
 use crate::key::SocSpec;
 
@@ -26,42 +29,29 @@ pub struct SocFacts {
     pub cube_nd: bool,
 }
 
-/// Every SoC version [`SocSpec::from_version`] knows. Core counts are those of CANN's platform
-/// files; "vector cores" are the separate AIV cores (two per cube core on 910B, seven on 310P3).
-pub const SOCS: &[SocFacts] = &[
-    soc("Ascend310", 2, 0, false, false, false),
-    soc("Ascend310B1", 1, 1, false, false, false),
-    soc("Ascend310P1", 10, 8, false, false, false),
-    soc("Ascend310P3", 8, 7, false, false, false),
-    soc("Ascend910A", 32, 0, false, false, false),
-    soc("Ascend910ProA", 32, 0, false, false, false),
-    soc("Ascend910PremiumA", 32, 0, false, false, false),
-    soc("Ascend910B1", 24, 48, true, true, true),
-    soc("Ascend910B2", 24, 48, true, true, true),
-    soc("Ascend910B2C", 24, 48, true, true, true),
-    soc("Ascend910B3", 20, 40, true, true, true),
-    soc("Ascend910B4", 20, 40, true, true, true),
-];
-
-const fn soc(
-    version: &'static str,
-    ai_cores: u32,
-    vector_cores: u32,
-    cube_fp32: bool,
-    bf16: bool,
-    cube_nd: bool,
-) -> SocFacts {
-    SocFacts {
-        version,
-        ai_cores,
-        vector_cores,
-        cube_fp32,
-        bf16,
-        cube_nd,
-    }
+/// Every SoC version [`SocSpec::from_version`] knows: one per SoC description file of CANN 8.1
+/// (embedded, `key::platform`), in file-name order. Core counts are the files' `ai_core_cnt`
+/// and `vector_core_cnt` ("vector cores" are the separate AIV cores: two per cube core on
+/// 910B, seven on 310P3); the capabilities are read from their intrinsic tables. The table
+/// never reads an installed toolkit, so a key does not depend on the machine.
+pub fn socs() -> &'static [SocFacts] {
+    static TABLE: OnceLock<Vec<SocFacts>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        platform::embedded()
+            .iter()
+            .map(|p| SocFacts {
+                version: p.version.as_str(),
+                ai_cores: p.ai_cores,
+                vector_cores: p.vector_cores,
+                cube_fp32: p.cube_fp32,
+                bf16: p.bf16,
+                cube_nd: p.cube_nd,
+            })
+            .collect()
+    })
 }
 
-/// A SoC version that is not in [`SOCS`].
+/// A SoC version that is not in [`socs`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown SoC version {given:?}: expected one of {}", known_socs())]
 pub struct UnknownSoc {
@@ -71,7 +61,8 @@ pub struct UnknownSoc {
 
 /// The known SoC versions, comma separated.
 pub(crate) fn known_socs() -> String {
-    SOCS.iter()
+    socs()
+        .iter()
         .map(|s| s.version)
         .collect::<Vec<_>>()
         .join(", ")
@@ -79,10 +70,10 @@ pub(crate) fn known_socs() -> String {
 
 /// Facts for a version (exact spelling first, then ASCII case-insensitive).
 pub(crate) fn soc_facts(version: &str) -> Option<&'static SocFacts> {
-    SOCS.iter().find(|s| s.version == version).or_else(|| {
-        SOCS.iter()
-            .find(|s| s.version.eq_ignore_ascii_case(version))
-    })
+    let t = socs();
+    t.iter()
+        .find(|s| s.version == version)
+        .or_else(|| t.iter().find(|s| s.version.eq_ignore_ascii_case(version)))
 }
 
 impl SocSpec {

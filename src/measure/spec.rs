@@ -56,13 +56,13 @@ impl RunnerSpec {
         matches!(self, RunnerSpec::Sim { .. })
     }
 
-    /// The SoC versions (of [`crate::key::soc::SOCS`]) this runner can tune, or `None` when it
+    /// The SoC versions (of [`crate::key::socs`]) this runner can tune, or `None` when it
     /// tunes any (`cpu` measures host kernels whatever the SoC; `exec:` leaves it to the
     /// command). The simulator tunes only the SoCs it has a model for
     /// ([`sim::soc::SocModel::for_version`]).
     pub fn supported_socs(&self) -> Option<Vec<&'static str>> {
         self.is_simulator().then(|| {
-            crate::key::soc::SOCS
+            crate::key::soc::socs()
                 .iter()
                 .map(|s| s.version)
                 .filter(|v| sim::soc::SocModel::for_version(v).is_some())

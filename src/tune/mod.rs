@@ -58,12 +58,14 @@ pub enum TuneError {
     },
     /// The runner cannot tune the job's SoC at all: refused before any work, since every op
     /// would come out unsatisfied.
-    #[error("--soc_version={soc}: runner {runner} does not support this SoC; it supports {}", supported.join(", "))]
+    #[error("--soc_version={soc}: runner {runner} does not support this SoC ({why}); it supports {}", supported.join(", "))]
     UnsupportedSoc {
         /// The SoC version of the job.
         soc: String,
         /// The runner spec.
         runner: String,
+        /// Why (for the simulator: what its SoC description file lacks).
+        why: String,
         /// The SoC versions the runner supports.
         supported: Vec<String>,
     },

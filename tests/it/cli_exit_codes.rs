@@ -459,12 +459,13 @@ fn every_variant() -> Vec<Case> {
     use tunebank::inspect::InspectError;
     use tunebank::job::JobError;
     use tunebank::key::{
-        BankKey, Format, KeyError, NodeError, OptionError, ParseKeyError, RecordKind, ResolveError, UnknownSoc,
+        BankKey, Format, KeyError, NodeError, OptionError, ParseKeyError, PlatformError, RecordKind, ResolveError, UnknownSoc,
     };
     use tunebank::bank::interchange::aoe::NotMapped;
     use tunebank::measure::cpu::{InvalidTiling, OutputMismatch};
     use tunebank::measure::exec::{CommandLineError, ProtocolError};
     use tunebank::measure::sim::cube::TooLarge;
+    use tunebank::measure::sim::soc::SocModelError;
     use tunebank::measure::sim::graph::GraphModelError;
     use tunebank::measure::MeasureError;
     use tunebank::model::partition::PartitionError;
@@ -590,7 +591,7 @@ fn every_variant() -> Vec<Case> {
         case!(Damaged, TuneError::Bank(BankError::Record(damaged()))),
         case!(Input, TuneError::Runner(measure())),
         case!(Input, TuneError::UnknownStrategy { name: s("annealing2") }),
-        case!(Input, TuneError::UnsupportedSoc { soc: s("Ascend310P3"), runner: s("cpu"), supported: vec![] }),
+        case!(Input, TuneError::UnsupportedSoc { soc: s("Ascend310P3"), runner: s("cpu"), why: s("no model"), supported: vec![] }),
         case!(Io, TuneError::Report { path: s("r.json"), source: io(ErrorKind::StorageFull) }),
         // PgError
         case!(Input, PgError::BadUrl { url: url(), reason: s("no host") }),
@@ -716,6 +717,15 @@ fn every_variant() -> Vec<Case> {
         // Struct errors
         case!(Input, struct ParseKeyError { given: s("zz"), problem: s("not hex") }),
         case!(Input, struct UnknownSoc { given: s("Ascend999") }),
+        // PlatformError
+        case!(Input, PlatformError::Syntax { origin: s("a.ini"), line: 1, what: s("w") }),
+        case!(Input, PlatformError::Value { origin: s("a.ini"), section: "SoCInfo", key: "ai_core_cnt", what: s("w") }),
+        case!(Io, PlatformError::Read { path: s("a.ini"), error: s("e") }),
+        case!(Input, PlatformError::OtherSoc { path: s("a.ini"), found: s("A"), wanted: s("B") }),
+        case!(Input, PlatformError::Unknown { given: s("A"), where_: s(""), known: s("B") }),
+        // SocModelError
+        case!(Io, SocModelError::Platform(PlatformError::Read { path: s("a.ini"), error: s("e") })),
+        case!(Input, SocModelError::Lacks { version: s("A"), what: "L2", file: s("f") }),
     ]
 }
 

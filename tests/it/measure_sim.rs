@@ -427,23 +427,40 @@ fn unknown_ops_and_socs_are_unsupported_errors() {
     assert!(sim.default_strategy(&task).is_err());
 }
 
-/// Every SoC of the key table has a simulator model that agrees with the table (cube cores,
-/// fp32 cube, bf16, ND loads), and a MatMul and an elementwise op get a space, a default and
-/// a time under the roofline's floor of launch overhead.
+/// Every SoC of the key table whose description file has cube buffers, an L2 and memory rates
+/// has a simulator model that agrees with the table (cube cores, fp32 cube, bf16, ND loads),
+/// and a MatMul and an elementwise op get a space, a default and a time under the roofline's
+/// floor of launch overhead; the others are refused naming what their file lacks.
 #[test]
-fn every_soc_of_the_key_table_has_a_model() {
-    use tunebank::key::SOCS;
+fn every_soc_of_the_key_table_has_a_model_or_a_reason() {
+    use tunebank::key::socs;
     use tunebank::measure::sim::soc::SocModel;
-    for f in SOCS {
-        let m = SocModel::for_version(f.version)
-            .unwrap_or_else(|| panic!("{} has no simulator model", f.version));
-        if m.version == f.version {
-            assert_eq!(m.cube_cores, f.ai_cores, "{}", f.version);
-        }
+    let mut modelled = 0;
+    for f in socs() {
+        let m = match SocModel::resolve(f.version) {
+            Ok(m) => m,
+            Err(why) => {
+                let why = why.to_string();
+                assert!(
+                    why.contains(f.version) && why.contains("[AICoreSpec]")
+                        || why.contains("[SoCInfo] l2_size")
+                        || why.contains("[AICoreMemoryRates]"),
+                    "{why}"
+                );
+                continue;
+            }
+        };
+        modelled += 1;
+        assert_eq!(m.version, f.version);
+        assert_eq!(m.cube_cores, f.ai_cores, "{}", f.version);
         assert_eq!(m.cube_fp32, f.cube_fp32, "{}", f.version);
         assert_eq!(m.bf16, f.bf16, "{}", f.version);
         assert_eq!(m.nd_nz_on_the_fly, f.cube_nd, "{}", f.version);
-        assert!(m.l0c >= 64 * 1024 && m.l1 >= m.l0a && m.ub > 0 && m.l2 > m.l1);
+        assert!(
+            m.l0c > 0 && m.l1 >= m.l0a && m.ub > 0 && m.l2 > 0,
+            "{}",
+            f.version
+        );
         let mut sim = SimRunner::new();
         for task in [
             matmul(1, 256, 256, 256, f.version),
@@ -461,6 +478,10 @@ fn every_soc_of_the_key_table_has_a_model() {
             assert!(t >= m.launch_us, "{}: {t}", f.version);
         }
     }
+    assert_eq!(
+        modelled, 39,
+        "39 of CANN 8.1's 45 SoC files can be modelled"
+    );
 }
 
 #[test]

@@ -11,7 +11,6 @@ use crate::bank::IndexGroup;
 use crate::bank::{Bank, LayerId};
 use crate::inspect::InspectError;
 use crate::key::options::option_spec;
-use crate::key::soc::SOCS;
 use crate::key::{
     derive_op_keys, BankKey, FsReader, OpTemplate, RecordKind, ResolvedOptions, SocSpec,
     KEY_SCHEMA_VERSION,
@@ -106,7 +105,8 @@ pub(super) fn gather(
         // Same op type on other SoCs only when this SoC has none.
         if s == 0 && !found_same_soc && found.is_empty() {
             socs.extend(
-                SOCS.iter()
+                crate::key::soc::socs()
+                    .iter()
                     .map(|f| f.version.to_owned())
                     .filter(|v| *v != q.descriptor.soc.version),
             );

@@ -113,12 +113,9 @@ impl SimRunner {
     }
 
     fn soc(task: &TuningTask) -> Result<&'static SocModel, MeasureError> {
-        SocModel::for_version(&task.op.soc.version).ok_or_else(|| MeasureError::Unsupported {
+        SocModel::resolve(&task.op.soc.version).map_err(|why| MeasureError::Unsupported {
             runner: "sim".into(),
-            what: format!(
-                "SoC {} (simulated: Ascend910B2, Ascend310P3)",
-                task.op.soc.version
-            ),
+            what: format!("SoC {}: {why}", task.op.soc.version),
         })
     }
 

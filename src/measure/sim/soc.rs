@@ -1,7 +1,43 @@
-//! The DaVinci SoC facts the simulator uses (DESIGN.md §7, from CANN's platform files).
+//! The DaVinci SoC model the simulator uses, built from the SoC's own description file
+//! (CANN's `platform_config/<SoC>.ini`, found as ATC finds it: `key::platform`). Every figure
+//! the file has comes from it; the two it lacks come from named sources
+//! (`MEMORY_PEAKS` for main memory where the file's per-core rate overstates the chip, and
+//! `launch_us` for kernel launch overhead); `src/measure/README.md` lists them per SoC.
 
-/// Bytes in one KiB.
-const KIB: u64 = 1024;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use crate::failure::FailureKind;
+use crate::key::platform::{self, SocPlatform};
+use crate::key::PlatformError;
+
+/// Why the simulator has no model of a SoC.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SocModelError {
+    /// The SoC's description file cannot be found, read or parsed.
+    #[error(transparent)]
+    Platform(#[from] PlatformError),
+    /// The file lacks figures the model needs.
+    #[error("{version} has no {what} in its SoC description file ({file}): the simulator has nothing to model")]
+    Lacks {
+        /// The SoC version.
+        version: String,
+        /// What is missing, with the file's section and keys.
+        what: &'static str,
+        /// Which file answered.
+        file: String,
+    },
+}
+
+impl SocModelError {
+    /// A file's error is its own kind; a file without the figures is the request's.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            SocModelError::Platform(e) => e.kind(),
+            SocModelError::Lacks { .. } => FailureKind::Input,
+        }
+    }
+}
 
 /// The hardware model of one SoC. Rates are per core per cycle unless named `chip_`.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,6 +67,8 @@ pub struct SocModel {
     pub l2: u64,
     /// Main memory (HBM/LPDDR) bandwidth, chip-wide, bytes/s.
     pub chip_mem_bw: f64,
+    /// Where `chip_mem_bw` comes from.
+    pub chip_mem_bw_source: &'static str,
     /// GM→core bytes/cycle per core when streaming from main memory.
     pub mem_read_bpc: f64,
     /// Core→GM bytes/cycle per core when the data goes to main memory.
@@ -56,22 +94,118 @@ pub struct SocModel {
 }
 
 impl SocModel {
-    /// The model for `version` (exact or ASCII case-insensitive), if the simulator has one.
-    /// Ascend910B1/B2/B2C share the 910B2 model; Ascend310P1/P3 the 310P3 model;
-    /// Ascend910A/ProA/PremiumA the 910A model. Every SoC of the key table
-    /// ([`crate::key::soc::SOCS`]) has one (sources in `src/measure/README.md`).
+    /// The model of `version` (exact or ASCII case-insensitive), or `None` when its file is
+    /// missing, does not parse, or lacks what the model needs ([`SocModel::resolve`] says why).
     pub fn for_version(version: &str) -> Option<&'static SocModel> {
-        let v = version.to_ascii_lowercase();
-        match v.as_str() {
-            "ascend910b1" | "ascend910b2" | "ascend910b2c" => Some(&ASCEND910B2),
-            "ascend910b3" => Some(&ASCEND910B3),
-            "ascend910b4" => Some(&ASCEND910B4),
-            "ascend910a" | "ascend910proa" | "ascend910premiuma" => Some(&ASCEND910A),
-            "ascend310p1" | "ascend310p3" => Some(&ASCEND310P3),
-            "ascend310" => Some(&ASCEND310),
-            "ascend310b1" => Some(&ASCEND310B1),
-            _ => None,
+        SocModel::resolve(version).ok()
+    }
+
+    /// The model of `version`, built once per process from the file ATC's search finds
+    /// (`key::platform`), or why there is none: the file cannot be found or read, or it has no
+    /// cube buffers, no L2 or no memory rates to model.
+    pub fn resolve(version: &str) -> Result<&'static SocModel, SocModelError> {
+        type Models = HashMap<String, Result<&'static SocModel, SocModelError>>;
+        static MODELS: OnceLock<Mutex<Models>> = OnceLock::new();
+        let models = MODELS.get_or_init(|| Mutex::new(HashMap::new()));
+        let mut models = models.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = models.get(version) {
+            return m.clone();
         }
+        let m = platform::resolve(version)
+            .map_err(SocModelError::from)
+            .and_then(SocModel::from_platform)
+            .map(|m| &*Box::leak(Box::new(m)));
+        models.insert(version.to_string(), m.clone());
+        m
+    }
+
+    /// The model of a SoC's facts (module doc), or why the simulator cannot model it.
+    pub(crate) fn from_platform(p: &'static SocPlatform) -> Result<SocModel, SocModelError> {
+        let missing = |what: &'static str| {
+            Err(SocModelError::Lacks {
+                version: p.version.clone(),
+                what,
+                file: p.source.to_string(),
+            })
+        };
+        if p.ai_cores == 0 || p.cube_mhz == 0 {
+            return missing(
+                "AI cores or cube clock ([SoCInfo] ai_core_cnt, [AICoreSpec] cube_freq)",
+            );
+        }
+        if p.l0a == 0 || p.l0b == 0 || p.l0c == 0 || p.l1 == 0 || p.ub == 0 {
+            return missing(
+                "cube buffers ([AICoreSpec] l0_a_size, l0_b_size, l0_c_size, l1_size, ub_size)",
+            );
+        }
+        if p.l2 == 0 {
+            return missing("L2 ([SoCInfo] l2_size)");
+        }
+        let r = &p.rates;
+        let (Some(ddr_read), Some(ddr_write), Some(l2_read), Some(l2_write), Some(l0a), Some(l0b)) = (
+            r.ddr_read,
+            r.ddr_write,
+            r.l2_read,
+            r.l2_write,
+            r.l1_to_l0a,
+            r.l1_to_l0b,
+        ) else {
+            return missing("memory rates ([AICoreMemoryRates] ddr_read_rate, ddr_write_rate, l2_read_rate, l2_write_rate, l1_to_l0_a_rate, l1_to_l0_b_rate)");
+        };
+        if p.vec_calc_size == 0 {
+            return missing("vector width ([AICoreSpec] vec_calc_size)");
+        }
+        let clock_ghz = p.cube_mhz as f64 / 1e3;
+        // Separate vector cores (910B) do the vector work alone; otherwise each AI core's
+        // coupled vector unit works beside the separate vector cores, at the slower clock.
+        let (vector_units, vector_mhz) = if p.vector_split && p.vector_cores > 0 {
+            (p.vector_cores, p.vector_mhz.unwrap_or(p.cube_mhz))
+        } else if p.vector_cores > 0 {
+            let v = p.vector_mhz.unwrap_or(p.cube_mhz);
+            (p.ai_cores + p.vector_cores, v.min(p.cube_mhz))
+        } else {
+            (p.ai_cores, p.cube_mhz)
+        };
+        // The chip's main-memory bandwidth: every core streaming at the file's per-core rate,
+        // capped by the memory's published peak where one is named.
+        let per_core_sum = ddr_read * f64::from(p.ai_cores) * clock_ghz * 1e9;
+        let (chip_mem_bw, chip_mem_bw_source) = match MEMORY_PEAKS
+            .iter()
+            .find(|m| m.version == p.version && m.bytes_per_s < per_core_sum)
+        {
+            Some(m) => (m.bytes_per_s, m.source),
+            None => (
+                per_core_sum,
+                "the SoC file: [AICoreMemoryRates] ddr_read_rate x [SoCInfo] ai_core_cnt x [AICoreSpec] cube_freq",
+            ),
+        };
+        Ok(SocModel {
+            version: p.version.as_str(),
+            cube_cores: p.ai_cores,
+            clock_ghz,
+            vector_units,
+            vector_clock_ghz: vector_mhz as f64 / 1e3,
+            l0a: p.l0a,
+            l0b: p.l0b,
+            l0c: p.l0c,
+            l1: p.l1,
+            ub: p.ub,
+            l2: p.l2,
+            chip_mem_bw,
+            chip_mem_bw_source,
+            mem_read_bpc: ddr_read,
+            mem_write_bpc: ddr_write,
+            l2_read_bpc: l2_read,
+            l2_write_bpc: l2_write,
+            l1_l0a_bpc: l0a,
+            l1_l0b_bpc: l0b,
+            // vec_calc_size fp16 elements per cycle.
+            vector_bpc: p.vec_calc_size as f64 * 2.0,
+            launch_us: launch_us(&p.aic_version),
+            nd_nz_on_the_fly: p.cube_nd,
+            cube_fp32: p.cube_fp32,
+            bf16: p.bf16,
+        })
     }
 
     /// Cube multiply-accumulates per cycle per core for an input element size (int8 doubles,
@@ -132,144 +266,34 @@ impl SocModel {
     }
 }
 
-/// Ascend910B2-like: 24 cube cores at 1.8 GHz, 48 vector cores, HBM ≈1.4 TB/s, 192 MiB L2
-/// (L2 110 B/cycle/core read, 86 write: ≈4.75 TB/s chip-wide read).
-pub static ASCEND910B2: SocModel = B2;
+/// A main memory's published peak bandwidth, where it is below what the SoC file's per-core
+/// `ddr_read_rate` summed over the cores gives.
+pub(crate) struct MemoryPeak {
+    /// SoC version.
+    pub(crate) version: &'static str,
+    /// Peak bytes per second, chip-wide.
+    pub(crate) bytes_per_s: f64,
+    /// Where the figure comes from.
+    pub(crate) source: &'static str,
+}
 
-const B2: SocModel = SocModel {
-    version: "Ascend910B2",
-    cube_cores: 24,
-    clock_ghz: 1.8,
-    vector_units: 48,
-    vector_clock_ghz: 1.8,
-    l0a: 64 * KIB,
-    l0b: 64 * KIB,
-    l0c: 128 * KIB,
-    l1: 512 * KIB,
-    ub: 192 * KIB,
-    l2: 192 * KIB * KIB,
-    chip_mem_bw: 1.4e12,
-    mem_read_bpc: 32.0,
-    mem_write_bpc: 32.0,
-    l2_read_bpc: 110.0,
-    l2_write_bpc: 86.0,
-    l1_l0a_bpc: 512.0,
-    l1_l0b_bpc: 256.0,
-    vector_bpc: 256.0,
-    launch_us: 3.0,
-    nd_nz_on_the_fly: true,
-    cube_fp32: true,
-    bf16: true,
-};
-
-/// Ascend910B3: the 910B2 core (same buffers, 192 MiB L2, 64 GiB HBM) with 20 cube and 40
-/// vector cores at 1.8 GHz.
-pub(crate) static ASCEND910B3: SocModel = SocModel {
-    version: "Ascend910B3",
-    cube_cores: 20,
-    vector_units: 40,
-    ..B2
-};
-
-/// Ascend910B4: 20 cube and 40 vector cores at 1.5 GHz, 96 MiB L2, 32 GiB HBM at
-/// 32 B/cycle/core (960 GB/s), from CANN's `Ascend910B4.ini`.
-pub(crate) static ASCEND910B4: SocModel = SocModel {
-    version: "Ascend910B4",
-    cube_cores: 20,
-    clock_ghz: 1.5,
-    vector_units: 40,
-    vector_clock_ghz: 1.5,
-    l2: 96 * KIB * KIB,
-    chip_mem_bw: 960e9,
-    ..B2
-};
-
-/// Ascend910A (also 910ProA and 910PremiumA): 32 DaVinci v100 AI cores (cube and vector
-/// coupled) at 1.0 GHz, 256 KiB L0C, 1 MiB L1, 256 KiB UB, 32 MiB L2, four HBM2 stacks
-/// ≈1.2 TB/s; no fp32/bf16 cube, ND operands need TransData.
-pub(crate) static ASCEND910A: SocModel = A910;
-
-/// Ascend310: 2 DaVinci v100 AI cores at the clock that gives the published 8 TFLOPS fp16
-/// (≈0.49 GHz), the 910A's buffers, 8 MiB L2, LPDDR4X ≈51.2 GB/s.
-pub(crate) static ASCEND310: SocModel = SocModel {
+/// The named memory peaks (the other SoCs take their file's per-core rate summed over the
+/// cores at the cube clock).
+pub(crate) const MEMORY_PEAKS: &[MemoryPeak] = &[MemoryPeak {
     version: "Ascend310",
-    cube_cores: 2,
-    clock_ghz: 0.49,
-    vector_units: 2,
-    vector_clock_ghz: 0.49,
-    l2: 8 * KIB * KIB,
-    chip_mem_bw: 51.2e9,
-    launch_us: 10.0,
-    ..A910
-};
+    bytes_per_s: 51.2e9,
+    source: "an estimate (no public figure found): LPDDR4X, 2 x 64-bit at 3200 MT/s; the SoC file's ddr_read_rate 67 B/cycle x 2 cores x 680 MHz would give 91 GB/s",
+}];
 
-const A910: SocModel = SocModel {
-    version: "Ascend910A",
-    cube_cores: 32,
-    clock_ghz: 1.0,
-    vector_units: 32,
-    vector_clock_ghz: 1.0,
-    l0a: 64 * KIB,
-    l0b: 64 * KIB,
-    l0c: 256 * KIB,
-    l1: 1024 * KIB,
-    ub: 256 * KIB,
-    l2: 32 * KIB * KIB,
-    chip_mem_bw: 1.2e12,
-    mem_read_bpc: 32.0,
-    mem_write_bpc: 32.0,
-    l2_read_bpc: 128.0,
-    l2_write_bpc: 64.0,
-    l1_l0a_bpc: 512.0,
-    l1_l0b_bpc: 256.0,
-    vector_bpc: 256.0,
-    launch_us: 5.0,
-    nd_nz_on_the_fly: false,
-    cube_fp32: false,
-    bf16: false,
-};
-
-/// Ascend310B1: one AI core plus one vector core (CANN's core counts) with the 310P3's
-/// DaVinci v300 buffers. Clock, L2 and memory bandwidth are estimates (1.0 GHz, 4 MiB,
-/// LPDDR4X ≈51.2 GB/s): no public figure was found.
-pub(crate) static ASCEND310B1: SocModel = SocModel {
-    version: "Ascend310B1",
-    cube_cores: 1,
-    clock_ghz: 1.0,
-    vector_units: 2,
-    vector_clock_ghz: 1.0,
-    l2: 4 * KIB * KIB,
-    chip_mem_bw: 51.2e9,
-    launch_us: 10.0,
-    ..P3
-};
-
-/// Ascend310P3-like: 8 AI cores at 1.06 GHz (cube and vector coupled) plus 7 vector cores,
-/// LPDDR4X ≈150 GB/s, 16 MiB L2. The L2 rates are estimates (not in the platform files).
-pub(crate) static ASCEND310P3: SocModel = P3;
-
-const P3: SocModel = SocModel {
-    version: "Ascend310P3",
-    cube_cores: 8,
-    clock_ghz: 1.06,
-    vector_units: 15,
-    vector_clock_ghz: 1.0,
-    l0a: 64 * KIB,
-    l0b: 64 * KIB,
-    l0c: 256 * KIB,
-    l1: 1024 * KIB,
-    ub: 256 * KIB,
-    l2: 16 * KIB * KIB,
-    chip_mem_bw: 150e9,
-    mem_read_bpc: 17.0,
-    mem_write_bpc: 17.0,
-    l2_read_bpc: 64.0,
-    l2_write_bpc: 48.0,
-    l1_l0a_bpc: 512.0,
-    l1_l0b_bpc: 256.0,
-    vector_bpc: 256.0,
-    launch_us: 5.0,
-    nd_nz_on_the_fly: false,
-    cube_fp32: false,
-    bf16: false,
-};
+/// Kernel launch overhead in µs by AI core generation (`[version] AIC_version`; no SoC file
+/// has it): DESIGN.md's estimates, the low end of each range: 3 µs on the cloud cores with
+/// separate vector cores (AIC-C-220 and later: 910B, 910_93, 910_95), 5 µs on the 910A's and
+/// the 310P's generations (AIC-C-100, AIC-M-200/210), 10 µs on the rest (the 310's, the 310B's
+/// and the embedded parts').
+pub(crate) fn launch_us(aic_version: &str) -> f64 {
+    match aic_version {
+        "AIC-C-220" | "AIC-C-310" => 3.0,
+        "AIC-C-100" | "AIC-M-200" | "AIC-M-210" => 5.0,
+        _ => 10.0,
+    }
+}

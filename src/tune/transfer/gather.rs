@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::bank::{Bank, BankError, Descriptor, IndexGroup};
-use crate::key::soc::SOCS;
+use crate::key::soc::socs;
 use crate::key::{BankKey, OpDescriptor, RecordKind, KEY_SCHEMA_VERSION};
 
 use super::distance::transfer_distance;
@@ -36,7 +36,7 @@ pub(super) fn read_pool(
     // keys already read (and do not count them against the limit).
     let pool = RefCell::new(BTreeMap::new());
     for op_type in op_types {
-        for soc in SOCS {
+        for soc in socs() {
             let group = IndexGroup {
                 soc: soc.version,
                 kind: RecordKind::Op,

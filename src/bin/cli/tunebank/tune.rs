@@ -24,7 +24,15 @@ pub struct TuneArgs {
     /// Runner: sim, sim:SEED (simulator with seeded noise), cpu, or exec:COMMAND.
     #[arg(long, default_value = "sim")]
     pub runner: String,
-    /// Search strategy: ensemble, bayes_opt, tpe, genetic, annealing, random, exhaustive.
+    /// The simulator's SoC description: a CANN `platform_config/<SoC>.ini` file, or a folder
+    /// of them; it takes precedence over the installed toolkit's file ($ASCEND_HOME_PATH, else
+    /// $ASCEND_TOOLKIT_HOME, else the default install paths) and the built-in CANN 8.1 copy.
+    /// Keys never read it: they use the built-in files.
+    #[arg(long = "platform-config", value_name = "FILE|DIR")]
+    pub platform_config: Option<PathBuf>,
+    /// Search strategy: ensemble, bayes_opt, tpe, genetic, annealing, random, exhaustive,
+    /// aoe-ga (AOE's operator-tuner genetic algorithm, its default settings), aoe-ga-hp (its
+    /// high-performance settings on 910).
     #[arg(long, default_value = "ensemble")]
     pub strategy: String,
     /// Candidates measured per op at most.
@@ -95,6 +103,10 @@ pub struct TuneArgs {
 
 /// Tunes the model; exit 0 done, 1 some op failed or none tuned, 130 interrupted (a rerun continues).
 pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
+    if let Some(p) = &args.platform_config {
+        // The first resolution of any SoC happens after this, so the path always takes.
+        tunebank::key::use_platform_config(p);
+    }
     let spec = job_spec(&args, atc)?;
     let env = Environment::process();
     if let Some(url) = &args.queue {
@@ -213,6 +225,14 @@ struct Shown {
     per_task: bool,
 }
 
+/// Which SoC description file the simulator's figures come from.
+fn soc_facts(job: &Job) {
+    let version = &job.soc().version;
+    if let Ok(source) = tunebank::key::platform_source(version) {
+        eprintln!("tunebank: SoC facts of {version}: {source}");
+    }
+}
+
 impl Observer for Shown {
     fn started(&mut self, job: &Job, start: &Started<'_>) {
         let s = job.settings();
@@ -235,6 +255,7 @@ impl Observer for Shown {
                 s.trials_per_op,
                 s.workers,
             );
+            soc_facts(job);
             if let Some(g) = job.graph_applied() {
                 let a = &g.applied;
                 let before: usize = a.subgraphs.iter().map(|s| s.units_before).sum();
@@ -257,6 +278,7 @@ impl Observer for Shown {
                 s.strategy,
                 s.trials_per_op,
             );
+            soc_facts(job);
             eprintln!("tunebank: graph bank {bank}; result file {result}");
         }
     }

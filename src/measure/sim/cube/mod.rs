@@ -385,9 +385,21 @@ impl CubeTiling {
     pub fn default_for(p: &GemmProblem, soc: &SocModel, cores: u32) -> CubeTiling {
         let pref_m = if soc.l0c >= 256 * 1024 { 256 } else { 128 };
         let pref_k = 128 / p.in_bytes;
-        let base_m = pref_m.min(p.ma());
-        let base_n = 256.min(p.na());
-        let base_k = pref_k.min(p.ka());
+        let (mut base_m, mut base_n, mut base_k) =
+            (pref_m.min(p.ma()), 256.min(p.na()), pref_k.min(p.ka()));
+        // Small cores (Ascend031: 16 KiB L0C, 8 KiB L0A/L0B): halve the tile until it fits
+        // the buffers, N first, never below one fractal (16) or one C0 of K.
+        while base_m * base_n * 4 > soc.l0c && base_m.max(base_n) > 16 {
+            if base_n >= base_m {
+                base_n /= 2;
+            } else {
+                base_m /= 2;
+            }
+        }
+        let s = p.in_bytes;
+        while (base_m * base_k * s > soc.l0a || base_k * base_n * s > soc.l0b) && base_k > p.c0() {
+            base_k /= 2;
+        }
         let m_blocks = p.ma().div_ceil(base_m);
         let n_blocks = p.na().div_ceil(base_n);
         let cores = u64::from(cores);
@@ -407,19 +419,33 @@ impl CubeTiling {
         } else {
             1
         };
+        let db_l0a = if base_m * base_k * s * 2 <= soc.l0a {
+            2
+        } else {
+            1
+        };
+        let db_l0b = if base_k * base_n * s * 2 <= soc.l0b {
+            2
+        } else {
+            1
+        };
+        // Two K-tiles of each operand in L1 (double buffering), one each when that overflows.
+        let l1_need =
+            |depth: u64| depth * (base_m + base_n) * base_k * s + u64::from(p.bias) * base_n * 4;
+        let depth = if l1_need(2) + 256 <= soc.l1 { 2 } else { 1 };
         CubeTiling {
             block_dim_m: best.1,
             block_dim_n: best.2,
             base_m,
             base_n,
             base_k,
-            depth_a1: 2,
-            depth_b1: 2,
+            depth_a1: depth,
+            depth_b1: depth,
             step_ka: 1,
             step_kb: 1,
             iterate_order: 0,
-            db_l0a: 2,
-            db_l0b: 2,
+            db_l0a,
+            db_l0b,
             db_l0c,
         }
     }
