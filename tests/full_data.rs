@@ -212,21 +212,14 @@ fn aoe_dev_bank_imports_maps_exports_and_calibrates() {
     );
 
     let cal = tunebank::inspect::calibrate::calibrate(&parsed, &soc, 50, 0);
-    let unmapped: Vec<&str> = cal
-        .records
-        .iter()
-        .filter(|r| r.stored_us.is_none())
-        .map(|r| {
-            let why = r.reason.as_deref().unwrap();
-            assert!(why.contains("exceeds the 24 cores"), "{}: {why}", r.md5);
-            &r.md5[..8]
-        })
-        .collect();
-    assert_eq!(
-        unmapped,
-        ["01b915d5", "0b66fa57", "141843de", "7592fdcd", "92e213fe", "c326b0a4"]
+    // The six 25-block tilings of the file (tuned for a 25-core part) run in waves on the
+    // 24-core Ascend910B1 file: every record maps.
+    assert!(
+        cal.records.iter().all(|r| r.stored_us.is_some()),
+        "{:?}",
+        cal.records.iter().map(|r| &r.reason).collect::<Vec<_>>()
     );
-    assert_eq!(cal.summary.mapped, 20);
+    assert_eq!(cal.summary.mapped, 26);
     assert!(cal.records.iter().all(|r| r.best_us.is_some()));
 }
 

@@ -488,22 +488,17 @@ fn calibrate_reports_every_record_with_the_reason_for_a_missing_time() {
             r["best_us"].as_f64().unwrap(),
         );
         assert!(best <= default, "{r}");
-        match r["stored_us"].as_f64() {
-            Some(s) => assert!(s > 0.0 && r.get("reason").is_none(), "{r}"),
-            // Three sample records split M over 25 cores; the simulated SoC has 24.
-            None => assert!(
-                r["reason"]
-                    .as_str()
-                    .unwrap()
-                    .contains("25 exceeds the 24 cores"),
-                "{r}"
-            ),
-        }
+        // Three sample records split M over 25 blocks on the 24-core file: they run in waves.
+        let stored = r["stored_us"].as_f64();
+        assert!(
+            stored.is_some_and(|s| s > 0.0) && r.get("reason").is_none(),
+            "{r}"
+        );
     }
     let s = &doc["summary"];
     assert_eq!(s["records"], 8);
-    assert_eq!(s["mapped"], 5);
-    assert_eq!(s["stored"]["records"], 5);
+    assert_eq!(s["mapped"], 8);
+    assert_eq!(s["stored"]["records"], 8);
     assert_eq!(s["best"]["records"], 8);
     let share = s["stored_within_10pct_of_best"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&share));

@@ -249,7 +249,6 @@ fn invalid_strategies_fail_as_build_fail_with_the_reason() {
         ("baseM", 512, "L0C overflow"),
         ("baseM", 40, "misaligned"),
         ("depthA1", 3, "depthA1"),
-        ("blockDimM", 30, "cores"),
     ];
     for (k, v, why) in cases {
         let mut bad = s.clone();
@@ -493,6 +492,45 @@ fn fp32_matmul_is_unsupported_on_310p_cube() {
     assert!(SimRunner::new().space(&task).is_err());
     task.op.soc = SocSpec::from_version("Ascend910B2").unwrap();
     assert!(SimRunner::new().space(&task).is_ok());
+}
+
+/// A split into more blocks than the SoC has cores runs in waves, as on the hardware (AOE's
+/// 910B1 bank holds 25-block tilings for a 24-core file), never refused: 25 blocks of one row
+/// each on 24 cores take two rounds, so about twice as long as 24 blocks of the same size, and
+/// 48 blocks take as long as 25.
+#[test]
+fn more_blocks_than_cores_run_in_waves() {
+    let mut sim = SimRunner::new();
+    let time = |sim: &mut SimRunner, m: i64, bdm: i64| {
+        let task = matmul(1, m, 256, 256, "Ascend910B2");
+        let mut s = sim.default_strategy(&task).unwrap();
+        for (k, v) in [
+            ("blockDimM", bdm),
+            ("blockDimN", 1),
+            ("baseM", 16),
+            ("baseN", 256),
+        ] {
+            s.insert(k.into(), v.into());
+        }
+        let o = sim.measure(&task, &[s]).unwrap().remove(0);
+        o.median_us()
+            .unwrap_or_else(|| panic!("{bdm} blocks of M = {m}: {o:?}"))
+    };
+    let (t24, t25, t48) = (
+        time(&mut sim, 24 * 16, 24),
+        time(&mut sim, 25 * 16, 25),
+        time(&mut sim, 48 * 16, 48),
+    );
+    let launch = 3.0;
+    let ratio = (t25 - launch) / (t24 - launch);
+    assert!(
+        (1.6..2.2).contains(&ratio),
+        "two waves: {t25} us vs {t24} us"
+    );
+    assert!(
+        (t48 - t25).abs() < 0.05 * t25,
+        "48 blocks, two waves: {t48} vs {t25}"
+    );
 }
 
 /// The committed subset of CANN's Ascend910B2 MatMul tiling repository: every 16th record of the

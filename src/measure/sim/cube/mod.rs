@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use search_strategies::{Parameter, Value};
 
 use super::soc::SocModel;
-use super::{bounded, bounded_align};
+use super::{bounded, bounded_align, MAX_SIZE};
 use crate::key::CUBE_TILING_PARAMS;
 use crate::measure::get_int;
 
@@ -298,10 +298,11 @@ impl CubeTiling {
                 return Err(format!("{n} must be positive"));
             }
         }
+        // More blocks than cores is valid: they run in waves (`CoreShare`), as on the hardware.
         let used = product(&[t.block_dim_m, t.block_dim_n]);
-        if used.is_none_or(|u| u > u64::from(cores)) {
+        if used.is_none_or(|u| u > MAX_SIZE) {
             return Err(format!(
-                "blockDimM·blockDimN = {} exceeds the {cores} cores",
+                "blockDimM·blockDimN = {} is past the model's limit of {MAX_SIZE} blocks ({cores} cores)",
                 shown(used)
             ));
         }

@@ -63,14 +63,20 @@ struct CoreShare {
 }
 
 impl CoreShare {
+    /// The busiest core's share on `cores` cores. More blocks than cores run in waves: each
+    /// core takes `⌈blocks · batch / cores⌉` block-batches one after the other.
     fn of(t: &CubeTiling, p: &GemmProblem, cores: u32) -> CoreShare {
-        let block_b = p
-            .batch
-            .min((u64::from(cores) / (t.block_dim_m * t.block_dim_n)).max(1));
+        let cores = u64::from(cores.max(1));
+        let blocks = t.block_dim_m * t.block_dim_n;
+        let batches = if blocks > cores {
+            blocks.saturating_mul(p.batch).div_ceil(cores)
+        } else {
+            p.batch.div_ceil(p.batch.min(cores / blocks).max(1))
+        };
         CoreShare {
             m: align(p.ma().div_ceil(t.block_dim_m), 16),
             n: align(p.na().div_ceil(t.block_dim_n), 16),
-            batches: p.batch.div_ceil(block_b),
+            batches,
         }
     }
 }
