@@ -1,8 +1,11 @@
-//! Cost of building real search spaces: the integer fast path against the generic restriction
-//! interpreter (the baseline), measured in the same run.
+//! Cost of building real search spaces, against two baselines measured in the same run: the
+//! generic restriction interpreter (`generic_baseline`: every restriction interpreted), and the
+//! builder as it was before features became computed on demand and the index a sorted list
+//! (`stored_baseline`: this build plus the per-configuration feature matrix and the hashed
+//! configuration index it used to make, rebuilt here from the space as that code did).
 //!
 //! Run: `cargo bench -p search-strategies --bench space_build`. After criterion's figures it
-//! prints the ratio generic / fast per space from interleaved timings.
+//! prints the ratios generic / fast and stored / fast per space from interleaved timings.
 //!
 //! The spaces are tunebank's simulated cube (TCubeTiling) spaces of two ResNet-50 convolutions
 //! and its final MatMul on Ascend910B2: the parameters, restrictions and constants that the
@@ -13,6 +16,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, BenchmarkId, Criterion};
+use rustc_hash::FxHashMap;
 use search_strategies::{Parameter, Restriction, Space, Value};
 
 /// The cube space's restrictions (`cube::space`).
@@ -149,6 +153,56 @@ fn build(s: &Spec, fast: bool) -> Space {
     }
 }
 
+/// The previous builder: this build plus what it stored per configuration, the feature matrix
+/// (`feature_dims` ranks per configuration) and the FxHash map from each configuration's
+/// mixed-radix number to its id.
+fn build_stored(s: &Spec) -> (Space, Vec<f64>, FxHashMap<u64, u32>) {
+    let space = build(s, true);
+    let (n, dims) = (space.len(), space.params().len());
+    // Each varying parameter's value ranks, as `Space::features` defines them.
+    let ranks: Vec<Option<Vec<f64>>> = space
+        .params()
+        .iter()
+        .map(|p| {
+            let k = p.values.len();
+            (k > 1).then(|| {
+                let nums: Vec<f64> = p.values.iter().map(|v| v.as_f64().unwrap()).collect();
+                let mut order: Vec<usize> = (0..k).collect();
+                order.sort_by(|&a, &b| nums[a].total_cmp(&nums[b]));
+                let mut r = vec![0.0; k];
+                for (rank, &vi) in order.iter().enumerate() {
+                    r[vi] = rank as f64 / (k - 1) as f64;
+                }
+                r
+            })
+        })
+        .collect();
+    let radix: Vec<u64> = space
+        .params()
+        .iter()
+        .map(|p| p.values.len() as u64)
+        .collect();
+    let mut index = FxHashMap::with_capacity_and_hasher(n, Default::default());
+    for id in 0..n as u32 {
+        let key = space
+            .config(id)
+            .iter()
+            .zip(&radix)
+            .fold(0u64, |acc, (&i, &r)| acc * r + u64::from(i));
+        index.insert(key, id);
+    }
+    let mut features = Vec::with_capacity(n * space.feature_dims());
+    for id in 0..n as u32 {
+        let c = space.config(id);
+        for (j, r) in ranks.iter().enumerate().take(dims) {
+            if let Some(r) = r {
+                features.push(r[usize::from(c[j])]);
+            }
+        }
+    }
+    (space, features, index)
+}
+
 /// Bindings to evaluate the restrictions on: every valid configuration of the space.
 fn bindings(s: &Spec) -> Vec<Vec<i64>> {
     let space = build(s, true);
@@ -176,6 +230,9 @@ fn space_build(c: &mut Criterion) {
         assert!((0..fast.len() as u32).all(|id| fast.config(id) == generic.config(id)));
         g.bench_function(BenchmarkId::new(case.name, "generic_baseline"), |b| {
             b.iter(|| black_box(build(&s, false)))
+        });
+        g.bench_function(BenchmarkId::new(case.name, "stored_baseline"), |b| {
+            b.iter(|| black_box(build_stored(&s)))
         });
         g.bench_function(BenchmarkId::new(case.name, "fast"), |b| {
             b.iter(|| black_box(build(&s, true)))
@@ -219,10 +276,14 @@ fn space_build(c: &mut Criterion) {
 
 criterion_group!(benches, space_build);
 
-/// Wall time of one build.
-fn time(s: &Spec, fast: bool) -> Duration {
+/// Wall time of one build: 0 generic, 1 fast, 2 the previous (stored) builder.
+fn time(s: &Spec, which: u8) -> Duration {
     let t0 = Instant::now();
-    black_box(build(s, fast));
+    match which {
+        0 => drop(black_box(build(s, false))),
+        1 => drop(black_box(build(s, true))),
+        _ => drop(black_box(build_stored(s))),
+    }
     t0.elapsed()
 }
 
@@ -235,24 +296,27 @@ fn main() {
     if !args.iter().any(|a| a == "--bench") || args.iter().any(|a| a == "--profile-time") {
         return;
     }
-    println!("\nratio generic / fast (median of 5 interleaved builds each):");
+    println!("\nratios to this builder (median of 5 interleaved builds each):");
     for case in &CASES {
         let s = spec(case);
-        let mut generic = Vec::new();
-        let mut fast = Vec::new();
+        let mut t = [Vec::new(), Vec::new(), Vec::new()];
         for _ in 0..5 {
-            generic.push(time(&s, false));
-            fast.push(time(&s, true));
+            for (which, v) in t.iter_mut().enumerate() {
+                v.push(time(&s, which as u8));
+            }
         }
-        generic.sort();
-        fast.sort();
-        let (g, f) = (generic[2], fast[2]);
+        let [g, f, st] = t.map(|mut v| {
+            v.sort();
+            v[2].as_secs_f64()
+        });
         println!(
-            "  {:<22} generic {:>8.1} ms  fast {:>8.1} ms  ratio {:.2}×",
+            "  {:<22} generic {:>7.1} ms  stored {:>7.1} ms  fast {:>7.1} ms  generic/fast {:.2}×  stored/fast {:.2}×",
             case.name,
-            g.as_secs_f64() * 1e3,
-            f.as_secs_f64() * 1e3,
-            g.as_secs_f64() / f.as_secs_f64()
+            g * 1e3,
+            st * 1e3,
+            f * 1e3,
+            g / f,
+            st / f
         );
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rand_chacha::ChaCha8Rng;
 
 use crate::gp::{expected_improvement, fit_hyper, Gp, Hyper};
-use crate::space::{ConfigId, Neighbourhood, Space};
+use crate::space::{ConfigId, Features, Neighbourhood, Space};
 use crate::strategies::{random_unmeasured, seeded_rng};
 use crate::strategy::{Observation, SearchContext, Strategy};
 use crate::transfer::{prior_slope, unmeasured_seeds, Prior};
@@ -176,6 +176,7 @@ impl BayesOpt {
         let space = ctx.space;
         let mut anchors: Vec<ConfigId> = ctx.history.observations().iter().map(|o| o.id).collect();
         anchors.extend_from_slice(taken);
+        let anchors: Vec<Features> = anchors.iter().map(|&a| space.features(a)).collect();
         let mut best: Option<(ConfigId, f64)> = None;
         for _ in 0..self.cfg.design_candidates {
             let Some(c) = random_unmeasured(ctx, &mut self.rng, taken) else {
@@ -184,12 +185,7 @@ impl BayesOpt {
             let f = space.features(c);
             let dmin = anchors
                 .iter()
-                .map(|&a| {
-                    f.iter()
-                        .zip(space.features(a))
-                        .map(|(x, y)| (x - y) * (x - y))
-                        .sum::<f64>()
-                })
+                .map(|a| f.iter().zip(a).map(|(x, y)| (x - y) * (x - y)).sum::<f64>())
                 .fold(f64::INFINITY, f64::min);
             if best.is_none_or(|(_, d)| dmin > d) {
                 best = Some((c, dmin));
@@ -303,7 +299,7 @@ fn best_by_ei(
     let mut bounded: Vec<(f64, ConfigId)> = cands
         .iter()
         .map(|&c| {
-            let mu = gp.mean(space.features(c)) + shift(c);
+            let mu = gp.mean(&space.features(c)) + shift(c);
             (expected_improvement(mu, 1.0, best, xi), c)
         })
         .collect();
@@ -314,7 +310,7 @@ fn best_by_ei(
         if pick.is_some_and(|(_, e)| bound <= e) {
             break;
         }
-        let (mu, v) = gp.predict(space.features(c), &mut scratch);
+        let (mu, v) = gp.predict(&space.features(c), &mut scratch);
         let mu = mu + shift(c);
         let ei = expected_improvement(mu, v, best, xi);
         if pick.is_none_or(|(_, e)| ei > e) {
@@ -376,9 +372,7 @@ pub fn local_moves(ctx: &SearchContext<'_>, taken: &[ConfigId]) -> Vec<ConfigId>
 }
 
 fn gather(space: &Space, ids: &[ConfigId]) -> Vec<f64> {
-    ids.iter()
-        .flat_map(|&id| space.features(id).iter().copied())
-        .collect()
+    ids.iter().flat_map(|&id| space.features(id)).collect()
 }
 
 impl Strategy for BayesOpt {
@@ -529,7 +523,7 @@ mod tests {
             };
             let mut bo = BayesOpt::with_config(seed, cfg);
             let out = Driver::new(10).run(&space, &mut bo, &mut flat);
-            let f: Vec<&[f64]> = out
+            let f: Vec<Features> = out
                 .history
                 .observations()
                 .iter()
@@ -538,7 +532,7 @@ mod tests {
             let mut dmin = f64::INFINITY;
             for i in 0..f.len() {
                 for j in 0..i {
-                    let d: f64 = f[i].iter().zip(f[j]).map(|(a, b)| (a - b) * (a - b)).sum();
+                    let d: f64 = f[i].iter().zip(&f[j]).map(|(a, b)| (a - b) * (a - b)).sum();
                     dmin = dmin.min(d);
                 }
             }

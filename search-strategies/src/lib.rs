@@ -113,7 +113,7 @@ pub mod tpe;
 pub mod transfer;
 
 pub use expr::{Restriction, RestrictionError, Value};
-pub use space::{Config, ConfigId, Neighbourhood, Parameter, Space, SpaceError};
+pub use space::{Config, ConfigId, Features, Neighbourhood, Parameter, Space, SpaceError};
 pub use strategy::{
     Driver, History, Objective, Observation, SearchContext, SearchOutcome, StopReason, Strategy,
 };

@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 
 use rand::Rng;
-use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use thiserror::Error;
 
@@ -14,6 +13,9 @@ pub type Config = SmallVec<[u16; 16]>;
 
 /// Position of a configuration in its space's valid set (`0..space.len()`).
 pub type ConfigId = u32;
+
+/// A configuration's feature vector ([`Space::features`]), computed on demand.
+pub type Features = SmallVec<[f64; 16]>;
 
 /// A tuning parameter: a name and its finite list of values.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,8 +84,10 @@ pub struct Space {
     dims: usize,
     configs: Vec<u16>,
     index: Index,
-    features: Vec<f64>,
-    feature_dims: usize,
+    /// `ranks[j]`: parameter j's value ranks ([`value_ranks`]); empty when it has one value.
+    ranks: Vec<Vec<f64>>,
+    /// The parameters with more than one value, in order: the feature coordinates.
+    feature_params: Vec<usize>,
 }
 
 impl Space {
@@ -156,6 +160,9 @@ impl Space {
         }
         let mut configs = Vec::new();
         if d > 0 {
+            // Each block of parameters that no restriction spans is enumerated on its own and
+            // the valid set is their product, written in lexicographic order.
+            let blocks = independent_blocks(d, &compiled);
             let mut e = Enumeration {
                 params: &params,
                 ints: &ints,
@@ -165,9 +172,22 @@ impl Space {
                 cur: params.iter().map(|p| p.values[0].clone()).collect(),
                 cur_int: vec![0; d],
                 idx: vec![0; d],
-                out: &mut configs,
+                start: 0,
+                end: d,
+                out: Vec::new(),
             };
-            e.rec(0);
+            if blocks.len() == 1 {
+                e.rec(0);
+                configs = e.out;
+            } else {
+                let mut rows = Vec::with_capacity(blocks.len());
+                for &(a, b) in &blocks {
+                    (e.start, e.end) = (a, b);
+                    e.rec(a);
+                    rows.push(std::mem::take(&mut e.out));
+                }
+                configs = product(&blocks, &rows)?;
+            }
         }
         Self::finish(params, compiled, configs)
     }
@@ -207,25 +227,21 @@ impl Space {
         }
         let index = Index::build(&params, &configs, n);
         // Features: each parameter with more than one value becomes one coordinate in [0, 1],
-        // its value's rank (numeric order when all values are numbers, list order otherwise).
-        let ranks: Vec<Option<Vec<f64>>> = params.iter().map(value_ranks).collect();
-        let feature_dims = ranks.iter().filter(|r| r.is_some()).count();
-        let mut features = Vec::with_capacity(n * feature_dims);
-        for i in 0..n {
-            for (j, r) in ranks.iter().enumerate() {
-                if let Some(r) = r {
-                    features.push(r[usize::from(configs[i * dims + j])]);
-                }
-            }
-        }
+        // its value's rank (numeric order when all values are numbers, list order otherwise),
+        // looked up when asked for rather than stored per configuration.
+        let ranks: Vec<Vec<f64>> = params
+            .iter()
+            .map(|p| value_ranks(p).unwrap_or_default())
+            .collect();
+        let feature_params = (0..dims).filter(|&j| !ranks[j].is_empty()).collect();
         Ok(Self {
             params,
             restrictions,
             dims,
             configs,
             index,
-            features,
-            feature_dims,
+            ranks,
+            feature_params,
         })
     }
 
@@ -266,7 +282,7 @@ impl Space {
 
     /// The id of a configuration, or `None` if it is not in the valid set.
     pub fn id_of(&self, config: &[u16]) -> Option<ConfigId> {
-        self.index.get(config)
+        self.index.get(config, &self.configs, self.dims)
     }
 
     /// True when every restriction holds for `config` (it need not be in the valid set; a
@@ -308,7 +324,7 @@ impl Space {
             let k = self.params[j].values.len() as u16;
             let mut visit = |v: u16, c: &mut Config| {
                 c[j] = v;
-                if let Some(n) = self.index.get(c) {
+                if let Some(n) = self.index.get(c, &self.configs, self.dims) {
                     f(n);
                 }
             };
@@ -333,14 +349,18 @@ impl Space {
 
     /// Number of feature coordinates (parameters with more than one value).
     pub fn feature_dims(&self) -> usize {
-        self.feature_dims
+        self.feature_params.len()
     }
 
     /// Configuration `id` as a point in `[0, 1]^feature_dims()`: each varying parameter's value
-    /// rank, scaled. Models (the Gaussian process) and distances work on these.
-    pub fn features(&self, id: ConfigId) -> &[f64] {
-        let i = id as usize * self.feature_dims;
-        &self.features[i..i + self.feature_dims]
+    /// rank, scaled. Models (the Gaussian process) and distances work on these. Computed from
+    /// the configuration on each call (no per-configuration storage). Panics if `id >= len()`.
+    pub fn features(&self, id: ConfigId) -> Features {
+        let c = self.config(id);
+        self.feature_params
+            .iter()
+            .map(|&j| self.ranks[j][usize::from(c[j])])
+            .collect()
     }
 
     /// Number of parameters on which two configurations differ.
@@ -365,18 +385,17 @@ fn check_params(params: &[Parameter]) -> Result<(), SpaceError> {
     Ok(())
 }
 
-/// The configuration → id map. Keys are a configuration's number in the mixed radix of the
-/// parameters' value counts when the raw space fits a `u64` (always, in practice), else the
-/// configurations themselves; either way hashed with FxHash. Only looked up, never iterated,
-/// so the hasher cannot change a result.
+/// The configuration → id map. Ids follow lexicographic order of the configurations, so
+/// their numbers in the mixed radix of the parameters' value counts ascend with the id: when
+/// the raw space fits a `u64` (always, in practice) the index is that sorted list of numbers,
+/// else the configurations themselves, and a look-up is a binary search either way.
 #[derive(Debug, Clone)]
 enum Index {
-    /// `radix[j]`: parameter j's number of values; key = Σ config[j] · Π_{k>j} radix[k].
-    Packed {
-        radix: Vec<u64>,
-        map: FxHashMap<u64, ConfigId>,
-    },
-    Wide(FxHashMap<Config, ConfigId>),
+    /// `radix[j]`: parameter j's number of values; key = Σ config[j] · Π_{k>j} radix[k];
+    /// `keys[id]` is configuration `id`'s key.
+    Packed { radix: Vec<u64>, keys: Vec<u64> },
+    /// Binary search over the configurations.
+    Wide,
 }
 
 impl Index {
@@ -387,34 +406,47 @@ impl Index {
             .iter()
             .try_fold(1u64, |acc, &r| acc.checked_mul(r))
             .is_some();
-        let rows = (0..n).map(|i| &configs[i * dims..(i + 1) * dims]);
-        if fits {
-            let mut map = FxHashMap::with_capacity_and_hasher(n, Default::default());
-            for (i, c) in rows.enumerate() {
-                map.insert(pack(&radix, c), i as ConfigId);
-            }
-            Index::Packed { radix, map }
-        } else {
-            let mut map = FxHashMap::with_capacity_and_hasher(n, Default::default());
-            for (i, c) in rows.enumerate() {
-                map.insert(Config::from_slice(c), i as ConfigId);
-            }
-            Index::Wide(map)
+        if !fits || dims == 0 {
+            return Index::Wide;
         }
+        let keys: Vec<u64> = (0..n)
+            .map(|i| pack(&radix, &configs[i * dims..(i + 1) * dims]))
+            .collect();
+        debug_assert!(
+            keys.windows(2).all(|w| w[0] < w[1]),
+            "ids follow lexicographic order"
+        );
+        Index::Packed { radix, keys }
     }
 
-    fn get(&self, config: &[u16]) -> Option<ConfigId> {
+    fn get(&self, config: &[u16], configs: &[u16], dims: usize) -> Option<ConfigId> {
         match self {
-            Index::Packed { radix, map } => {
+            Index::Packed { radix, keys } => {
                 // Out-of-range indices would alias another configuration's number.
                 if config.len() != radix.len()
                     || config.iter().zip(radix).any(|(&i, &r)| u64::from(i) >= r)
                 {
                     return None;
                 }
-                map.get(&pack(radix, config)).copied()
+                let id = keys.binary_search(&pack(radix, config)).ok()?;
+                Some(id as ConfigId)
             }
-            Index::Wide(map) => map.get(config).copied(),
+            Index::Wide => {
+                if config.len() != dims || dims == 0 {
+                    return None;
+                }
+                let n = configs.len() / dims;
+                let (mut lo, mut hi) = (0usize, n);
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    match configs[mid * dims..(mid + 1) * dims].cmp(config) {
+                        std::cmp::Ordering::Less => lo = mid + 1,
+                        std::cmp::Ordering::Greater => hi = mid,
+                        std::cmp::Ordering::Equal => return Some(mid as ConfigId),
+                    }
+                }
+                None
+            }
         }
     }
 }
@@ -442,7 +474,75 @@ struct Enumeration<'a> {
     /// reads).
     cur_int: Vec<i64>,
     idx: Vec<u16>,
-    out: &'a mut Vec<u16>,
+    /// The block of parameters being enumerated, `start..end`; its rows go to `out`.
+    start: usize,
+    end: usize,
+    out: Vec<u16>,
+}
+
+/// The blocks of consecutive parameters, `(start, end)`, that no restriction spans: a cut
+/// between parameters `k - 1` and `k` unless some restriction reads a parameter below `k`
+/// and one at `k` or above. A restriction over no parameter belongs to the first block.
+fn independent_blocks(d: usize, rs: &[Restriction]) -> Vec<(usize, usize)> {
+    let mut joined = vec![false; d];
+    for r in rs {
+        if let (Some(&lo), Some(&hi)) = (r.params().first(), r.params().last()) {
+            for j in joined.iter_mut().take(hi + 1).skip(lo + 1) {
+                *j = true;
+            }
+        }
+    }
+    let mut blocks = Vec::new();
+    let mut a = 0;
+    for (k, _) in joined.iter().enumerate().skip(1).filter(|(_, j)| !**j) {
+        blocks.push((a, k));
+        a = k;
+    }
+    blocks.push((a, d));
+    blocks
+}
+
+/// The configurations of the product of `blocks` whose valid rows are `rows` (each the
+/// block's sub-configurations in lexicographic order), in lexicographic order: the first
+/// block varies slowest. Refused before anything is written when it has more configurations
+/// than a [`ConfigId`] can index.
+fn product(blocks: &[(usize, usize)], rows: &[Vec<u16>]) -> Result<Vec<u16>, SpaceError> {
+    let counts: Vec<usize> = blocks
+        .iter()
+        .zip(rows)
+        .map(|(&(a, b), r)| r.len() / (b - a))
+        .collect();
+    let n = counts
+        .iter()
+        .try_fold(1usize, |acc, &c| acc.checked_mul(c))
+        .filter(|&n| n <= ConfigId::MAX as usize)
+        .ok_or(SpaceError::TooLarge {
+            max: ConfigId::MAX as usize,
+        })?;
+    let d = blocks.last().map_or(0, |b| b.1);
+    let mut out = Vec::with_capacity(n * d);
+    // Appends every combination of blocks `k..` to the prefix already in `row`.
+    fn fill(
+        k: usize,
+        blocks: &[(usize, usize)],
+        rows: &[Vec<u16>],
+        row: &mut Vec<u16>,
+        out: &mut Vec<u16>,
+    ) {
+        let Some(&(a, b)) = blocks.get(k) else {
+            out.extend_from_slice(row);
+            return;
+        };
+        for sub in rows[k].chunks_exact(b - a) {
+            row.extend_from_slice(sub);
+            fill(k + 1, blocks, rows, row, out);
+            row.truncate(a);
+        }
+    }
+    if n > 0 {
+        fill(0, blocks, rows, &mut Vec::with_capacity(d), &mut out);
+    }
+    Ok(out)
 }
 
 impl Enumeration<'_> {
@@ -460,8 +560,8 @@ impl Enumeration<'_> {
             if !self.by_depth[depth].iter().all(|&r| self.holds(r, depth)) {
                 continue;
             }
-            if depth + 1 == self.params.len() {
-                self.out.extend_from_slice(&self.idx);
+            if depth + 1 == self.end {
+                self.out.extend_from_slice(&self.idx[self.start..self.end]);
             } else {
                 self.rec(depth + 1);
             }
@@ -553,6 +653,66 @@ mod tests {
         }
     }
 
+    /// Parameters `a, b | c, d | e | f` with restrictions inside the first two blocks only:
+    /// enumerated block by block, the valid set is the brute-force filter of the raw grid in
+    /// lexicographic order (ids, index, features); a restriction spanning `b` and `d` joins
+    /// the first two blocks, and one reading only constants stays in the first.
+    #[test]
+    fn independent_blocks_enumerate_to_the_brute_force_order() {
+        let params = vec![
+            Parameter::ints("a", &[1, 2, 3]),
+            Parameter::ints("b", &[1, 2, 3, 4]),
+            Parameter::ints("c", &[1, 2, 4]),
+            Parameter::ints("d", &[1, 2, 4, 8]),
+            Parameter::ints("e", &[0, 1]),
+            Parameter::ints("f", &[7]),
+        ];
+        let restrictions = ["a < b".to_string(), "c * d <= 8".to_string()];
+        let s = Space::enumerate(params.clone(), &restrictions, &HashMap::new()).unwrap();
+        assert_eq!(
+            independent_blocks(6, s.restrictions()),
+            [(0, 2), (2, 4), (4, 5), (5, 6)]
+        );
+        let mut want: Vec<[u16; 6]> = Vec::new();
+        for a in 0..3u16 {
+            for b in 0..4u16 {
+                for c in 0..3u16 {
+                    for d in 0..4u16 {
+                        for e in 0..2u16 {
+                            let (av, bv) = (i64::from(a) + 1, i64::from(b) + 1);
+                            let (cv, dv) =
+                                ([1, 2, 4][usize::from(c)], [1, 2, 4, 8][usize::from(d)]);
+                            if av < bv && cv * dv <= 8 {
+                                want.push([a, b, c, d, e, 0]);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(s.len(), want.len());
+        for (id, w) in want.iter().enumerate() {
+            assert_eq!(s.config(id as ConfigId), w);
+            assert_eq!(s.id_of(w), Some(id as ConfigId));
+            assert_eq!(s.features(id as ConfigId).len(), 5);
+        }
+        let joined = Space::enumerate(
+            params,
+            &[
+                "a < b".to_string(),
+                "b + d <= 9".to_string(),
+                "1 < 2".to_string(),
+            ],
+            &HashMap::new(),
+        )
+        .unwrap();
+        assert_eq!(
+            independent_blocks(6, joined.restrictions()),
+            [(0, 4), (4, 5), (5, 6)]
+        );
+        assert!((0..joined.len() as ConfigId).all(|id| joined.satisfies(joined.config(id))));
+    }
+
     #[test]
     fn neighbours_are_valid_and_differ_in_one_parameter() {
         let s = demo();
@@ -591,7 +751,7 @@ mod tests {
             .map(|i| format!("p{i} == {i} or p{i} == 65534 and {i} == 4"))
             .collect();
         let s = Space::enumerate(params, &rs, &HashMap::new()).unwrap();
-        assert!(matches!(s.index, Index::Wide(_)));
+        assert!(matches!(s.index, Index::Wide));
         assert_eq!(s.len(), 2);
         assert_eq!(s.id_of(&[0, 1, 2, 3, 4]), Some(0));
         assert_eq!(s.id_of(&[0, 1, 2, 3, 65534]), Some(1));
