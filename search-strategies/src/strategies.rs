@@ -4,7 +4,9 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::aoe_ga::{AoeGa, AoeGaConfig};
+use crate::aoe_ga::AoeGa;
+#[cfg(doc)]
+use crate::aoe_ga::AoeGaConfig;
 use crate::bayes::BayesOpt;
 use crate::space::{Config, ConfigId, Neighbourhood};
 use crate::strategy::{Observation, SearchContext, Strategy};
@@ -28,11 +30,10 @@ pub const STRATEGY_NAMES: [&str; 9] = [
 
 /// Builds a built-in strategy by name, seeded; `None` for an unknown name.
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Strategy>> {
+    if let Some(ga) = AoeGa::by_name(name, seed) {
+        return Some(Box::new(ga));
+    }
     Some(match name {
-        "aoe-ga" => Box::new(AoeGa::new(seed, AoeGaConfig::default())),
-        "aoe-ga-hp" => {
-            Box::new(AoeGa::new(seed, AoeGaConfig::high_performance_910()).named("aoe-ga-hp"))
-        }
         "random" => Box::new(RandomSearch::new(seed)),
         "exhaustive" => Box::new(Exhaustive::new(seed)),
         "annealing" => Box::new(Annealing::new(seed)),

@@ -209,6 +209,20 @@ impl AoeGa {
         }
     }
 
+    /// The registry's AOE GA called `name`, seeded: `aoe-ga` (AOE's default settings) or
+    /// `aoe-ga-hp` (the high-performance settings on 910); `None` for any other name. What
+    /// [`by_name`](crate::strategies::by_name) builds for these names, as the concrete type (so
+    /// a caller can add [`AoeGa::with_seeds`]).
+    pub fn by_name(name: &str, seed: u64) -> Option<Self> {
+        match name {
+            "aoe-ga" => Some(Self::new(seed, AoeGaConfig::default())),
+            "aoe-ga-hp" => {
+                Some(Self::new(seed, AoeGaConfig::high_performance_910()).named("aoe-ga-hp"))
+            }
+            _ => None,
+        }
+    }
+
     /// The same strategy reporting `name` (`"aoe-ga-hp"` for the registry's high-performance
     /// preset).
     pub fn named(mut self, name: &'static str) -> Self {

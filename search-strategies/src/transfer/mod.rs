@@ -46,7 +46,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::aoe_ga::{AoeGa, AoeGaConfig};
+use crate::aoe_ga::AoeGa;
 use crate::bayes::BayesOpt;
 use crate::ensemble::Ensemble;
 use crate::expr::Value;
@@ -552,16 +552,8 @@ pub fn by_name_with_prior(name: &str, seed: u64, prior: Arc<Prior>) -> Option<Bo
         "bayes_opt" => Box::new(BayesOpt::new(seed).with_prior(prior)),
         "ensemble" => Box::new(Ensemble::default_arms_with_prior(seed, Some(prior))),
         "aoe-ga" | "aoe-ga-hp" => {
-            let (name, config) = match name {
-                "aoe-ga" => ("aoe-ga", AoeGaConfig::default()),
-                _ => ("aoe-ga-hp", AoeGaConfig::high_performance_910()),
-            };
             let seeds = prior.seeds().iter().map(|s| s.id);
-            Box::new(
-                AoeGa::new(seed, config)
-                    .named(name)
-                    .with_seeds_for(prior.space_len(), seeds),
-            )
+            Box::new(AoeGa::by_name(name, seed)?.with_seeds_for(prior.space_len(), seeds))
         }
         _ => Box::new(WarmStart::new(prior, inner)),
     })

@@ -10,7 +10,7 @@ use crate::key::StrategyMap;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use search_strategies::{Driver, History};
+use search_strategies::{ConfigId, Driver, History};
 
 use crate::bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
 use crate::measure::{Measure, MeasureError, Outcome, RunnerObjective, TaskSpace, TuningTask};
@@ -172,6 +172,12 @@ impl Opat<'_> {
         let hit = job.hit.is_some();
         let space = runner.space(&task)?;
         let default = runner.default_strategy(&task)?;
+        // What AOE's GA puts first in its first generation: the bank's old tiling for the
+        // shape, then the default tiling (those in the space).
+        let first: Vec<ConfigId> = (job.hit.iter().map(|(s, _)| s))
+            .chain([&default])
+            .filter_map(|s| space.config_of(s))
+            .collect();
         let baseline = match &job.hit {
             Some((s, _)) => s.clone(),
             None => default,
@@ -180,7 +186,7 @@ impl Opat<'_> {
         // A REPEAT_TUNE or reconfirming search starts from related records too (never its own
         // entry): the side-by-side against that entry still decides what is stored.
         let related = self.transfer.get(job.task);
-        let history = self.search(out, t, &task, &space, related, runner, granted)?;
+        let history = self.search(out, t, &task, &space, related, &first, runner, granted)?;
         let Some(best) = history.best() else {
             return Ok(()); // every candidate failed: nothing to write
         };
@@ -201,7 +207,8 @@ impl Opat<'_> {
 
     /// Searches the task's space within the `granted` trials and the per-op time (capped by
     /// the job's deadline), starting from the `related` records' winners when any projects onto
-    /// the space; sets the outcome's trials, stop reason and the records that seeded it.
+    /// the space (AOE's GA: after `first`, see [`transfer_strategy`]); sets the outcome's
+    /// trials, stop reason and the records that seeded it.
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
@@ -210,6 +217,7 @@ impl Opat<'_> {
         task: &TuningTask,
         space: &TaskSpace,
         related: &[Related],
+        first: &[ConfigId],
         runner: &mut TimedRunner,
         granted: u64,
     ) -> Result<History, Early> {
@@ -221,6 +229,7 @@ impl Opat<'_> {
             space,
             related,
             &t.descriptor.soc.version,
+            first,
         ) else {
             return Err(Early::Failure(format!(
                 "unknown strategy {}",

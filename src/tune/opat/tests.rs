@@ -1,4 +1,5 @@
-//! Tuning writes judged against what another process stored since the look-up.
+//! Tuning writes judged against what another process stored since the look-up; what AOE's GA
+//! measures first.
 
 use crate::key::StrategyMap;
 use std::collections::BTreeSet;
@@ -11,7 +12,9 @@ use crate::bank::{
     layered::index_key, BankError, Descriptor, LayerId, Origin, Performance, Provenance, Record,
 };
 use crate::key::{FsReader, RecordKind, ResolvedOptions};
+use crate::measure::{MeasureError, TaskSpace, TuningTask};
 use crate::tune::plan;
+use crate::tune::pool::TimedRunner;
 
 /// Offers `record`, compared side by side with `baseline`, to the bank as a finished task does.
 fn write_outcome(
@@ -114,4 +117,97 @@ fn a_damaged_record_is_replaced_by_any_sound_one() {
     assert!(bank.get_record(LayerId::Custom, &key).is_err());
     assert!(write_outcome(&bank, &new, None).unwrap().replace);
     assert_eq!(bank.get_record(LayerId::Custom, &key).unwrap(), Some(new));
+}
+
+/// A simulator that keeps every batch of candidates it is asked to measure, in order.
+struct Recording {
+    inner: Box<dyn crate::measure::Measure + Send>,
+    batches: std::sync::Arc<std::sync::Mutex<Vec<Vec<StrategyMap>>>>,
+}
+
+impl crate::measure::Measure for Recording {
+    fn identity(&self) -> String {
+        self.inner.identity()
+    }
+    fn space(&mut self, task: &TuningTask) -> Result<TaskSpace, MeasureError> {
+        self.inner.space(task)
+    }
+    fn default_strategy(&mut self, task: &TuningTask) -> Result<StrategyMap, MeasureError> {
+        self.inner.default_strategy(task)
+    }
+    fn measure(
+        &mut self,
+        task: &TuningTask,
+        candidates: &[StrategyMap],
+    ) -> Result<Vec<crate::measure::Outcome>, MeasureError> {
+        self.batches.lock().unwrap().push(candidates.to_vec());
+        self.inner.measure(task, candidates)
+    }
+}
+
+/// The candidates `strategy`'s search measures first (its first batch, 8 wide) when OPAT tunes
+/// the ResNet-50 fixture's Gemm on the simulator, with `hit` as its bank entry; and the task's
+/// space and default tiling.
+fn first_batch(
+    strategy: &str,
+    hit: Option<StrategyMap>,
+) -> (Vec<StrategyMap>, TaskSpace, StrategyMap) {
+    let model = crate::model::load_onnx(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/models/resnet50.onnx"
+    ))
+    .unwrap();
+    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
+    let only: BTreeSet<String> = ["Gemm".to_string()].into();
+    let plan = plan(&model, &options, &options.soc().unwrap(), Some(&only)).unwrap();
+    let settings = TuneSettings {
+        strategy: strategy.into(),
+        trials_per_op: 16,
+        ..TuneSettings::default()
+    };
+    let batches = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut sim = crate::measure::runner_from_spec("sim").unwrap();
+    let task = TuningTask::new(plan.tasks[0].descriptor.clone());
+    let (space, default) = (
+        sim.space(&task).unwrap(),
+        sim.default_strategy(&task).unwrap(),
+    );
+    let mut runner = TimedRunner::new(Box::new(Recording {
+        inner: sim,
+        batches: batches.clone(),
+    }));
+    let (budget, cancel) = (Budget::new(None, None), AtomicBool::new(false));
+    let opat = Opat {
+        plan: &plan,
+        settings: &settings,
+        budget: &budget,
+        cancel: &cancel,
+        transfer: &transfer::Snapshot::default(),
+    };
+    let job = Job {
+        task: 0,
+        hit: hit.map(|s| (s, 1.0)),
+        reconfirm: false,
+    };
+    let out = opat.tune_one(&job, &mut runner, 16);
+    assert_eq!((out.failure, out.trials), (None, 16));
+    let first = batches.lock().unwrap()[0].clone();
+    (first, space, default)
+}
+
+#[test]
+fn aoe_ga_measures_the_old_and_the_default_tiling_first() {
+    // A miss: the default tiling opens the first generation.
+    let (first, space, default) = first_batch("aoe-ga", None);
+    assert!(space.len() > 1000, "a random first member is unlikely");
+    assert_eq!(first.len(), 8);
+    assert_eq!(first[0], default);
+    // A REPEAT_TUNE hit: the bank's old tiling, then the default.
+    let old = space.strategy(space.len() as u32 - 1);
+    assert_ne!(old, default);
+    let (first, ..) = first_batch("aoe-ga-hp", Some(old.clone()));
+    assert_eq!(first[..2], [old, default.clone()]);
+    // The other strategies are not seeded with it.
+    let (first, ..) = first_batch("random", None);
+    assert!(!first.contains(&default));
 }

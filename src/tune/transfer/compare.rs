@@ -103,6 +103,9 @@ pub fn compare(
             Err(e) => return Err(e.into()),
         };
         let seed = task_seed(settings.seed, &t.key);
+        // As a tune seeds AOE's GA with the default tiling (a miss has no old tiling).
+        let default = runner.default_strategy(&task)?;
+        let first: Vec<_> = space.config_of(&default).into_iter().collect();
         let mut search = |related| -> Result<_, TuneError> {
             let Some((mut strategy, seeded)) = transfer_strategy(
                 &settings.strategy,
@@ -110,6 +113,7 @@ pub fn compare(
                 &space,
                 related,
                 &t.descriptor.soc.version,
+                &first,
             ) else {
                 return Err(TuneError::UnknownStrategy {
                     name: settings.strategy.clone(),

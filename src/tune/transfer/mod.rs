@@ -29,9 +29,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use search_strategies::aoe_ga::AoeGa;
 use search_strategies::strategies::by_name;
 use search_strategies::transfer::{by_name_with_prior, Prior, Source, SourceRecord};
-use search_strategies::Strategy;
+use search_strategies::{ConfigId, Strategy};
 
 use crate::bank::{Bank, BankError};
 use crate::key::BankKey;
@@ -123,7 +124,9 @@ pub fn snapshot(
 /// records are `related`, over `space`: with the transfer prior when at least one related
 /// record projects onto the space (and the records whose projections seed the search, in the
 /// order proposed, each once), else the cold strategy and no records — then exactly
-/// `by_name(name, seed)`.
+/// `by_name(name, seed)`, except for AOE's GA. `aoe-ga` and `aoe-ga-hp` open their first
+/// generation as AOE does: `first` (ids in `space`: the bank's old tiling for the shape and the
+/// default tiling), then the prior's seeds; other strategies ignore `first`.
 /// `None` for an unknown strategy name.
 pub(crate) fn transfer_strategy(
     name: &str,
@@ -131,14 +134,29 @@ pub(crate) fn transfer_strategy(
     space: &TaskSpace,
     related: &[Related],
     soc: &str,
+    first: &[ConfigId],
 ) -> Option<(Box<dyn Strategy>, Vec<SeededBy>)> {
-    if related.is_empty() {
-        return by_name(name, seed).map(|s| (s, Vec::new()));
+    let prior = (!related.is_empty())
+        .then(|| prior(space, related, soc))
+        .filter(|p| !p.is_empty());
+    let seeded = prior
+        .as_ref()
+        .map_or_else(Vec::new, |p| seeded_by(p, related));
+    if let Some(ga) = AoeGa::by_name(name, seed) {
+        let from_prior = prior.iter().flat_map(|p| p.seeds().iter().map(|s| s.id));
+        let seeds: Vec<ConfigId> = first.iter().copied().chain(from_prior).collect();
+        return Some((Box::new(ga.with_seeds(seeds)), seeded));
     }
-    let prior = prior(space, related, soc);
-    if prior.is_empty() {
-        return by_name(name, seed).map(|s| (s, Vec::new()));
-    }
+    let strategy = match prior {
+        Some(p) => by_name_with_prior(name, seed, Arc::new(p))?,
+        None => by_name(name, seed)?,
+    };
+    Some((strategy, seeded))
+}
+
+/// The records of `related` whose projections in `prior` seed the search, in the order the
+/// seeds are proposed, each once.
+fn seeded_by(prior: &Prior, related: &[Related]) -> Vec<SeededBy> {
     let mut seeded: Vec<SeededBy> = Vec::new();
     for s in prior.seeds() {
         // A seed names its source in the prior's own order; the label is the record's key.
@@ -154,8 +172,7 @@ pub(crate) fn transfer_strategy(
             });
         }
     }
-    let strategy = by_name_with_prior(name, seed, Arc::new(prior))?;
-    Some((strategy, seeded))
+    seeded
 }
 
 /// The transfer prior of `related` over `space`, for a task on the SoC `soc`: each record as a

@@ -245,12 +245,55 @@ fn related_records_seed_the_search_and_none_leave_it_cold() {
     let source = fp16(128, 768, 1536, "Ascend910B2");
     let space = sim_space(target);
     let related = vec![related_of(&record(&source, 10.0), 0.69)];
-    let (_, seeded) = transfer_strategy("random", 1, &space, &related, "Ascend910B2").unwrap();
+    let (_, seeded) = transfer_strategy("random", 1, &space, &related, "Ascend910B2", &[]).unwrap();
     assert_eq!(seeded.len(), 1);
     assert_eq!(seeded[0].key, related[0].key);
-    let (_, cold) = transfer_strategy("random", 1, &space, &[], "Ascend910B2").unwrap();
+    let (_, cold) = transfer_strategy("random", 1, &space, &[], "Ascend910B2", &[]).unwrap();
     assert!(cold.is_empty());
-    assert!(transfer_strategy("no_such", 1, &space, &related, "Ascend910B2").is_none());
+    assert!(transfer_strategy("no_such", 1, &space, &related, "Ascend910B2", &[]).is_none());
+}
+
+#[test]
+fn aoe_ga_opens_with_the_old_and_default_tilings_then_the_prior_seeds() {
+    let target = fp16(128, 768, 768, "Ascend910B2");
+    let source = fp16(128, 768, 1536, "Ascend910B2");
+    let space = sim_space(target.clone());
+    let related = vec![related_of(&record(&source, 10.0), 0.69)];
+    let mut sim = runner_from_spec("sim").unwrap();
+    let default = sim.default_strategy(&TuningTask::new(target)).unwrap();
+    let d = space.config_of(&default).unwrap();
+    let from_prior: Vec<ConfigId> = (prior(&space, &related, "Ascend910B2").seeds().iter())
+        .map(|s| s.id)
+        .collect();
+    assert!(!from_prior.is_empty());
+    // Some other tiling standing for the bank's old one.
+    let old = (0..space.len() as ConfigId)
+        .rev()
+        .find(|id| *id != d && !from_prior.contains(id))
+        .unwrap();
+    let mut want = vec![old, d];
+    for id in &from_prior {
+        if !want.contains(id) {
+            want.push(*id);
+        }
+    }
+    let first_proposals = |name: &str| {
+        let (mut strategy, seeded) =
+            transfer_strategy(name, 1, &space, &related, "Ascend910B2", &[old, d]).unwrap();
+        assert_eq!(seeded.len(), 1, "{name}");
+        let mut objective = |_: &search_strategies::Space, id: ConfigId| Some(1.0 + id as f64);
+        let out = search_strategies::Driver::new(want.len()).run(
+            &space.space,
+            strategy.as_mut(),
+            &mut objective,
+        );
+        let ids: Vec<ConfigId> = out.history.observations().iter().map(|o| o.id).collect();
+        ids
+    };
+    assert_eq!(first_proposals("aoe-ga"), want);
+    assert_eq!(first_proposals("aoe-ga-hp"), want);
+    // Other strategies ignore them.
+    assert_ne!(first_proposals("random")[..2], want[..2]);
 }
 
 #[test]
