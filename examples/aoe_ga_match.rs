@@ -1,6 +1,6 @@
 //! Measurements tunebank's default search needs to match AOE's genetic tuner, per op of the
-//! ResNet-50 and BERT-base shapes in `fixtures/ops/`, on the simulator for Ascend910B2 (issue
-//! #38; the replay-space version is `search-bench --match-aoe-ga`).
+//! ResNet-50 and BERT-base shapes in `fixtures/ops/`, on the simulator for Ascend910B2 (the
+//! replay-space version is `search-bench --match-aoe-ga`).
 //!
 //! `cargo run --release --example aoe_ga_match -- [SEEDS] [BUDGET] [AOE_TRIALS]` (defaults: 10,
 //! 200, 500). For every op, `aoe-ga` runs `AOE_TRIALS` evaluations (a space smaller than that is
