@@ -533,6 +533,36 @@ fn more_blocks_than_cores_run_in_waves() {
     );
 }
 
+/// `--aicore_num` (the SoC spec's core count, part of the key) sets the cores the simulator
+/// uses: on 8 of the 910B2's 24 cores the default tiling splits over at most 8 blocks and runs
+/// slower, and a 24-block tiling runs in three waves, about three times its 24-core time.
+#[test]
+fn the_spec_core_count_sets_the_simulated_cores() {
+    let mut sim = SimRunner::new();
+    let full = matmul(1, 24 * 64, 1024, 1024, "Ascend910B2");
+    let mut eight = full.clone();
+    eight.op.soc.core_count = 8;
+    let d8 = sim.default_strategy(&eight).unwrap();
+    let blocks = |s: &BTreeMap<String, serde_json::Value>| {
+        s["blockDimM"].as_i64().unwrap() * s["blockDimN"].as_i64().unwrap()
+    };
+    assert!(blocks(&d8) <= 8, "{d8:?}");
+    let time = |sim: &mut SimRunner, t: &TuningTask, s: &BTreeMap<String, serde_json::Value>| {
+        sim.measure(t, &[s.clone()]).unwrap()[0]
+            .median_us()
+            .unwrap()
+    };
+    let d24 = sim.default_strategy(&full).unwrap();
+    assert!(time(&mut sim, &eight, &d8) > 1.5 * time(&mut sim, &full, &d24));
+    let mut wide = d24.clone();
+    for (k, v) in [("blockDimM", 24), ("blockDimN", 1), ("baseM", 64)] {
+        wide.insert(k.into(), v.into());
+    }
+    let launch = 3.0;
+    let ratio = (time(&mut sim, &eight, &wide) - launch) / (time(&mut sim, &full, &wide) - launch);
+    assert!((2.4..3.6).contains(&ratio), "three waves: {ratio}");
+}
+
 /// The committed subset of CANN's Ascend910B2 MatMul tiling repository: every 16th record of the
 /// full file (`fixtures/ascend/make.py`), so record `i` here is line `16 · i` there.
 const MATMUL_SUBSET: &str = concat!(
