@@ -548,7 +548,7 @@ fn the_spec_core_count_sets_the_simulated_cores() {
     };
     assert!(blocks(&d8) <= 8, "{d8:?}");
     let time = |sim: &mut SimRunner, t: &TuningTask, s: &BTreeMap<String, serde_json::Value>| {
-        sim.measure(t, &[s.clone()]).unwrap()[0]
+        sim.measure(t, std::slice::from_ref(s)).unwrap()[0]
             .median_us()
             .unwrap()
     };
