@@ -189,7 +189,7 @@ fn nothing_tuned_is_never_successful() {
     let run = |soc: &str, empty: bool| {
         let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
         let mut spec = options.soc().unwrap();
-        // A SoC no table knows (every SoC of the key table has a simulator model).
+        // A SoC no table knows, so the simulator has no model of it.
         spec.version = soc.to_string();
         let mut plan = tune::plan(&model, &options, &spec, None).unwrap();
         assert!(!plan.tasks.is_empty());
