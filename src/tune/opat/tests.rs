@@ -31,8 +31,8 @@ fn write_outcome(
     Ok(o.bank_verdict.expect("a record was offered"))
 }
 
-/// A record for the ResNet-50 fixture's Gemm with strategy `{"v": tag}`.
-fn record(tag: i64, tuned_us: f64, default_confirmed: bool) -> Record {
+/// The ResNet-50 fixture's plan restricted to its Gemm on Ascend910B2, with its options.
+fn gemm_plan() -> (ResolvedOptions, crate::tune::TunePlan) {
     let model = crate::model::load_onnx(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/fixtures/models/resnet50.onnx"
@@ -41,6 +41,12 @@ fn record(tag: i64, tuned_us: f64, default_confirmed: bool) -> Record {
     let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
     let only: BTreeSet<String> = ["Gemm".to_string()].into();
     let plan = plan(&model, &options, &options.soc().unwrap(), Some(&only)).unwrap();
+    (options, plan)
+}
+
+/// A record for the ResNet-50 fixture's Gemm with strategy `{"v": tag}`.
+fn record(tag: i64, tuned_us: f64, default_confirmed: bool) -> Record {
+    let (options, plan) = gemm_plan();
     Record {
         key_schema_version: crate::key::KEY_SCHEMA_VERSION,
         kind: RecordKind::Op,
@@ -152,14 +158,7 @@ fn first_batch(
     strategy: &str,
     hit: Option<StrategyMap>,
 ) -> (Vec<StrategyMap>, TaskSpace, StrategyMap) {
-    let model = crate::model::load_onnx(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/fixtures/models/resnet50.onnx"
-    ))
-    .unwrap();
-    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
-    let only: BTreeSet<String> = ["Gemm".to_string()].into();
-    let plan = plan(&model, &options, &options.soc().unwrap(), Some(&only)).unwrap();
+    let (_, plan) = gemm_plan();
     let settings = TuneSettings {
         strategy: strategy.into(),
         trials_per_op: 16,
