@@ -19,7 +19,7 @@ use crate::measure::cpu::{InvalidTiling, OutputMismatch};
 use crate::measure::exec::{CommandLineError, ProtocolError};
 use crate::measure::sim::cube::TooLarge;
 use crate::measure::sim::graph::GraphModelError;
-use crate::measure::sim::soc::SocModelError;
+use crate::measure::sim::SocModelError;
 use crate::measure::MeasureError;
 use crate::model::partition::PartitionError;
 use crate::model::ModelError;

@@ -83,3 +83,14 @@ pub mod model;
 pub mod pg;
 pub mod queue;
 pub mod tune;
+
+// The library's component tests: they name the crate `tunebank::` as a user's code does and also
+// reach its crate-private parts (`src/tests/`). The black-box tests of the binaries are
+// `tests/it/`, whose shared helpers these tests use too.
+#[cfg(test)]
+extern crate self as tunebank;
+#[cfg(test)]
+#[path = "../tests/it/common/mod.rs"]
+mod common;
+#[cfg(test)]
+mod tests;

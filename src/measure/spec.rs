@@ -59,13 +59,13 @@ impl RunnerSpec {
     /// The SoC versions (of [`crate::key::socs`]) this runner can tune, or `None` when it
     /// tunes any (`cpu` measures host kernels whatever the SoC; `exec:` leaves it to the
     /// command). The simulator tunes only the SoCs it has a model for
-    /// ([`sim::soc::SocModel::for_version`]).
+    /// ([`sim::SocModel::for_version`]).
     pub fn supported_socs(&self) -> Option<Vec<&'static str>> {
         self.is_simulator().then(|| {
             crate::key::soc::socs()
                 .iter()
                 .map(|s| s.version)
-                .filter(|v| sim::soc::SocModel::for_version(v).is_some())
+                .filter(|v| sim::SocModel::for_version(v).is_some())
                 .collect()
         })
     }

@@ -98,7 +98,7 @@ pub(crate) fn check_soc(settings: &TuneSettings, soc: &str) -> Result<(), TuneEr
             Err(TuneError::UnsupportedSoc {
                 soc: soc.to_owned(),
                 runner: settings.runner.clone(),
-                why: crate::measure::sim::soc::SocModel::resolve(soc)
+                why: crate::measure::sim::SocModel::resolve(soc)
                     .err()
                     .map_or_else(|| "no model".into(), |e| e.to_string()),
                 supported: list.into_iter().map(str::to_owned).collect(),

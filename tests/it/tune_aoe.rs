@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 use tunebank::key::socs;
-use tunebank::measure::sim::soc::SocModel;
+use tunebank::measure::sim::SocModel;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
 

@@ -46,8 +46,8 @@ impl CpuRunner {
             let t0 = Instant::now();
             runner(out);
             let first = t0.elapsed();
-            if let Err(r) = output_check(out, reference, atol, rtol) {
-                return Err(Outcome::fail(CandidateFailure::PrecisionFail, r));
+            if let Err(m) = check_output(out, reference, atol, rtol) {
+                return Err(Outcome::fail(CandidateFailure::PrecisionFail, m.reason));
             }
             if first > timeout {
                 return Err(Outcome::fail(

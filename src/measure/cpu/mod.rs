@@ -17,7 +17,9 @@
 
 mod candidate;
 pub mod gemm;
-pub use self::candidate::{check_output, OutputMismatch};
+#[cfg(test)]
+pub(crate) use self::candidate::check_output;
+pub(crate) use self::candidate::OutputMismatch;
 pub(crate) mod kernels;
 mod memory;
 

@@ -320,8 +320,9 @@ fn logical_bytes(t: &TensorDesc) -> u64 {
 
 /// Simulates `g` under `strategy` (agreed schema) with per-node op strategies (`None`: the
 /// op model's default; a strategy the op model rejects also falls back to the default).
-/// This is what `calibrate --aoe-graph` calls per record.
-pub fn simulate_graph(
+/// The tests' shorthand for [`GraphOps::prepare`] then [`GraphOps::time`].
+#[cfg(test)]
+pub(crate) fn simulate_graph(
     g: &GraphDescriptor,
     strategy: &StrategyMap,
     op_strategies: &[Option<StrategyMap>],

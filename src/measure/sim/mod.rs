@@ -17,15 +17,15 @@
 
 pub mod calibration;
 pub(crate) mod conv;
-pub mod cube;
-pub mod graph;
+pub(crate) mod cube;
+pub(crate) mod graph;
 pub(crate) mod ops;
-pub mod soc;
+mod soc;
 pub(crate) mod vector;
 
 use self::cube::CubeTiling;
 use self::ops::OpModel;
-use self::soc::SocModel;
+pub use self::soc::{SocModel, SocModelError};
 use self::vector::VecTiling;
 use super::{
     CandidateFailure, Measure, MeasureError, Outcome, StrategyMap, TaskSpace, TimingSettings,

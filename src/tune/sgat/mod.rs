@@ -44,7 +44,7 @@ use crate::bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
 use crate::failure::FailureKind;
 use crate::key::{BankKey, GraphDescriptor, ResolvedOptions, SocSpec};
 use crate::measure::sim::graph::{GraphModelError, GraphOps, SgatStrategy, SGAT_MODEL_VERSION};
-use crate::measure::sim::soc::SocModel;
+use crate::measure::sim::SocModel;
 use crate::model::partition::{partition, PartitionError, Subgraph};
 use crate::model::{Model, SkippedOp};
 use crate::tune::opat::TaskOutcome;

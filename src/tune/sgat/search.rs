@@ -14,7 +14,7 @@ use super::{task_seed, SgatSpace, SpaceBuildError};
 use crate::failure::FailureKind;
 use crate::key::{GraphDescriptor, KeyError};
 use crate::measure::sim::graph::{GraphModelError, GraphOps, SgatStrategy};
-use crate::measure::sim::soc::SocModel;
+use crate::measure::sim::SocModel;
 use crate::tune::pool::Cancellable;
 use crate::tune::TuneSettings;
 

@@ -19,7 +19,7 @@ use search_strategies::{Parameter, Space, Value as SValue};
 use crate::failure::FailureKind;
 use crate::key::GraphDescriptor;
 use crate::measure::sim::graph::{dtype_bytes, GraphOps, SgatStrategy};
-use crate::measure::sim::soc::SocModel;
+use crate::measure::sim::SocModel;
 
 /// Op types (lower case) whose UB fusion into a following vector op is the cube's FixPipe
 /// pass, by pass name.

@@ -3,7 +3,7 @@
 
 use search_strategies::Value;
 
-use crate::measure::sim::soc::SocModel;
+use crate::measure::sim::SocModel;
 
 /// The cube tiling's core-split parameters (blocks along M and along N; their product is the
 /// number of cores the tiling uses).

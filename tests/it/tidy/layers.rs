@@ -20,6 +20,7 @@ pub(super) const LAYERS: &[&[&str]] = &[
     &["inspect", "queue"],
     &["job"],
     &["classify"],
+    &["tests"],
 ];
 
 /// The layer of a unit, if the table names it.

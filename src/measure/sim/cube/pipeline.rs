@@ -9,7 +9,7 @@
 //! extents of a validated tiling (at most 2^12), so it cannot overflow; times are f64.
 
 use super::{align, ASource, CubeTiling, GemmProblem};
-use crate::measure::sim::soc::SocModel;
+use crate::measure::sim::SocModel;
 
 /// Fixed cycles a DMA burst costs, spread over the burst's bytes.
 const DMA_BURST_OVERHEAD: f64 = 32.0;
