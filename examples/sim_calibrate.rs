@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use tunebank::measure::sim::calibration::{report, sim_default_and_best, CalibrationRecord};
-use tunebank::measure::sim::soc::SocModel;
+use tunebank::measure::sim::SocModel;
 
 /// The repository file: the third argument, else the one under `$TUNEBANK_DATA`.
 fn data_file(arg: Option<&String>) -> Result<PathBuf, String> {

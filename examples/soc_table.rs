@@ -4,7 +4,7 @@
 //! `cargo run --release --example soc_table`
 
 use tunebank::key::{platform_source, socs};
-use tunebank::measure::sim::soc::SocModel;
+use tunebank::measure::sim::SocModel;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("| SoC | cube cores × clock | vector units × clock | L0A / L0B / L0C KiB | L1 / UB KiB | L2 MiB | GM / L2 read B/cycle/core | memory GB/s | launch µs | fp32 cube, bf16, ND loads |");

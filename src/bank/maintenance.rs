@@ -57,6 +57,18 @@ pub enum MaintenanceError {
         #[source]
         source: InterchangeError,
     },
+    /// An AOE bank file's name follows AOE's `<SoC>_<N>_<core type>_…` pattern but names
+    /// another SoC or core type than the import's, or a core count that is not a positive
+    /// integer (`aoe::cores`): nothing is read or written.
+    #[error("{}: the file name says {found}; expected {expected}", path.display())]
+    AoeFileName {
+        /// The file.
+        path: PathBuf,
+        /// What the name says (the SoC, core type or count, as written).
+        found: String,
+        /// What was expected instead.
+        expected: String,
+    },
     /// Export, import or merge failed.
     #[error(transparent)]
     Interchange(#[from] InterchangeError),
@@ -214,17 +226,29 @@ pub fn read_export_file(path: &Path) -> Result<Vec<(BankKey, Record)>, Maintenan
     })
 }
 
-/// Reads and parses an AOE `unified_bank` file (md5s verified, see
-/// [`aoe::parse_unified_bank`]).
-pub fn read_aoe_file(path: &Path) -> Result<AoeBank, MaintenanceError> {
+/// Reads and parses an AOE `unified_bank` file to import for `soc` (md5s verified, see
+/// [`aoe::parse_unified_bank`]), with [`AoeBank::core_count`] set to the core count the file was
+/// tuned on: `core_count` when given, else what the file name says in AOE's pattern
+/// `<SoC>_<N>_AiCore_…` (or `_<N>_VectorCore_`), else `None`. A name in that pattern naming
+/// another SoC or core type than `soc`'s, or (without `core_count`) a count that is not a
+/// positive integer, is [`MaintenanceError::AoeFileName`], before the file is read.
+pub fn read_aoe_file(
+    path: &Path,
+    soc: &SocSpec,
+    core_count: Option<std::num::NonZeroU32>,
+) -> Result<AoeBank, MaintenanceError> {
+    let cores = aoe::file_core_count(path, soc, core_count)?;
     let text = std::fs::read_to_string(path).map_err(|source| MaintenanceError::Read {
         path: path.to_owned(),
         source,
     })?;
-    aoe::parse_unified_bank(&text).map_err(|source| MaintenanceError::AoeFile {
-        path: path.to_owned(),
-        source,
-    })
+    let mut parsed =
+        aoe::parse_unified_bank(&text).map_err(|source| MaintenanceError::AoeFile {
+            path: path.to_owned(),
+            source,
+        })?;
+    parsed.core_count = cores;
+    Ok(parsed)
 }
 
 /// The records of one merge source, read before anything is written.
@@ -353,9 +377,10 @@ impl Serialize for MergeRun {
 pub enum ImportReport {
     /// A `bank export` file merged in: the merge report (JSON in its declaration order).
     Export(MergeReport),
-    /// An AOE `unified_bank` file: `{"accepted", "mapped", "merge", "placeholders",
-    /// "rejected": [{"index", "md5", "reason"}], "tilings", "unmapped": [{"md5", "reason"}],
-    /// "untiled": [{"md5", "reason"}]}`.
+    /// An AOE `unified_bank` file: `{"accepted", "cores"?: {"bank_file", "core_type", "keyed"},
+    /// "mapped", "merge", "placeholders", "rejected": [{"index", "md5", "reason"}], "tilings",
+    /// "unmapped": [{"md5", "reason"}], "untiled": [{"md5", "reason"}]}`, `cores` when the bank
+    /// file's core count is known and differs from the one the records are keyed for.
     Aoe(AoeImportReport),
 }
 
@@ -405,6 +430,8 @@ impl Serialize for ImportReport {
         #[derive(Serialize)]
         struct Aoe<'a> {
             accepted: usize,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            cores: Option<aoe::Cores<'a>>,
             mapped: usize,
             #[serde(serialize_with = "crate::json::sorted")]
             merge: &'a MergeReport,
@@ -420,6 +447,7 @@ impl Serialize for ImportReport {
         };
         Aoe {
             accepted: report.accepted,
+            cores: report.differing_cores(),
             mapped: report.mapped,
             placeholders: report.unmapped.len(),
             tilings: report.tilings,
@@ -504,6 +532,7 @@ impl MaintenanceError {
     pub fn kind(&self) -> FailureKind {
         match self {
             MaintenanceError::Read { source, .. } => io_kind(source),
+            MaintenanceError::AoeFileName { .. } => FailureKind::Input,
             MaintenanceError::ExportFile { source, .. }
             | MaintenanceError::AoeFile { source, .. } => source.kind(),
             MaintenanceError::Interchange(e) => e.kind(),

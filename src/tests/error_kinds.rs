@@ -151,6 +151,11 @@ fn every_variant() -> Vec<Case> {
         case!(Busy, MaintenanceError::Interchange(interchange_busy())),
         case!(Unreachable, MaintenanceError::Bank(BankError::Store(StoreError::Postgres(unreachable())))),
         case!(Input, MaintenanceError::Resolve(ResolveError::Options(OptionError::MissingSoc))),
+        case!(Input, MaintenanceError::AoeFileName {
+            path: path(),
+            found: s("SoC \"Ascend910B2\""),
+            expected: s("Ascend910B1 (--soc_version)"),
+        }),
         // InspectError
         case!(Busy, InspectError::Bank(BankError::Store(busy()))),
         case!(Damaged, InspectError::Store(StoreError::Corrupted { path: path(), detail: s("x") })),

@@ -11,14 +11,14 @@ use tunebank::bank::interchange::aoe::{import_aoe, parse_unified_bank};
 use tunebank::bank::{Bank, Descriptor, LayerId, Origin};
 use tunebank::key::{RecordKind, SocSpec};
 
-const SOC: &str = "Ascend910B1";
+pub(super) const SOC: &str = "Ascend910B1";
 
-fn sample_path() -> PathBuf {
+pub(super) fn sample_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/ascend/Ascend910B1_matmul_unified_bank.sample.json")
 }
 
-fn tunebank(args: &[&str]) -> Output {
+pub(super) fn tunebank(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tunebank"))
         .args(args)
         .env_remove("TUNE_BANK_PATH")
@@ -27,7 +27,7 @@ fn tunebank(args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn text(o: &Output) -> String {
+pub(super) fn text(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
@@ -92,7 +92,7 @@ fn the_sample_imports_with_descriptors_and_tilings() {
 /// (A_shape [1, 1, 3200, 16, 16], B_shape [16, 2, 1, 1, 16]: [51200, 16] · [16, 32], no bias),
 /// a Gemm of record 0b66fa57's ([2000, 8560] · [8560, 1024] + bias [1024], fp16), and two that
 /// must miss: the MatMul transposed, and with another N.
-const OPS: &str = r#"[
+pub(super) const OPS: &str = r#"[
   {"node_name": "mm", "op_type": "MatMul",
    "inputs": [{"shape": [51200, 16], "dtype": "float16"}, {"shape": [16, 32], "dtype": "float16"}],
    "outputs": [{"shape": [51200, 32], "dtype": "float16"}]},
@@ -253,7 +253,14 @@ fn value(name: &str, shape: &[i64]) -> ValueInfoProto {
 }
 
 /// One op `op_type` over graph input `x` and fp16 weights (`w`, and `b` when given).
-fn model(path: &Path, op_type: &str, x: &[i64], w: &[i64], b: Option<&[i64]>, y: &[i64]) {
+pub(super) fn model(
+    path: &Path,
+    op_type: &str,
+    x: &[i64],
+    w: &[i64],
+    b: Option<&[i64]>,
+    y: &[i64],
+) {
     let weight = |name: &str, dims: &[i64]| TensorProto {
         dims: dims.to_vec(),
         data_type: FLOAT16,

@@ -8,6 +8,7 @@
 mod common;
 
 mod aoe_bank;
+mod aoe_cores;
 mod aoe_graph_bank;
 mod atc_options;
 mod cli_bank;

@@ -16,7 +16,11 @@
 //! `{"shape": [..], "dtype": "float16", "format": "ND", "ori_shape"?: [..], "ori_format"?: ".."}`
 //! with static shapes; `attrs`, either an object of plain values or a list of
 //! `{"name": .., "value": ..}`; `impl_mode` (`high_performance` by default); `fused_ops` (list of
-//! op types). The SoC is the one the import is for (AOE keeps one bank per SoC).
+//! op types). The SoC is the one the import is for (AOE keeps one bank per SoC), and so is its core
+//! count: the count the bank file was tuned on is provenance, in the record's options (see
+//! [`import_aoe`]).
+
+mod cores;
 
 use crate::key::StrategyMap;
 use std::collections::BTreeMap;
@@ -30,6 +34,7 @@ use crate::bank::record::{Descriptor, Origin, Record};
 use crate::key::{
     AttrValue, BankKey, CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc,
 };
+pub(crate) use cores::{file_core_count, Cores};
 
 /// One verified entry of a `unified_bank` file.
 #[derive(Clone, Debug, PartialEq)]
@@ -90,6 +95,11 @@ pub struct AoeBank {
     pub accepted: Vec<AoeEntry>,
     /// Entries not imported, in file order.
     pub rejected: Vec<AoeRejected>,
+    /// The core count (≥ 1) the file was tuned on, when known: set by
+    /// [`read_aoe_file`](crate::bank::read_aoe_file) from the file's name or as given;
+    /// [`parse_unified_bank`] leaves it `None`. [`import_aoe`] records it as provenance; the
+    /// records' keys use the import's SoC spec whatever it is.
+    pub core_count: Option<u32>,
 }
 
 /// The md5 AOE files an `info_dict` under: of Python's `json.dumps(info_dict)`.
@@ -393,11 +403,14 @@ pub(crate) fn aoe_descriptor(info_dict: &PyJson, soc: &SocSpec) -> (OpDescriptor
     }
 }
 
-/// The record of an imported entry (kind op), for `soc`, with `origin` (imported, or built-in
-/// when the bank being made will serve as a built-in layer) and the import time.
+/// The record of an imported entry (kind op), keyed for `soc`, with `origin` (imported, or
+/// built-in when the bank being made will serve as a built-in layer) and the import time. Its
+/// options are `soc_version` and, when `file_cores` (the count the bank file was tuned on) is
+/// known, `aoe_core_count`: provenance only, the key is `soc`'s whatever the file's count.
 pub(crate) fn aoe_record(
     entry: &AoeEntry,
     soc: &SocSpec,
+    file_cores: Option<u32>,
     origin: Origin,
     unix_time: u64,
 ) -> Record {
@@ -418,9 +431,13 @@ pub(crate) fn aoe_record(
     if let Some(Ok(tiling)) = tbe::entry_tiling(&entry.info_dict, &entry.knowledge) {
         strategy.extend(tiling);
     }
+    let mut options = BTreeMap::from([("soc_version".to_owned(), soc.version.clone())]);
+    if let Some(n) = file_cores {
+        options.insert(cores::CORE_COUNT_OPTION.to_owned(), n.to_string());
+    }
     Record::imported(
         Descriptor::Op(descriptor),
-        BTreeMap::from([("soc_version".to_owned(), soc.version.clone())]),
+        options,
         strategy,
         entry.cost_time,
         "aoe",
@@ -431,10 +448,12 @@ pub(crate) fn aoe_record(
 
 /// What [`import_aoe`] did.
 ///
-/// Serialised (`--json`) as `{"accepted": n, "mapped": n, "placeholders": n, "tilings": n,
-/// "rejected": [{"md5", "index", "reason"}], "unmapped": [{"md5", "reason"}], "untiled":
-/// [{"md5", "reason"}], "merge": MergeReport}`, reasons as text. Displayed as the
-/// command line's text: counts, one line per rejected and per unmapped entry, then the merge.
+/// Serialised (`--json`) as `{"accepted": n, "cores"?: {"bank_file", "core_type", "keyed"},
+/// "mapped": n, "placeholders": n, "tilings": n, "rejected": [{"md5", "index", "reason"}],
+/// "unmapped": [{"md5", "reason"}], "untiled": [{"md5", "reason"}], "merge": MergeReport}`,
+/// reasons as text, `cores` only when the bank file's core count is known and differs from the
+/// one the records are keyed for. Displayed as the command line's text: counts, one line per
+/// rejected entry, the core counts when they differ, one line per unmapped entry, then the merge.
 #[derive(Clone, Debug, Default)]
 pub struct AoeImportReport {
     /// Entries whose md5 verified.
@@ -455,6 +474,12 @@ pub struct AoeImportReport {
     /// The merge into the bank under the bank-write policy (entries with one key resolve by the
     /// faster `cost_time` first).
     pub merge: MergeReport,
+    /// The core count the bank file was tuned on ([`AoeBank::core_count`]), when known.
+    pub file_cores: Option<u32>,
+    /// The core count the records are keyed for: the import's SoC spec's.
+    pub keyed_cores: u32,
+    /// The core type of both counts (the SoC spec's).
+    pub core_type: String,
 }
 
 impl serde::Serialize for AoeImportReport {
@@ -473,6 +498,8 @@ impl serde::Serialize for AoeImportReport {
         #[derive(serde::Serialize)]
         struct Doc<'a> {
             accepted: usize,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            cores: Option<Cores<'a>>,
             mapped: usize,
             placeholders: usize,
             tilings: usize,
@@ -483,6 +510,7 @@ impl serde::Serialize for AoeImportReport {
         }
         let doc = Doc {
             accepted: self.accepted,
+            cores: self.differing_cores(),
             mapped: self.mapped,
             placeholders: self.unmapped.len(),
             tilings: self.tilings,
@@ -528,9 +556,30 @@ impl std::fmt::Display for AoeImportReport {
 }
 
 impl AoeImportReport {
-    /// The mapping lines of the text: mapped / placeholder counts, tilings, and one line per
-    /// entry that did not map, by md5 with the reason.
+    /// The core counts when the bank file's is known and differs from the keyed one.
+    pub(crate) fn differing_cores(&self) -> Option<Cores<'_>> {
+        let bank_file = self.file_cores.filter(|&n| n != self.keyed_cores)?;
+        Some(Cores {
+            bank_file,
+            core_type: &self.core_type,
+            keyed: self.keyed_cores,
+        })
+    }
+
+    /// The mapping lines of the text: the core counts when they differ (`bank file tuned on 25
+    /// AiCore; records keyed for 24 AiCore …`), mapped / placeholder counts, tilings, and one
+    /// line per entry that did not map, by md5 with the reason.
     pub fn write_mapping(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(c) = self.differing_cores() {
+            writeln!(
+                f,
+                "bank file tuned on {} {t}; records keyed for {} {t} (the SoC spec's), the \
+                 file's count kept as aoe_core_count",
+                c.bank_file,
+                c.keyed,
+                t = c.core_type
+            )?;
+        }
         writeln!(
             f,
             "{} mapped to descriptors, {} placeholders; {} tilings mapped, {} not",
@@ -556,6 +605,14 @@ impl AoeImportReport {
 /// bank-write policy ([`merge_into`]): an AOE record's `cost_time` was measured on the board, so
 /// it replaces a record whose time was simulated or measured on the host, whatever the numbers.
 /// Rejected entries are only reported.
+///
+/// Records are keyed for `soc`, its core count included (the built-in description file's
+/// `ai_core_cnt`, or `--aicore_num`); `parsed.core_count`, the count the bank file was tuned on
+/// when known, is only recorded, in each record's options as `aoe_core_count`. AOE's shared
+/// Ascend910B1 bank was tuned on 25 cores while the SoC's file says 24: a converter on the
+/// 24-core part derives its keys with 24 and must hit these records, and a tiling split over
+/// more blocks than there are cores still runs, in waves (as the simulator models it), so the
+/// board's tiling answers for the keyed part.
 pub fn import_aoe(
     bank: &Bank,
     parsed: &AoeBank,
@@ -566,6 +623,9 @@ pub fn import_aoe(
     let mut report = AoeImportReport {
         accepted: parsed.accepted.len(),
         rejected: parsed.rejected.clone(),
+        file_cores: parsed.core_count,
+        keyed_cores: soc.core_count,
+        core_type: soc.core_type.clone(),
         ..AoeImportReport::default()
     };
     // Several entries may share a key: one source (AOE's board times), so the policy keeps the
@@ -581,7 +641,7 @@ pub fn import_aoe(
             Some(Err(why)) => report.untiled.push((entry.md5.clone(), why)),
             None => {}
         }
-        let rec = aoe_record(entry, soc, origin, unix_time);
+        let rec = aoe_record(entry, soc, parsed.core_count, origin, unix_time);
         let key = crate::bank::layered::descriptor_key(&rec.descriptor).map_err(BankError::Key)?;
         let replace = best.get(&key).is_none_or(|old| {
             WritePolicy::MERGE

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Serialize, Serializer};
 
 use super::{diff_stores, find_record, list_records, stats, BankDiff, BankStats, Filter, Listed};
+use crate::bank::interchange::aoe::Cores;
 use crate::bank::record::{Record, RecordError};
 use crate::bank::{Bank, LayerId};
 use crate::inspect::InspectError;
@@ -16,7 +17,9 @@ use crate::key::{BankKey, RecordKind};
 
 /// The record under one key in every layer that holds it (`show`).
 ///
-/// JSON: `[{"layer", "record"}]`, or `{"damaged": message, "layer"}` for a damaged record.
+/// JSON: `[{"cores"?, "layer", "record"}]`, or `{"damaged": message, "layer"}` for a damaged
+/// record; `cores` (`{"bank_file", "core_type", "keyed"}`) for a record imported from an AOE bank
+/// file whose core count was known: the count it was tuned on and the count it is keyed for.
 #[derive(Clone, Debug)]
 pub struct ShowReport {
     /// The key shown.
@@ -41,8 +44,9 @@ impl ShowReport {
 }
 
 impl fmt::Display for ShowReport {
-    /// Per layer `LAYER: KEY`, for an op `op type: IR (ONNX name)`, and the record as indented
-    /// JSON, or `LAYER: DAMAGE`; `no layer holds KEY` when none does.
+    /// Per layer `LAYER: KEY`, for an op `op type: IR (ONNX name)`, for an AOE record with its
+    /// bank file's core count `tuned on 25 AiCore (bank file); keyed for 24`, and the record as
+    /// indented JSON, or `LAYER: DAMAGE`; `no layer holds KEY` when none does.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (layer, rec) in &self.layers {
             match rec {
@@ -50,6 +54,9 @@ impl fmt::Display for ShowReport {
                     writeln!(f, "{layer}: {}", self.key)?;
                     if let crate::bank::Descriptor::Op(d) = &r.descriptor {
                         writeln!(f, "op type: {}", d.display_type())?;
+                    }
+                    if let Some(cores) = Cores::of_record(r) {
+                        writeln!(f, "{cores}")?;
                     }
                     let text = serde_json::to_string_pretty(r).map_err(|_| fmt::Error)?;
                     writeln!(f, "{text}")?;
@@ -70,6 +77,8 @@ impl Serialize for ShowReport {
         #[serde(untagged)]
         enum Entry<'a> {
             Record {
+                #[serde(skip_serializing_if = "Option::is_none")]
+                cores: Option<Cores<'a>>,
                 layer: String,
                 #[serde(serialize_with = "crate::json::sorted")]
                 record: &'a Record,
@@ -81,6 +90,7 @@ impl Serialize for ShowReport {
         }
         s.collect_seq(self.layers.iter().map(|(layer, rec)| match rec {
             Ok(record) => Entry::Record {
+                cores: Cores::of_record(record),
                 layer: layer.to_string(),
                 record,
             },

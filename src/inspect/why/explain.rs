@@ -46,10 +46,13 @@ pub(super) fn near_entries(
         let stored_opts = stored_options
             .entry(c.record.options.clone())
             .or_insert_with(|| {
+                // Provenance kept beside the options (an AOE import's `aoe_core_count`) is
+                // not an ATC option: left out, it cannot make the stored set unresolvable.
                 ResolvedOptions::from_pairs(
                     c.record
                         .options
                         .iter()
+                        .filter(|(k, _)| option_spec(k).is_some())
                         .map(|(k, v)| (k.as_str(), v.as_str())),
                     &FsReader,
                 )

@@ -20,9 +20,15 @@ pub struct ImportArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub bank: BankArgs,
-    /// The file is an AOE unified_bank file (needs --soc_version).
+    /// The file is an AOE unified_bank file (needs --soc_version). A file named in AOE's
+    /// pattern <SoC>_<N>_AiCore_<op>.json must name --soc_version's SoC; N, the core count it was
+    /// tuned on, is recorded in each record (keys stay the SoC's core count).
     #[arg(long)]
     pub aoe: bool,
+    /// With --aoe: the core count the bank file was tuned on, for a copy whose name no longer
+    /// says it (AOE's Ascend910B1_25_AiCore_matmul.json renamed); wins over the name's.
+    #[arg(long, value_name = "N", requires = "aoe")]
+    pub aoe_core_count: Option<std::num::NonZeroU32>,
     /// The file is an AOE graph (fusion-strategy) bank file, e.g. ascend910b2_l2cache.json
     /// (needs --soc_version): its subgraphs become graph-bank records.
     #[arg(long, conflicts_with = "aoe")]
@@ -54,7 +60,7 @@ pub fn run(args: ImportArgs, atc: &[String]) -> Result<ExitCode> {
 /// An AOE `unified_bank` file, for the SoC of `--soc_version`.
 fn import_aoe(args: &ImportArgs, atc: &[String]) -> Result<ImportReport> {
     let ctx = Conversion::from_atc(atc).context("an AOE import needs --soc_version")?;
-    let parsed = read_aoe_file(&args.file)?;
+    let parsed = read_aoe_file(&args.file, &ctx.soc, args.aoe_core_count)?;
     let bank = open_bank(&args.bank, &ctx.soc.version, false)?;
     let origin = if args.as_builtin {
         Origin::BuiltIn

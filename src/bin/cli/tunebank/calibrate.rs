@@ -19,7 +19,8 @@ use crate::entry::print_report;
 /// Flags of `tunebank calibrate`.
 #[derive(clap::Args, Debug)]
 pub struct CalibrateArgs {
-    /// The AOE unified_bank file whose records (board times, tuned tilings) calibrate against.
+    /// The AOE unified_bank file whose records (board times, tuned tilings) calibrate against;
+    /// a file named in AOE's pattern <SoC>_<N>_AiCore_<op>.json must name --soc_version's SoC.
     #[arg(
         long,
         required_unless_present = "aoe_graph",
@@ -58,7 +59,7 @@ pub fn run(args: CalibrateArgs, atc: &[String]) -> Result<ExitCode> {
     let path = args
         .aoe
         .context("calibrate needs --aoe FILE or --aoe-graph FILE")?;
-    let parsed = read_aoe_file(&path)?;
+    let parsed = read_aoe_file(&path, &ctx.soc, None)?;
     for r in &parsed.rejected {
         eprintln!("tunebank: left out {}[{}]: {}", r.md5, r.index, r.reason);
     }
