@@ -1,5 +1,5 @@
 //! Writes the backward-compatibility fixture banks `fixtures/banks/v1.redb` and `v2.redb` (see
-//! the README in that folder). Their content is fixed; `tests/it/backward_compatibility.rs` states
+//! the README in that folder). Their content is fixed; `src/tests/backward_compatibility.rs` states
 //! what they hold. The format is taken from the file name: `v1.redb` is written in record format
 //! 1 (`encode_v1`) under key schema 1, `v2.redb` in record format 2 (`encode`) under key schema
 //! 2, as the tunebank versions that first wrote them did, so a regenerated file holds the same

@@ -32,7 +32,7 @@ use crate::tune::TuneError;
 /// The kind of `e` when it is one of the library's public error types (each answers for what it
 /// wraps), else `None`: a plain message, an `std::io::Error` ([`crate::failure::io_kind`]) or another crate's
 /// error is the caller's to classify. The list names every public error type of the library;
-/// `tests/it/cli_exit_codes.rs` (`every_library_error_variant_has_its_kind`) holds it complete.
+/// `src/tests/error_kinds.rs` (`every_library_error_variant_has_its_kind`) holds it complete.
 pub fn library_kind(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
     macro_rules! by_type {
         ($($t:ty),* $(,)?) => {

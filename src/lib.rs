@@ -70,6 +70,7 @@
 //!
 //! See `ARCHITECTURE.md` for the code map, the invariants and the on-disk formats.
 #![deny(missing_docs)]
+#![warn(unnameable_types)]
 
 pub mod bank;
 pub mod classify;

@@ -39,7 +39,7 @@ pub enum FieldClass {
 
 impl FieldClass {
     /// A short noun for summaries (`dtype`, `shape` …).
-    pub fn noun(self) -> &'static str {
+    pub(crate) fn noun(self) -> &'static str {
         match self {
             FieldClass::OpType => "op type",
             FieldClass::FusedOps => "fused ops",
@@ -273,7 +273,7 @@ fn tensors_distance(a: &[TensorDesc], b: &[TensorDesc]) -> f64 {
 /// How far a stored descriptor is from the one looked up: 0 for equal descriptors, growing with
 /// each differing field (op type and SoC weigh most, then tensor counts, dtypes, impl mode,
 /// formats, attributes, and one per differing dim). Allocation-free: it ranks many candidates.
-pub fn mismatch_distance(stored: &OpDescriptor, current: &OpDescriptor) -> f64 {
+pub(crate) fn mismatch_distance(stored: &OpDescriptor, current: &OpDescriptor) -> f64 {
     let mut d = 0.0;
     if !stored.op_type.eq_ignore_ascii_case(&current.op_type) {
         d += 100.0;

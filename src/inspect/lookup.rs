@@ -199,7 +199,7 @@ impl fmt::Display for LookupReport {
 }
 
 /// The look-up of every tuning unit of a model (`tunebank convert`), as a converter does it:
-/// with a graph bank, its subgraphs first ([`ConvertReport::with_graph_bank`]), then the
+/// with a graph bank, its subgraphs first (`ConvertReport::with_graph_bank`), then the
 /// resulting (post-SGAT) units in the op bank.
 ///
 /// JSON: `{"default_confirmed_hits", "graph_bank", "graph_hits", "hits", "misses", "model",
@@ -340,7 +340,11 @@ impl ConvertReport {
 
     /// The report of a conversion that applied the graph bank `files` first, with what it made
     /// of each subgraph (the units looked up are then the post-SGAT units).
-    pub fn with_graph_bank(mut self, files: String, subgraphs: Vec<AppliedSubgraph>) -> Self {
+    pub(crate) fn with_graph_bank(
+        mut self,
+        files: String,
+        subgraphs: Vec<AppliedSubgraph>,
+    ) -> Self {
         self.graph_hits = subgraphs.iter().filter(|s| s.layer.is_some()).count() as u64;
         self.graph_bank = Some(files);
         self.subgraphs = subgraphs;

@@ -21,7 +21,7 @@ pub use catalog::{
     stats, BankDiff, BankStats, DiffReport, Filter, LayerStats, ListReport, Listed, ShowReport,
     StatsReport,
 };
-pub use fields::{mismatch_distance, FieldClass, FieldDiff};
+pub use fields::{FieldClass, FieldDiff};
 pub use lookup::{
     ConvertReport, ConvertRow, KeyListing, KeyRow, LookupAnswer, LookupReport, LookupRow,
 };

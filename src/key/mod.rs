@@ -54,12 +54,11 @@ mod vocab;
 
 pub use descriptor::*;
 pub use encode::KeyError;
-pub use node::NodeError;
+pub(crate) use node::NodeError;
 pub use options::*;
 pub use platform::{platform_source, use_platform_config, PlatformError, PlatformSource};
-pub use resolve::{
-    derive_op_keys, resolve_op, OpTemplate, Profile, ResolveError, ResolvedOp, TemplateTensor,
-};
+pub(crate) use resolve::resolve_op;
+pub use resolve::{derive_op_keys, OpTemplate, Profile, ResolveError, ResolvedOp, TemplateTensor};
 pub use soc::*;
 pub use vocab::StrategyMap;
 pub(crate) use vocab::CUBE_TILING_PARAMS;

@@ -11,7 +11,7 @@ use crate::failure::FailureKind;
 /// A node reference or node fact of a graph descriptor is inconsistent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("subgraph node {node}: {what}")]
-pub struct NodeError {
+pub(crate) struct NodeError {
     /// Node index.
     pub node: usize,
     /// What is wrong.
@@ -40,7 +40,7 @@ impl GraphDescriptor {
     /// `impl_mode` (default high_performance) and `cube_math`. For a node built by the model's
     /// partition (SGAT's subgraphs) this is the unit's resolved descriptor exactly (same op key). Errors on a dangling
     /// reference or an unreadable node fact.
-    pub fn node_op(&self, node: usize) -> Result<OpDescriptor, NodeError> {
+    pub(crate) fn node_op(&self, node: usize) -> Result<OpDescriptor, NodeError> {
         let g = self;
         let err = |what: String| NodeError { node, what };
         let n = g

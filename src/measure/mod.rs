@@ -10,7 +10,7 @@
 //! - [`sim::SimRunner`] (`sim`): an analytic pipeline model of the Ascend DaVinci AI core
 //!   (Ascend910B2, Ascend310P3), chosen by the task's SoC version.
 //! - [`cpu::CpuRunner`] (`cpu`): real kernels on the host whose tiling comes from the strategy.
-//! - [`exec::ExecRunner`] (`exec:COMMAND`): a user's process speaking the JSON-lines protocol of
+//! - `exec::ExecRunner` (`exec:COMMAND`): a user's process speaking the JSON-lines protocol of
 //!   docs/interfaces.md ("External runner protocol").
 //!
 //! Strategies travel as [`StrategyMap`]s, the form the bank stores; [`TaskSpace`] converts between a search space's
@@ -165,7 +165,8 @@ impl Outcome {
 
     /// The spread of the samples: first and third quartile (nearest rank), or `None` for a
     /// failure.
-    pub fn quartiles_us(&self) -> Option<(f64, f64)> {
+    #[cfg(test)]
+    pub(crate) fn quartiles_us(&self) -> Option<(f64, f64)> {
         match self {
             Outcome::Measurement { samples_us } if !samples_us.is_empty() => {
                 let mut v = samples_us.clone();

@@ -471,7 +471,8 @@ impl Model {
     }
 
     /// Number of nodes of each op type, by op type.
-    pub fn op_type_counts(&self) -> BTreeMap<String, usize> {
+    #[cfg(test)]
+    pub(crate) fn op_type_counts(&self) -> BTreeMap<String, usize> {
         let mut counts = BTreeMap::new();
         for n in &self.graph.nodes {
             *counts.entry(n.op_type.clone()).or_insert(0) += 1;

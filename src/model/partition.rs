@@ -1,6 +1,6 @@
 //! Partition of a profile's fused tuning units into subgraphs (SGAT's tuning problems), each a
 //! [`GraphDescriptor`] whose key is the subgraph key (the way back from a subgraph node to the
-//! op descriptor the op bank and the simulator know is [`GraphDescriptor::node_op`], in `key`).
+//! op descriptor the op bank and the simulator know is `GraphDescriptor::node_op`, in `key`).
 //!
 //! **Rule** (deterministic, over the units in their topological order): a subgraph grows unit
 //! by unit and is closed after a unit when at most one tensor produced so far is still needed
@@ -19,7 +19,7 @@
 //! `_in<j>_dtype` and `_in<j>_format` (strs). Every other input is a graph input (one per
 //! distinct tensor and view, in first-use order). Graph outputs: tensors produced here and read
 //! after the subgraph or by nobody (model outputs), in production order. So
-//! [`GraphDescriptor::node_op`] gives back exactly the unit's resolved descriptor, hence its op
+//! `GraphDescriptor::node_op` gives back exactly the unit's resolved descriptor, hence its op
 //! key.
 
 use std::collections::{BTreeMap, HashMap};

@@ -109,7 +109,7 @@ impl WinRule {
     /// The fewest rounds whose unanimous verdict reaches p < `alpha`: the smallest n with
     /// 2⁻ⁿ < α (7 for α = 0.01). Fewer rounds can never show a win; the driver asks for at
     /// least this many.
-    pub fn min_rounds(&self) -> usize {
+    pub(crate) fn min_rounds(&self) -> usize {
         let mut n = 1;
         while 0.5f64.powi(n as i32) >= self.alpha && n < 64 {
             n += 1;

@@ -130,7 +130,7 @@ fn piped_output_has_no_control_characters_and_names_shortened_in_the_middle() {
         shortened.iter().all(|r| r.starts_with("/layer")),
         "{shortened:?}"
     );
-    // --svg: one row per task, a well-formed picture (rendered in tests/it/plots_render.rs).
+    // --svg: one row per task, a well-formed picture (rendered in src/tests/plots_render.rs).
     let picture = std::fs::read_to_string(&svg).unwrap();
     assert!(picture.starts_with("<svg"), "{picture}");
     assert!(picture.contains("/fc/Gemm"), "{picture}");

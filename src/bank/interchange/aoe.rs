@@ -311,7 +311,7 @@ fn attrs(v: Option<&PyJson>) -> Result<BTreeMap<String, AttrValue>, String> {
 /// the field and what was expected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("AOE entry does not map: {reason}")]
-pub struct NotMapped {
+pub(crate) struct NotMapped {
     /// Why (the field and what was expected).
     pub reason: String,
 }
@@ -324,7 +324,11 @@ impl NotMapped {
 }
 
 /// The descriptor an `info_dict` maps to (see the module docs), or why it does not map.
-pub fn mapped_descriptor(info_dict: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, NotMapped> {
+#[cfg(test)]
+pub(crate) fn mapped_descriptor(
+    info_dict: &PyJson,
+    soc: &SocSpec,
+) -> Result<OpDescriptor, NotMapped> {
     map_descriptor(info_dict, soc).map_err(|reason| NotMapped { reason })
 }
 
@@ -569,7 +573,7 @@ impl AoeImportReport {
     /// The mapping lines of the text: the core counts when they differ (`bank file tuned on 25
     /// AiCore; records keyed for 24 AiCore …`), mapped / placeholder counts, tilings, and one
     /// line per entry that did not map, by md5 with the reason.
-    pub fn write_mapping(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    pub(crate) fn write_mapping(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if let Some(c) = self.differing_cores() {
             writeln!(
                 f,

@@ -19,7 +19,7 @@ impl Bank {
     /// order, so a batch pays for one transaction per layer instead of one per key and layer.
     /// Within a layer every key is read from one snapshot. A storage error (I/O, a damaged bank
     /// file) ends the whole batch with that error.
-    pub fn lookup_many_checked(
+    pub(crate) fn lookup_many_checked(
         &self,
         keys: &[BankKey],
         valid: impl Fn(&Answer) -> bool,
@@ -62,7 +62,7 @@ impl Bank {
             .collect())
     }
 
-    /// Looks up several keys, as [`Bank::lookup_many_checked`] with no validity check; answers
+    /// Looks up several keys, as `Bank::lookup_many_checked` with no validity check; answers
     /// are in input order. The first key (in input order) whose look-up fails — a damaged
     /// record, or in error-on-miss mode a miss — ends the batch with that error; the counters
     /// still count every key of the batch.

@@ -526,7 +526,8 @@ impl Bank {
 
     /// `Bank::write_batch_if` that never replaces: only keys the custom layer does not hold
     /// are written.
-    pub fn write_batch_if_absent(&self, records: &[Record]) -> Result<usize, BankError> {
+    #[cfg(test)]
+    pub(crate) fn write_batch_if_absent(&self, records: &[Record]) -> Result<usize, BankError> {
         self.write_batch_if(records, &|_, _| false)
     }
 

@@ -86,7 +86,7 @@ impl<'a> PackedStrategy<'a> {
     }
 
     /// The owned strategy map.
-    pub fn to_strategy(&self) -> StrategyMap {
+    pub(crate) fn to_strategy(self) -> StrategyMap {
         self.iter()
             .map(|(name, value)| (name.to_owned(), value.to_value()))
             .collect()
@@ -129,7 +129,7 @@ impl StrategyRef<'_> {
     }
 
     /// The owned strategy map.
-    pub fn to_strategy(&self) -> StrategyMap {
+    pub(crate) fn to_strategy(&self) -> StrategyMap {
         match self {
             StrategyRef::Packed(p) => p.to_strategy(),
             StrategyRef::Owned(s) => s.clone(),

@@ -4,7 +4,7 @@
 //! Backends: [`RedbStore`] (the default; one file shared by many processes), [`PgStore`] (a
 //! bank in a PostgreSQL database, for a team) and, behind the `sled` cargo feature, `SledStore`
 //! (one process at a time). Their tables are specified in
-//! ARCHITECTURE.md ("Bank storage format"); `tests/it/store_conformance.rs` holds both to the
+//! ARCHITECTURE.md ("Bank storage format"); `src/tests/store_conformance.rs` holds both to the
 //! [`Store`] contract.
 
 use std::ops::ControlFlow;
@@ -190,11 +190,11 @@ pub struct BackendCheck {
 
 /// The decision of a conditional write ([`Store::put_batch_if`]): given a key and the value it
 /// holds inside the write transaction, whether the new entry replaces it.
-pub type Replace<'a> = dyn Fn(&BankKey, &[u8]) -> bool + 'a;
+pub(crate) type Replace<'a> = dyn Fn(&BankKey, &[u8]) -> bool + 'a;
 
 /// A transactional key-value store holding encoded records.
 ///
-/// Contract, checked by the conformance suite in `tests/it/store_conformance.rs` for every
+/// Contract, checked by the conformance suite in `src/tests/store_conformance.rs` for every
 /// backend:
 /// - `put_batch` is all-or-nothing and durable when it returns `Ok`: after a crash, either every
 ///   entry of the batch is readable or none is, and a concurrent reader sees one or the other.

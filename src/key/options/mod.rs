@@ -28,7 +28,5 @@ pub(crate) use files::{FusionKind, FusionSwitches, OpPrecision};
 pub(crate) use resolved::ImplModeOption;
 pub use resolved::{Dynamic, PrecisionMode, ResolvedOptions};
 pub(crate) use table::graph_extension_specs;
-pub use table::{
-    graph_option_specs, option_spec, options_help, FileFormat, KeyEffect, OptionSpec, ValueKind,
-    OPTIONS,
-};
+pub(crate) use table::graph_option_specs;
+pub use table::{option_spec, options_help, FileFormat, KeyEffect, OptionSpec, ValueKind, OPTIONS};

@@ -508,12 +508,12 @@ impl ResolvedOptions {
     /// The canonical value of an option (its default when unset; `""` for an unset option
     /// without a default; `blake3:<hex>` of the canonical content for file-valued options).
     /// `None` for a name not in the table.
-    pub fn canonical(&self, name: &str) -> Option<&str> {
+    pub(crate) fn canonical(&self, name: &str) -> Option<&str> {
         self.canonical.get(name).map(String::as_str)
     }
 
     /// The graph-level options for [`GraphDescriptor::options`](crate::key::GraphDescriptor):
-    /// the options of key schema 2 ([`graph_option_specs`]) always, and the later
+    /// the options of key schema 2 (`graph_option_specs`) always, and the later
     /// graph-affecting options (`graph_extension_specs`) set to a non-default value;
     /// canonical values.
     pub fn graph_options(&self) -> BTreeMap<String, String> {

@@ -32,12 +32,12 @@ pub enum KeyEffect {
 
 impl KeyEffect {
     /// Whether the option can change an op key.
-    pub fn affects_op(self) -> bool {
+    pub(crate) fn affects_op(self) -> bool {
         matches!(self, KeyEffect::OpAndGraph | KeyEffect::Soc)
     }
 
     /// Whether the option can change a subgraph key.
-    pub fn affects_graph(self) -> bool {
+    pub(crate) fn affects_graph(self) -> bool {
         !matches!(self, KeyEffect::Ignored | KeyEffect::Refused)
     }
 
@@ -292,7 +292,7 @@ pub fn option_spec(name: &str) -> Option<&'static OptionSpec> {
 
 /// The options of `SCHEMA_2_GRAPH_OPTIONS`, in that order: every subgraph key writes them,
 /// an absent one as its default.
-pub fn graph_option_specs() -> &'static [&'static OptionSpec] {
+pub(crate) fn graph_option_specs() -> &'static [&'static OptionSpec] {
     static SPECS: OnceLock<Vec<&'static OptionSpec>> = OnceLock::new();
     SPECS.get_or_init(|| {
         SCHEMA_2_GRAPH_OPTIONS

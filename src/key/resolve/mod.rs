@@ -211,7 +211,7 @@ fn rank_format(rank: usize, input_format: Format) -> Format {
 /// output gets its dtype, filled dims and layout (`tensor`); last, the descriptor takes its
 /// Ascend IR form (`crate::key::ir::to_ir`: IR op type, attributes, device formats), the
 /// framework names kept in `origin`.
-pub fn resolve_op(
+pub(crate) fn resolve_op(
     template: &OpTemplate,
     options: &ResolvedOptions,
     soc: &SocSpec,

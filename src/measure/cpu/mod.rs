@@ -10,7 +10,7 @@
 //! (`precision_fail` otherwise). Then warm-up runs, timed repeats, samples in µs. Only one
 //! measurement runs at a time in a process (a global lock), so candidates do not compete.
 //!
-//! Host memory is capped ([`CpuRunner::with_max_bytes`], [`DEFAULT_MAX_BYTES`]): the bytes a
+//! Host memory is capped (`CpuRunner::with_max_bytes`, `DEFAULT_MAX_BYTES`): the bytes a
 //! task's buffers and a candidate's own buffers need are counted with checked arithmetic
 //! before anything is allocated (`memory.rs`), and a candidate over the cap is a `build_oom`
 //! failure naming both numbers, never an aborted process.
@@ -41,7 +41,7 @@ static MEASURE_LOCK: Mutex<()> = Mutex::new(());
 /// The default cap on the host memory one candidate may use (the task's inputs, reference and
 /// output plus the candidate's own buffers): 1 GiB, the memory the command line assumes per
 /// `cpu` worker when it caps `TUNING_PARALLEL_NUM` by the memory available.
-pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 
 /// The CPU runner. It keeps the inputs and reference output of the last task it saw.
 #[derive(Debug)]
@@ -127,13 +127,15 @@ impl CpuRunner {
     /// columns and per-thread work lists. A task or candidate over the cap is a `build_oom`
     /// failure of each candidate concerned, naming the bytes needed and the cap; nothing is
     /// allocated for it.
-    pub fn with_max_bytes(mut self, bytes: u64) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_max_bytes(mut self, bytes: u64) -> Self {
         self.max_bytes = bytes;
         self
     }
 
     /// The cap [`CpuRunner::with_max_bytes`] set.
-    pub fn max_bytes(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn max_bytes(&self) -> u64 {
         self.max_bytes
     }
 
@@ -144,7 +146,8 @@ impl CpuRunner {
     }
 
     /// Caps the thread counts the space offers.
-    pub fn with_max_threads(mut self, n: usize) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_max_threads(mut self, n: usize) -> Self {
         self.max_threads = n.max(1);
         self
     }

@@ -410,6 +410,7 @@ impl GraphOps {
     /// total cube compute at peak, the largest single op's roofline body, and the graph outputs
     /// over the L2 write bandwidth; a producer that may write its consumer's format counts at
     /// the cheaper of its two forms.
+    #[cfg(test)]
     pub fn roofline_us(&self) -> f64 {
         let mut nodes: Vec<(f64, f64)> = (self.nodes.iter())
             .map(|n| (n.compute_us, n.roofline_us))

@@ -101,7 +101,7 @@ impl SimRunner {
     /// Adds seeded measurement noise: each sample is multiplied by `1 + sigma·|z|`, `z` standard
     /// normal, drawn from `seed`, the candidate and the number of measure calls so far. Noise
     /// only slows a sample down, so the roofline still holds.
-    pub fn with_noise(mut self, seed: u64, sigma: f64) -> Self {
+    pub(crate) fn with_noise(mut self, seed: u64, sigma: f64) -> Self {
         self.noise = Some((seed, sigma.max(0.0)));
         self
     }

@@ -71,7 +71,7 @@ impl LinearCost {
 /// "inter": {"bandwidth_gbps": 25, "latency_us": 10}, "per_segment_us": 25}`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ClusterFile {
+pub(crate) struct ClusterFile {
     /// Devices per server.
     pub devices_per_server: Option<u32>,
     /// Within a server.

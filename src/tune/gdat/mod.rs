@@ -26,11 +26,11 @@ mod updates;
 pub(crate) mod why;
 
 use crate::failure::FailureKind;
-pub use cluster::{Cluster, ClusterFile, LinearCost, Link};
+pub use cluster::{Cluster, LinearCost, Link};
 pub use job::*;
 pub use split::*;
-pub use timeline::{Gradient, Timeline};
-pub use why::{why_gradient, GradientWhy};
+pub use timeline::{BackwardOp, Gradient, Timeline};
+pub use why::{why_gradient, GradientNearMiss, GradientWhy};
 
 /// Why a GDAT job cannot run. Every variant but [`GdatError::Bank`] is the request's fault.
 #[derive(Debug, thiserror::Error)]

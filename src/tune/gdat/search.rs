@@ -53,7 +53,7 @@ pub fn task(soc: &SocSpec, bytes: &[u64], world_size: u32, max_segments: usize) 
 }
 
 /// A split as a strategy map: `b1 … b{max−1}`, unused boundaries `n`.
-pub fn to_strategy(split: &[usize], n: usize, max: usize) -> StrategyMap {
+pub(crate) fn to_strategy(split: &[usize], n: usize, max: usize) -> StrategyMap {
     let inner = &split[..split.len() - 1];
     (1..max)
         .map(|j| {

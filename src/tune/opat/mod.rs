@@ -11,7 +11,7 @@
 //!   `search-strategies` strategy within the per-op budget (trials and time, both also capped
 //!   by the job's overall budget), then re-measure the best strategy and the baseline (the bank
 //!   entry on a hit, else the runner's default strategy) side by side in at least
-//!   [`WinRule::min_rounds`] rounds and judge them with `WinRule::judge` (the signed-rank test
+//!   `WinRule::min_rounds` rounds and judge them with `WinRule::judge` (the signed-rank test
 //!   over rounds). OPAT does so for every runner, the noiseless simulator included: the stored
 //!   record keeps every round's samples, so judging one exact pair instead would change what
 //!   is stored. The win rule is the one rule of the three drivers: SGAT and GDAT judge their

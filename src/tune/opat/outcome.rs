@@ -120,7 +120,7 @@ impl TaskOutcome {
 
     /// The result file's `repo_modified_operators` entries of this outcome: one per op name of
     /// `task` for an add or update with both times, else none.
-    pub fn modified_ops(&self, task: &TuneTask) -> Vec<ModifiedOp> {
+    pub(crate) fn modified_ops(&self, task: &TuneTask) -> Vec<ModifiedOp> {
         let (Some(mode), Some(b), Some(a)) =
             (self.decision.update_mode(), self.before_us, self.after_us)
         else {
@@ -180,7 +180,7 @@ pub struct TuneStats {
 impl TuneStats {
     /// `outside / (outside + runner_setup + measure)`: the share of the job's work that is
     /// neither measurement nor the runner's own preparation.
-    pub fn outside_share(&self) -> f64 {
+    pub(crate) fn outside_share(&self) -> f64 {
         let total = (self.outside + self.runner_setup + self.measure).as_secs_f64();
         if total > 0.0 {
             self.outside.as_secs_f64() / total
@@ -191,7 +191,7 @@ impl TuneStats {
 
     /// Adds a task's worker times and trials: what it spent measuring and preparing, and the
     /// rest of its time as search.
-    pub fn add_task(&mut self, o: &TaskOutcome) {
+    pub(crate) fn add_task(&mut self, o: &TaskOutcome) {
         self.measure += o.measure_time;
         self.runner_setup += o.setup_time;
         self.trials += o.trials;

@@ -157,13 +157,14 @@ pub struct RepoSummary {
 
 impl RepoSummary {
     /// Whether AOE's two invariants hold.
-    pub fn is_consistent(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_consistent(&self) -> bool {
         self.hit == self.update + self.reserved
             && self.total == self.add + self.hit + self.unsatisfied
     }
 
     /// The result file's `repo_summary` object (OPAT, SGAT and GDAT alike).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(self) -> Value {
         json!({
             "repo_add_num": self.add,
             "repo_hit_num": self.hit,

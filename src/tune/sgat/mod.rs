@@ -4,8 +4,8 @@
 //! ([`crate::model::partition`]), one [`SgatTask`] per unique subgraph key. [`run_sgat`] then
 //! handles each task as OPAT handles an op, on the same worker pool, budget, win rule and
 //! bank-write policy: a hit without `REPEAT_TUNE` is reused (hit, reserved); otherwise the
-//! subgraph's space ([`SgatSpace`]) is searched with a `search-strategies` strategy, each
-//! candidate timed by the subgraph model ([`GraphOps::time`]) with every node at its op-bank
+//! subgraph's space (`SgatSpace`) is searched with a `search-strategies` strategy, each
+//! candidate timed by the subgraph model (`GraphOps::time`) with every node at its op-bank
 //! strategy (a hit in the op bank) or its default; the model's times of the best and of the
 //! baseline (the bank entry on a hit, else the unfused strategy) are judged by the win rule as
 //! exact times ([`WinRule::judge_deterministic`](super::WinRule::judge_deterministic): the
@@ -34,9 +34,9 @@ use search_strategies::{strategies::by_name, StopReason};
 
 pub use apply::{post_sgat_plan, AppliedSubgraph, ApplyError, PostSgat};
 pub use report::{SgatReport, SubgraphChange};
-pub use search::SgatBestError;
+pub(crate) use search::SgatBestError;
 pub(crate) use search::{search_subgraph, sgat_best};
-pub use space::{SgatSpace, SpaceBuildError};
+pub(crate) use space::{SgatSpace, SpaceBuildError};
 
 use super::pool::{Budget, Pool};
 use super::{check_settings, check_soc, plan, TuneError, TunePlan, TuneSettings};

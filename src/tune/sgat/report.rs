@@ -72,7 +72,7 @@ impl SgatReport {
     }
 
     /// The whole file as JSON, under the top-level key `report_id`.
-    pub fn to_json(&self, report_id: &str) -> Value {
+    pub(crate) fn to_json(&self, report_id: &str) -> Value {
         let mut basic = Map::new();
         basic.insert("tuning_name".into(), json!(self.tuning_name));
         if let Some(t) = self.tuning_time_s {

@@ -71,7 +71,7 @@ pub(crate) fn search_subgraph(
 
 /// Why `sgat_best` could not search a subgraph.
 #[derive(Debug, thiserror::Error)]
-pub enum SgatBestError {
+pub(crate) enum SgatBestError {
     /// The subgraph has no key (its search seed).
     #[error(transparent)]
     Key(#[from] KeyError),

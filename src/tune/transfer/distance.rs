@@ -48,7 +48,7 @@ pub(crate) const UNMATCHED_INPUT: f64 = std::f64::consts::LN_2;
 /// So a neighbouring shape on the same SoC (one dim of two inputs doubled: 1.39) is nearer than
 /// the same shape on another SoC family (3.0), and a shape 16 times larger in one dim (5.5)
 /// is farther than the same shape on another SoC of the family (1.0).
-pub fn transfer_distance(target: &OpDescriptor, source: &OpDescriptor) -> Option<f64> {
+pub(crate) fn transfer_distance(target: &OpDescriptor, source: &OpDescriptor) -> Option<f64> {
     if !target.op_type.eq_ignore_ascii_case(&source.op_type) {
         return None;
     }

@@ -2,7 +2,7 @@
 //! search from the winners of related records — the same IR op type with other shapes on the
 //! same SoC, or the same op on other SoCs — instead of cold.
 //!
-//! "Related" and its distance are defined in one place, [`transfer_distance`] (shape log-ratios plus
+//! "Related" and its distance are defined in one place, `transfer_distance` (shape log-ratios plus
 //! documented penalties; another dtype class or IR type is never related). [`snapshot`] reads
 //! the related records of a job's tasks to search from every layer of the bank once, before any task
 //! runs, and keeps the `NEAREST` nearest per task: records the job writes while it runs are
@@ -40,7 +40,7 @@ use crate::measure::{json_to_value, TaskSpace};
 use crate::tune::report::SeededBy;
 
 pub(crate) use carry::carry_core_split;
-pub use distance::{transfer_distance, MODE};
+pub use distance::MODE;
 
 use super::TunePlan;
 
@@ -54,7 +54,7 @@ pub struct Related {
     pub key: BankKey,
     /// Its SoC version.
     pub soc: String,
-    /// Its [`transfer_distance`] to the task.
+    /// Its `transfer_distance` to the task.
     pub distance: f64,
     /// Its stored strategy.
     pub strategy: StrategyMap,
@@ -92,7 +92,7 @@ impl Snapshot {
 }
 
 /// The related records of `tasks` (indices into `plan.tasks`: the tasks the job searches), read from
-/// every layer of `bank` once: for each task, the `NEAREST` op records by [`transfer_distance`]
+/// every layer of `bank` once: for each task, the `NEAREST` op records by `transfer_distance`
 /// (nearest first, ties by key), never its own key. One read per op type, SoC and layer (the
 /// secondary-index group, at most `GROUP_LIMIT` records each), whatever the number of tasks.
 pub fn snapshot(
