@@ -16,7 +16,7 @@
 //!   [`JobSpec::conversion`] is the same plan without the tuning settings, for `convert` and
 //!   every key listing ([`Conversion`]).
 //! - [`Job::run`] runs the job's driver ([`crate::tune::opat::run`], [`crate::tune::sgat::run_sgat`],
-//!   [`crate::tune::gdat::run_job`]), tells an [`Observer`] of its progress and returns a
+//!   `crate::tune::gdat::run_job`), tells an [`Observer`] of its progress and returns a
 //!   [`JobReport`] (`Serialize` for programs, `Display` for people) after writing AOE's result
 //!   file.
 //!

@@ -29,7 +29,7 @@ macro_rules! case {
     };
 }
 
-/// Every variant of every public error type of the tunebank crate (search-strategies' errors
+/// Every variant of every error type of the tunebank crate (search-strategies' errors
 /// reach a command only inside `MeasureError`), constructed, with the kind it must have:
 /// the reference table, written from the error's meaning (its doc), not from `kind()`. A
 /// wrapper holding a busy, damaged or unreachable bank must say so, so wrappers are built
@@ -328,8 +328,9 @@ const NOT_PUBLIC: [(&str, &str); 1] = [(
     "in the private module model::infer; it becomes a skipped op's reason text",
 )];
 
-/// Every public error type (`thiserror::Error` derive) under `src/` outside the binaries, and
-/// for an enum every variant, read from the source: (type, variants; empty for a struct).
+/// Every error type (`thiserror::Error` derive, public or crate-visible) under `src/` outside the
+/// binaries, and for an enum every variant, read from the source: (type, variants; empty for a
+/// struct).
 fn library_error_types() -> Vec<(String, Vec<String>)> {
     let mut files = vec![PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src"))];
     let mut out = Vec::new();
@@ -349,12 +350,16 @@ fn library_error_types() -> Vec<(String, Vec<String>)> {
             if !(l.starts_with("#[derive(") && l.contains("thiserror::Error")) {
                 continue;
             }
+            // The declaration, public or crate-visible (an error a public one wraps).
             let decl = lines[i + 1..]
                 .iter()
-                .find(|l| l.starts_with("pub "))
+                .find(|l| l.starts_with("pub ") || l.starts_with("pub(crate) "))
                 .unwrap();
-            let mut words = decl.split(|c: char| !c.is_alphanumeric() && c != '_');
-            let form = words.nth(1).unwrap();
+            let item = decl
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub ");
+            let mut words = item.split(|c: char| !c.is_alphanumeric() && c != '_');
+            let form = words.next().unwrap();
             let name: String = words.next().unwrap().to_owned();
             let mut variants = Vec::new();
             if form == "enum" {

@@ -11,6 +11,7 @@ mod bank_layers;
 mod bank_policy;
 mod corruption;
 mod error_kinds;
+mod gdat;
 mod key_encoding;
 mod key_golden;
 mod key_options;

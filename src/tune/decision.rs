@@ -90,7 +90,7 @@ pub(crate) struct Round<'a> {
 
 /// What the rule concluded, with the figures it used.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Judgement {
+pub(crate) struct Judgement {
     /// Median of every baseline sample (all rounds), µs; `None` without samples.
     pub baseline_us: Option<f64>,
     /// Median of every candidate sample (all rounds), µs; `None` without samples.
@@ -159,7 +159,7 @@ impl WinRule {
     /// faster and meets the gain condition (`WinRule::meets_gain`). No rounds, no test:
     /// `paired_rounds` is 0 and `alpha` is not used. Times are finite and positive (the
     /// `Measure` contract); a NaN never wins.
-    pub fn judge_deterministic(&self, baseline_us: f64, candidate_us: f64) -> Judgement {
+    pub(crate) fn judge_deterministic(&self, baseline_us: f64, candidate_us: f64) -> Judgement {
         let faster = candidate_us < baseline_us;
         Judgement {
             baseline_us: Some(baseline_us),

@@ -27,7 +27,7 @@ pub mod sgat;
 pub mod transfer;
 
 pub(crate) use decision::Round;
-pub use decision::{Decision, GainBound, Judgement, WinRule};
+pub use decision::{Decision, GainBound, WinRule};
 pub(crate) use plan::task_seed;
 pub(crate) use plan::unit_selected;
 pub use plan::{plan, TunePlan, TuneTask};

@@ -34,7 +34,7 @@ pub struct TuneSettings {
     pub batch: usize,
     /// Side-by-side re-measurement rounds of best and baseline (OPAT); the driver runs at
     /// least `WinRule::min_rounds` whatever this says. SGAT measures no rounds: its model's
-    /// exact times are judged directly ([`WinRule::judge_deterministic`]).
+    /// exact times are judged directly (`WinRule::judge_deterministic`).
     pub confirm_rounds: usize,
     /// The win rule.
     pub win: WinRule,

@@ -26,7 +26,7 @@ use super::GdatError;
 
 /// A tuned split must beat its baseline by more than this fraction to be written: the
 /// `min_gain` of [`WIN_RULE`].
-pub const MIN_IMPROVEMENT: f64 = 0.01;
+pub(crate) const MIN_IMPROVEMENT: f64 = 0.01;
 
 /// GDAT's win rule: the one rule of every driver, judging the side-by-side times of the best
 /// split and the baseline as exact times ([`WinRule::judge_deterministic`]), with a gain of
@@ -34,7 +34,7 @@ pub const MIN_IMPROVEMENT: f64 = 0.01;
 /// GDAT has always decided). `alpha` is not used by exact times. A runner given to [`run_job`]
 /// instead of the cluster model is judged the same way, on the medians of its one side-by-side
 /// measurement: GDAT measures no rounds.
-pub const WIN_RULE: WinRule = WinRule {
+pub(crate) const WIN_RULE: WinRule = WinRule {
     min_gain: MIN_IMPROVEMENT,
     alpha: 0.01,
     gain_bound: GainBound::Exclusive,
@@ -59,7 +59,7 @@ pub struct GdatPlan {
 
 /// How a job is run.
 #[derive(Clone, Debug)]
-pub struct GdatSettings {
+pub(crate) struct GdatSettings {
     /// Search strategy name (`search_strategies::strategies::by_name`).
     pub strategy: String,
     /// Candidates measured at most.
@@ -264,7 +264,7 @@ impl GdatPlan {
 
 /// Runs the job against `bank` with `runner` (the cluster model when `None`); see the module
 /// docs. The bank write decides inside its transaction under the bank-write policy.
-pub fn run_job(
+pub(crate) fn run_job(
     plan: &GdatPlan,
     bank: &Bank,
     settings: &GdatSettings,

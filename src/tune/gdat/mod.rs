@@ -9,7 +9,7 @@
 //! the exact dynamic program, HCCL's default, index ⇄ size), [`search`] (the search through the
 //! `Measure` trait, started from the optimum and the default), `job` (look-up, search,
 //! decision and bank write under the gradient key; the decision is the drivers' one win rule
-//! on exact times, [`job::WIN_RULE`], and their shared [`Decision`](crate::tune::Decision)),
+//! on exact times, `job::WIN_RULE`, and their shared [`Decision`](crate::tune::Decision)),
 //! [`report`] (the AOE-style result file, the lines to paste into a training script,
 //! `--timeline-out`), [`render`] (text and SVG Gantt) and `why` (a gradient-key miss
 //! explained by the nearest stored records).

@@ -42,7 +42,7 @@ pub struct Schedule {
 }
 
 /// Whether `split` is a valid split of `n` gradients into at most `max` segments.
-pub fn is_valid(split: &[usize], n: usize, max: usize) -> bool {
+pub(crate) fn is_valid(split: &[usize], n: usize, max: usize) -> bool {
     !split.is_empty()
         && split.len() <= max
         && split.last() == Some(&n)
@@ -52,7 +52,7 @@ pub fn is_valid(split: &[usize], n: usize, max: usize) -> bool {
 
 /// The schedule of `split` over gradients of `bytes` ready at `ready_us` (production order),
 /// backward ending at `backward_end_us`. `split` must be valid ([`is_valid`]).
-pub fn schedule(
+pub(crate) fn schedule(
     bytes: &[u64],
     ready_us: &[f64],
     backward_end_us: f64,

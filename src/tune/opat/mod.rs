@@ -15,7 +15,7 @@
 //!   over rounds). OPAT does so for every runner, the noiseless simulator included: the stored
 //!   record keeps every round's samples, so judging one exact pair instead would change what
 //!   is stored. The win rule is the one rule of the three drivers: SGAT and GDAT judge their
-//!   models' exact times with [`WinRule::judge_deterministic`], and all three report the same
+//!   models' exact times with `WinRule::judge_deterministic`, and all three report the same
 //!   [`Decision`];
 //! - only a clear win is written as a tuned strategy
 //!   ([`Record::tuned`](crate::bank::Record::tuned)): `add` (no entry before) or `update` (entry

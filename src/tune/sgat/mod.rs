@@ -8,7 +8,7 @@
 //! candidate timed by the subgraph model (`GraphOps::time`) with every node at its op-bank
 //! strategy (a hit in the op bank) or its default; the model's times of the best and of the
 //! baseline (the bank entry on a hit, else the unfused strategy) are judged by the win rule as
-//! exact times ([`WinRule::judge_deterministic`](super::WinRule::judge_deterministic): the
+//! exact times (`WinRule::judge_deterministic`: the
 //! model is deterministic, so one time per side decides, without rounds and without the
 //! significance test); a clear win is written (add/update, [`Record::tuned`]), a miss whose
 //! full search found none stores the unfused strategy as confirmed (unsatisfied, then a hit on
