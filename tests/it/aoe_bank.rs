@@ -513,6 +513,45 @@ fn calibrate_reports_every_record_with_the_reason_for_a_missing_time() {
     assert!((-1.0..=1.0).contains(&spearman));
 }
 
+/// The bank file's core count sets the simulated cores: with `--aoe-core-count 25` the three
+/// sample tilings that split M over 25 blocks run in one wave instead of two on the file's 24
+/// cores, and no stored tiling gets slower.
+#[test]
+fn calibrate_simulates_the_bank_files_core_count() {
+    let stored = |extra: &[&str]| -> Vec<f64> {
+        let sample = sample_path();
+        let soc = format!("--soc_version={SOC}");
+        let mut args = vec!["calibrate", "--aoe", sample.to_str().unwrap(), soc.as_str()];
+        args.extend(["--samples", "5", "--json"]);
+        args.extend(extra);
+        let o = tunebank(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        doc["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["stored_us"].as_f64().unwrap())
+            .collect()
+    };
+    let (file, board) = (stored(&[]), stored(&["--aoe-core-count", "25"]));
+    assert_eq!(file.len(), board.len());
+    // One wave against two: about twice as fast, the launch aside. The others keep their
+    // waves; only the vector units' share grows (25/24), so they change by a few per cent.
+    let two_waves = file
+        .iter()
+        .zip(&board)
+        .filter(|(f, b)| **f > 1.3 * **b)
+        .count();
+    assert_eq!(two_waves, 3, "{file:?} {board:?}");
+    assert!(
+        file.iter()
+            .zip(&board)
+            .all(|(f, b)| b <= f && *f <= 2.0 * b),
+        "{file:?} {board:?}"
+    );
+}
+
 /// A record tuned from an ONNX Gemm is keyed as the IR MatMulV2; `bank-inspect list` and `show`
 /// name both.
 #[test]

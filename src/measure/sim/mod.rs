@@ -119,20 +119,18 @@ impl SimRunner {
         })
     }
 
-    /// Cube cores and vector units the task may use (its SoC spec's core count caps them).
+    /// Cube cores and vector units the task uses: its SoC spec's core count (0: the file's),
+    /// with the vector units in the file's ratio to the cube cores. A count above the file's
+    /// is a part with more cores than CANN's file describes, as a bank file's name may say
+    /// (`Ascend910B1_25_AiCore_…` against `ai_core_cnt=24`); ATC's options never give one.
     fn units(task: &TuningTask, soc: &SocModel) -> (u32, u32) {
         let c = task.op.soc.core_count;
-        let cube = if c == 0 {
-            soc.cube_cores
-        } else {
-            c.min(soc.cube_cores)
-        };
-        let vector = if c == 0 || c >= soc.cube_cores {
-            soc.vector_units
-        } else {
-            (soc.vector_units * c / soc.cube_cores).max(1)
-        };
-        (cube, vector)
+        if c == 0 || c == soc.cube_cores {
+            return (soc.cube_cores, soc.vector_units);
+        }
+        let vector = (u64::from(soc.vector_units) * u64::from(c) / u64::from(soc.cube_cores))
+            .clamp(1, u64::from(u32::MAX)) as u32;
+        (c, vector)
     }
 
     /// The task's strategy space before enumeration: parameters, restrictions, constants.

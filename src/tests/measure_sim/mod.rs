@@ -563,6 +563,33 @@ fn the_spec_core_count_sets_the_simulated_cores() {
     assert!((2.4..3.6).contains(&ratio), "three waves: {ratio}");
 }
 
+/// A part with more cores than CANN's file says (a bank tuned on `Ascend910B1_25_AiCore_…`
+/// where `ai_core_cnt=24`): a 25-block tiling runs in one wave on 25 cores and in two on the
+/// file's 24.
+#[test]
+fn a_core_count_above_the_files_runs_a_wide_tiling_in_one_wave() {
+    let mut sim = SimRunner::new();
+    let file = matmul(1, 25 * 64, 1024, 1024, "Ascend910B1");
+    assert_eq!(file.op.soc.core_count, 24, "the file's count");
+    let mut board = file.clone();
+    board.op.soc.core_count = 25;
+    let mut wide = sim.default_strategy(&file).unwrap();
+    for (k, v) in [("blockDimM", 25), ("blockDimN", 1), ("baseM", 64)] {
+        wide.insert(k.into(), v.into());
+    }
+    let time = |sim: &mut SimRunner, t: &TuningTask| {
+        sim.measure(t, std::slice::from_ref(&wide)).unwrap()[0]
+            .median_us()
+            .unwrap()
+    };
+    let launch = 3.0;
+    let ratio = (time(&mut sim, &file) - launch) / (time(&mut sim, &board) - launch);
+    assert!(
+        (1.6..2.4).contains(&ratio),
+        "two waves against one: {ratio}"
+    );
+}
+
 /// The committed subset of CANN's Ascend910B2 MatMul tiling repository: every 16th record of the
 /// full file (`fixtures/ascend/make.py`), so record `i` here is line `16 · i` there.
 const MATMUL_SUBSET: &str = concat!(

@@ -31,6 +31,11 @@ pub struct CalibrateArgs {
     /// `end2EndTime`, stored subgraph strategies) calibrate the subgraph model against.
     #[arg(long)]
     pub aoe_graph: Option<PathBuf>,
+    /// The core count the `--aoe` file was tuned on, for a copy whose name no longer says it
+    /// (AOE names its files `<SoC>_<N>_AiCore_<op>.json`); the simulator then runs the records
+    /// on that many cores.
+    #[arg(long, requires = "aoe")]
+    pub aoe_core_count: Option<std::num::NonZeroU32>,
     /// Tilings sampled per record from the simulator's space (seeded; the default is added);
     /// `--aoe` only.
     #[arg(long, default_value_t = 200)]
@@ -59,11 +64,17 @@ pub fn run(args: CalibrateArgs, atc: &[String]) -> Result<ExitCode> {
     let path = args
         .aoe
         .context("calibrate needs --aoe FILE or --aoe-graph FILE")?;
-    let parsed = read_aoe_file(&path, &ctx.soc, None)?;
+    let parsed = read_aoe_file(&path, &ctx.soc, args.aoe_core_count)?;
     for r in &parsed.rejected {
         eprintln!("tunebank: left out {}[{}]: {}", r.md5, r.index, r.reason);
     }
-    let report = calibrate(&parsed, &ctx.soc, args.samples, 0);
+    // The board's cores: the bank file's count when known (a 25-core part's bank simulated on
+    // 25 cores), else the SoC spec's.
+    let mut soc = ctx.soc.clone();
+    if let Some(n) = parsed.core_count {
+        soc.core_count = n;
+    }
+    let report = calibrate(&parsed, &soc, args.samples, 0);
     print_report(&report, args.json)?;
     Ok(ExitCode::SUCCESS)
 }
