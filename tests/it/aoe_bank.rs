@@ -35,6 +35,17 @@ pub(super) fn text(o: &Output) -> String {
     )
 }
 
+/// `bank-inspect ARGS --bank BANK`, which must succeed: its standard output.
+pub(super) fn inspect(bank: &Path, args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_bank-inspect"))
+        .args(args)
+        .args(["--bank", bank.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8(o.stdout).unwrap()
+}
+
 /// Imports the sample with the command line into `dir/imported.redb` as a built-in bank.
 fn import(dir: &Path) -> PathBuf {
     let bank = dir.join("imported.redb");
@@ -577,15 +588,7 @@ fn bank_inspect_shows_the_onnx_and_the_ir_names() {
         "6",
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let inspect = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_bank-inspect"))
-            .args(args)
-            .args(["--bank", bank.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", text(&o));
-        String::from_utf8(o.stdout).unwrap()
-    };
+    let inspect = |args: &[&str]| inspect(&bank, args);
     let list = inspect(&["list"]);
     assert!(list.contains("MatMulV2 (ONNX Gemm)"), "{list}");
     let key = list.split('\t').nth(1).unwrap().to_owned();

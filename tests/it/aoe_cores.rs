@@ -6,12 +6,12 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{json, Value};
 use tunebank::key::SocSpec;
 
-use super::aoe_bank::{model, sample_path, text, tunebank, OPS, SOC};
+use super::aoe_bank::{inspect, model, sample_path, text, tunebank, OPS, SOC};
 
 /// The core count of AOE's shared Ascend910B1 MatMul bank, as its upstream file name says.
 const FILE_CORES: u32 = 25;
@@ -52,17 +52,6 @@ fn import_json(file: &Path, bank: &Path, extra: &[&str]) -> Value {
     let o = import(file, bank, &[extra, &["--json"]].concat());
     assert!(o.status.success(), "{}", text(&o));
     serde_json::from_slice(&o.stdout).unwrap()
-}
-
-/// `bank-inspect ARGS --bank BANK`, which must succeed: its standard output.
-fn inspect(bank: &Path, args: &[&str]) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_bank-inspect"))
-        .args(args)
-        .args(["--bank", bank.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    String::from_utf8(o.stdout).unwrap()
 }
 
 /// The keys `bank-inspect list` shows.
