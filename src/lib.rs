@@ -74,6 +74,7 @@
 
 pub mod bank;
 pub mod classify;
+pub mod cli;
 pub mod failure;
 pub mod inspect;
 pub mod job;

@@ -20,6 +20,7 @@ pub(super) const LAYERS: &[&[&str]] = &[
     &["inspect", "queue"],
     &["job"],
     &["classify"],
+    &["cli"],
     &["tests"],
 ];
 
