@@ -1,7 +1,7 @@
-//! The kind of any of the library's errors behind a `dyn Error`: [`library_kind`] knows every
+//! The kind of any of the library's errors behind a `dyn Error`: `library_kind` knows every
 //! public error type (each classifies itself with its own `kind()`, beside its definition). It
 //! sits above every module, since it names their error types; [`crate::failure`] below them
-//! holds only the vocabulary ([`FailureKind`], [`crate::failure::io_kind`]).
+//! holds only the vocabulary ([`FailureKind`], `failure::io_kind`).
 
 use crate::bank::interchange::aoe::NotMapped;
 use crate::bank::interchange::aoe_graph::AoeGraphError;
@@ -33,7 +33,7 @@ use crate::tune::TuneError;
 /// wraps), else `None`: a plain message, an `std::io::Error` ([`crate::failure::io_kind`]) or another crate's
 /// error is the caller's to classify. The list names every public error type of the library;
 /// `src/tests/error_kinds.rs` (`every_library_error_variant_has_its_kind`) holds it complete.
-pub fn library_kind(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
+pub(crate) fn library_kind(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
     macro_rules! by_type {
         ($($t:ty),* $(,)?) => {
             $(if let Some(x) = e.downcast_ref::<$t>() {

@@ -1,12 +1,12 @@
 //! What kind of failure an error is: bad input, an I/O failure, a busy bank, a damaged bank or
 //! an unreachable bank server. This module is a leaf: every public error type of the library
 //! has a `kind()` beside its definition, each an exhaustive match without a catch-all arm, so a
-//! new variant is classified when it is added ([`crate::classify::library_kind`] finds the kind
+//! new variant is classified when it is added (`classify::library_kind` finds the kind
 //! of any of them behind a `dyn Error`). A caller (the binaries' exit codes, a service's retry
 //! policy) tells failures apart by type, never by message text. Wrapping errors answer for what
 //! they wrap (a `#[error(transparent)]` wrapper hides the wrapped error from the `source()`
 //! chain, so only its own `kind()` can see it); an `std::io::Error` is classified by
-//! [`io_kind`].
+//! `io_kind`.
 
 /// The kind of a failure, as far as the caller can act on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -49,7 +49,7 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 /// The kind of an I/O error: a path that does not exist and data that is not what was expected
 /// (e.g. a file that is not UTF-8) are the request's fault ([`FailureKind::Input`]); every
 /// other error is the operating system's ([`FailureKind::Io`]).
-pub fn io_kind(e: &std::io::Error) -> FailureKind {
+pub(crate) fn io_kind(e: &std::io::Error) -> FailureKind {
     use std::io::ErrorKind as K;
     match e.kind() {
         K::NotFound | K::InvalidData | K::InvalidInput => FailureKind::Input,

@@ -73,7 +73,7 @@
 #![warn(unnameable_types)]
 
 pub mod bank;
-pub mod classify;
+pub(crate) mod classify;
 pub mod cli;
 pub mod failure;
 pub mod inspect;

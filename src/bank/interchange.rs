@@ -465,7 +465,7 @@ pub fn read_store(store: &dyn Store) -> Result<StoreRecords, InterchangeError> {
 }
 
 impl InterchangeError {
-    /// Reading or writing a file is classified by [`io_kind`]; bank errors by what they wrap;
+    /// Reading or writing a file is classified by `failure::io_kind`; bank errors by what they wrap;
     /// a line, key or AOE entry that is not what the format says is the request's.
     pub fn kind(&self) -> FailureKind {
         match self {

@@ -160,14 +160,14 @@ impl Bank {
 
 /// Record counts per layer (`tunebank bank stats`).
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct LayerCounts {
+pub(crate) struct LayerCounts {
     /// Per opened layer, in look-up order.
     pub layers: Vec<LayerCount>,
 }
 
 /// One layer's record count.
 #[derive(Clone, Debug, Serialize)]
-pub struct LayerCount {
+pub(crate) struct LayerCount {
     /// The layer.
     #[serde(serialize_with = "crate::json::layer")]
     pub layer: LayerId,
@@ -215,7 +215,7 @@ impl fmt::Display for LayerCounts {
 
 /// Reads a `bank export` file whole (every line checked, see
 /// [`interchange::read_export`](crate::bank::interchange::read_export)).
-pub fn read_export_file(path: &Path) -> Result<Vec<(BankKey, Record)>, MaintenanceError> {
+pub(crate) fn read_export_file(path: &Path) -> Result<Vec<(BankKey, Record)>, MaintenanceError> {
     let file = std::fs::File::open(path).map_err(|source| MaintenanceError::Read {
         path: path.to_owned(),
         source,
@@ -232,7 +232,7 @@ pub fn read_export_file(path: &Path) -> Result<Vec<(BankKey, Record)>, Maintenan
 /// `<SoC>_<N>_AiCore_…` (or `_<N>_VectorCore_`), else `None`. A name in that pattern naming
 /// another SoC or core type than `soc`'s, or (without `core_count`) a count that is not a
 /// positive integer, is [`MaintenanceError::AoeFileName`], before the file is read.
-pub fn read_aoe_file(
+pub(crate) fn read_aoe_file(
     path: &Path,
     soc: &SocSpec,
     core_count: Option<std::num::NonZeroU32>,
@@ -374,7 +374,7 @@ impl Serialize for MergeRun {
 
 /// What `tunebank bank import` did.
 #[derive(Clone, Debug)]
-pub enum ImportReport {
+pub(crate) enum ImportReport {
     /// A `bank export` file merged in: the merge report (JSON in its declaration order).
     Export(MergeReport),
     /// An AOE `unified_bank` file: `{"accepted", "cores"?: {"bank_file", "core_type", "keyed"},
@@ -472,7 +472,7 @@ impl Serialize for ImportReport {
 
 /// One hand-entered record per op and profile (`tunebank bank add`): every template resolved
 /// under `options` on `soc`, each with `strategy` and `timing` ([`Record::manual`]).
-pub fn manual_records(
+pub(crate) fn manual_records(
     templates: &[OpTemplate],
     options: &ResolvedOptions,
     soc: &SocSpec,
@@ -497,7 +497,7 @@ pub fn manual_records(
 
 /// What `tunebank bank add` wrote.
 #[derive(Clone, Debug, Serialize)]
-pub struct AddReport {
+pub(crate) struct AddReport {
     /// The keys written, in record order.
     pub keys: Vec<BankKey>,
     /// The custom bank file written to.

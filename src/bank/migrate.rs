@@ -49,7 +49,7 @@ pub(crate) fn migrate_record(record: &Record) -> Result<Record, String> {
 /// What [`migrate_into`] did. `--json`: `{"migrated", "current", "refused": [{"key", "reason"}],
 /// "merge"}`.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct MigrateReport {
+pub(crate) struct MigrateReport {
     /// Records re-keyed from an older schema.
     pub migrated: u64,
     /// Records already under the current schema (merged as they are).
@@ -94,7 +94,7 @@ impl std::fmt::Display for MigrateReport {
 
 /// Migrates `records` (from a bank or an export file of any schema) and merges them into the
 /// custom layer of `bank` in one atomic write, under the bank-write policy.
-pub fn migrate_into(
+pub(crate) fn migrate_into(
     bank: &Bank,
     records: Vec<(BankKey, Record)>,
 ) -> Result<MigrateReport, InterchangeError> {

@@ -145,7 +145,7 @@ pub(crate) fn check_tune_bank_path(path: &Path) -> Result<(), PathError> {
 
 /// Whether a bank location holds a bank to open: a PostgreSQL URL always does (opening it tells
 /// whether the server and the bank schema are there), a path when something exists there.
-pub fn bank_exists(location: &Path) -> bool {
+pub(crate) fn bank_exists(location: &Path) -> bool {
     crate::pg::is_url_path(location) || location.exists()
 }
 

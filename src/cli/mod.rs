@@ -4,7 +4,7 @@
 //! progress bar, the flags-to-job plumbing) stays crate-private instead of widening the public
 //! API. Nothing else in the crate names this module: it is the top layer.
 //!
-//! Exit codes: the table in [`exit`] (`--help` prints it).
+//! Exit codes: the table in `cli/exit.rs` (`--help` prints it).
 
 mod bank_inspect;
 mod cluster_args;

@@ -15,7 +15,8 @@ use crate::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 
 pub(crate) mod reports;
 
-pub use reports::{DiffReport, LayerStats, ListReport, ShowReport, StatsReport};
+pub use reports::DiffReport;
+pub(crate) use reports::{ListReport, ShowReport, StatsReport};
 
 /// The record under `key` in every layer that holds it, in look-up order. A damaged record is
 /// returned as its error, so `show` can say so instead of failing.
@@ -28,7 +29,7 @@ pub(crate) fn find_record(
 
 /// A listing filter; `None` matches all.
 #[derive(Clone, Debug, Default)]
-pub struct Filter {
+pub(crate) struct Filter {
     /// SoC version.
     pub soc: Option<String>,
     /// Kind.

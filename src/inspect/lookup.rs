@@ -22,14 +22,14 @@ use crate::tune::sgat::AppliedSubgraph;
 /// JSON: `[{"key", "node", "op_type", "profile"}]`.
 #[derive(Clone, Debug, Default, Serialize)]
 #[serde(transparent)]
-pub struct KeyListing {
+pub(crate) struct KeyListing {
     /// Per template and profile, in order.
     pub rows: Vec<KeyRow>,
 }
 
 /// One op's key under one profile.
 #[derive(Clone, Debug, Serialize)]
-pub struct KeyRow {
+pub(crate) struct KeyRow {
     /// The key.
     pub key: BankKey,
     /// The template's node name.
@@ -79,7 +79,7 @@ impl fmt::Display for KeyListing {
 /// "node", "op_type", "profile", "result": "hit", "shadowed", "strategy"}` or `{"key", "node",
 /// "op_type", "profile", "rejected", "result": "miss"}`.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct LookupReport {
+pub(crate) struct LookupReport {
     /// Look-ups that hit.
     pub hits: u64,
     /// Per template and profile, in order.
@@ -91,7 +91,7 @@ pub struct LookupReport {
 
 /// One op's look-up under one profile.
 #[derive(Clone, Debug, Serialize)]
-pub struct LookupRow {
+pub(crate) struct LookupRow {
     /// The template's node name.
     pub node: String,
     /// Its op type.
@@ -108,7 +108,7 @@ pub struct LookupRow {
 /// What the bank answered one look-up.
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
-pub enum LookupAnswer {
+pub(crate) enum LookupAnswer {
     /// A layer answered.
     Hit {
         /// The answering layer.
@@ -173,7 +173,7 @@ impl LookupReport {
     }
 
     /// Whether some look-up missed.
-    pub fn missed(&self) -> bool {
+    pub(crate) fn missed(&self) -> bool {
         self.hits < self.total
     }
 }

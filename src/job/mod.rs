@@ -202,7 +202,7 @@ impl JobType {
 
 /// Rewrites `--job-type op|subgraph|gradient` (either spelling, `=` or a separate value) into
 /// AOE's `--job_type=2|1|4`; every other argument is kept as it is.
-pub fn normalise_job_type(atc: &[String]) -> Vec<String> {
+pub(crate) fn normalise_job_type(atc: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(atc.len());
     let mut it = atc.iter();
     while let Some(a) = it.next() {
@@ -230,7 +230,7 @@ pub fn normalise_job_type(atc: &[String]) -> Vec<String> {
     out
 }
 
-/// The job type of `atc` (after [`normalise_job_type`]): `--job_type`, else `AOE_MODE`, else
+/// The job type of `atc` (after `--job-type` spellings are normalised): `--job_type`, else `AOE_MODE`, else
 /// operator tuning. `AOE_MODE` is checked even when `--job_type` overrides it.
 pub fn job_type(atc: &[String], env: &Environment) -> Result<JobType, JobError> {
     let from_env = match env.get("AOE_MODE") {
@@ -375,7 +375,7 @@ impl Job {
     }
 
     /// The directory of the result file, created if needed.
-    pub fn create_output_dir(&self) -> Result<PathBuf, JobError> {
+    pub(crate) fn create_output_dir(&self) -> Result<PathBuf, JobError> {
         let dir = self.output_dir()?;
         std::fs::create_dir_all(&dir).map_err(|source| JobError::ResultDir {
             path: dir.clone(),

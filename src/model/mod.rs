@@ -187,7 +187,7 @@ pub enum ModelError {
 }
 
 impl ModelError {
-    /// Reading the file is classified by [`io_kind`] (a missing model is bad input); a file that
+    /// Reading the file is classified by `failure::io_kind` (a missing model is bad input); a file that
     /// is not a usable model is the request's.
     pub fn kind(&self) -> FailureKind {
         match self {

@@ -1,6 +1,6 @@
 //! PostgreSQL connections for the team bank and the tuning queue: URL parsing (the libpq URL
 //! form plus tunebank's own parameters), TLS through rustls when the URL asks for it, connect and
-//! statement timeouts, password redaction ([`redact`]) for every message, and typed errors
+//! statement timeouts, password redaction (`redact`) for every message, and typed errors
 //! ([`PgError`]) whose [`PgError::kind`] gives the command line its exit code.
 //!
 //! A bank URL is `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?PARAMS][#BANK]`
@@ -43,7 +43,7 @@ pub(crate) fn is_url_path(p: &Path) -> bool {
 
 /// `url` with its password replaced by `***` (in the user-info part and in a `password=`
 /// parameter), for messages and logs. Text that is not a URL is returned unchanged.
-pub fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return url.to_owned();
     };
@@ -108,7 +108,7 @@ pub(crate) enum TlsMode {
 /// A parsed PostgreSQL URL: the client configuration, TLS mode, statement timeout and the bank
 /// named by the fragment. Its `Debug` and [`PgUrl::redacted`] never show the password.
 #[derive(Clone)]
-pub struct PgUrl {
+pub(crate) struct PgUrl {
     config: postgres::Config,
     tls: TlsMode,
     statement_timeout_ms: u64,
@@ -259,7 +259,7 @@ impl PgUrl {
     }
 }
 
-/// Parses `url` and connects read-write (see [`PgUrl`]).
+/// Parses `url` and connects read-write.
 pub fn connect(url: &str) -> Result<Client, PgError> {
     PgUrl::parse(url)?.connect()
 }

@@ -10,7 +10,7 @@
 //! through the bank-write policy ([`crate::bank::policy`]) into the shared bank and only then
 //! marks the task done. A task whose lease expired (its worker died) is claimed again; a task
 //! that failed `max_attempts` times is marked failed with every error kept. [`job_status`],
-//! [`job_report`] and [`cancel_job`] read and steer a job; the report is the AOE result file
+//! [`job_report`] and `cancel_job` read and steer a job; the report is the AOE result file
 //! a local tune would write ([`crate::tune::report::OpatReport`]).
 //!
 //! Every connection goes through [`connect`] ([`crate::pg`]); the queue's tables are component
@@ -36,9 +36,8 @@ use crate::tune::{TuneError, TuneSettings};
 
 pub use enqueue::{enqueue, Enqueued, Submission};
 pub use schema::migrate;
-pub use status::{
-    cancel_job, job_report, job_status, Cancelled, JobStatus, StateCounts, TaskStatus,
-};
+pub(crate) use status::cancel_job;
+pub use status::{job_report, job_status, JobStatus, StateCounts, TaskStatus};
 pub use worker::{TaskEvent, TaskResult, Worker, WorkerConfig, WorkerReport, HOLD_FIRST_TASK_ENV};
 
 /// A queue database connection.

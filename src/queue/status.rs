@@ -124,7 +124,7 @@ pub struct JobStatus {
 
 impl JobStatus {
     /// Whether no task will change any more (every task done, failed or cancelled).
-    pub fn settled(&self) -> bool {
+    pub(crate) fn settled(&self) -> bool {
         self.counts.queued == 0 && self.counts.running == 0
     }
 }
@@ -331,7 +331,7 @@ pub fn job_report(client: &mut Client, job_id: i64) -> Result<OpatReport, QueueE
 
 /// What [`cancel_job`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Cancelled {
+pub(crate) struct Cancelled {
     /// The job.
     pub job_id: i64,
     /// Queued tasks now cancelled.
@@ -343,7 +343,7 @@ pub struct Cancelled {
 /// Cancels job `job_id`: the job is marked cancelled, so no worker claims its tasks any more,
 /// and its queued tasks become `cancelled`; running tasks finish (or, abandoned, are cancelled
 /// when their lease expires). Cancelling twice is harmless.
-pub fn cancel_job(client: &mut Client, job_id: i64) -> Result<Cancelled, QueueError> {
+pub(crate) fn cancel_job(client: &mut Client, job_id: i64) -> Result<Cancelled, QueueError> {
     let mut tx = client.transaction()?;
     let n = tx.execute(
         "UPDATE tunebank_queue_jobs SET state = 'cancelled' WHERE id = $1",

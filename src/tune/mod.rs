@@ -28,9 +28,8 @@ pub mod transfer;
 
 pub(crate) use decision::Round;
 pub use decision::{Decision, GainBound, WinRule};
-pub(crate) use plan::task_seed;
-pub(crate) use plan::unit_selected;
 pub use plan::{plan, TunePlan, TuneTask};
+pub(crate) use plan::{task_seed, unit_selected};
 pub use settings::TuneSettings;
 pub(crate) use settings::{check_settings, check_soc};
 

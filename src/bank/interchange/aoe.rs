@@ -96,7 +96,7 @@ pub struct AoeBank {
     /// Entries not imported, in file order.
     pub rejected: Vec<AoeRejected>,
     /// The core count (≥ 1) the file was tuned on, when known: set by
-    /// [`read_aoe_file`](crate::bank::read_aoe_file) from the file's name or as given;
+    /// `bank import --aoe` from the file's name or as given;
     /// [`parse_unified_bank`] leaves it `None`. [`import_aoe`] records it as provenance; the
     /// records' keys use the import's SoC spec whatever it is.
     pub core_count: Option<u32>,

@@ -263,7 +263,7 @@ impl BankBuilder {
     /// a record). Without it a read-only open never writes and such a bank is an error
     /// ([`StoreError::NeedsRecovery`](crate::bank::store::StoreError::NeedsRecovery)).
     /// Built-in layers are never recovered.
-    pub fn recover_custom(mut self, yes: bool) -> Self {
+    pub(crate) fn recover_custom(mut self, yes: bool) -> Self {
         self.recover = yes;
         self
     }
@@ -423,7 +423,7 @@ impl Bank {
 
     /// The custom bank file (whether or not it exists yet); a PostgreSQL URL without its
     /// password.
-    pub fn custom_file(&self) -> Option<&Path> {
+    pub(crate) fn custom_file(&self) -> Option<&Path> {
         self.custom_file.as_deref()
     }
 

@@ -21,7 +21,7 @@ use crate::key::{BankKey, RecordKind};
 /// record; `cores` (`{"bank_file", "core_type", "keyed"}`) for a record imported from an AOE bank
 /// file whose core count was known: the count it was tuned on and the count it is keyed for.
 #[derive(Clone, Debug)]
-pub struct ShowReport {
+pub(crate) struct ShowReport {
     /// The key shown.
     pub key: BankKey,
     /// Per layer holding it, in look-up order: the record, or its damage.
@@ -108,7 +108,7 @@ impl Serialize for ShowReport {
 /// "onnx_op_type"?, "op_type", "origin", "soc", "tuned_us"}}]` (`onnx_op_type` when the Ascend
 /// IR type was mapped from another framework name).
 #[derive(Clone, Debug, Default)]
-pub struct ListReport {
+pub(crate) struct ListReport {
     /// Per layer in look-up order, its matching records in index or key order.
     pub entries: Vec<(LayerId, Listed)>,
 }
@@ -173,14 +173,14 @@ impl Serialize for ListReport {
 /// JSON: `[{"layer", "path", "stats": {...}}]`.
 #[derive(Clone, Debug, Default, Serialize)]
 #[serde(transparent)]
-pub struct StatsReport {
+pub(crate) struct StatsReport {
     /// Per layer, in look-up order.
     pub layers: Vec<LayerStats>,
 }
 
 /// One layer's counts.
 #[derive(Clone, Debug, Serialize)]
-pub struct LayerStats {
+pub(crate) struct LayerStats {
     /// The layer.
     #[serde(serialize_with = "crate::json::layer")]
     pub layer: LayerId,

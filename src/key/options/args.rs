@@ -44,7 +44,7 @@ pub(super) fn canonical_name(name: &str) -> String {
 /// in `own_flags`; `--name value` takes the next argument as its value. Everything else stays in
 /// the tool's own list, in order. Tools whose flags share a name with an ATC option (`--model`,
 /// for instance) list it in `own_flags`.
-pub fn split_atc_args(args: Vec<String>, own_flags: &[&str]) -> (Vec<String>, Vec<String>) {
+pub(crate) fn split_atc_args(args: Vec<String>, own_flags: &[&str]) -> (Vec<String>, Vec<String>) {
     let is_atc = |a: &str| {
         let Some(body) = a.strip_prefix("--") else {
             return false;

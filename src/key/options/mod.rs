@@ -21,12 +21,13 @@ mod resolved;
 mod table;
 mod values;
 
-pub use args::{parse_args, split_atc_args};
+pub use args::parse_args;
+pub(crate) use args::split_atc_args;
 pub use error::OptionError;
 pub use files::{FileReader, FsReader, MemFiles};
 pub(crate) use files::{FusionKind, FusionSwitches, OpPrecision};
+pub use resolved::Dynamic;
 pub(crate) use resolved::ImplModeOption;
-pub use resolved::{Dynamic, PrecisionMode, ResolvedOptions};
-pub(crate) use table::graph_extension_specs;
-pub(crate) use table::graph_option_specs;
-pub use table::{option_spec, options_help, FileFormat, KeyEffect, OptionSpec, ValueKind, OPTIONS};
+pub use resolved::{PrecisionMode, ResolvedOptions};
+pub(crate) use table::{graph_extension_specs, graph_option_specs, options_help};
+pub use table::{option_spec, FileFormat, KeyEffect, OptionSpec, ValueKind, OPTIONS};

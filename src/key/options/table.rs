@@ -318,7 +318,7 @@ pub(crate) fn graph_extension_specs() -> &'static [&'static OptionSpec] {
 /// The options table as `--help` and README list it: one line per option, grouped by class
 /// (key-affecting, structure, subgraph key only, refused, irrelevant to tuning), each with
 /// its default and purpose. Generated from [`OPTIONS`], so it cannot drift from the table.
-pub fn options_help() -> String {
+pub(crate) fn options_help() -> String {
     let groups = [
         (
             &[KeyEffect::Soc, KeyEffect::OpAndGraph][..],

@@ -313,7 +313,7 @@ static GIVEN: OnceLock<PathBuf> = OnceLock::new();
 /// the installed toolkit's and the built-in ones for the rest of the process (the CLI's
 /// `--platform-config`). Returns `false` when a path was already set (the first one stays) or
 /// a SoC was already resolved without it.
-pub fn use_platform_config(path: &Path) -> bool {
+pub(crate) fn use_platform_config(path: &Path) -> bool {
     let fresh = cache().lock().map(|c| c.is_empty()).unwrap_or(false);
     fresh && GIVEN.set(path.to_path_buf()).is_ok()
 }

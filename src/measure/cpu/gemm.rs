@@ -35,7 +35,7 @@ impl MicroTile {
 
     /// The tiles with a vectorised kernel on this host: the 256-bit ones with AVX2/FMA, the
     /// 512-bit ones also with AVX-512F; all of them elsewhere (portable code).
-    pub fn available() -> Vec<MicroTile> {
+    pub(crate) fn available() -> Vec<MicroTile> {
         let k = Kernel::select(MicroTile::M4x8);
         MicroTile::ALL
             .into_iter()

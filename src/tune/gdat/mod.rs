@@ -11,12 +11,12 @@
 //! decision and bank write under the gradient key; the decision is the drivers' one win rule
 //! on exact times, `job::WIN_RULE`, and their shared [`Decision`](crate::tune::Decision)),
 //! [`report`] (the AOE-style result file, the lines to paste into a training script,
-//! `--timeline-out`), [`render`] (text and SVG Gantt) and `why` (a gradient-key miss
+//! `--timeline-out`), `render` (text and SVG Gantt) and `why` (a gradient-key miss
 //! explained by the nearest stored records).
 
 pub(crate) mod cluster;
 pub(crate) mod job;
-pub mod render;
+pub(crate) mod render;
 pub mod report;
 pub mod search;
 pub(crate) mod split;
@@ -30,7 +30,7 @@ pub use cluster::{Cluster, LinearCost, Link};
 pub use job::*;
 pub use split::*;
 pub use timeline::{BackwardOp, Gradient, Timeline};
-pub use why::{why_gradient, GradientNearMiss, GradientWhy};
+pub(crate) use why::{why_gradient, GradientWhy};
 
 /// Why a GDAT job cannot run. Every variant but [`GdatError::Bank`] is the request's fault.
 #[derive(Debug, thiserror::Error)]

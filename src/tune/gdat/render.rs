@@ -71,7 +71,7 @@ pub(crate) fn gantt_text(plan: &GdatPlan, o: &GdatOutcome, width: usize) -> Stri
 }
 
 /// The SVG Gantt: the same rows as `gantt_text`, one rectangle per span, times in µs.
-pub fn gantt_svg(plan: &GdatPlan, o: &GdatOutcome) -> String {
+pub(crate) fn gantt_svg(plan: &GdatPlan, o: &GdatOutcome) -> String {
     let (w, row_h, left) = (900.0, 28.0, 90.0);
     let t_end = end_of(o, plan);
     let x = |t: f64| left + t / t_end * (w - left - 10.0);

@@ -158,7 +158,7 @@ pub fn result_json(
 }
 
 /// The `--timeline-out` document: enough to recompute the result without tunebank.
-pub fn timeline_json(plan: &GdatPlan, o: &GdatOutcome) -> Value {
+pub(crate) fn timeline_json(plan: &GdatPlan, o: &GdatOutcome) -> Value {
     json!({
         "gradients": plan.timeline.gradients.iter().map(|g| json!({
             "name": g.name, "bytes": g.bytes, "ready_us": g.ready_us, "producer": g.producer,

@@ -14,7 +14,7 @@ use super::GdatError;
 
 /// One stored gradient record and how its descriptor differs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct GradientNearMiss {
+pub(crate) struct GradientNearMiss {
     /// Its key.
     pub key: BankKey,
     /// The layer holding it.
@@ -25,7 +25,7 @@ pub struct GradientNearMiss {
 
 /// The answer of [`why_gradient`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct GradientWhy {
+pub(crate) struct GradientWhy {
     /// The key looked up.
     pub key: BankKey,
     /// Whether it hit.
@@ -101,7 +101,7 @@ pub fn differences(stored: &GradientDescriptor, wanted: &GradientDescriptor) -> 
 
 /// Looks `wanted` up in `bank` (a gradient bank) and, on a miss, lists the nearest stored
 /// records of its SoC, at most `limit` read per layer.
-pub fn why_gradient(
+pub(crate) fn why_gradient(
     bank: &Bank,
     wanted: &GradientDescriptor,
     limit: usize,

@@ -114,8 +114,7 @@ mod task;
 mod tests;
 
 pub use outcome::{TaskOutcome, TuneObserver, TuneStats, TuneSummary};
-pub(crate) use table::shorten;
-pub use table::TuneTable;
+pub(crate) use table::{shorten, TuneTable};
 
 /// Tunes every task of `plan` against `bank` (see the module docs for the rules), rewriting
 /// `result_file` after every finished task, and returns the summary. `cancel` stops the job

@@ -14,7 +14,7 @@ use crate::tune::TunePlan;
 /// A finished (or interrupted) tuning job, rendered as its summary text (`Display`; every line
 /// ends in a newline, and a blank line precedes the table and the totals).
 #[derive(Clone, Copy, Debug)]
-pub struct TuneTable<'a> {
+pub(crate) struct TuneTable<'a> {
     /// The plan that was run.
     pub plan: &'a TunePlan,
     /// What the run returned.
@@ -104,7 +104,7 @@ impl TuneTable<'_> {
     /// Each task's first op with its time before tuning and the time it runs in now: the tuned
     /// time when a better strategy was stored, else the default's (tasks without a measured
     /// default are left out); plan order, ×N appended for tasks of several ops.
-    pub fn op_times(&self) -> Vec<OpTimes> {
+    pub(crate) fn op_times(&self) -> Vec<OpTimes> {
         let mut out = Vec::new();
         for o in &self.summary.outcomes {
             let t = &self.plan.tasks[o.task];

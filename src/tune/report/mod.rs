@@ -32,8 +32,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
 
-pub mod plot;
-pub mod text;
+pub(crate) mod plot;
+pub(crate) mod text;
 
 /// `opat_tuning_result`: how the OPAT job ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use crate::tune::report::text::shorten_middle;
 
 /// One op's times for [`before_after_svg`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct OpTimes {
+pub(crate) struct OpTimes {
     /// The op's name (a fused op's concatenated member names, `×N` for several ops).
     pub name: String,
     /// Time under the default strategy, µs.
@@ -28,7 +28,7 @@ pub(crate) const BEFORE: &str = "#4a4a4a";
 /// the time before, a filled dot at the time after, joined by a bar; the gain in percent at the
 /// right; the totals under the title. Names are shortened in the middle to 52 columns. Ops with
 /// a non-finite or non-positive time are left out. An empty list gives a picture that says so.
-pub fn before_after_svg(ops: &[OpTimes], title: &str) -> String {
+pub(crate) fn before_after_svg(ops: &[OpTimes], title: &str) -> String {
     let mut ops: Vec<&OpTimes> = (ops.iter())
         .filter(|o| o.before_us.is_finite() && o.after_us.is_finite())
         .filter(|o| o.before_us > 0.0 && o.after_us > 0.0)

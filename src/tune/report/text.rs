@@ -1,5 +1,5 @@
 //! Text for people: op names shortened in the middle to a number of terminal columns
-//! ([`shorten_middle`], unicode-width aware) and the borderless, width-fitted tables the
+//! (`shorten_middle`, unicode-width aware) and the borderless, width-fitted tables the
 //! command lines print (`text_table`, built on `comfy-table`).
 
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
@@ -9,7 +9,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 /// `…` so that the result takes at most `width` columns (exactly `width` when the characters
 /// allow it; a wide character is never split). The end gets the larger half: a fused op's
 /// distinctive part (its last member, the `×N`) is at the end. `width` 0 gives "", 1 gives "…".
-pub fn shorten_middle(name: &str, width: usize) -> String {
+pub(crate) fn shorten_middle(name: &str, width: usize) -> String {
     if name.width() <= width {
         return name.to_owned();
     }

@@ -34,8 +34,7 @@ use search_strategies::{strategies::by_name, StopReason};
 
 pub use apply::{post_sgat_plan, AppliedSubgraph, ApplyError, PostSgat};
 pub use report::{SgatReport, SubgraphChange};
-pub(crate) use search::SgatBestError;
-pub(crate) use search::{search_subgraph, sgat_best};
+pub(crate) use search::{search_subgraph, sgat_best, SgatBestError};
 pub(crate) use space::{SgatSpace, SpaceBuildError};
 
 use super::pool::{Budget, Pool};

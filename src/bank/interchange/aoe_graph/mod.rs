@@ -278,7 +278,7 @@ fn parse_op(op: &PyJson) -> Result<AoeOp, String> {
 }
 
 impl AoeGraphError {
-    /// Reading the file is classified by [`io_kind`]; a malformed line is the request's.
+    /// Reading the file is classified by `failure::io_kind`; a malformed line is the request's.
     pub fn kind(&self) -> FailureKind {
         match self {
             AoeGraphError::Read { source, .. } => io_kind(source),
