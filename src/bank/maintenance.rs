@@ -98,7 +98,7 @@ impl fmt::Debug for LayerView<'_> {
 
 impl<'a> LayerView<'a> {
     /// Which layer this is.
-    pub fn id(&self) -> LayerId {
+    pub(crate) fn id(&self) -> LayerId {
         self.id
     }
 

@@ -62,7 +62,7 @@ pub(crate) struct MigrateReport {
 
 /// A record left out of a migration.
 #[derive(Clone, Debug, Serialize)]
-pub struct Refused {
+pub(crate) struct Refused {
     /// Its key in the source.
     pub key: BankKey,
     /// Why.

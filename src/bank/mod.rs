@@ -14,9 +14,9 @@ pub(crate) mod verify;
 
 pub use backend::Backend;
 pub use layered::{
-    descriptor_key, index_key, Bank, BankError, Found, Hit, HitRef, LayerId, Lookup,
+    descriptor_key, index_key, Bank, BankBuilder, BankError, Counters, Found, Hit, HitRef, LayerId,
+    Lookup,
 };
-pub use layered::{BankBuilder, Counters};
 pub(crate) use layered::{IndexGroup, LayerRecords};
 pub use maintenance::*;
 pub use record::*;

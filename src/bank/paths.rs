@@ -150,7 +150,7 @@ pub(crate) fn bank_exists(location: &Path) -> bool {
 }
 
 /// `location` fit for messages: a PostgreSQL URL without its password, a path as it is.
-pub fn redacted(location: &Path) -> PathBuf {
+pub(crate) fn redacted(location: &Path) -> PathBuf {
     match location.to_str().filter(|l| crate::pg::is_url(l)) {
         Some(url) => PathBuf::from(crate::pg::redact(url)),
         None => location.to_owned(),

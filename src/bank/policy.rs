@@ -20,7 +20,7 @@
 //!    their sources: that comparison was made just now, on one runner;
 //! 5. a real winner replaces a confirmed default ([`Reason::ReplacesConfirmedDefault`]);
 //! 6. records whose times come from different measurement sources do not compare by time: the
-//!    stronger [`Evidence`] wins, whatever the numbers ([`Reason::StrongerEvidence`],
+//!    stronger evidence wins, whatever the numbers ([`Reason::StrongerEvidence`],
 //!    [`Reason::WeakerEvidence`]). From strongest to weakest: a time measured on the real device
 //!    (an external runner, `exec:…`, or an AOE `unified_bank` import's board `cost_time`, runner
 //!    `aoe`), then the simulator (`sim…`), then the host CPU (`cpu…`), then any runner this build

@@ -145,7 +145,7 @@ pub(crate) fn list_records(
 
 /// Counts over one store.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct BankStats {
+pub(crate) struct BankStats {
     /// Records.
     pub records: u64,
     /// Damaged records (failed to decode).
@@ -161,7 +161,7 @@ pub struct BankStats {
 }
 
 /// Counts one store's records by group and origin (a full scan).
-pub fn stats(store: &dyn Store) -> Result<BankStats, InspectError> {
+pub(crate) fn stats(store: &dyn Store) -> Result<BankStats, InspectError> {
     let mut s = BankStats::default();
     store.scan(&mut |key, value| {
         s.records += 1;

@@ -17,18 +17,16 @@ pub(crate) mod fields;
 pub(crate) mod lookup;
 pub(crate) mod why;
 
-pub use catalog::{stats, BankDiff, BankStats, DiffReport, Listed};
+pub use catalog::{BankDiff, DiffReport, Listed};
 pub(crate) use catalog::{Filter, ListReport, ShowReport, StatsReport};
 pub use fields::{FieldClass, FieldDiff};
 pub use lookup::{ConvertReport, ConvertRow};
 pub(crate) use lookup::{KeyListing, LookupReport};
 pub use why::{
-    why_descriptor, why_resolved, why_subgraphs, why_templates, GraphDiffKind, GraphVerdict,
-    MissCause, Summary, Verdict, WhyConfig, WhyReport,
-};
-pub use why::{
-    Explanation, GraphDiff, GraphNearEntry, MissDiagnosis, NearEntry, OpDiagnosis, OptionDiff,
-    SearchScope, SubgraphDiagnosis, SubgraphWhyReport, WhyText,
+    why_descriptor, why_resolved, why_subgraphs, why_templates, Explanation, GraphDiff,
+    GraphDiffKind, GraphNearEntry, GraphVerdict, MissCause, MissDiagnosis, NearEntry, OpDiagnosis,
+    OptionDiff, SearchScope, SubgraphDiagnosis, SubgraphWhyReport, Summary, Verdict, WhyConfig,
+    WhyReport, WhyText,
 };
 
 use crate::bank::{BankError, RecordError};

@@ -363,7 +363,7 @@ pub struct TaskSpace {
 
 impl TaskSpace {
     /// Enumerates `params` under `restrictions` and `constants` (see [`Space::enumerate`]).
-    pub fn enumerate(
+    pub(crate) fn enumerate(
         params: Vec<Parameter>,
         restrictions: &[String],
         constants: &HashMap<String, Value>,

@@ -29,7 +29,7 @@ impl Framework {
     ];
 
     /// AOE's `--framework` code.
-    pub fn code(self) -> &'static str {
+    pub(crate) fn code(self) -> &'static str {
         match self {
             Framework::Caffe => "0",
             Framework::MindSpore => "1",

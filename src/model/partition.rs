@@ -43,7 +43,7 @@ pub(crate) const MAX_SUBGRAPH_NODES: usize = 12;
 pub struct Subgraph {
     /// For people: `<first unit name>..<last unit name>` (or the one unit's name).
     pub name: String,
-    /// Indices of its units in the slice given to [`partition`], in order; node `i` of the
+    /// Indices of its units in the slice given to `partition`, in order; node `i` of the
     /// descriptor is unit `units[i]`.
     pub units: Vec<usize>,
     /// The descriptor (the subgraph key's preimage).
@@ -68,7 +68,7 @@ pub enum PartitionError {
 /// Partitions `units` (the resolved units of ONE profile, in topological order) by the rule in
 /// the module docs. `graph_options` are [`ResolvedOptions::graph_options`](crate::key::ResolvedOptions::graph_options);
 /// every subgraph carries them. Deterministic; node names never enter the keys.
-pub fn partition(
+pub(crate) fn partition(
     units: &[ResolvedUnit],
     graph_options: &BTreeMap<String, String>,
     soc: &SocSpec,

@@ -28,7 +28,7 @@ impl Component {
 }
 
 /// The bank's tables, version 1 (ARCHITECTURE.md, "PostgreSQL bank schema").
-pub const BANK: Component = Component {
+pub(crate) const BANK: Component = Component {
     name: "bank",
     migrations: &[r#"
 CREATE TABLE tunebank_records (
@@ -216,7 +216,7 @@ fn newer(url: &str, c: &Component, found: i32) -> PgError {
 
 /// Checks that the database holds `component` at exactly this build's version: missing or
 /// older tables ask for `tunebank bank init`, a newer version asks for an upgrade.
-pub fn check(client: &mut Client, url: &str, c: &Component) -> Result<(), PgError> {
+pub(crate) fn check(client: &mut Client, url: &str, c: &Component) -> Result<(), PgError> {
     let row = client
         .query_opt(
             "SELECT version FROM tunebank_meta WHERE component = $1",

@@ -64,12 +64,12 @@ pub struct StateCounts {
 
 impl StateCounts {
     /// Tasks no worker will take any more (done, failed, cancelled).
-    pub fn finished(&self) -> usize {
+    pub(crate) fn finished(&self) -> usize {
         self.done + self.failed + self.cancelled
     }
 
     /// Tasks in all.
-    pub fn total(&self) -> usize {
+    pub(crate) fn total(&self) -> usize {
         self.finished() + self.queued + self.running
     }
 }

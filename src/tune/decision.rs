@@ -253,7 +253,7 @@ impl Decision {
 
     /// Counts one task with this decision into AOE's `repo_summary`, keeping
     /// `hit = update + reserved` and `total = add + hit + unsatisfied`.
-    pub fn count(self, summary: &mut RepoSummary) {
+    pub(crate) fn count(self, summary: &mut RepoSummary) {
         summary.total += 1;
         match self {
             Decision::Add => summary.add += 1,
@@ -271,7 +271,7 @@ impl Decision {
 
     /// The `update_mode` of a modified op: add or update; `None` for a task that changed
     /// nothing.
-    pub fn update_mode(self) -> Option<UpdateMode> {
+    pub(crate) fn update_mode(self) -> Option<UpdateMode> {
         match self {
             Decision::Add => Some(UpdateMode::Add),
             Decision::Update => Some(UpdateMode::Update),

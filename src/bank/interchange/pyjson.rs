@@ -115,7 +115,7 @@ impl PyJson {
     }
 
     /// The value as serde_json's `Value` (object keys then sorted; numbers kept).
-    pub fn to_value(&self) -> serde_json::Value {
+    pub(crate) fn to_value(&self) -> serde_json::Value {
         use serde_json::Value;
         match self {
             PyJson::Null => Value::Null,

@@ -433,8 +433,9 @@ mod view;
 
 pub use codec::{
     decode, decode_answer, decode_answer_ref, decode_answer_section_fast,
-    decode_answer_section_generic, encode, encode_v1, seal,
+    decode_answer_section_generic, seal,
 };
+pub use codec::{encode, encode_v1};
 
 use crate::failure::FailureKind;
 pub use view::{AnswerRef, PackedStrategy, ScalarRef, StrategyRef};

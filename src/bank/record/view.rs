@@ -34,7 +34,7 @@ pub enum ScalarRef<'a> {
 
 impl ScalarRef<'_> {
     /// The value as serde_json's `Value` holds it (a non-finite float is `Null`).
-    pub fn to_value(self) -> Value {
+    pub(crate) fn to_value(self) -> Value {
         match self {
             ScalarRef::Null => Value::Null,
             ScalarRef::Bool(b) => Value::Bool(b),

@@ -21,7 +21,7 @@ use crate::bank::record::{kind_byte, kind_from_byte};
 use crate::key::BankKey;
 
 /// Record table: key bytes → encoded record (`bank::record`).
-pub const RECORDS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("records");
+pub(crate) const RECORDS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("records");
 
 /// Secondary index: (SoC, kind byte, op type, key) → nothing.
 pub(crate) const INDEX: TableDefinition<(&str, u8, &str, &[u8; 32]), ()> =

@@ -26,10 +26,19 @@ mod graph;
 mod rank;
 mod render;
 
-pub use graph::{
-    why_subgraphs, GraphDiff, GraphDiffKind, GraphNearEntry, GraphVerdict, SubgraphDiagnosis,
-    SubgraphWhyReport,
-};
+pub use graph::why_subgraphs;
+
+pub use graph::GraphDiffKind;
+
+pub use graph::GraphVerdict;
+
+pub use graph::SubgraphWhyReport;
+
+pub use graph::SubgraphDiagnosis;
+
+pub use graph::GraphNearEntry;
+
+pub use graph::GraphDiff;
 
 pub use render::WhyText;
 

@@ -57,7 +57,7 @@ pub(crate) const OPSET: i64 = 17;
 /// column), [`ModelError::Malformed`] or [`ModelError::TruncatedFile`] for a caffemodel that
 /// does not decode, [`ModelError::Invalid`] for a layer whose parameters make no sense and
 /// [`ModelError::Weights`] for blobs that do not fit the layers.
-pub fn load_caffe(
+pub(crate) fn load_caffe(
     prototxt: impl AsRef<Path>,
     caffemodel: impl AsRef<Path>,
 ) -> Result<Model, ModelError> {
@@ -72,7 +72,7 @@ pub fn load_caffe(
     )
 }
 
-/// [`load_caffe`] on the two files' bytes; `model` and `weight` label them in errors. Never
+/// `load_caffe` on the two files' bytes; `model` and `weight` label them in errors. Never
 /// panics, whatever the bytes.
 pub fn load_caffe_bytes(
     prototxt: &[u8],

@@ -65,12 +65,12 @@ const EXPECTED: &str = "a frozen TensorFlow GraphDef (binary .pb)";
 /// Reads a frozen TensorFlow graph. Errors name the file: [`ModelError::Read`],
 /// [`ModelError::Malformed`] or [`ModelError::TruncatedFile`] when it does not decode, and
 /// [`ModelError::Invalid`] for a graph whose wiring or attributes make no sense.
-pub fn load_tensorflow(path: impl AsRef<Path>) -> Result<Model, ModelError> {
+pub(crate) fn load_tensorflow(path: impl AsRef<Path>) -> Result<Model, ModelError> {
     let path = path.as_ref();
     load_tensorflow_bytes(&read_model_file(path)?, &path.display().to_string())
 }
 
-/// [`load_tensorflow`] on the file's bytes; `source` labels it in errors. Never panics.
+/// `load_tensorflow` on the file's bytes; `source` labels it in errors. Never panics.
 pub fn load_tensorflow_bytes(bytes: &[u8], source: &str) -> Result<Model, ModelError> {
     let malformed = |reason: String| ModelError::Malformed {
         path: source.into(),

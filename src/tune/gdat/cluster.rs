@@ -61,7 +61,7 @@ pub struct LinearCost {
 
 impl LinearCost {
     /// The all-reduce time of a segment of `bytes`.
-    pub fn time_us(&self, bytes: u64) -> f64 {
+    pub(crate) fn time_us(&self, bytes: u64) -> f64 {
         self.per_segment_us + self.us_per_byte * bytes as f64
     }
 }

@@ -156,7 +156,7 @@ pub fn plan_job(
 
 impl GdatPlan {
     /// The scenario of `split` under the model.
-    pub fn scenario(&self, split: &[usize]) -> Scenario {
+    pub(crate) fn scenario(&self, split: &[usize]) -> Scenario {
         let t = &self.timeline;
         let ready: Vec<f64> = t.gradients.iter().map(|g| g.ready_us).collect();
         let s = schedule(&t.bytes(), &ready, t.backward_end_us, self.cost, split);

@@ -20,7 +20,7 @@ use super::job::{GdatOutcome, GdatPlan, Scenario};
 use super::split::{schedule, to_hccl_order, to_sizes};
 
 /// The GDAT result file of a job started at `started` by process `pid`, in `dir`.
-pub fn result_file(dir: &Path, started: SystemTime, pid: u32) -> ResultFile {
+pub(crate) fn result_file(dir: &Path, started: SystemTime, pid: u32) -> ResultFile {
     let ts = timestamp_ms(started);
     ResultFile {
         path: dir.join(format!("aoe_result_gdat_{ts}_pid{pid}.json")),
@@ -122,7 +122,7 @@ pub(crate) fn paste_lines(plan: &GdatPlan, split: &[usize]) -> Vec<String> {
 }
 
 /// The whole result file's JSON under `report_id`.
-pub fn result_json(
+pub(crate) fn result_json(
     report_id: &str,
     name: &str,
     time_s: f64,

@@ -84,7 +84,7 @@ pub(crate) fn schedule(
 /// all-reduce), exactly: `F[k][e] = min over e' of max(ready(e), F[k−1][e']) + cost(e' .. e)`,
 /// which is exact because a segment's end is non-decreasing in its predecessor's. Ties go to
 /// fewer segments, then to the lexicographically smaller split.
-pub fn optimum(bytes: &[u64], ready_us: &[f64], cost: LinearCost, max: usize) -> Vec<usize> {
+pub(crate) fn optimum(bytes: &[u64], ready_us: &[f64], cost: LinearCost, max: usize) -> Vec<usize> {
     let n = bytes.len();
     let mut prefix = vec![0u64; n + 1];
     for (i, b) in bytes.iter().enumerate() {

@@ -40,7 +40,7 @@ pub struct TaskOutcome {
     /// clear skip, counted as unsatisfied (or reserved on a hit), not a failure.
     pub unsupported: Option<String>,
     /// The record written: the winner (add/update), or the default confirmed by a search
-    /// without a clear win on a miss (decision unsatisfied; see [`TaskOutcome::default_confirmed`]).
+    /// without a clear win on a miss (decision unsatisfied; see `TaskOutcome::default_confirmed`).
     pub record: Option<Record>,
     /// The strategy the search's best was compared against: the bank entry on a hit, else
     /// the runner's default (`None` when no search ran).
@@ -65,7 +65,7 @@ pub struct TaskOutcome {
 impl TaskOutcome {
     /// Whether the record written stores the default as confirmed (a miss without a clear
     /// win; the decision is `unsatisfied`).
-    pub fn default_confirmed(&self) -> bool {
+    pub(crate) fn default_confirmed(&self) -> bool {
         self.record
             .as_ref()
             .is_some_and(|r| r.performance.default_confirmed)
@@ -141,7 +141,7 @@ impl TaskOutcome {
 
     /// The result file's `tunebank_transfer` entries of this outcome: one per op name of `task`
     /// when related records seeded its search, else none.
-    pub fn seeded_ops(&self, task: &TuneTask) -> Vec<OpSeeded> {
+    pub(crate) fn seeded_ops(&self, task: &TuneTask) -> Vec<OpSeeded> {
         if self.seeded_by.is_empty() {
             return Vec::new();
         }

@@ -18,7 +18,7 @@ pub(crate) const FLOAT_WIDTH: f64 = 1.0;
 /// Added once when a tensor's runtime format differs (ND against FRACTAL_NZ, …).
 pub(crate) const FORMAT: f64 = 0.5;
 /// Added once when the impl mode or the cube math mode differs.
-pub const MODE: f64 = 0.5;
+pub(crate) const MODE: f64 = 0.5;
 /// Added once when the fused op types differ (a MatMul with or without a fused activation).
 pub(crate) const FUSED: f64 = 0.5;
 /// Added per attribute whose value differs or that only one side has (transpose flags,

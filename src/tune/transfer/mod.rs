@@ -40,7 +40,6 @@ use crate::measure::{json_to_value, TaskSpace};
 use crate::tune::report::SeededBy;
 
 pub(crate) use carry::carry_core_split;
-pub use distance::MODE;
 
 use super::TunePlan;
 
@@ -82,7 +81,7 @@ impl Snapshot {
     }
 
     /// A snapshot of one task (index `task`) with `related`.
-    pub fn single(task: usize, related: Vec<Related>) -> Snapshot {
+    pub(crate) fn single(task: usize, related: Vec<Related>) -> Snapshot {
         let mut per_task = BTreeMap::new();
         if !related.is_empty() {
             per_task.insert(task, related);

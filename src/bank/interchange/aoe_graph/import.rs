@@ -83,7 +83,7 @@ pub struct AoeGraphImportReport {
 
 impl AoeGraphImportReport {
     /// Whether every subgraph mapped and every graph line rebuilds byte for byte.
-    pub fn is_complete(&self) -> bool {
+    pub(crate) fn is_complete(&self) -> bool {
         self.unmapped.is_empty() && self.not_reproducible.is_empty()
     }
 }
@@ -139,7 +139,7 @@ fn occurrence(g: &AoeGraphLine, index: usize) -> PyJson {
 }
 
 /// The graph record of one subgraph (module docs), with every occurrence given.
-pub fn graph_record(
+pub(crate) fn graph_record(
     descriptor: GraphDescriptor,
     strategy: StrategyMap,
     end2end_ns: f64,

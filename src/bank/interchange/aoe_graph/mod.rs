@@ -28,8 +28,7 @@ pub(crate) mod map;
 use crate::failure::{io_kind, FailureKind};
 pub use export::{export_aoe_graph, AoeGraphExportReport};
 pub use import::{
-    graph_record, import_aoe_graph, AoeGraphImportReport, NotReproducible, UnmappedSubgraph,
-    OCCURRENCES_OPTION,
+    import_aoe_graph, AoeGraphImportReport, NotReproducible, UnmappedSubgraph, OCCURRENCES_OPTION,
 };
 pub(crate) use map::{map_subgraph, struct_of};
 pub use map::{MappedGraph, MappedSubgraph, SubgraphUnmapped};
