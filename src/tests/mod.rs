@@ -7,11 +7,13 @@
 //! `cargo nextest run --release --lib -E 'test(/^tests::measure_sim::/)'`.
 
 mod backward_compatibility;
+mod bank_interchange;
 mod bank_layers;
 mod bank_policy;
 mod corruption;
 mod error_kinds;
 mod gdat;
+mod inspect_why;
 mod key_encoding;
 mod key_golden;
 mod key_options;
@@ -23,6 +25,8 @@ mod model_fuse;
 mod model_import;
 mod model_infer;
 mod plots_render;
+mod queue;
 mod sgat;
+mod sgat_convert;
 mod store_conformance;
 mod tune_driver;

@@ -1,6 +1,7 @@
-//! The distributed tuning queue on PostgreSQL: `tune --queue`, `tunebank worker` processes,
-//! `job status|report|cancel`, leases, attempts, SoC/runner matching. Each test gets a fresh
-//! database from `common::pg` (skipped outside CI when no server can start; fails under CI).
+//! The distributed tuning queue from the command line: `tune --queue`, `tunebank worker`
+//! processes (one killed), `job status|report|cancel`. Each test gets a fresh database from
+//! `common::pg` (skipped outside CI when no server can start; fails under CI). The queue's
+//! library side is `src/tests/queue.rs`.
 
 use crate::common;
 
@@ -13,10 +14,8 @@ use std::time::{Duration, Instant};
 use common::pg::PgServer;
 use serde_json::Value;
 use tunebank::bank::Bank;
-use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
-use tunebank::model::load_onnx;
-use tunebank::queue::{self, Submission, TaskResult, Worker, WorkerConfig};
-use tunebank::tune::{self, TuneSettings};
+use tunebank::key::RecordKind;
+use tunebank::queue::{self, Worker, WorkerConfig};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
 
@@ -540,31 +539,6 @@ fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-/// A one-task job (ResNet-50's Gemm) submitted through the library, with `runner`.
-fn gemm_job(client: &mut queue::Client, bank: &Bank, runner: &str) -> i64 {
-    let model = load_onnx(fixture("resnet50.onnx")).unwrap();
-    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
-    let only: BTreeSet<String> = ["Gemm".to_string()].into();
-    let plan = tune::plan(&model, &options, &options.soc().unwrap(), Some(&only)).unwrap();
-    assert_eq!(plan.tasks.len(), 1);
-    let settings = TuneSettings {
-        runner: runner.into(),
-        strategy: "random".into(),
-        trials_per_op: 8,
-        options_given: options.given().clone(),
-        ..TuneSettings::default()
-    };
-    let spec = Submission {
-        tuning_name: "resnet50",
-        model: "resnet50.onnx",
-        plan: &plan,
-        settings: &settings,
-    };
-    let e = queue::enqueue(client, bank, &spec).unwrap();
-    assert_eq!((e.queued, e.reused), (1, 0));
-    e.job_id
-}
-
 fn worker(url: &str, id: &str, soc: &str, runner: &str) -> Worker {
     Worker::connect(WorkerConfig {
         url: url.into(),
@@ -579,143 +553,6 @@ fn worker(url: &str, id: &str, soc: &str, runner: &str) -> Worker {
         hold_first: None,
     })
     .unwrap()
-}
-
-fn fresh_bank(dir: &Path) -> Bank {
-    Bank::builder(RecordKind::Op, "Ascend910B2")
-        .custom_path(dir.join("op.redb"))
-        .no_default_builtin()
-        .read_only(false)
-        .open()
-        .unwrap()
-}
-
-#[test]
-fn an_expired_lease_is_claimed_again_and_done_once() {
-    let Some((_server, url)) = PgServer::database() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let bank = fresh_bank(dir.path());
-    let mut client = queue::connect(&url).unwrap();
-    queue::migrate(&mut client, &url).unwrap();
-    let job = gemm_job(&mut client, &bank, "sim");
-    // A worker claimed it and died: its lease ran out a second ago.
-    client
-        .execute(
-            "UPDATE tunebank_queue_tasks SET state = 'running', worker = 'ghost', attempts = 1,
-             lease_until = now() - interval '1 second' WHERE job_id = $1",
-            &[&job],
-        )
-        .unwrap();
-    let cancel = AtomicBool::new(false);
-    let mut w = worker(&url, "w1", "Ascend910B2", "sim");
-    let e = w
-        .run_one(&bank, &cancel)
-        .unwrap()
-        .expect("the expired task");
-    assert_eq!(e.attempt, 2);
-    assert!(matches!(e.result, TaskResult::Done { .. }), "{e}");
-    assert!(w.run_one(&bank, &cancel).unwrap().is_none(), "done once");
-    let s = queue::job_status(&mut client, job).unwrap();
-    let t = &s.tasks[0];
-    assert_eq!(
-        (t.state.as_str(), t.worker.as_deref()),
-        ("done", Some("w1"))
-    );
-    assert_eq!(t.errors.len(), 1);
-    assert!(t.errors[0].contains("ghost") && t.errors[0].contains("expired"));
-    // A lease still running is not taken.
-    let job2 = {
-        let dir2 = tempfile::tempdir().unwrap();
-        gemm_job(&mut client, &fresh_bank(dir2.path()), "sim")
-    };
-    client
-        .execute(
-            "UPDATE tunebank_queue_tasks SET state = 'running', worker = 'alive', attempts = 1,
-             lease_until = now() + interval '1 hour' WHERE job_id = $1",
-            &[&job2],
-        )
-        .unwrap();
-    assert!(w.run_one(&bank, &cancel).unwrap().is_none());
-    // A lease that expired on the last attempt fails the task, keeping the error.
-    let job3 = {
-        let dir3 = tempfile::tempdir().unwrap();
-        gemm_job(&mut client, &fresh_bank(dir3.path()), "sim")
-    };
-    client
-        .execute(
-            "UPDATE tunebank_queue_tasks SET state = 'running', worker = 'ghost3', attempts = 3,
-             lease_until = now() - interval '1 second' WHERE job_id = $1",
-            &[&job3],
-        )
-        .unwrap();
-    assert!(w.run_one(&bank, &cancel).unwrap().is_none());
-    let s3 = queue::job_status(&mut client, job3).unwrap();
-    let t3 = &s3.tasks[0];
-    assert_eq!((t3.state.as_str(), t3.attempts), ("failed", 3), "{s3}");
-    assert!(t3.errors[0].contains("ghost3"), "{:?}", t3.errors);
-}
-
-#[test]
-fn a_task_failing_n_times_is_failed_with_every_error_kept() {
-    let Some((_server, url)) = PgServer::database() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let bank = fresh_bank(dir.path());
-    let mut client = queue::connect(&url).unwrap();
-    queue::migrate(&mut client, &url).unwrap();
-    let runner = "exec:/nonexistent/runner";
-    let job = gemm_job(&mut client, &bank, runner);
-    let mut w = worker(&url, "w1", "Ascend910B2", runner);
-    let report = w.run(&bank, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    assert_eq!(
-        (report.claimed, report.failed_attempts, report.failed),
-        (3, 3, 1)
-    );
-    let s = queue::job_status(&mut client, job).unwrap();
-    let t = &s.tasks[0];
-    assert_eq!((t.state.as_str(), t.attempts), ("failed", 3));
-    assert_eq!(t.errors.len(), 3, "{:?}", t.errors);
-    for (i, e) in t.errors.iter().enumerate() {
-        assert!(e.starts_with(&format!("attempt {}", i + 1)), "{e}");
-    }
-    let r = queue::job_report(&mut client, job).unwrap();
-    assert_eq!(r.failed_ops.len(), 1);
-    assert_eq!((r.summary.total, r.summary.unsatisfied), (1, 1));
-    assert_eq!(r.result.as_str(), "tuning failed");
-}
-
-#[test]
-fn workers_claim_only_tasks_of_their_soc_and_runner() {
-    let Some((_server, url)) = PgServer::database() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let bank = fresh_bank(dir.path());
-    let mut client = queue::connect(&url).unwrap();
-    queue::migrate(&mut client, &url).unwrap();
-    let job = gemm_job(&mut client, &bank, "sim");
-    let cancel = AtomicBool::new(false);
-    for (soc, runner) in [
-        ("Ascend310P3", "sim"),
-        ("Ascend910B2", "sim:7"),
-        ("Ascend910B2", "cpu"),
-    ] {
-        let mut w = worker(&url, "other", soc, runner);
-        assert!(
-            w.run_one(&bank, &cancel).unwrap().is_none(),
-            "{soc} {runner}"
-        );
-    }
-    assert_eq!(
-        queue::job_status(&mut client, job).unwrap().counts.queued,
-        1
-    );
-    let mut w = worker(&url, "match", "Ascend910B2", "sim");
-    assert!(w.run_one(&bank, &cancel).unwrap().is_some());
-    assert_eq!(queue::job_status(&mut client, job).unwrap().counts.done, 1);
 }
 
 #[test]
@@ -794,55 +631,4 @@ fn cancel_marks_queued_tasks_and_workers_skip_them() {
         err.contains("u:***@127.0.0.1:1") && !err.contains("secret"),
         "{err}"
     );
-}
-
-/// ResNet-50's Gemm tuned on `soc` into `bank` (random, 8 trials, transfer as given).
-fn tune_gemm(bank: &Bank, soc: &str, transfer: bool) -> tune::opat::TuneSummary {
-    let model = load_onnx(fixture("resnet50.onnx")).unwrap();
-    let options = ResolvedOptions::from_args([format!("--soc_version={soc}")], &FsReader).unwrap();
-    let only: BTreeSet<String> = ["Gemm".to_string()].into();
-    let plan = tune::plan(&model, &options, &options.soc().unwrap(), Some(&only)).unwrap();
-    let settings = TuneSettings {
-        runner: "sim".into(),
-        strategy: "random".into(),
-        trials_per_op: 8,
-        options_given: options.given().clone(),
-        transfer,
-        ..TuneSettings::default()
-    };
-    let cancel = AtomicBool::new(false);
-    tune::opat::run(&plan, bank, &settings, "resnet50", None, &cancel, &mut ()).unwrap()
-}
-
-/// Transfer in a queued job: the worker seeds its search from the related records the bank
-/// held when the job was enqueued (as a local tune seeds it from those it holds when it
-/// starts), never from a record written after.
-#[test]
-fn a_queued_task_is_seeded_from_the_records_present_at_enqueue_only() {
-    let Some((_server, url)) = PgServer::database() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    // The local reference: the Gemm on Ascend310P3, then on Ascend910B2 with transfer.
-    std::fs::create_dir_all(dir.path().join("ref")).unwrap();
-    let reference = fresh_bank(&dir.path().join("ref"));
-    tune_gemm(&reference, "Ascend310P3", false);
-    let local = tune_gemm(&reference, "Ascend910B2", true).report;
-    assert_eq!(local.transfer.len(), 1, "seeded from the 310P3 record");
-    assert_eq!(local.transfer[0].seeded_by[0].soc, "Ascend310P3");
-    // The queue: the same bank content at enqueue, then a nearer record (same SoC family)
-    // written before any worker runs.
-    let bank = fresh_bank(dir.path());
-    tune_gemm(&bank, "Ascend310P3", false);
-    let mut client = queue::connect(&url).unwrap();
-    queue::migrate(&mut client, &url).unwrap();
-    let job = gemm_job(&mut client, &bank, "sim");
-    tune_gemm(&bank, "Ascend910B3", false);
-    let cancel = AtomicBool::new(false);
-    let mut w = worker(&url, "w", "Ascend910B2", "sim");
-    w.run(&bank, &cancel, &mut |_| {}).unwrap();
-    let report = queue::job_report(&mut client, job).unwrap();
-    assert_eq!(report.transfer, local.transfer);
-    assert_eq!(report.modified, local.modified);
-    assert_eq!(report.summary, local.summary);
 }

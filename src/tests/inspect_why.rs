@@ -1,0 +1,490 @@
+//! `why` scenarios through the library: tune under one set of ATC options, convert under
+//! another, and check that the diagnosis names the option and both values for every affected op
+//! while unaffected ops hit. `bank-inspect why` itself is `tests/it/inspect_why.rs`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tunebank::bank::store::StoreEntry;
+use tunebank::bank::{encode, Descriptor, Origin, Performance, Provenance, Record};
+use tunebank::bank::{index_key, Bank, LayerId};
+use tunebank::inspect::{why_descriptor, why_templates, MissCause, Verdict, WhyConfig, WhyReport};
+use tunebank::key::{
+    derive_op_keys, BankKey, FsReader, OpTemplate, Profile, RecordKind, ResolvedOptions,
+    KEY_SCHEMA_VERSION,
+};
+
+const SOC: &str = "Ascend910B2";
+
+/// A small model: a MatMul fed by graph input `x`, a Conv2D fed by graph input `img`, a Gelu
+/// (has a high-precision impl), an fp32 Relu (not a cube op) and an int32 Add.
+fn model() -> Vec<OpTemplate> {
+    serde_json::from_value(serde_json::json!([
+        {"node_name": "fc", "op_type": "MatMul",
+         "inputs": [{"shape": [-1, 64], "dtype": "float32", "graph_input": "x"},
+                    {"shape": [64, 32], "dtype": "float32"}],
+         "outputs": [{"shape": [-1, 32], "dtype": "float32"}],
+         "attrs": {"transpose_x1": {"bool": false}, "transpose_x2": {"bool": false}}},
+        {"node_name": "conv", "op_type": "Conv2D",
+         "inputs": [{"shape": [1, 3, 224, 224], "dtype": "float16", "graph_input": "img"},
+                    {"shape": [64, 3, 7, 7], "dtype": "float16", "ori_format": "NCHW"}],
+         "outputs": [{"shape": [1, 64, 112, 112], "dtype": "float16", "ori_format": "NCHW"}],
+         "attrs": {"strides": {"ints": [1, 1, 2, 2]}}},
+        {"node_name": "act", "op_type": "Gelu",
+         "inputs": [{"shape": [16, 32], "dtype": "float16"}],
+         "outputs": [{"shape": [16, 32], "dtype": "float16"}]},
+        {"node_name": "relu", "op_type": "Relu",
+         "inputs": [{"shape": [16, 32], "dtype": "float32"}],
+         "outputs": [{"shape": [16, 32], "dtype": "float32"}]},
+        {"node_name": "idx", "op_type": "Add",
+         "inputs": [{"shape": [16], "dtype": "int32"}, {"shape": [16], "dtype": "int32"}],
+         "outputs": [{"shape": [16], "dtype": "int32"}]}
+    ]))
+    .unwrap()
+}
+
+fn options(extra: &[&str]) -> ResolvedOptions {
+    let mut args = vec![format!("--soc_version={SOC}")];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    ResolvedOptions::from_args(&args, &FsReader).unwrap()
+}
+
+fn record(descriptor: tunebank::key::OpDescriptor, given: &ResolvedOptions, us: f64) -> Record {
+    Record {
+        key_schema_version: KEY_SCHEMA_VERSION,
+        kind: RecordKind::Op,
+        descriptor: Descriptor::Op(descriptor),
+        options: given.given().clone(),
+        strategy: BTreeMap::from([("baseM".to_owned(), serde_json::json!(128))]),
+        performance: Performance {
+            baseline_us: 2.0 * us,
+            tuned_us: us,
+            samples_us: vec![us],
+            runner: "test".into(),
+            default_confirmed: false,
+            confirmed_budget: None,
+        },
+        provenance: Provenance {
+            tool_version: "0.1.0".into(),
+            algorithm: "test".into(),
+            trials: 1,
+            seed: 1,
+            unix_time: 0,
+            origin: Origin::Tuned,
+        },
+    }
+}
+
+fn open(path: &Path) -> Bank {
+    Bank::builder(RecordKind::Op, SOC)
+        .custom_path(path)
+        .no_default_builtin()
+        .open()
+        .unwrap()
+}
+
+/// Tunes every op of the model under `tuned` (writes a record per profile).
+fn tune(bank: &Bank, model: &[OpTemplate], tuned: &ResolvedOptions) {
+    let soc = tuned.soc().unwrap();
+    let mut records = Vec::new();
+    for t in model {
+        for r in derive_op_keys(t, tuned, &soc).unwrap() {
+            records.push(record(r.descriptor, tuned, 10.0));
+        }
+    }
+    bank.write_batch(&records).unwrap();
+}
+
+fn why(bank: &Bank, model: &[OpTemplate], converted: &ResolvedOptions) -> WhyReport {
+    why_templates(bank, model, converted, &WhyConfig::default(), &|_| true).unwrap()
+}
+
+/// Asserts the ops named in `affected` miss with `option` as the cause and an explanation
+/// holding every string of `words`, and that every other op hits.
+/// `affected` names the node and, for a dynamic model, the one profile that misses.
+fn check(report: &WhyReport, option: &str, affected: &[(&str, Option<Profile>, &[&str])]) {
+    for op in &report.ops {
+        let expected = affected.iter().find(|(n, p, _)| {
+            *n == op.node && p.as_ref().is_none_or(|p| Some(p) == op.profile.as_ref())
+        });
+        match (&op.verdict, expected) {
+            (Verdict::Hit { .. }, None) => {}
+            (Verdict::Miss(d), Some((_, _, words))) => {
+                assert_eq!(
+                    d.cause,
+                    MissCause::Options {
+                        options: vec![option.to_owned()]
+                    },
+                    "{}: {d:#?}",
+                    op.node
+                );
+                let text: Vec<String> = d.nearest[0]
+                    .explanations
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                let text = text.join("\n");
+                for w in *words {
+                    assert!(text.contains(w), "{}: {w:?} not in\n{text}", op.node);
+                }
+            }
+            (v, e) => panic!(
+                "{} ({:?}): expected {:?}, got {v:?}",
+                op.node, op.profile, e
+            ),
+        }
+    }
+    let misses = affected.len();
+    assert_eq!(report.summary.misses, misses, "{}", report.summary);
+    assert_eq!(report.summary.misses_by_cause.get(option), Some(&misses));
+}
+
+#[test]
+fn precision_mode_names_the_option_and_both_dtypes() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = open(&dir.path().join("b.redb"));
+    let model = model();
+    tune(
+        &bank,
+        &model,
+        &options(&[
+            "--precision_mode=allow_fp32_to_fp16",
+            "--input_shape=x:16,64",
+        ]),
+    );
+    let report = why(
+        &bank,
+        &model,
+        &options(&[
+            "--precision_mode=must_keep_origin_dtype",
+            "--input_shape=x:16,64",
+        ]),
+    );
+    // The fp32 MatMul (a cube op) computed in fp16 when tuned; the fp16 ops, the non-cube fp32
+    // Relu and the int32 Add resolve the same under both modes.
+    check(
+        &report,
+        "precision_mode",
+        &[(
+            "fc",
+            None,
+            &[
+                "input 0 dtype: tuned with precision_mode=allow_fp32_to_fp16 → float16; \
+                 this conversion uses precision_mode=must_keep_origin_dtype → float32",
+                "output 0 dtype",
+            ],
+        )],
+    );
+    let text = report.summary.to_string();
+    assert_eq!(text, "5 ops: 4 hits, 1 misses (precision_mode: 1)");
+}
+
+#[test]
+fn input_shape_names_the_option_and_both_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = open(&dir.path().join("b.redb"));
+    let model = model();
+    tune(
+        &bank,
+        &model,
+        &options(&["--input_shape=x:16,64;img:1,3,224,224"]),
+    );
+    let report = why(
+        &bank,
+        &model,
+        &options(&["--input_shape=x:32,64;img:1,3,224,224"]),
+    );
+    check(
+        &report,
+        "input_shape",
+        &[(
+            "fc",
+            None,
+            &[
+                "input 0 shape: tuned with input_shape=x:16,64;img:1,3,224,224 → [16, 64]; \
+                 this conversion uses input_shape=x:32,64;img:1,3,224,224 → [32, 64]",
+                "output 0 shape",
+            ],
+        )],
+    );
+}
+
+#[test]
+fn dynamic_batch_profile_names_the_option_and_both_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = open(&dir.path().join("b.redb"));
+    let model = model();
+    tune(
+        &bank,
+        &model,
+        &options(&["--input_shape=x:-1,64", "--dynamic_batch_size=1,2,4"]),
+    );
+    let report = why(
+        &bank,
+        &model,
+        &options(&["--input_shape=x:-1,64", "--dynamic_batch_size=1,8"]),
+    );
+    // Profile 1 hits; profile 8 misses, explained against the nearest profile (4).
+    let fc: Vec<_> = report.ops.iter().filter(|o| o.node == "fc").collect();
+    assert_eq!(fc.len(), 2);
+    assert!(matches!(fc[0].verdict, Verdict::Hit { .. }));
+    check(
+        &report,
+        "dynamic_batch_size",
+        &[(
+            "fc",
+            Some(Profile::Batch(8)),
+            &[
+                "input 0 shape: tuned with dynamic_batch_size=1,2,4 → [4, 64]; \
+                 this conversion uses dynamic_batch_size=1,8 → [8, 64]",
+                "output 0 shape: tuned with dynamic_batch_size=1,2,4 → [4, 32]",
+            ],
+        )],
+    );
+}
+
+#[test]
+fn input_format_names_the_option_and_both_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = open(&dir.path().join("b.redb"));
+    let model = model();
+    tune(
+        &bank,
+        &model,
+        &options(&["--input_shape=x:16,64", "--input_format=NCHW"]),
+    );
+    let report = why(
+        &bank,
+        &model,
+        &options(&["--input_shape=x:16,64", "--input_format=NHWC"]),
+    );
+    check(
+        &report,
+        "input_format",
+        &[(
+            "conv",
+            None,
+            &[
+                "input 0 original format: tuned with input_format=NCHW → NCHW; \
+                 this conversion uses input_format=NHWC → NHWC",
+                // Both are NC1HWC0 on the device, laid out from different originals.
+                "input 0 shape: tuned with input_format=NCHW → [1, 1, 224, 224, 16]",
+            ],
+        )],
+    );
+}
+
+#[test]
+fn impl_mode_names_the_option_and_both_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = open(&dir.path().join("b.redb"));
+    let model = model();
+    tune(&bank, &model, &options(&["--input_shape=x:16,64"]));
+    let report = why(
+        &bank,
+        &model,
+        &options(&[
+            "--input_shape=x:16,64",
+            "--op_select_implmode=high_precision",
+        ]),
+    );
+    // Only Gelu has a high-precision implementation.
+    check(
+        &report,
+        "op_select_implmode",
+        &[(
+            "act",
+            None,
+            &[
+                "impl_mode: tuned with op_select_implmode unset (default high_performance) → \
+               high_performance; this conversion uses op_select_implmode=high_precision → \
+               high_precision",
+            ],
+        )],
+    );
+}
+
+#[test]
+fn rejected_hits_and_stale_entries_are_their_own_causes() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = open(&dir.path().join("b.redb"));
+    let model = model();
+    let opts = options(&["--input_shape=x:16,64"]);
+    tune(&bank, &model[..1], &opts);
+    // A stale copy of the conv entry: same descriptor, written under key schema 0.
+    let soc = opts.soc().unwrap();
+    let conv = derive_op_keys(&model[1], &opts, &soc).unwrap().remove(0);
+    let mut stale = record(conv.descriptor, &opts, 5.0);
+    stale.key_schema_version = 0;
+    let old_key = BankKey([7; 32]);
+    let value = encode(&old_key, &stale);
+    bank.layer_store(LayerId::Custom)
+        .unwrap()
+        .put_batch(&[StoreEntry {
+            key: old_key,
+            value: &value,
+            index: index_key(&stale),
+        }])
+        .unwrap();
+
+    // The validity check refuses strategies with baseM 128 (say, no longer valid on the SoC).
+    let report = why_templates(&bank, &model[..2], &opts, &WhyConfig::default(), &|a| {
+        a.strategy.get("baseM") != Some(&serde_json::json!(128))
+    })
+    .unwrap();
+    let Verdict::Miss(fc) = &report.ops[0].verdict else {
+        panic!("fc must miss: {:?}", report.ops[0]);
+    };
+    assert_eq!(
+        fc.cause,
+        MissCause::Rejected {
+            layers: vec!["custom".into()]
+        }
+    );
+    let Verdict::Miss(conv) = &report.ops[1].verdict else {
+        panic!("conv must miss");
+    };
+    assert_eq!(conv.cause, MissCause::Stale { version: 0 });
+    assert_eq!(conv.searched.stale_entries, 1);
+    assert_eq!(conv.nearest[0].key, old_key);
+    assert_eq!(
+        report.summary.to_string(),
+        "2 ops: 0 hits, 2 misses (rejected: 1, stale: 1)"
+    );
+}
+
+#[test]
+fn hits_say_which_layer_answered_and_what_it_shadowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let builtin_path = dir.path().join("builtin.redb");
+    let model = model();
+    let opts = options(&["--input_shape=x:16,64"]);
+    tune(&open(&builtin_path), &model, &opts);
+    let bank = Bank::builder(RecordKind::Op, SOC)
+        .custom_path(dir.path().join("custom.redb"))
+        .builtin_path(&builtin_path)
+        .no_default_builtin()
+        .open()
+        .unwrap();
+    tune(&bank, &model[..1], &opts);
+    let report = why(&bank, &model, &opts);
+    assert!(matches!(
+        &report.ops[0].verdict,
+        Verdict::Hit { layer: LayerId::Custom, shadowed, .. } if shadowed == &[LayerId::BuiltIn(0)]
+    ));
+    assert!(matches!(
+        &report.ops[1].verdict,
+        Verdict::Hit { layer: LayerId::BuiltIn(0), shadowed, .. } if shadowed.is_empty()
+    ));
+}
+
+#[test]
+fn a_bare_descriptor_gets_field_differences_and_option_differences() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = open(&dir.path().join("b.redb"));
+    let model = model();
+    let tuned = options(&[
+        "--input_shape=x:16,64",
+        "--precision_mode=allow_fp32_to_fp16",
+    ]);
+    tune(&bank, &model, &tuned);
+    let now = options(&[
+        "--input_shape=x:16,64",
+        "--precision_mode=must_keep_origin_dtype",
+    ]);
+    let d = derive_op_keys(&model[0], &now, &now.soc().unwrap())
+        .unwrap()
+        .remove(0)
+        .descriptor;
+    let report = why_descriptor(&bank, &d, Some(&now), &WhyConfig::default(), &|_| true).unwrap();
+    let Verdict::Miss(m) = &report.ops[0].verdict else {
+        panic!("expected a miss");
+    };
+    // Without a template nothing can be re-resolved: the fields and the options that differ are
+    // listed side by side.
+    let n = &m.nearest[0];
+    assert!(n.explanations.is_empty());
+    assert!(n
+        .differences
+        .iter()
+        .any(|f| f.field == "input 0 dtype" && f.stored == "float16" && f.current == "float32"));
+    assert!(n
+        .option_differences
+        .iter()
+        .any(|o| o.option == "precision_mode" && o.stored.contains("allow_fp32_to_fp16")));
+}
+
+#[test]
+fn an_entry_for_another_soc_is_found_when_this_soc_has_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = open(&dir.path().join("b.redb"));
+    let model = model();
+    let tuned = ResolvedOptions::from_args(
+        ["--soc_version=Ascend910B1", "--input_shape=x:16,64"],
+        &FsReader,
+    )
+    .unwrap();
+    tune(&bank, &model[..1], &tuned);
+    let report = why(&bank, &model[..1], &options(&["--input_shape=x:16,64"]));
+    let Verdict::Miss(m) = &report.ops[0].verdict else {
+        panic!("expected a miss");
+    };
+    assert_eq!(m.cause, MissCause::Soc);
+    let d = &m.nearest[0].differences;
+    assert!(
+        d.iter()
+            .any(|f| f.field == "soc_version" && f.stored == "Ascend910B1" && f.current == SOC),
+        "{d:?}"
+    );
+    assert!(m.nearest[0]
+        .option_differences
+        .iter()
+        .any(|o| o.option == "soc_version"));
+    assert_eq!(
+        report.summary.to_string(),
+        "1 ops: 0 hits, 1 misses (soc: 1)"
+    );
+}
+
+/// A default confirmed by tuning is a hit, and `why` says which kind of hit it is.
+#[test]
+fn a_confirmed_default_is_a_hit_labelled_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = open(&dir.path().join("b.redb"));
+    let model = model();
+    let given = options(&["--input_shape=x:16,64;img:1,3,224,224"]);
+    let soc = given.soc().unwrap();
+    let mut records = Vec::new();
+    for (i, t) in model.iter().enumerate() {
+        for r in derive_op_keys(t, &given, &soc).unwrap() {
+            let mut rec = record(r.descriptor, &given, 10.0);
+            rec.performance.default_confirmed = i == 0;
+            records.push(rec);
+        }
+    }
+    bank.write_batch(&records).unwrap();
+    let report = why(&bank, &model, &given);
+    let mut seen = (0, 0);
+    for op in &report.ops {
+        let Verdict::Hit {
+            default_confirmed, ..
+        } = &op.verdict
+        else {
+            panic!("{} should hit: {:?}", op.node, op.verdict);
+        };
+        assert_eq!(
+            *default_confirmed,
+            op.node == model[0].node_name,
+            "{}",
+            op.node
+        );
+        if *default_confirmed {
+            seen.0 += 1;
+        } else {
+            seen.1 += 1;
+        }
+    }
+    assert!(seen.0 >= 1 && seen.1 >= 1, "{seen:?}");
+    let json = serde_json::to_value(&report.ops[0].verdict).unwrap();
+    assert_eq!(json["default_confirmed"], true, "{json}");
+}
