@@ -37,7 +37,7 @@ pub mod pyjson;
 pub(crate) mod tbe;
 
 use crate::failure::{io_kind, FailureKind};
-pub use md5::md5_hex;
+pub(crate) use md5::md5_hex;
 
 /// Errors of export, import and merge. Each names the file line or key involved.
 #[derive(Debug, thiserror::Error)]
@@ -110,7 +110,7 @@ pub(crate) fn export_line(key: &BankKey, record: &Record) -> String {
     serde_json::to_string(&LineRef { key, record }).expect("records always serialise to JSON")
 }
 
-/// What [`export_store`] wrote.
+/// What `export_store` wrote.
 #[derive(Debug, Default)]
 pub struct ExportReport {
     /// Lines written.
@@ -121,7 +121,7 @@ pub struct ExportReport {
 
 /// Writes every record of `store` to `out` as JSON lines in ascending key order. Damaged records
 /// are left out and listed in the report; the caller decides whether that is a failure.
-pub fn export_store(
+pub(crate) fn export_store(
     store: &dyn Store,
     out: &mut dyn Write,
 ) -> Result<ExportReport, InterchangeError> {
@@ -159,7 +159,7 @@ pub fn export_store(
 /// Reads an export file. Every record of the current key schema must sit under the key derived
 /// from its descriptor; records of an older schema (stale) keep the key they were exported under.
 /// Blank lines are skipped; a key given twice is an error.
-pub fn read_export(input: impl BufRead) -> Result<Vec<(BankKey, Record)>, InterchangeError> {
+pub(crate) fn read_export(input: impl BufRead) -> Result<Vec<(BankKey, Record)>, InterchangeError> {
     let mut out = Vec::new();
     let mut seen: BTreeMap<BankKey, usize> = BTreeMap::new();
     for (i, line) in input.lines().enumerate() {
@@ -266,7 +266,7 @@ impl Conflict {
     }
 }
 
-/// What a merge did, side by side. [`MergeReport::summary`] is the two-line text the command
+/// What a merge did, side by side. `MergeReport::summary` is the two-line text the command
 /// line has always printed; `Display` adds a line counting the rules that decided and one naming
 /// the cross-source decisions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -294,12 +294,12 @@ pub struct MergeReport {
 
 impl MergeReport {
     /// Records the bank holds after the merge.
-    pub fn target_after(&self) -> u64 {
+    pub(crate) fn target_after(&self) -> u64 {
         self.target_before + self.added
     }
 
     /// One paragraph for people: what each side contributed.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         format!(
             "target: {} records before, {} after; kept {} of its own in {} conflicts, {} identical\n\
              source: {} records offered; contributed {} new and won {} conflicts{}",
@@ -346,7 +346,7 @@ impl MergeReport {
 }
 
 impl std::fmt::Display for MergeReport {
-    /// [`MergeReport::summary`], then `decided by: faster 2, stronger_evidence 1` when any key
+    /// `MergeReport::summary`, then `decided by: faster 2, stronger_evidence 1` when any key
     /// differed, then `cross-source: KEY source device over target simulated
     /// (stronger_evidence); …` when any conflict crossed measurement sources.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -384,7 +384,7 @@ impl std::fmt::Display for MergeReport {
 /// Merges `incoming` records into the bank's custom layer under the bank-write policy
 /// (`WritePolicy::MERGE`), in one atomic write. Incoming records keep their keys (verified by
 /// [`read_export`] or taken from a bank, which derived them); all must be of the bank's kind.
-pub fn merge_into(
+pub(crate) fn merge_into(
     bank: &Bank,
     incoming: Vec<(BankKey, Record)>,
 ) -> Result<MergeReport, InterchangeError> {
@@ -441,7 +441,7 @@ pub fn merge_into(
     Ok(report)
 }
 
-/// The records of a store, as [`read_store`] reads them.
+/// The records of a store, as `read_store` reads them.
 #[derive(Debug, Default)]
 pub struct StoreRecords {
     /// Every decodable record with its key, in key order.
@@ -451,7 +451,7 @@ pub struct StoreRecords {
 }
 
 /// Every decodable record of a store, in key order, with the damaged ones listed apart.
-pub fn read_store(store: &dyn Store) -> Result<StoreRecords, InterchangeError> {
+pub(crate) fn read_store(store: &dyn Store) -> Result<StoreRecords, InterchangeError> {
     let mut records = Vec::new();
     let mut damaged = Vec::new();
     store.scan(&mut |key, value| {

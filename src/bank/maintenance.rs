@@ -118,7 +118,7 @@ impl<'a> LayerView<'a> {
     }
 
     /// Writes every record as export lines in ascending key order
-    /// ([`interchange::export_store`](crate::bank::interchange::export_store)); damaged records
+    /// (`interchange::export_store`); damaged records
     /// are left out and listed in the report.
     pub fn export(&self, out: &mut dyn Write) -> Result<ExportReport, InterchangeError> {
         export_store(self.store, out)
@@ -339,7 +339,7 @@ pub struct MergeRun {
 
 impl MergeRun {
     /// Merges `source` into the bank's custom layer in one atomic write (see
-    /// [`merge_into`]) and returns what it did.
+    /// `merge_into`) and returns what it did.
     pub fn merge(
         &mut self,
         bank: &Bank,

@@ -1,6 +1,6 @@
 //! Miss diagnosis and bank inspection: what `bank-inspect` runs.
 //!
-//! [`why_templates`] takes the op templates a model import produces (or [`why_descriptor`] one
+//! [`why_templates`] takes the op templates a model import produces (or `why_descriptor` one
 //! resolved descriptor) and, per op, says hit (which layer, what it shadowed) or miss, and why:
 //! the nearest stored entries, each with the exact fields that differ ([`FieldDiff`]) and, where
 //! the stored options explain a field, the option with both values ([`Explanation`]): "tuned
@@ -22,11 +22,12 @@ pub(crate) use catalog::{Filter, ListReport, ShowReport, StatsReport};
 pub use fields::{FieldClass, FieldDiff};
 pub use lookup::{ConvertReport, ConvertRow};
 pub(crate) use lookup::{KeyListing, LookupReport};
+pub(crate) use why::why_descriptor;
 pub use why::{
-    why_descriptor, why_resolved, why_subgraphs, why_templates, Explanation, GraphDiff,
-    GraphDiffKind, GraphNearEntry, GraphVerdict, MissCause, MissDiagnosis, NearEntry, OpDiagnosis,
-    OptionDiff, SearchScope, SubgraphDiagnosis, SubgraphWhyReport, Summary, Verdict, WhyConfig,
-    WhyReport, WhyText,
+    why_resolved, why_subgraphs, why_templates, Explanation, GraphDiff, GraphDiffKind,
+    GraphNearEntry, GraphVerdict, MissCause, MissDiagnosis, NearEntry, OpDiagnosis, OptionDiff,
+    SearchScope, SubgraphDiagnosis, SubgraphWhyReport, Summary, Verdict, WhyConfig, WhyReport,
+    WhyText,
 };
 
 use crate::bank::{BankError, RecordError};

@@ -6,12 +6,15 @@
 //! `tests/it/common/`. Run one subject with
 //! `cargo nextest run --release --lib -E 'test(/^tests::measure_sim::/)'`.
 
+mod aoe_bank;
+mod atc_options;
 mod backward_compatibility;
 mod bank_interchange;
 mod bank_layers;
 mod bank_policy;
 mod corruption;
 mod error_kinds;
+mod full_data;
 mod gdat;
 mod inspect_why;
 mod key_encoding;

@@ -27,8 +27,7 @@ pub mod sgat;
 pub mod transfer;
 
 pub(crate) use decision::Round;
-pub use decision::WinRule;
-pub use decision::{Decision, GainBound};
+pub use decision::{Decision, GainBound, WinRule};
 pub use plan::{plan, TunePlan, TuneTask};
 pub(crate) use plan::{task_seed, unit_selected};
 pub use settings::TuneSettings;

@@ -1,19 +1,17 @@
 //! The ATC options of CANN 8.x, as ATC's own option list names them, each accepted and
-//! classified; what the options added over key schema 2 do (`precision_mode_v2`,
-//! `allow_hf32`); structure options changing the units a model fuses into
-//! (`fusion_switch_file`, `oo_level`, `out_nodes`); refused options exiting 2 with the reason;
-//! `--help` listing every option.
+//! classified; `precision_mode_v2` and `allow_hf32` in keys; a fusion turned off in `convert`;
+//! refused options exiting 2 with the reason; `--help` listing every option. What the options
+//! do to resolution and planning is `src/tests/atc_options.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use tunebank::key::{
-    derive_op_keys, CubeMath, DType, GraphDescriptor, MemFiles, OpTemplate, OptionError,
-    ResolvedOptions, TemplateTensor,
+    derive_op_keys, CubeMath, DType, MemFiles, OpTemplate, OptionError, ResolvedOptions,
+    TemplateTensor,
 };
 use tunebank::key::{option_spec, KeyEffect, OPTIONS};
-use tunebank::model::{load_onnx, Model, ModelError, TuningUnit};
 
 /// ATC's options in CANN 8.x: every `DEFINE_*` flag of ATC's gflags list
 /// (`atc --help`), but `--help` and `--json` (mode 1's JSON output file), which are the
@@ -267,24 +265,6 @@ fn precision_mode_v2_values_give_the_keys_of_their_precision_mode() {
     .is_ok());
 }
 
-#[test]
-fn precision_mode_and_v2_together_are_refused_and_hifloat8_is_not_modelled() {
-    let both = resolve(&[
-        ("precision_mode", "force_fp16"),
-        ("precision_mode_v2", "fp16"),
-    ]);
-    assert!(
-        matches!(&both, Err(OptionError::Conflict { first, second, .. })
-            if first == "precision_mode" && second == "precision_mode_v2"),
-        "{both:?}"
-    );
-    for v in ["mixed_hif8", "cube_hif8"] {
-        let e = resolve(&[("precision_mode_v2", v)]).unwrap_err();
-        assert!(matches!(e, OptionError::NotModelled { .. }), "{e:?}");
-        assert!(e.to_string().contains("Ascend 950"), "{e}");
-    }
-}
-
 fn mm_math(pairs: &[(&str, &str)]) -> CubeMath {
     descriptors(pairs)[0].cube_math
 }
@@ -332,97 +312,6 @@ fn allow_hf32_sets_hf32_on_fp32_cube_ops_below_a_node_entry() {
         with("[ByOpType]\nMatMul=enable_float_32_execution\n", "true"),
         CubeMath::Hf32
     );
-}
-
-#[test]
-fn options_added_after_schema_2_enter_subgraph_keys_only_when_set() {
-    let key = |pairs: &[(&str, &str)]| {
-        let o = resolve(pairs).unwrap();
-        GraphDescriptor {
-            soc: o.soc().unwrap(),
-            inputs: vec![],
-            nodes: vec![],
-            outputs: vec![],
-            options: o.graph_options(),
-        }
-        .key()
-        .unwrap()
-    };
-    let plain = key(&[]);
-    assert_eq!(plain, key(&[("oo_level", "O3")]));
-    assert_eq!(plain, key(&[("buffer_optimize", "l2_optimize")]));
-    assert_ne!(plain, key(&[("oo_level", "O1")]));
-    assert_ne!(plain, key(&[("buffer_optimize", "off_optimize")]));
-    assert_ne!(plain, key(&[("allow_hf32", "true")]));
-    assert_ne!(plain, key(&[("precision_mode_v2", "origin")]));
-}
-
-fn resnet() -> Model {
-    load_onnx(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/models/resnet50.onnx"))
-        .unwrap()
-}
-
-fn units(model: &Model, pairs: &[(&str, &str)]) -> Vec<TuningUnit> {
-    let o = resolve(pairs).unwrap();
-    let mut p = model.tuning_units(&o).unwrap();
-    assert_eq!(p.len(), 1);
-    p.remove(0).units
-}
-
-fn member_types(units: &[TuningUnit]) -> BTreeSet<Vec<String>> {
-    units.iter().map(|u| u.op_types.clone()).collect()
-}
-
-#[test]
-fn fusion_switches_turn_fusion_rules_off() {
-    let m = resnet();
-    let all = units(&m, &[]);
-    let has = |u: &[TuningUnit], t: &[&str]| {
-        member_types(u).contains(&t.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-    };
-    assert!(has(&all, &["Conv", "BatchNormalization", "Relu"]));
-    // Conv+BN off (line form): convolutions still take their activation, BN stands alone.
-    let no_bn = units(&m, &[("fusion_switch_file", "fusion.cfg")]);
-    assert!(!no_bn.iter().any(|u| u
-        .op_types
-        .starts_with(&["Conv".into(), "BatchNormalization".into()])));
-    assert!(no_bn.len() > all.len());
-    // All graph fusion off (JSON "ALL"): same as Conv+BN off for this model.
-    let graph_off = units(&m, &[("fusion_switch_file", "fusion.json")]);
-    assert_eq!(member_types(&graph_off), member_types(&no_bn));
-    // oo_level=O1: no pass at all, every computing op is its own unit.
-    let o1 = units(&m, &[("oo_level", "O1")]);
-    assert!(
-        o1.iter().all(|u| u.node_names.len() == 1),
-        "O1 fused something"
-    );
-    assert!(o1.len() > no_bn.len());
-}
-
-#[test]
-fn out_nodes_prunes_the_graph_to_what_the_outputs_need() {
-    let m = resnet();
-    let all = units(&m, &[]);
-    let first_conv = m
-        .graph
-        .nodes
-        .iter()
-        .find(|n| n.op_type == "Conv")
-        .unwrap()
-        .name
-        .clone();
-    let spec = format!("{first_conv}:0");
-    let pruned = units(&m, &[("out_nodes", spec.as_str())]);
-    // The first convolution is a graph output now: nothing fuses into it and nothing after it
-    // is left.
-    assert_eq!(pruned.len(), 1, "{:?}", member_types(&pruned));
-    assert_eq!(pruned[0].node_names, vec![first_conv.clone()]);
-    assert!(all.len() > 10);
-    let o = resolve(&[("out_nodes", "no_such_node:0")]).unwrap();
-    assert!(matches!(
-        m.tuning_units(&o),
-        Err(ModelError::OutNodes { node, .. }) if node == "no_such_node"
-    ));
 }
 
 fn tunebank(args: &[&str]) -> Output {

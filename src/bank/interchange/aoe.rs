@@ -103,7 +103,7 @@ pub struct AoeBank {
 }
 
 /// The md5 AOE files an `info_dict` under: of Python's `json.dumps(info_dict)`.
-pub fn info_dict_md5(info_dict: &PyJson) -> String {
+pub(crate) fn info_dict_md5(info_dict: &PyJson) -> String {
     md5_hex(info_dict.dumps().as_bytes())
 }
 
@@ -606,7 +606,7 @@ impl AoeImportReport {
 }
 
 /// Imports the verified entries of `parsed` into the bank's custom layer (atomically), under the
-/// bank-write policy ([`merge_into`]): an AOE record's `cost_time` was measured on the board, so
+/// bank-write policy (`merge_into`): an AOE record's `cost_time` was measured on the board, so
 /// it replaces a record whose time was simulated or measured on the host, whatever the numbers.
 /// Rejected entries are only reported.
 ///

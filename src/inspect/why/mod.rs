@@ -432,7 +432,7 @@ pub fn why_resolved(
 /// Diagnoses one resolved descriptor. `options`, when given, are this conversion's options: the
 /// report then lists the options the nearest entries were tuned with differently (without a
 /// template, it cannot say which field each one changed).
-pub fn why_descriptor(
+pub(crate) fn why_descriptor(
     bank: &Bank,
     descriptor: &OpDescriptor,
     options: Option<&ResolvedOptions>,

@@ -386,7 +386,7 @@ impl Env {
 }
 
 /// What the search found.
-pub(crate) enum Found {
+pub enum Found {
     Embedded(&'static SocPlatform),
     Read(Box<SocPlatform>),
 }

@@ -10,7 +10,7 @@ use super::*;
 /// bytes / bandwidth)`, whatever its ridge point, and than its own SoC roofline
 /// (`SimRunner::roofline_us`), by at least 0.01 (observed: 0.942 vs 0.926). The margin is
 /// small: on real shapes the simulator adds little to a roofline's ranking; the full-data
-/// suite (`tests/full_data.rs`) checks the larger, equal-work claim on all 3,198 records.
+/// suite (`src/tests/full_data.rs`) checks the larger, equal-work claim on all 3,198 records.
 #[test]
 fn tracks_real_ascend910b2_matmul_times() {
     use std::io::{BufRead, BufReader};

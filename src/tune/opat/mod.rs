@@ -113,7 +113,13 @@ mod task;
 #[cfg(test)]
 mod tests;
 
-pub use outcome::{TaskOutcome, TuneObserver, TuneStats, TuneSummary};
+pub use outcome::TuneStats;
+
+pub use outcome::TuneSummary;
+
+pub use outcome::TuneObserver;
+
+pub use outcome::TaskOutcome;
 pub(crate) use table::{shorten, TuneTable};
 
 /// Tunes every task of `plan` against `bank` (see the module docs for the rules), rewriting

@@ -32,7 +32,10 @@ use std::time::{Duration, Instant};
 
 use search_strategies::{strategies::by_name, StopReason};
 
-pub use apply::{post_sgat_plan, AppliedSubgraph, ApplyError, PostSgat};
+pub use apply::PostSgat;
+
+pub(crate) use apply::post_sgat_plan;
+pub use apply::{AppliedSubgraph, ApplyError};
 pub use report::{SgatReport, SubgraphChange};
 pub(crate) use search::{search_subgraph, sgat_best, SgatBestError};
 pub(crate) use space::{SgatSpace, SpaceBuildError};

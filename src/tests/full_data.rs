@@ -1,4 +1,5 @@
-//! The full-data suite of this crate: the committed MatMul calibration subset
+//! The full-data suite of this crate (a component test: it checks the simulator's calibration
+//! internals): the committed MatMul calibration subset
 //! (`fixtures/ascend/`) is what its `make.py` derives from the public data, every record of the
 //! full file reads, the simulator's calibration holds on records outside the subset, and on
 //! the whole file the simulator orders shapes of equal work better than any roofline.
@@ -6,7 +7,7 @@
 //! Every test here is ignored by default and reads `$TUNEBANK_DATA/ascend` (the folder holding
 //! `replay/` and `ascend/`, see `fixtures/ascend/README.md`); `.ci/run` runs them when the data is
 //! present. Run alone with
-//! `TUNEBANK_DATA=../shared/data cargo nextest run --release --test full_data --run-ignored only`.
+//! `TUNEBANK_DATA=… cargo nextest run --release --lib --run-ignored only -E 'test(/^tests::full_data::/)'`.
 //! Without the data they panic naming the variable; they never pass.
 
 use std::io::{BufRead, BufReader};
