@@ -22,7 +22,7 @@ use crate::key::BankKey;
 /// What [`export_aoe`] wrote. `--json`: `{"entries", "verbatim", "from_tiling", "left_out":
 /// [{"key", "reason"}]}`.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct AoeExportReport {
+pub(crate) struct AoeExportReport {
     /// Entries written.
     pub entries: usize,
     /// Of those, records imported from AOE written back verbatim.
@@ -72,7 +72,7 @@ fn entry_of(rec: &Record) -> Result<(PyJson, PyJson, bool), String> {
 }
 
 /// The `unified_bank` text of `records` (see the module docs) and what was written.
-pub fn export_aoe(records: &[(BankKey, Record)]) -> (String, AoeExportReport) {
+pub(crate) fn export_aoe(records: &[(BankKey, Record)]) -> (String, AoeExportReport) {
     let mut report = AoeExportReport::default();
     let mut groups: BTreeMap<String, Vec<PyJson>> = BTreeMap::new();
     for (key, rec) in records {

@@ -27,7 +27,7 @@ use crate::tune::TuneSettings;
 
 /// One graph line's times, µs; `None` with the reason where the simulator has none.
 #[derive(Clone, Debug, Serialize)]
-pub struct GraphCalibrationRow {
+pub(crate) struct GraphCalibrationRow {
     /// `graphID`.
     pub graph_id: String,
     /// `strategy.modelName`.
@@ -56,7 +56,7 @@ pub struct GraphCalibrationRow {
 
 /// The summary over every graph line.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct GraphCalibrationSummary {
+pub(crate) struct GraphCalibrationSummary {
     /// Graph lines in the file.
     pub records: usize,
     /// Lines whose every subgraph mapped and was timed.
@@ -87,7 +87,7 @@ pub struct GraphCalibrationSummary {
 
 /// The calibration: `{"records": [row], "summary": {…}}`.
 #[derive(Clone, Debug, Serialize)]
-pub struct GraphCalibrationReport {
+pub(crate) struct GraphCalibrationReport {
     /// Per graph line, in file order.
     pub records: Vec<GraphCalibrationRow>,
     /// The summary.
@@ -209,7 +209,7 @@ fn share(
 /// best found with `settings` (strategy, `trials_per_op`, batch, seed); see the module docs.
 /// Graph lines are calibrated on `settings.workers` threads (at least one); each line's row
 /// depends on that line alone, so the report is the same for any number of threads.
-pub fn calibrate_graphs(
+pub(crate) fn calibrate_graphs(
     file: &AoeGraphFile,
     soc: &SocSpec,
     settings: &TuneSettings,

@@ -188,7 +188,12 @@ fn agreement_of(pairs: &[(f64, f64)]) -> Agreement {
 
 /// Calibrates the simulator on every accepted entry of `bank` for `soc` (see the module docs),
 /// sampling `samples` tilings per record from a generator seeded with `seed`.
-pub fn calibrate(bank: &AoeBank, soc: &SocSpec, samples: usize, seed: u64) -> CalibrationReport {
+pub(crate) fn calibrate(
+    bank: &AoeBank,
+    soc: &SocSpec,
+    samples: usize,
+    seed: u64,
+) -> CalibrationReport {
     let records: Vec<CalibrationRow> = bank
         .accepted
         .iter()

@@ -22,7 +22,7 @@ use crate::key::BankKey;
 
 /// What [`export_aoe_graph`] wrote. `--json`: the fields below.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct AoeGraphExportReport {
+pub(crate) struct AoeGraphExportReport {
     /// Graph lines written.
     pub graphs: usize,
     /// Records used.
@@ -118,7 +118,7 @@ fn slot_key(o: &PyJson) -> Option<(i128, String, usize, usize)> {
 }
 
 /// The graph-bank text of `records` (module docs) and what was written.
-pub fn export_aoe_graph(records: &[(BankKey, Record)]) -> (String, AoeGraphExportReport) {
+pub(crate) fn export_aoe_graph(records: &[(BankKey, Record)]) -> (String, AoeGraphExportReport) {
     let mut report = AoeGraphExportReport::default();
     let mut header: Option<&str> = None;
     let mut slots: BTreeMap<(i128, String), Slot> = BTreeMap::new();

@@ -39,7 +39,7 @@ pub const OCCURRENCES_OPTION: &str = "aoe_graph_occurrences";
 
 /// A subgraph that did not map, by graph and position.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct UnmappedSubgraph {
+pub(crate) struct UnmappedSubgraph {
     /// 1-based line of its graph.
     pub line: usize,
     /// Its graph's `graphID`.
@@ -52,7 +52,7 @@ pub struct UnmappedSubgraph {
 
 /// A graph line that the records do not rebuild byte for byte.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct NotReproducible {
+pub(crate) struct NotReproducible {
     /// 1-based line.
     pub line: usize,
     /// Its `graphID`.
@@ -63,7 +63,7 @@ pub struct NotReproducible {
 
 /// What [`import_aoe_graph`] did. `--json`: the fields below, `merge` as the merge report.
 #[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct AoeGraphImportReport {
+pub(crate) struct AoeGraphImportReport {
     /// Graph lines read.
     pub graphs: usize,
     /// Subgraphs read.
@@ -171,7 +171,7 @@ pub(crate) fn graph_record(
 /// Maps every subgraph of `file` for `soc`, gathers one record per key, checks that every graph
 /// line rebuilds byte for byte, and merges the records into the bank's custom layer in one
 /// atomic write under the bank-write policy. Subgraphs that do not map are only reported.
-pub fn import_aoe_graph(
+pub(crate) fn import_aoe_graph(
     bank: &Bank,
     file: &AoeGraphFile,
     soc: &SocSpec,

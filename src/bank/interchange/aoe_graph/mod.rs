@@ -26,10 +26,9 @@ pub(crate) mod import;
 pub(crate) mod map;
 
 use crate::failure::{io_kind, FailureKind};
-pub use export::{export_aoe_graph, AoeGraphExportReport};
-pub use import::{
-    import_aoe_graph, AoeGraphImportReport, NotReproducible, UnmappedSubgraph, OCCURRENCES_OPTION,
-};
+pub(crate) use export::export_aoe_graph;
+pub use import::OCCURRENCES_OPTION;
+pub(crate) use import::{import_aoe_graph, AoeGraphImportReport};
 pub(crate) use map::{map_subgraph, struct_of};
 pub use map::{MappedGraph, MappedSubgraph, SubgraphUnmapped};
 
