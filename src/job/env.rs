@@ -68,7 +68,7 @@ impl Environment {
     }
 
     /// The value of `name`, unless unset or blank.
-    pub fn get(&self, name: &str) -> Option<&str> {
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.vars
             .get(name)
             .map(String::as_str)
@@ -95,7 +95,7 @@ impl Environment {
     }
 
     /// `REPEAT_TUNE`: True/1 or False/0, case-insensitive (default false).
-    pub fn repeat_tune(&self) -> Result<bool, JobError> {
+    pub(crate) fn repeat_tune(&self) -> Result<bool, JobError> {
         match self.get("REPEAT_TUNE") {
             None => Ok(false),
             Some(v) => match v.trim().to_ascii_lowercase().as_str() {

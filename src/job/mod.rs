@@ -36,7 +36,8 @@ pub use conversion::{Conversion, GraphApplied, UnitKey};
 pub use env::Environment;
 pub(crate) use ini::AoeIni;
 pub use run::{Finished, JobOutcome, JobReport, Observer, Started};
-pub use spec::{op_keys, options_of, tuning_name, GradientSpec, JobSpec, WorkerCap};
+pub(crate) use spec::options_of;
+pub use spec::{op_keys, GradientSpec, JobSpec, WorkerCap};
 
 use crate::bank::{Bank, BankError};
 use crate::failure::{io_kind, FailureKind};
@@ -232,7 +233,7 @@ pub(crate) fn normalise_job_type(atc: &[String]) -> Vec<String> {
 
 /// The job type of `atc` (after `--job-type` spellings are normalised): `--job_type`, else `AOE_MODE`, else
 /// operator tuning. `AOE_MODE` is checked even when `--job_type` overrides it.
-pub fn job_type(atc: &[String], env: &Environment) -> Result<JobType, JobError> {
+pub(crate) fn job_type(atc: &[String], env: &Environment) -> Result<JobType, JobError> {
     let from_env = match env.get("AOE_MODE") {
         Some(m) => Some(JobType::parse("AOE_MODE", m)?),
         None => None,
@@ -290,7 +291,7 @@ impl Job {
     }
 
     /// `--model` as given.
-    pub fn model_path(&self) -> &str {
+    pub(crate) fn model_path(&self) -> &str {
         &self.model_path
     }
 
@@ -329,7 +330,7 @@ impl Job {
     }
 
     /// OPAT: what the graph bank applied first made of the model, when there was one.
-    pub fn graph_applied(&self) -> Option<&GraphApplied> {
+    pub(crate) fn graph_applied(&self) -> Option<&GraphApplied> {
         match &self.plan {
             JobPlan::Op { graph, .. } => graph.as_ref(),
             _ => None,
@@ -337,7 +338,7 @@ impl Job {
     }
 
     /// SGAT: the subgraphs and their tasks.
-    pub fn sgat_plan(&self) -> Option<&SgatPlan> {
+    pub(crate) fn sgat_plan(&self) -> Option<&SgatPlan> {
         match &self.plan {
             JobPlan::Subgraph(p) => Some(p),
             _ => None,
@@ -345,7 +346,7 @@ impl Job {
     }
 
     /// GDAT: the gradients, the cluster and the key.
-    pub fn gdat_plan(&self) -> Option<&GdatPlan> {
+    pub(crate) fn gdat_plan(&self) -> Option<&GdatPlan> {
         match &self.plan {
             JobPlan::Gradient(p) => Some(p),
             _ => None,

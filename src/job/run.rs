@@ -238,7 +238,7 @@ impl SgatObserver for Relay<'_> {
 
 impl<'a> JobReport<'a> {
     /// The job that ran.
-    pub fn job(&self) -> &'a Job {
+    pub(crate) fn job(&self) -> &'a Job {
         self.job
     }
 
@@ -285,7 +285,7 @@ impl<'a> JobReport<'a> {
     }
 
     /// Ops listed as failed (OPAT).
-    pub fn failed_ops(&self) -> &[String] {
+    pub(crate) fn failed_ops(&self) -> &[String] {
         match &self.ran {
             Ran::Op(s) => &s.report.failed_ops,
             Ran::Subgraph(s) => &s.report.failed,
@@ -323,23 +323,15 @@ impl<'a> JobReport<'a> {
     }
 
     /// OPAT: the driver's summary (outcomes, time accounting).
-    pub fn opat(&self) -> Option<(&'a TunePlan, &TuneSummary)> {
+    pub(crate) fn opat(&self) -> Option<(&'a TunePlan, &TuneSummary)> {
         match (&self.job.plan, &self.ran) {
             (JobPlan::Op { plan, .. }, Ran::Op(s)) => Some((plan, s)),
             _ => None,
         }
     }
 
-    /// SGAT: the driver's summary.
-    pub fn sgat(&self) -> Option<(&'a SgatPlan, &SgatSummary)> {
-        match (&self.job.plan, &self.ran) {
-            (JobPlan::Subgraph(plan), Ran::Subgraph(s)) => Some((plan, s)),
-            _ => None,
-        }
-    }
-
     /// GDAT: the plan and what the job found.
-    pub fn gdat(&self) -> Option<(&'a GdatPlan, &GdatOutcome)> {
+    pub(crate) fn gdat(&self) -> Option<(&'a GdatPlan, &GdatOutcome)> {
         match (&self.job.plan, &self.ran) {
             (JobPlan::Gradient(plan), Ran::Gradient(o)) => Some((plan, o)),
             _ => None,

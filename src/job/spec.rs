@@ -145,7 +145,7 @@ impl JobSpec {
         atc
     }
 
-    /// The job type: [`JobSpec::job_type`], else [`job_type`] of the options and `env`.
+    /// The job type: [`JobSpec::job_type`], else `job_type` of the options and `env`.
     pub fn job_type(&self, env: &Environment) -> Result<JobType, JobError> {
         let from_args = job_type(&self.atc(), env)?;
         Ok(self.job_type.unwrap_or(from_args))
@@ -385,7 +385,7 @@ impl JobSpec {
 
 /// The resolved options of `atc` and the SoC they name (`--soc_version` is required): what
 /// every op of a conversion is resolved under.
-pub fn options_of(atc: &[String]) -> Result<(ResolvedOptions, SocSpec), JobError> {
+pub(crate) fn options_of(atc: &[String]) -> Result<(ResolvedOptions, SocSpec), JobError> {
     let options = ResolvedOptions::from_args(atc, &FsReader)?;
     let soc = options.soc()?;
     Ok((options, soc))
@@ -417,7 +417,7 @@ fn model_path(options: &ResolvedOptions) -> Result<String, JobError> {
 }
 
 /// The job's name in its result file: the model file's stem.
-pub fn tuning_name(model_path: &str) -> String {
+pub(crate) fn tuning_name(model_path: &str) -> String {
     Path::new(model_path)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -457,10 +457,5 @@ impl WorkerCap {
             per_worker,
             available: capped.then(|| available.map_or(0, |a| a.bytes)),
         }
-    }
-
-    /// Whether memory capped the request.
-    pub fn capped(&self) -> bool {
-        self.available.is_some()
     }
 }

@@ -101,7 +101,7 @@ impl GraphDescriptor {
     }
 
     /// The tensor a source names, if it exists.
-    pub fn source(&self, s: &TensorSource) -> Option<&TensorDesc> {
+    pub(crate) fn source(&self, s: &TensorSource) -> Option<&TensorDesc> {
         match *s {
             TensorSource::GraphInput { index } => self.inputs.get(index as usize),
             TensorSource::Node { node, output } => self

@@ -28,6 +28,7 @@ pub use files::{FileReader, FsReader, MemFiles};
 pub(crate) use files::{FusionKind, FusionSwitches, OpPrecision};
 pub use resolved::Dynamic;
 pub(crate) use resolved::ImplModeOption;
-pub use resolved::{PrecisionMode, ResolvedOptions};
+pub(crate) use resolved::PrecisionMode;
+pub use resolved::ResolvedOptions;
 pub(crate) use table::{graph_extension_specs, graph_option_specs, options_help};
 pub use table::{option_spec, FileFormat, KeyEffect, OptionSpec, ValueKind, OPTIONS};

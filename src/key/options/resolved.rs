@@ -20,7 +20,7 @@ use crate::key::{Format, SocSpec};
 
 /// Precision mode (`--precision_mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PrecisionMode {
+pub(crate) enum PrecisionMode {
     /// `force_fp16`: float ops run in fp16.
     ForceFp16,
     /// `force_fp32`: float ops run in fp32 where supported.
@@ -570,11 +570,6 @@ impl ResolvedOptions {
     /// The dynamic option in force.
     pub fn dynamic(&self) -> &Dynamic {
         &self.dynamic
-    }
-
-    /// The effective precision mode.
-    pub fn precision_mode(&self) -> PrecisionMode {
-        self.precision_mode
     }
 
     /// `input_shape` entries, in the order given.

@@ -40,17 +40,6 @@ impl KeyEffect {
     pub(crate) fn affects_graph(self) -> bool {
         !matches!(self, KeyEffect::Ignored | KeyEffect::Refused)
     }
-
-    /// The class as README, `--help` and ARCHITECTURE.md name it.
-    pub fn class(self) -> &'static str {
-        match self {
-            KeyEffect::Soc | KeyEffect::OpAndGraph => "key-affecting",
-            KeyEffect::Graph => "subgraph key only",
-            KeyEffect::Structure => "structure",
-            KeyEffect::Ignored => "irrelevant to tuning",
-            KeyEffect::Refused => "refused (not modelled)",
-        }
-    }
 }
 
 /// The shape of an option's value; decides validation and the canonical form.

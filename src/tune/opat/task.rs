@@ -23,7 +23,7 @@ use crate::tune::Round;
 use crate::tune::{task_seed, TuneError, TunePlan, TuneSettings, TuneTask};
 
 /// A queued task: its index and the bank entry it had (strategy, stored time), if any.
-pub(crate) struct Job {
+pub struct Job {
     /// Index into [`TunePlan::tasks`].
     pub(crate) task: usize,
     /// The entry a `REPEAT_TUNE` hit had: the baseline to beat.

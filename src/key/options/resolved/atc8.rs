@@ -110,13 +110,7 @@ impl ResolvedOptions {
     }
 
     /// `out_nodes`: (node name, output index) in the order given; empty when unset.
-    pub fn out_nodes(&self) -> &[(String, usize)] {
+    pub(crate) fn out_nodes(&self) -> &[(String, usize)] {
         &self.out_nodes
-    }
-
-    /// `allow_hf32`: `Some(true)` fp32 cube ops (Conv, MatMul) compute in HF32, `Some(false)`
-    /// they do not, `None` unset (as `false`; see ARCHITECTURE.md, "Resolution").
-    pub fn allow_hf32(&self) -> Option<bool> {
-        self.allow_hf32
     }
 }
