@@ -22,7 +22,7 @@ use crate::measure::{Measure, MeasureError, TuningTask};
 
 /// One record's times, µs. `None` where the simulator has no time, with the reason.
 #[derive(Clone, Debug, Serialize)]
-pub struct CalibrationRow {
+pub(crate) struct CalibrationRow {
     /// The record's md5.
     pub md5: String,
     /// The board's `cost_time`.
@@ -41,7 +41,7 @@ pub struct CalibrationRow {
 
 /// Agreement of one simulated time with the board's.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct Agreement {
+pub(crate) struct Agreement {
     /// Records with this time.
     pub records: usize,
     /// Spearman rank correlation with `real_us` (ties averaged); `None` below 3 records.
@@ -56,7 +56,7 @@ pub struct Agreement {
 
 /// The summary over every record.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct CalibrationSummary {
+pub(crate) struct CalibrationSummary {
     /// Records in the file (accepted entries).
     pub records: usize,
     /// Records whose descriptor and tiling mapped and whose tiling the simulator accepts.
@@ -75,7 +75,7 @@ pub struct CalibrationSummary {
 
 /// The calibration: `{"records": [row], "summary": {…}}`.
 #[derive(Clone, Debug, Serialize)]
-pub struct CalibrationReport {
+pub(crate) struct CalibrationReport {
     /// Per record, in file order.
     pub records: Vec<CalibrationRow>,
     /// The summary.

@@ -74,7 +74,7 @@ pub(crate) struct GdatSettings {
 
 /// One split and what it gives.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Scenario {
+pub(crate) struct Scenario {
     /// End indices in production order.
     pub split: Vec<usize>,
     /// Its schedule and tail.
@@ -85,7 +85,7 @@ pub struct Scenario {
 
 /// The result of a job.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct GdatOutcome {
+pub(crate) struct GdatOutcome {
     /// What happened in the bank (AOE's counting: hit = update + reserved): add (a miss, the
     /// tuned split won and was added), update (a hit re-tuned under `REPEAT_TUNE` or a
     /// confirmed default searched again, the tuned split won and replaced the entry), reserved
