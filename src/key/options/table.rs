@@ -275,7 +275,7 @@ pub(crate) const SCHEMA_2_GRAPH_OPTIONS: [&str; 20] = [
 ];
 
 /// Looks an option up by its canonical name.
-pub fn option_spec(name: &str) -> Option<&'static OptionSpec> {
+pub(crate) fn option_spec(name: &str) -> Option<&'static OptionSpec> {
     OPTIONS.iter().find(|s| s.name == name)
 }
 

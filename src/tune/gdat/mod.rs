@@ -28,7 +28,8 @@ pub(crate) mod why;
 use crate::failure::FailureKind;
 pub use cluster::{Cluster, LinearCost, Link};
 pub use job::*;
-pub use split::*;
+#[cfg(test)]
+pub(crate) use split::*;
 pub use timeline::{BackwardOp, Gradient, Timeline};
 pub(crate) use why::{why_gradient, GradientWhy};
 

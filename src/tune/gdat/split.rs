@@ -19,7 +19,7 @@ pub(crate) const HCCL_DEFAULT_PERCENT: [f64; 2] = [96.54, 3.46];
 
 /// One segment's place in the schedule.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Segment {
+pub(crate) struct Segment {
     /// First gradient (production order, inclusive).
     pub first: usize,
     /// End (exclusive).
@@ -34,7 +34,7 @@ pub struct Segment {
 
 /// A split's schedule and its tail.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     /// Segments in order.
     pub segments: Vec<Segment>,
     /// End of the last all-reduce minus the end of backward, µs (≥ 0 up to rounding).
