@@ -7,6 +7,7 @@
 //! `cargo nextest run --release --lib -E 'test(/^tests::measure_sim::/)'`.
 
 mod aoe_bank;
+mod aoe_graph_bank;
 mod atc_options;
 mod backward_compatibility;
 mod bank_interchange;
@@ -32,4 +33,6 @@ mod queue;
 mod sgat;
 mod sgat_convert;
 mod store_conformance;
+mod training;
+mod tune_aoe;
 mod tune_driver;
