@@ -47,7 +47,8 @@ impl Backend {
     }
 
     /// Whether this build can open banks of this backend.
-    pub fn available(self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn available(self) -> bool {
         match self {
             Backend::Redb | Backend::Postgres => true,
             Backend::Sled => cfg!(feature = "sled"),

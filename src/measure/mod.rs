@@ -56,7 +56,7 @@ pub mod exec;
 pub mod sim;
 mod spec;
 
-pub use spec::runner_from_spec;
+pub(crate) use spec::runner_from_spec;
 pub(crate) use spec::{runner_with_timing, RunnerSpec};
 
 /// AOE's failure taxonomy: why a candidate produced no time.

@@ -131,7 +131,7 @@ pub(crate) fn runner_with_timing(
 }
 
 /// Builds a runner from its command-line spelling with the default [`TimingSettings`].
-pub fn runner_from_spec(spec: &str) -> Result<Box<dyn Measure + Send>, MeasureError> {
+pub(crate) fn runner_from_spec(spec: &str) -> Result<Box<dyn Measure + Send>, MeasureError> {
     runner_with_timing(spec, TimingSettings::default())
 }
 

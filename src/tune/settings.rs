@@ -12,7 +12,7 @@ use super::{TuneError, WinRule};
 /// How a job tunes.
 #[derive(Clone, Debug)]
 pub struct TuneSettings {
-    /// Runner spec for [`runner_from_spec`] (`sim`, `sim:SEED`, `cpu`, `exec:CMD`).
+    /// Runner spec (`RunnerSpec::parse`: `sim`, `sim:SEED`, `cpu`, `exec:CMD`).
     pub runner: String,
     /// Search strategy name ([`search_strategies::strategies::by_name`]).
     pub strategy: String,

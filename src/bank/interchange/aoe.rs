@@ -8,7 +8,7 @@
 //! Mapping to a [`Record`] (kind op): the descriptor comes from `info_dict` when it has the fields
 //! below, so a converter's look-up of the same op hits the imported record; otherwise the
 //! descriptor is a placeholder `{op_type, attrs: {"aoe_info_dict_md5": md5}}`, findable only by
-//! its `info_dict` ([`find_by_info_dict`]). `knowledge` and `info_dict` are kept verbatim, as their
+//! its `info_dict` (the md5 in its descriptor). `knowledge` and `info_dict` are kept verbatim, as their
 //! `json.dumps` text, in the strategy entries `aoe_knowledge` and `aoe_info_dict`, with `aoe_md5`.
 //! `cost_time` becomes the tuned (and baseline) time.
 //!
@@ -28,7 +28,9 @@ use std::collections::BTreeMap;
 use crate::bank::interchange::pyjson::PyJson;
 use crate::bank::interchange::tbe;
 use crate::bank::interchange::{md5_hex, merge_into, InterchangeError, MergeReport};
-use crate::bank::layered::{Bank, BankError, LayerId, Lookup};
+use crate::bank::layered::{Bank, BankError};
+#[cfg(test)]
+use crate::bank::layered::{LayerId, Lookup};
 use crate::bank::policy::{Held, WritePolicy};
 use crate::bank::record::{Descriptor, Origin, Record};
 use crate::key::{
@@ -662,7 +664,8 @@ pub fn import_aoe(
 
 /// Finds the record imported for `info_dict` in any layer of `bank`, by the descriptor it maps to
 /// (or its placeholder). Returns the answering layer and the full record.
-pub fn find_by_info_dict(
+#[cfg(test)]
+pub(crate) fn find_by_info_dict(
     bank: &Bank,
     info_dict: &PyJson,
     soc: &SocSpec,

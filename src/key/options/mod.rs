@@ -28,6 +28,5 @@ pub use files::{FileReader, FsReader, MemFiles};
 pub(crate) use files::{FusionKind, FusionSwitches, OpPrecision};
 pub use resolved::{Dynamic, ResolvedOptions};
 pub(crate) use resolved::{ImplModeOption, PrecisionMode};
-pub(crate) use table::option_spec;
-pub(crate) use table::{graph_extension_specs, graph_option_specs, options_help};
+pub(crate) use table::{graph_extension_specs, graph_option_specs, option_spec, options_help};
 pub use table::{FileFormat, KeyEffect, OptionSpec, ValueKind, OPTIONS};

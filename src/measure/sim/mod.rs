@@ -10,7 +10,7 @@
 //! its TransData kernels.
 //!
 //! Guarantees (tested): deterministic without noise; every time is at least the launch
-//! overhead plus the roofline ([`SimRunner::roofline_us`]); more work with the same strategy is
+//! overhead plus the roofline (`SimRunner::roofline_us`); more work with the same strategy is
 //! never faster; an invalid strategy is a `build_fail` naming the broken rule; a task with a
 //! size over `MAX_SIZE` (a shape whose product overflows included) is an `unsupported`
 //! failure of every candidate, never a wrapped-around time.
@@ -165,7 +165,7 @@ impl SimRunner {
     /// The lower bound every simulated time respects: launch overhead plus the roofline (peak
     /// compute of the units the op runs on, least bytes over the chip's read and write
     /// bandwidth — the L2's when the working set fits, main memory's otherwise).
-    pub fn roofline_us(task: &TuningTask) -> Result<f64, MeasureError> {
+    pub(crate) fn roofline_us(task: &TuningTask) -> Result<f64, MeasureError> {
         let (m, soc, c, v) = Self::model(task)?;
         Ok(soc.launch_us
             + match &m {
