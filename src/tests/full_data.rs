@@ -224,6 +224,109 @@ fn aoe_dev_bank_imports_maps_exports_and_calibrates() {
     assert!(cal.records.iter().all(|r| r.best_us.is_some()));
 }
 
+/// Every biased record of AOE's 910B1 bank (3 with a float16 bias, 5 with a float32 one) is hit
+/// by the op an ONNX model of its shape makes, with the bias dtype in the model and the
+/// precision mode that, by CANN's MatMulV2 rule, compile to the stored bias dtype. The rule: on
+/// SoCs with the fixpipe (`Intrinsic_fix_pipe_l0c2out` in `platform_config`, the 910B family),
+/// `op_select_format` offers float16 x1/x2 with a float16 and with a float32 bias, so the bias
+/// keeps the model's dtype unless the precision mode lowers it: `force_fp16` does,
+/// `must_keep_origin_dtype` does not. The templates come from each record's own `info_dict`
+/// (`A_shape` [batch, K1, M1, M0, K0], `B_shape` [K, N1, 1, 1, N0], `bias_dtype`), not from the
+/// import: batch 1 as a Gemm, a batched one as MatMul + Add.
+#[test]
+#[ignore = "full data: needs TUNEBANK_DATA; .ci/run runs it when ../shared/data is present"]
+fn every_biased_aoe_record_is_hit_under_the_options_that_give_its_bias_dtype() {
+    use tunebank::bank::interchange::aoe::{import_aoe, parse_unified_bank};
+    use tunebank::bank::{Bank, Lookup, Origin};
+    use tunebank::key::{derive_op_keys, FsReader, OpTemplate, RecordKind, ResolvedOptions};
+
+    let text = std::fs::read_to_string(full_aoe_bank()).unwrap();
+    let parsed = parse_unified_bank(&text).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let options = |mode: &str| {
+        ResolvedOptions::from_args(
+            [
+                "--soc_version=Ascend910B1".to_string(),
+                format!("--precision_mode={mode}"),
+            ],
+            &FsReader,
+        )
+        .unwrap()
+    };
+    let soc = options("force_fp16").soc().unwrap();
+    let bank = Bank::builder(RecordKind::Op, &soc.version)
+        .custom_path(dir.path().join("b.redb"))
+        .no_default_builtin()
+        .open()
+        .unwrap();
+    import_aoe(&bank, &parsed, &soc, Origin::BuiltIn, 0).unwrap();
+
+    let full: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut biased = Vec::new();
+    for (md5, entries) in full.as_object().unwrap() {
+        let info = &entries[0]["info_dict"];
+        let info: serde_json::Value = match info.as_str() {
+            Some(s) => serde_json::from_str(s).unwrap(),
+            None => info.clone(),
+        };
+        if info["bias_flag"] != true {
+            continue;
+        }
+        let dims = |k: &str| -> Vec<i64> {
+            info[k]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_i64().unwrap())
+                .collect()
+        };
+        let (a, b) = (dims("A_shape"), dims("B_shape"));
+        let (batch, k, m, n) = (a[0], a[1] * a[4], a[2] * a[3], b[1] * b[4]);
+        assert_eq!(b[0], k, "{md5}: B_shape's K");
+        let bias = info["bias_dtype"].as_str().unwrap().to_string();
+        let template = if batch == 1 {
+            serde_json::json!({"node_name": md5, "op_type": "Gemm",
+                "inputs": [{"shape": [m, k], "dtype": "float16"}, {"shape": [k, n], "dtype": "float16"},
+                           {"shape": [n], "dtype": bias}],
+                "outputs": [{"shape": [m, n], "dtype": "float16"}],
+                "attrs": {"alpha": {"float": 1.0}, "beta": {"float": 1.0},
+                          "transA": {"int": 0}, "transB": {"int": 0}}})
+        } else {
+            serde_json::json!({"node_name": md5, "op_type": "MatMul", "fused_ops": ["MatMul", "Add"],
+                "inputs": [{"shape": [batch, m, k], "dtype": "float16"},
+                           {"shape": [k, n], "dtype": "float16"}, {"shape": [n], "dtype": bias}],
+                "outputs": [{"shape": [batch, m, n], "dtype": "float16"}]})
+        };
+        let template: OpTemplate = serde_json::from_value(template).unwrap();
+        biased.push((md5.clone(), bias, template));
+    }
+    let count = |d: &str| biased.iter().filter(|(_, b, _)| b == d).count();
+    assert_eq!((count("float16"), count("float32")), (3, 5));
+
+    let hit = |template: &OpTemplate, mode: &str| {
+        let key = derive_op_keys(template, &options(mode), &soc).unwrap()[0].key;
+        matches!(bank.lookup(&key).unwrap(), Lookup::Hit(_))
+    };
+    for (md5, bias, template) in &biased {
+        if bias == "float16" {
+            // A float16 bias stays float16 whatever the mode.
+            for mode in ["force_fp16", "must_keep_origin_dtype"] {
+                assert!(hit(template, mode), "{md5}: float16 bias under {mode}");
+            }
+        } else {
+            assert!(
+                hit(template, "must_keep_origin_dtype"),
+                "{md5}: float32 bias under must_keep_origin_dtype"
+            );
+            // force_fp16 lowers the bias to float16: another op, which this bank lacks.
+            assert!(
+                !hit(template, "force_fp16"),
+                "{md5}: float32 bias under force_fp16"
+            );
+        }
+    }
+}
+
 /// AOE's built-in Ascend910B2 graph bank (100 real graph lines), `$TUNEBANK_DATA/ascend/…`.
 fn full_aoe_graph_bank() -> PathBuf {
     let dir = full_matmul_file();
