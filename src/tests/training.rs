@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::common::training_ops::TRAINING_OPS;
 use tunebank::job::{Environment, JobSpec};
 
 const SOC: &str = "--soc_version=Ascend910B2";
@@ -14,23 +15,6 @@ fn fixture(name: &str) -> String {
         env!("CARGO_MANIFEST_DIR")
     )
 }
-
-/// The backward and optimizer ops a training step adds, as the step's units name them.
-const TRAINING_OPS: &[&str] = &[
-    "Conv2DBackpropFilter",
-    "Conv2DBackpropInput",
-    "BNTrainingReduce",
-    "BNTrainingUpdate",
-    "BNTrainingUpdateGrad",
-    "BNTrainingReduceGrad",
-    "BiasAddGrad",
-    "ReluGrad",
-    "MaxPoolGrad",
-    "AvgPoolGrad",
-    "SoftmaxCrossEntropyWithLogits",
-    "ApplyAdam",
-    "AssignSub",
-];
 
 /// The resolved units of the step (name → descriptor), through the job API.
 fn step_descriptors() -> BTreeMap<String, tunebank::key::OpDescriptor> {

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::common::training_ops::TRAINING_OPS;
 use tunebank::job::{Environment, JobSpec};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
@@ -43,23 +44,6 @@ fn tunebank(args: &[&str], cwd: &Path) -> Output {
         .output()
         .unwrap()
 }
-
-/// The backward and optimizer ops a training step adds, as the step's units name them.
-const TRAINING_OPS: &[&str] = &[
-    "Conv2DBackpropFilter",
-    "Conv2DBackpropInput",
-    "BNTrainingReduce",
-    "BNTrainingUpdate",
-    "BNTrainingUpdateGrad",
-    "BNTrainingReduceGrad",
-    "BiasAddGrad",
-    "ReluGrad",
-    "MaxPoolGrad",
-    "AvgPoolGrad",
-    "SoftmaxCrossEntropyWithLogits",
-    "ApplyAdam",
-    "AssignSub",
-];
 
 /// The units of the step (name → op types), through the library's job API.
 fn step_units(model: &str) -> (Vec<(String, Vec<String>)>, Vec<String>) {

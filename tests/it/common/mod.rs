@@ -13,8 +13,12 @@
 //! nextest shows for these tests (`.config/nextest.toml`).
 #![allow(dead_code)]
 
+pub mod interchange;
 pub mod pg;
+pub mod sgat_fixture;
 pub mod timing;
+pub mod training_ops;
+pub mod why_model;
 
 use std::collections::BTreeMap;
 
