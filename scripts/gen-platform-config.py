@@ -10,7 +10,7 @@ copy of CANN 8.1's `<arch>-linux/data/platform_config/`). Writes, replacing what
 
 - `src/key/platform/cann81/<SoC>.ini`: each file as CANN ships it, less the intrinsic lines of
   the `*intrinsicDtypeMap` sections that tunebank does not read (it reads `Intrinsic_mmad`,
-  `Intrinsic_vconv` and `Intrinsic_data_move_out2l1_nd2nz`); every other line is kept
+  `Intrinsic_vconv`, `Intrinsic_data_move_out2l1_nd2nz` and `Intrinsic_fix_pipe_l0c2out`); every other line is kept
   byte for byte, comments included.
 - `src/key/platform/embedded.rs`: the table of the files, `(name, include_str!(...))`, sorted
   by name.
@@ -22,7 +22,12 @@ import os
 import re
 import sys
 
-KEPT_INTRINSICS = ("Intrinsic_mmad", "Intrinsic_vconv", "Intrinsic_data_move_out2l1_nd2nz")
+KEPT_INTRINSICS = (
+    "Intrinsic_mmad",
+    "Intrinsic_vconv",
+    "Intrinsic_data_move_out2l1_nd2nz",
+    "Intrinsic_fix_pipe_l0c2out",
+)
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 OUT = os.path.join(ROOT, "src", "key", "platform")

@@ -1,10 +1,12 @@
-//! Built-in precision tables: the mixed-precision list, cube ops, impl-mode-sensitive ops, and
-//! which dtypes an op supports on a SoC.
+//! Precision tables: the mixed-precision classes (CANN's op information per SoC family, else
+//! the built-in lists), cube ops, impl-mode-sensitive ops, and which dtypes an op supports on a
+//! SoC.
 //!
 //! All op types here are case-folded (lowercase); both GE and ONNX spellings are listed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use crate::key::platform::ops_info;
 use crate::key::soc::SocFacts;
 use crate::key::DType;
 
@@ -19,7 +21,8 @@ pub enum MixClass {
     Black,
 }
 
-/// Built-in white list: cube ops, where reduced precision pays off.
+/// Built-in white list: cube ops, where reduced precision pays off. The cube-op list
+/// everywhere ([`is_cube`]); the white list on SoCs without CANN op information.
 pub const WHITE_LIST: &[&str] = &[
     "batchmatmul",
     "batchmatmulv2",
@@ -39,7 +42,7 @@ pub const WHITE_LIST: &[&str] = &[
     "matmulv2",
 ];
 
-/// Built-in black list: ops whose accuracy suffers in fp16 (exponentials, logs, reductions,
+/// Built-in black list (SoCs without CANN op information): ops whose accuracy suffers in fp16 (exponentials, logs, reductions,
 /// normalisations), and the training ops CANN's op information marks `precision_reduce`
 /// false (optimizer updates, the bias gradient).
 pub const BLACK_LIST: &[&str] = &[
@@ -70,7 +73,8 @@ pub const BLACK_LIST: &[&str] = &[
     "sqrt",
 ];
 
-/// Built-in gray list: elementwise, activation and data-movement ops. Op types in no list are
+/// Built-in gray list (SoCs without CANN op information): elementwise, activation and
+/// data-movement ops. Op types in no list are
 /// treated as gray too.
 pub const GRAY_LIST: &[&str] = &[
     "add",
@@ -127,47 +131,73 @@ pub const IMPL_MODE_LIST: &[&str] = &[
 /// Ops without a bfloat16 kernel even on SoCs that have bf16.
 pub const NO_BF16: &[&str] = &["conv3d", "conv2dtranspose", "convtranspose"];
 
-/// The effective mixed-precision list: built-in lists with a `modify_mixlist` patch applied.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mixlist {
-    classes: BTreeMap<String, MixClass>,
-}
-
-impl Default for Mixlist {
-    fn default() -> Mixlist {
-        let mut classes = BTreeMap::new();
-        for (list, class) in [
+/// The class ATC gives an op type under mixed precision on a SoC, before `modify_mixlist`.
+/// `names` are the op's case-folded type names (its framework and its Ascend IR spelling);
+/// the first with a class decides.
+///
+/// On a SoC whose family has CANN op information ([`ops_info`]), the class is the
+/// `precision_reduce` flag of the IR type there, as ATC reads it: `true` white, `false` black,
+/// no flag gray. On any other SoC (and for an unknown one) it is the built-in lists above,
+/// where a type in none of them is gray.
+pub fn base_class(names: &[&str], facts: Option<&SocFacts>) -> MixClass {
+    if let Some(family) = facts.map(|f| f.family).filter(|f| ops_info::has_family(f)) {
+        let flag = names
+            .iter()
+            .find_map(|n| ops_info::op_info(family, n)?.precision_reduce);
+        return match flag {
+            Some(true) => MixClass::White,
+            Some(false) => MixClass::Black,
+            None => MixClass::Gray,
+        };
+    }
+    let listed = |n: &&str| {
+        [
             (WHITE_LIST, MixClass::White),
             (GRAY_LIST, MixClass::Gray),
             (BLACK_LIST, MixClass::Black),
-        ] {
-            for t in list {
-                classes.insert((*t).to_string(), class);
-            }
-        }
-        Mixlist { classes }
-    }
+        ]
+        .into_iter()
+        .find(|(list, _)| list.contains(n))
+        .map(|(_, c)| c)
+    };
+    names.iter().find_map(listed).unwrap_or(MixClass::Gray)
+}
+
+/// The `modify_mixlist` patch in force: per op type (case-folded), the classes it leaves and the
+/// class it joins. [`Mixlist::class`] applies it to the SoC's [`base_class`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Mixlist {
+    removed: BTreeMap<String, BTreeSet<MixClass>>,
+    added: BTreeMap<String, MixClass>,
 }
 
 impl Mixlist {
-    /// Class of an op type (folded); types in no list are [`MixClass::Gray`].
-    pub fn class(&self, op_type_folded: &str) -> MixClass {
-        self.classes
-            .get(op_type_folded)
-            .copied()
-            .unwrap_or(MixClass::Gray)
+    /// Class of an op known by `names` (case-folded; see [`base_class`]) on the SoC with
+    /// `facts`: a class the patch adds it to wins; else its base class, unless the patch
+    /// removes it from that class, which makes it gray.
+    pub fn class(&self, names: &[&str], facts: Option<&SocFacts>) -> MixClass {
+        if let Some(c) = names.iter().find_map(|n| self.added.get(*n)) {
+            return *c;
+        }
+        let base = base_class(names, facts);
+        let removed = names
+            .iter()
+            .any(|n| self.removed.get(*n).is_some_and(|r| r.contains(&base)));
+        if removed {
+            MixClass::Gray
+        } else {
+            base
+        }
     }
 
-    /// Removes a type from a class (no effect if it is in another class).
+    /// Takes a type out of a class (no effect where it is in another class).
     pub fn remove(&mut self, op_type_folded: &str, class: MixClass) {
-        if self.classes.get(op_type_folded) == Some(&class) {
-            self.classes.remove(op_type_folded);
-        }
+        (self.removed.entry(op_type_folded.to_string()).or_default()).insert(class);
     }
 
     /// Puts a type into a class, taking it out of any other.
     pub fn add(&mut self, op_type_folded: &str, class: MixClass) {
-        self.classes.insert(op_type_folded.to_string(), class);
+        self.added.insert(op_type_folded.to_string(), class);
     }
 }
 

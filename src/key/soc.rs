@@ -27,6 +27,12 @@ pub struct SocFacts {
     /// The cube loads ND matrices and converts them to fractals on the fly, so ATC keeps
     /// MatMul operands in ND (910B); otherwise they are FRACTAL_NZ, with TransData around.
     pub cube_nd: bool,
+    /// The cube writes out through the fixpipe (`Intrinsic_fix_pipe_l0c2out`): MatMulV2 and
+    /// BatchMatMulV2 take a float32 bias with float16 operands (see `key::resolve`).
+    pub fixpipe: bool,
+    /// The SoC's family as CANN names its op information (`Short_SoC_version` in lower case:
+    /// `ascend910b`, `ascend310p` …; empty when the file gives none).
+    pub family: &'static str,
 }
 
 /// Every SoC version [`SocSpec::from_version`] knows: one per SoC description file of CANN 8.1
@@ -46,6 +52,8 @@ pub fn socs() -> &'static [SocFacts] {
                 cube_fp32: p.cube_fp32,
                 bf16: p.bf16,
                 cube_nd: p.cube_nd,
+                fixpipe: p.fixpipe,
+                family: p.family.as_str(),
             })
             .collect()
     })

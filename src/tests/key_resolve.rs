@@ -307,6 +307,7 @@ fn precision_modes_pick_dtypes() {
 #[test]
 fn mixed_precision_lists() {
     let softmax = op("sm", "Softmax", vec![tt(&[4, 32], F)], &[4, 32]);
+    let log = op("lg", "Log", vec![tt(&[4, 32], F)], &[4, 32]);
     let mut add = op(
         "add",
         "Add",
@@ -314,8 +315,15 @@ fn mixed_precision_lists() {
         &[4, 32],
     );
     let mix = "--precision_mode=allow_mix_precision";
+    let fed_fp16 = |t: &OpTemplate| {
+        let mut t = t.clone();
+        t.inputs[0].producer_dtype = Some(H);
+        t
+    };
+    // On 910B2 the classes are CANN's op information for the 910B family: Log's
+    // `precision_reduce` is false (black: keeps fp32 even after an fp16 producer) ...
     assert_eq!(
-        dtypes(&one(&softmax, &[mix], "Ascend910B2")),
+        dtypes(&one(&fed_fp16(&log), &[mix], "Ascend910B2")),
         (vec![F], vec![F]),
         "black keeps fp32"
     );
@@ -330,19 +338,40 @@ fn mixed_precision_lists() {
         (vec![H, H], vec![H]),
         "gray follows producer"
     );
-    // modify_mixlist: Softmax to gray (follows producer: none, keeps), MatMul out of white (gray).
+    // ... and SoftmaxV2 has no flag there (gray: follows its producer), where the built-in
+    // lists, which SoCs without op information use (Ascend610), make Softmax black.
+    assert_eq!(
+        dtypes(&one(&fed_fp16(&softmax), &[mix], "Ascend910B2")),
+        (vec![H], vec![H]),
+        "SoftmaxV2 is gray in the 910B op information"
+    );
+    assert_eq!(
+        dtypes(&one(&softmax, &[mix], "Ascend910B2")),
+        (vec![F], vec![F]),
+        "gray with no producer keeps"
+    );
+    assert_eq!(
+        dtypes(&one(&fed_fp16(&softmax), &[mix], "Ascend610")),
+        (vec![F], vec![F]),
+        "built-in black list without op information"
+    );
+    // modify_mixlist: Softmax to gray, MatMul out of white (gray: no producer, keeps). The
+    // patch names the framework type; it applies to the op whatever its IR spelling.
     let patched = [mix, "--modify_mixlist=mix.json", S];
     assert_eq!(
         dtypes(&one(&matmul(), &patched, "Ascend910B2")),
         (vec![F, F], vec![F])
     );
-    let mut sm = softmax.clone();
-    sm.inputs[0].producer_dtype = Some(H);
     assert_eq!(
-        dtypes(&one(&sm, &patched, "Ascend910B2")),
-        (vec![H], vec![H])
+        dtypes(&one(&matmul(), &[mix, S], "Ascend910B2")),
+        (vec![H, H], vec![H]),
+        "MatMulV2 is white in the 910B op information"
     );
-    assert_eq!(dtypes(&one(&sm, &[mix], "Ascend910B2")), (vec![F], vec![F]));
+    assert_eq!(
+        dtypes(&one(&fed_fp16(&softmax), &patched, "Ascend610")),
+        (vec![H], vec![H]),
+        "the patch's gray wins over the built-in black"
+    );
 }
 
 #[test]
@@ -506,4 +535,49 @@ fn op_descriptor_json_minimal_form() {
     assert_eq!(d.cube_math, CubeMath::Native);
     assert_eq!(d.outputs[0].format, Format::FractalNz);
     d.key().unwrap();
+}
+
+#[test]
+fn a_matmul_bias_takes_its_dtype_by_cann_s_matmulv2_rule_on_each_soc() {
+    // An fp32 model's Gemm with a bias of one value per output column.
+    let gemm = op(
+        "fc",
+        "Gemm",
+        vec![fed(&[-1, 64], "data"), tt(&[64, 32], F), tt(&[32], F)],
+        &[-1, 32],
+    );
+    let keep = "--precision_mode=must_keep_origin_dtype";
+    let force = "--precision_mode=force_fp16";
+    type Dtypes = (Vec<DType>, Vec<DType>);
+    let cases: &[(&str, &str, Dtypes)] = &[
+        // 910B: fp32 cube and the fixpipe: everything keeps fp32; force_fp16 lowers the bias too.
+        ("Ascend910B2", keep, (vec![F, F, F], vec![F])),
+        ("Ascend910B2", force, (vec![H, H, H], vec![H])),
+        // 310B: the fixpipe without an fp32 cube: fp16 operands, and the fp32 bias the
+        // fixpipe accepts stays fp32.
+        ("Ascend310B1", keep, (vec![H, H, F], vec![H])),
+        // 310P and 910A: no fixpipe: the bias has the operands' dtype.
+        ("Ascend310P3", keep, (vec![H, H, H], vec![H])),
+        ("Ascend910A", keep, (vec![H, H, H], vec![H])),
+    ];
+    for (soc_v, mode, want) in cases {
+        let d = one(&gemm, &[S, mode], soc_v);
+        assert_eq!(&dtypes(&d), want, "{mode} on {soc_v}");
+        assert_eq!(
+            d.inputs[2].shape,
+            [32],
+            "{soc_v}: the bias input of MatMulV2"
+        );
+    }
+    // An addend that is not a bias row (a whole [4, 32] matrix added after the MatMul) is not
+    // the op's bias: on 310B it follows the cube's support like the operands.
+    let mut residual = op(
+        "mm_add",
+        "MatMul",
+        vec![fed(&[-1, 64], "data"), tt(&[64, 32], F), tt(&[4, 32], F)],
+        &[-1, 32],
+    );
+    residual.fused_ops = vec!["MatMul".into(), "Add".into()];
+    let d = one(&residual, &[S, keep], "Ascend310B1");
+    assert_eq!(dtypes(&d).0, [H, H, H]);
 }

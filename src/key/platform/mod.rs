@@ -21,6 +21,7 @@
 
 mod embedded;
 mod ini;
+pub(crate) mod ops_info;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -157,6 +158,13 @@ pub(crate) struct SocPlatform {
     pub(crate) bf16: bool,
     /// The file has `Intrinsic_data_move_out2l1_nd2nz`.
     pub(crate) cube_nd: bool,
+    /// The file has `Intrinsic_fix_pipe_l0c2out`: the cube writes L0C out through the fixpipe,
+    /// which converts on the way (CANN's MatMulV2 then offers a float32 bias with float16
+    /// operands).
+    pub(crate) fixpipe: bool,
+    /// `[version] Short_SoC_version` in lower case (`ascend910b` for the 910B family; empty
+    /// when absent): it names the family's op information (`aic-<family>-ops-info.json`).
+    pub(crate) family: String,
     /// Which file answered.
     pub(crate) source: PlatformSource,
 }
@@ -261,6 +269,8 @@ impl SocPlatform {
                 .iter()
                 .any(|t| t.contains("bf16")),
             cube_nd: !intrinsic("Intrinsic_data_move_out2l1_nd2nz").is_empty(),
+            fixpipe: !intrinsic("Intrinsic_fix_pipe_l0c2out").is_empty(),
+            family: (ini.get("version", "Short_SoC_version").unwrap_or("")).to_lowercase(),
             version,
             source,
         })

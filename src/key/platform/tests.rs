@@ -81,6 +81,13 @@ fn every_embedded_file_parses_and_gives_its_own_figures() {
             text.contains("Intrinsic_data_move_out2l1_nd2nz"),
             "{name}"
         );
+        assert_eq!(
+            p.fixpipe,
+            text.contains("=Intrinsic_fix_pipe_l0c2out|"),
+            "{name}"
+        );
+        let short = naive(text, "version", "Short_SoC_version").unwrap_or_default();
+        assert_eq!(p.family, short.to_lowercase(), "{name}");
     }
 }
 
@@ -104,6 +111,17 @@ fn capabilities_of_the_known_socs() {
     assert_eq!(caps("Ascend310P1"), (10, false, false, false));
     assert_eq!(caps("Ascend310P3"), (8, false, false, false));
     assert_eq!(caps("Ascend310B1"), (1, false, true, true));
+    // The fixpipe (CANN's MatMulV2 bias rule) and the op-information family.
+    let facts = |v: &str| {
+        let p = embedded_for(v).unwrap();
+        (p.fixpipe, p.family.as_str())
+    };
+    assert_eq!(facts("Ascend910B2"), (true, "ascend910b"));
+    assert_eq!(facts("Ascend910_9382"), (true, "ascend910_93"));
+    assert_eq!(facts("Ascend310B1"), (true, "ascend310b"));
+    assert_eq!(facts("Ascend310P3"), (false, "ascend310p"));
+    assert_eq!(facts("Ascend910A"), (false, "ascend910"));
+    assert_eq!(facts("Ascend610"), (false, "ascend610"));
     assert_eq!(embedded_for("ascend910b2").unwrap().version, "Ascend910B2");
     assert!(embedded_for("Ascend920").is_none());
 }

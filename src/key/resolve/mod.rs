@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::key::options::{Dynamic, OptionError};
 use crate::key::precision::is_cube;
+use crate::key::soc::SocFacts;
 use crate::key::{
     AttrValue, BankKey, CubeMath, DType, Format, KeyError, OpDescriptor, ResolvedOptions, SocSpec,
     TensorDesc,
@@ -24,7 +25,7 @@ use crate::key::{
 mod modes;
 
 use crate::failure::FailureKind;
-use modes::{choose, impl_mode, is_float, precision};
+use modes::{choose, impl_mode, is_float, precision, Want};
 
 /// A tensor of an op as the model has it: shape possibly with -1, the model's dtype.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -227,9 +228,12 @@ pub(crate) fn resolve_op(
     let (prepared, replaced) = prepare_inputs(template, options)?;
     let implied = implied_profile(profile, &replaced);
 
-    let mut inputs = Vec::with_capacity(prepared.len());
+    let mut inputs: Vec<TensorDesc> = Vec::with_capacity(prepared.len());
     for (i, (p, tt)) in prepared.into_iter().zip(&template.inputs).enumerate() {
-        let dtype = choose(p.dtype, precision.want_in, &t, cube, facts);
+        let dtype = match facts {
+            Some(f) if is_bias(template, i) => bias_dtype(p.dtype, precision.want_in, &inputs, f),
+            _ => choose(p.dtype, precision.want_in, &t, cube, facts),
+        };
         let fill = if p.fed { profile } else { &implied };
         inputs.push(tensor(
             node,
@@ -278,6 +282,45 @@ pub(crate) fn resolve_op(
         soc: soc.clone(),
         origin: None,
     }))
+}
+
+/// Whether input `i` of `template` is a MatMul bias: input 2 of a Gemm, MatMul(V2) or
+/// BatchMatMul(V2) (a fused MatMul → Add's addend) holding one value per output column (what
+/// `crate::key::ir::to_ir` folds into MatMulV2's bias input).
+fn is_bias(template: &OpTemplate, i: usize) -> bool {
+    let t = template.op_type.to_lowercase();
+    let matmul = matches!(
+        t.as_str(),
+        "gemm" | "matmul" | "matmulv2" | "batchmatmul" | "batchmatmulv2"
+    );
+    let (Some(b), Some(n)) = (
+        template.inputs.get(2),
+        template.outputs.first().and_then(|o| o.shape.last()),
+    ) else {
+        return false;
+    };
+    let elements = b
+        .shape
+        .iter()
+        .try_fold(1i64, |p, &d| (d > 0).then(|| p * d));
+    i == 2 && matmul && *n > 0 && elements == Some(*n)
+}
+
+/// The dtype of a MatMul bias (model dtype `orig`, asking `want`) after operands `resolved`,
+/// by CANN's MatMulV2/BatchMatMulV2 format selection (`op_select_format`, CANN 8.1
+/// `impl/dynamic/mat_mul.py`, `util/util_gemm.py`): on a SoC with the fixpipe the op offers
+/// float16 operands with a float16 and with a float32 bias, so the bias takes what the
+/// precision mode asks of it as a vector tensor (float32 is kept where asked, whatever the
+/// cube computes); without the fixpipe the bias has the operands' dtype (a float32 bias with
+/// float16 operands needs the `keep_bias_fp32` impl mode, which ATC's options do not set).
+fn bias_dtype(orig: DType, want: Want, resolved: &[TensorDesc], facts: &SocFacts) -> DType {
+    if facts.fixpipe {
+        return choose(orig, want, "bias", false, Some(facts));
+    }
+    match resolved.first().map(|x| x.dtype) {
+        Some(d) if is_float(d) && is_float(orig) => d,
+        _ => choose(orig, want, "bias", true, Some(facts)),
+    }
 }
 
 /// An input before its dtype and dims are resolved.

@@ -67,6 +67,7 @@ fn mode_wants(
     options: &ResolvedOptions,
     t: &str,
     cube: bool,
+    facts: Option<&SocFacts>,
 ) -> (Want, Want) {
     match options.precision_mode {
         PrecisionMode::ForceFp16 => (Want::Prefer(DType::Float16), Want::Prefer(DType::Float16)),
@@ -88,7 +89,8 @@ fn mode_wants(
         PrecisionMode::KeepOrigin => (KEEP, KEEP),
         PrecisionMode::MixFp16 | PrecisionMode::MixBf16 => {
             let r = reduced(options.precision_mode == PrecisionMode::MixBf16);
-            let w = match options.mixlist.class(t) {
+            let ir = ir_name(template);
+            let w = match options.mixlist.class(&[ir.as_str(), t], facts) {
                 MixClass::White => Want::Prefer(r),
                 MixClass::Black => KEEP,
                 MixClass::Gray => template
@@ -101,6 +103,15 @@ fn mode_wants(
             (w, w)
         }
     }
+}
+
+/// The op's Ascend IR type, case-folded (`crate::key::ir::ir_type`: `softmaxv2` for an ONNX
+/// `Softmax`; a type ATC does not rename, or one already in IR, as it is).
+fn ir_name(template: &OpTemplate) -> String {
+    let rank = |i: usize| template.inputs.get(i).map_or(0, |t| t.shape.len());
+    crate::key::ir::ir_type(&template.op_type, (rank(0), rank(1)))
+        .unwrap_or(&template.op_type)
+        .to_lowercase()
 }
 
 /// The precision an op resolves to: what its float inputs and outputs ask for, its cube math
@@ -128,7 +139,7 @@ pub(super) fn precision(
     facts: Option<&SocFacts>,
     op_precision: Option<OpPrecision>,
 ) -> Precision {
-    let (mut want_in, mut want_out) = mode_wants(template, options, t, cube);
+    let (mut want_in, mut want_out) = mode_wants(template, options, t, cube, facts);
     let mut cube_math = CubeMath::Native;
     match op_precision {
         Some(OpPrecision::KeepFp16) => {

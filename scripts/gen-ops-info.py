@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Embeds the facts key resolution reads from CANN's per-SoC op information into the crate.
+
+Usage (from the repository root):
+
+    python3 scripts/gen-ops-info.py [FOLDER]
+
+FOLDER holds CANN's `aic-<family>-ops-info.json(.gz)` files (default:
+`../shared/data/ascend/ops_info`, the public copy of CANN 8.1's
+`opp/built-in/op_impl/ai_core/tbe/config/<family>/`). Writes, replacing what was there,
+`src/key/platform/cann81/ops_info.tsv`: one line per op type that has a `precision_reduce` flag
+or an `sgatKeyAttr` list, in each family:
+
+    <family> TAB <op type> TAB <true|false|-> TAB <attr,attr,...|->
+
+`<family>` is the file's (`ascend910b`, ...), which is a SoC's `Short_SoC_version` in lower case.
+An op type absent from a family's lines has neither fact there (ATC's gray list, no key
+attributes). Lines are sorted; rerunning on the same input writes the same bytes.
+"""
+import gzip
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+OUT = os.path.join(ROOT, "src", "key", "platform", "cann81", "ops_info.tsv")
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def main():
+    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared", "data", "ascend", "ops_info")
+    rows = []
+    files = sorted(f for f in os.listdir(src) if re.fullmatch(r"aic-(.+)-ops-info\.json(\.gz)?", f))
+    if not files:
+        sys.exit(f"gen-ops-info: no aic-<family>-ops-info.json files in {src}")
+    for name in files:
+        family = re.fullmatch(r"aic-(.+)-ops-info\.json(\.gz)?", name).group(1)
+        for op, info in load(os.path.join(src, name)).items():
+            flag = (info.get("precision_reduce") or {}).get("flag")
+            attrs = (info.get("sgatKeyAttr") or {}).get("list", "")
+            attrs = ",".join(a.strip() for a in attrs.split(",") if a.strip())
+            if flag not in ("true", "false"):
+                flag = None
+            if flag is None and not attrs:
+                continue
+            if "\t" in op or "\n" in op:
+                sys.exit(f"gen-ops-info: {name}: op type {op!r} has a tab or newline")
+            rows.append((family, op, flag or "-", attrs or "-"))
+    rows.sort()
+    with open(OUT, "w", encoding="utf-8", newline="\n") as f:
+        for r in rows:
+            f.write("\t".join(r) + "\n")
+    print(f"gen-ops-info: {len(rows)} lines from {len(files)} files in {src}")
+
+
+if __name__ == "__main__":
+    main()
