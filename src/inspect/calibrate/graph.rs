@@ -79,6 +79,16 @@ pub(crate) struct GraphCalibrationSummary {
     pub default: Agreement,
     /// The simulator's SGAT best against the board.
     pub best: Agreement,
+    /// How far the stored strategies' times are from the board: the median over mapped records
+    /// of |ln(stored / real)|, with no constant fitted.
+    pub stored_median_abs_ln: Option<f64>,
+    /// One board factor fitted on these records: `exp(median ln(real / stored))`, the single
+    /// constant by which the model's times best match the board's in the median.
+    pub fitted_scale: Option<f64>,
+    /// Median of |ln(fitted_scale · stored / real)| over the records the factor was fitted on.
+    pub fitted_median_abs_ln: Option<f64>,
+    /// The same, leave-one-out: each record against the factor fitted on all the others.
+    pub loo_median_abs_ln: Option<f64>,
     /// Share of mapped records whose stored strategies are within 10 % of the simulator's best.
     pub stored_within_10pct_of_best: Option<f64>,
     /// Share of mapped records whose stored strategies the model times below the unfused ones.
@@ -205,6 +215,29 @@ fn share(
     (!rows.is_empty()).then(|| rows.iter().filter(|r| holds(r)).count() as f64 / rows.len() as f64)
 }
 
+/// The fit of one board factor to `(simulated, real)` pairs: the factor (`exp` of the median of
+/// ln(real / simulated)), the median |ln| error with it in sample, and leave-one-out (each pair
+/// against the factor of the other pairs). `None` below 2 pairs.
+pub(crate) fn fit_scale(pairs: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
+    if pairs.len() < 2 {
+        return None;
+    }
+    let logs: Vec<f64> = pairs.iter().map(|(s, r)| (r / s).ln()).collect();
+    let median = |v: &[f64]| super::quantile(v, 0.5).expect("non-empty");
+    let ln_scale = median(&logs);
+    let in_sample: Vec<f64> = logs.iter().map(|l| (l - ln_scale).abs()).collect();
+    let loo: Vec<f64> = (0..logs.len())
+        .map(|i| {
+            let rest: Vec<f64> = (logs.iter().enumerate())
+                .filter(|&(j, _)| j != i)
+                .map(|(_, &l)| l)
+                .collect();
+            (logs[i] - median(&rest)).abs()
+        })
+        .collect();
+    Some((ln_scale.exp(), median(&in_sample), median(&loo)))
+}
+
 /// Calibrates the subgraph model on every graph line of `file` for `soc`, the simulator's own
 /// best found with `settings` (strategy, `trials_per_op`, batch, seed); see the module docs.
 /// Graph lines are calibrated on `settings.workers` threads (at least one); each line's row
@@ -224,7 +257,13 @@ pub(crate) fn calibrate_graphs(
             .collect()
     };
     // Spearman and the quantiles through the one implementation (`agreement_of`, `spearman`).
-    let stored = agreement_of(&pairs(|r| r.stored_us));
+    let stored_pairs = pairs(|r| r.stored_us);
+    let stored = agreement_of(&stored_pairs);
+    let fit = fit_scale(&stored_pairs);
+    let abs_ln: Vec<f64> = stored_pairs
+        .iter()
+        .map(|(s, r)| (s / r).ln().abs())
+        .collect();
     let summary = GraphCalibrationSummary {
         records: records.len(),
         mapped: mapped.len(),
@@ -235,6 +274,10 @@ pub(crate) fn calibrate_graphs(
         ratio_p10: stored.ratio_p10,
         ratio_p50: stored.ratio_p50,
         ratio_p90: stored.ratio_p90,
+        stored_median_abs_ln: super::quantile(&abs_ln, 0.5),
+        fitted_scale: fit.map(|f| f.0),
+        fitted_median_abs_ln: fit.map(|f| f.1),
+        loo_median_abs_ln: fit.map(|f| f.2),
         default: agreement_of(&pairs(|r| r.default_us)),
         best: agreement_of(&pairs(|r| r.best_us)),
         stored_within_10pct_of_best: share(
@@ -300,6 +343,15 @@ impl std::fmt::Display for GraphCalibrationReport {
                 o(a.ratio_p90)
             )?;
         }
+        writeln!(
+            f,
+            "stored   median |ln(sim/real)| {}; one board factor fitted on these records: {} \
+             (median |ln| {} in sample, {} leave-one-out)",
+            o(s.stored_median_abs_ln),
+            o(s.fitted_scale),
+            o(s.fitted_median_abs_ln),
+            o(s.loo_median_abs_ln)
+        )?;
         let pct = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{:.1}%", 100.0 * v));
         writeln!(
             f,
@@ -312,7 +364,29 @@ impl std::fmt::Display for GraphCalibrationReport {
 
 #[cfg(test)]
 mod tests {
-    use super::map_in_parallel;
+    use super::{fit_scale, map_in_parallel};
+
+    #[test]
+    fn the_board_factor_is_the_median_ratio_and_leave_one_out_refits_without_the_record() {
+        // Real = 3 × simulated for four records, one outlier at 30 ×.
+        let pairs = [
+            (1.0, 3.0),
+            (2.0, 6.0),
+            (4.0, 12.0),
+            (8.0, 24.0),
+            (1.0, 30.0),
+        ];
+        let (scale, in_sample, loo) = fit_scale(&pairs).unwrap();
+        assert!((scale - 3.0).abs() < 1e-12, "{scale}");
+        assert!(in_sample.abs() < 1e-12, "{in_sample}");
+        // Leaving a 3× record out moves the median of the other four (3, 3, 3, 30) to 3 still:
+        // 4 records at 0, the outlier at ln 10.
+        assert!(loo.abs() < 1e-12, "{loo}");
+        // Two records 2× apart: each left out is judged by the other, |ln 2| both.
+        let (_, _, loo) = fit_scale(&[(1.0, 1.0), (1.0, 2.0)]).unwrap();
+        assert!((loo - 2f64.ln()).abs() < 1e-12, "{loo}");
+        assert!(fit_scale(&[(1.0, 1.0)]).is_none());
+    }
 
     #[test]
     fn map_in_parallel_keeps_the_order_and_maps_every_item_once_on_any_thread_count() {

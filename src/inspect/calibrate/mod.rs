@@ -154,7 +154,7 @@ fn row(
 pub(crate) use crate::measure::sim::calibration::spearman_checked as spearman;
 
 /// The `q` quantile (linear interpolation) of `v`.
-fn quantile(v: &[f64], q: f64) -> Option<f64> {
+pub(crate) fn quantile(v: &[f64], q: f64) -> Option<f64> {
     if v.is_empty() {
         return None;
     }

@@ -36,9 +36,11 @@ pub enum GraphModelError {
     /// A node or edge of the descriptor is inconsistent.
     #[error(transparent)]
     Node(#[from] crate::key::NodeError),
-    /// The simulator has no model of the SoC.
+    /// The simulator has no model of the SoC (its description file cannot be found or lacks
+    /// a figure the model needs); the SoC's version.
     #[error(
-        "subgraph on SoC {0}: the simulator models Ascend910B2 and Ascend310P3 (and their aliases)"
+        "subgraph on SoC {0}: the simulator has no model of it (its platform_config file is \
+         missing or lacks a figure the model needs)"
     )]
     Soc(String),
     /// The op model failed on a node for another reason.
@@ -480,7 +482,8 @@ impl GraphOps {
         }
         // Per node: its op body plus the read/write corrections of its edges.
         let mut body: Vec<f64> = eff.iter().map(|m| m.op_us - l).collect();
-        let mut internal_save = vec![0.0; kernels.len()];
+        // Per node, the traffic of its edges inside its kernel, which never leaves the core.
+        let mut internal_save = vec![0.0; n];
         let mut launches = 0u64;
         let mut extra = 0.0;
         for (k, e) in self.edges.iter().enumerate() {
@@ -492,7 +495,8 @@ impl GraphOps {
             let w_charged = b / soc.chip_write_bw(p.working_set) * 1e6;
             let r_charged = b / soc.chip_read_bw(c.working_set) * 1e6;
             if kernel_of[e.from] == kernel_of[e.to] && !transdata {
-                internal_save[kernel_of[e.from]] += w_charged + r_charged;
+                internal_save[e.from] += w_charged;
+                internal_save[e.to] += r_charged;
                 continue;
             }
             let (w_bw, r_bw) = if s.fusion_type[e.from] && l2_fits {
@@ -507,23 +511,32 @@ impl GraphOps {
                 extra += l + (b / r_bw + b / w_bw) * 1e6;
             }
         }
-        for (k, members) in kernels.iter().enumerate() {
+        for members in &kernels {
             let cut = members.iter().map(|&i| s.cut[i]).max().unwrap_or(1);
             launches += u64::from(cut);
             let floor = members
                 .iter()
                 .map(|&i| eff[i].compute_us)
                 .fold(0.0, f64::max);
-            let sum: f64 = members
-                .iter()
-                .map(|&i| body[i].max(eff[i].compute_us))
-                .sum();
+            // One pass: the cube members' work and the vector members' work run as two
+            // pipelines over the same tiles (the vector unit takes each tile the cube
+            // finishes), so the kernel takes the longer of the two, never less than the
+            // largest member's compute.
+            let (mut cube, mut vector) = (0.0, 0.0);
+            for &i in members {
+                let own = body[i].max(eff[i].compute_us) - internal_save[i];
+                if eff[i].compute_us > 0.0 {
+                    cube += own;
+                } else {
+                    vector += own;
+                }
+            }
             let weights: f64 = members
                 .iter()
                 .map(|&i| self.nodes[i].weight_bytes as f64)
                 .sum();
             let reread = f64::from(cut - 1) * weights / soc.chip_read_bw(weights as u64) * 1e6;
-            extra += f64::from(cut) * l + (sum - internal_save[k]).max(floor) + reread;
+            extra += f64::from(cut) * l + f64::max(cube, vector).max(floor) + reread;
         }
         let roofline_us = self.roofline_of(eff.iter().map(|m| (m.compute_us, m.roofline_us)));
         Ok(GraphTime {
