@@ -9,13 +9,15 @@ FOLDER holds CANN's `aic-<family>-ops-info.json(.gz)` files (default:
 `../shared/data/ascend/ops_info`, the public copy of CANN 8.1's
 `opp/built-in/op_impl/ai_core/tbe/config/<family>/`). Writes, replacing what was there,
 `src/key/platform/cann81/ops_info.tsv`: one line per op type that has a `precision_reduce` flag
-or an `sgatKeyAttr` list, in each family:
+or an `sgatKeyAttr` list, or that is the `D` variant of another op type (`ApplyAdamD` beside
+`ApplyAdam`: the kernel ATC compiles when the op's constant inputs become attributes), in each
+family:
 
     <family> TAB <op type> TAB <true|false|-> TAB <attr,attr,...|->
 
 `<family>` is the file's (`ascend910b`, ...), which is a SoC's `Short_SoC_version` in lower case.
 An op type absent from a family's lines has neither fact there (ATC's gray list, no key
-attributes). Lines are sorted; rerunning on the same input writes the same bytes.
+attributes) and is no `D` variant. Lines are sorted; rerunning on the same input writes the same bytes.
 """
 import gzip
 import json
@@ -42,13 +44,15 @@ def main():
         sys.exit(f"gen-ops-info: no aic-<family>-ops-info.json files in {src}")
     for name in files:
         family = re.fullmatch(r"aic-(.+)-ops-info\.json(\.gz)?", name).group(1)
-        for op, info in load(os.path.join(src, name)).items():
+        ops = load(os.path.join(src, name))
+        for op, info in ops.items():
             flag = (info.get("precision_reduce") or {}).get("flag")
             attrs = (info.get("sgatKeyAttr") or {}).get("list", "")
             attrs = ",".join(a.strip() for a in attrs.split(",") if a.strip())
             if flag not in ("true", "false"):
                 flag = None
-            if flag is None and not attrs:
+            d_variant = op.endswith("D") and op[:-1] in ops
+            if flag is None and not attrs and not d_variant:
                 continue
             if "\t" in op or "\n" in op:
                 sys.exit(f"gen-ops-info: {name}: op type {op!r} has a tab or newline")

@@ -131,20 +131,20 @@ pub const IMPL_MODE_LIST: &[&str] = &[
 /// Ops without a bfloat16 kernel even on SoCs that have bf16.
 pub const NO_BF16: &[&str] = &["conv3d", "conv2dtranspose", "convtranspose"];
 
-/// The class ATC gives an op type under mixed precision on a SoC, before `modify_mixlist`.
-/// `names` are the op's case-folded type names (its framework and its Ascend IR spelling);
-/// the first with a class decides.
+/// The class ATC gives an op under mixed precision on a SoC, before `modify_mixlist`: `ir` is
+/// its Ascend IR type, `framework` its framework type (both case-folded).
 ///
 /// On a SoC whose family has CANN op information ([`ops_info`]), the class is the
-/// `precision_reduce` flag of the IR type there, as ATC reads it: `true` white, `false` black,
-/// no flag gray. On any other SoC (and for an unknown one) it is the built-in lists above,
-/// where a type in none of them is gray.
-pub fn base_class(names: &[&str], facts: Option<&SocFacts>) -> MixClass {
+/// `precision_reduce` flag of the kernel ATC compiles, as ATC reads it (`true` white, `false`
+/// black, no flag gray): the IR type's `D` variant where the family has one (ATC turns the
+/// constant inputs of `ApplyAdam`, `ReduceMean` … into attributes and compiles `ApplyAdamD`,
+/// `ReduceMeanD`), else the IR type itself. On any other SoC (and for an unknown one) it is the
+/// built-in lists above, by either name, where a type in none of them is gray.
+pub fn base_class(ir: &str, framework: &str, facts: Option<&SocFacts>) -> MixClass {
     if let Some(family) = facts.map(|f| f.family).filter(|f| ops_info::has_family(f)) {
-        let flag = names
-            .iter()
-            .find_map(|n| ops_info::op_info(family, n)?.precision_reduce);
-        return match flag {
+        let kernel =
+            ops_info::op_info(family, &format!("{ir}d")).or_else(|| ops_info::op_info(family, ir));
+        return match kernel.and_then(|k| k.precision_reduce) {
             Some(true) => MixClass::White,
             Some(false) => MixClass::Black,
             None => MixClass::Gray,
@@ -160,7 +160,10 @@ pub fn base_class(names: &[&str], facts: Option<&SocFacts>) -> MixClass {
         .find(|(list, _)| list.contains(n))
         .map(|(_, c)| c)
     };
-    names.iter().find_map(listed).unwrap_or(MixClass::Gray)
+    [ir, framework]
+        .iter()
+        .find_map(listed)
+        .unwrap_or(MixClass::Gray)
 }
 
 /// The `modify_mixlist` patch in force: per op type (case-folded), the classes it leaves and the
@@ -172,14 +175,16 @@ pub struct Mixlist {
 }
 
 impl Mixlist {
-    /// Class of an op known by `names` (case-folded; see [`base_class`]) on the SoC with
-    /// `facts`: a class the patch adds it to wins; else its base class, unless the patch
-    /// removes it from that class, which makes it gray.
-    pub fn class(&self, names: &[&str], facts: Option<&SocFacts>) -> MixClass {
+    /// Class of an op of IR type `ir` and framework type `framework` (case-folded; see
+    /// [`base_class`]) on the SoC with `facts`: a class the patch adds it to (by either name)
+    /// wins; else its base class, unless the patch removes it from that class, which makes it
+    /// gray.
+    pub fn class(&self, ir: &str, framework: &str, facts: Option<&SocFacts>) -> MixClass {
+        let names = [ir, framework];
         if let Some(c) = names.iter().find_map(|n| self.added.get(*n)) {
             return *c;
         }
-        let base = base_class(names, facts);
+        let base = base_class(ir, framework, facts);
         let removed = names
             .iter()
             .any(|n| self.removed.get(*n).is_some_and(|r| r.contains(&base)));

@@ -355,6 +355,28 @@ fn mixed_precision_lists() {
         (vec![F], vec![F]),
         "built-in black list without op information"
     );
+    // ATC compiles an optimizer update as its `D` kernel, which the op information marks
+    // black: Adam's update keeps fp32 after an fp16 gradient. ReduceSum's IR is ReduceSumD,
+    // gray there (though ReduceSum itself is black).
+    let adam = op(
+        "adam",
+        "ApplyAdam",
+        vec![tt(&[4, 32], F), tt(&[4, 32], F)],
+        &[4, 32],
+    );
+    let mut adam_fed = adam.clone();
+    adam_fed.inputs[1].producer_dtype = Some(H);
+    assert_eq!(
+        dtypes(&one(&adam_fed, &[mix], "Ascend910B2")),
+        (vec![F, F], vec![F]),
+        "ApplyAdamD is black"
+    );
+    let sum = op("sum", "ReduceSum", vec![tt(&[4, 32], F)], &[4]);
+    assert_eq!(
+        dtypes(&one(&fed_fp16(&sum), &[mix], "Ascend910B2")),
+        (vec![H], vec![H]),
+        "ReduceSumD is gray"
+    );
     // modify_mixlist: Softmax to gray, MatMul out of white (gray: no producer, keeps). The
     // patch names the framework type; it applies to the op whatever its IR spelling.
     let patched = [mix, "--modify_mixlist=mix.json", S];

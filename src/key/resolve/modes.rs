@@ -90,7 +90,7 @@ fn mode_wants(
         PrecisionMode::MixFp16 | PrecisionMode::MixBf16 => {
             let r = reduced(options.precision_mode == PrecisionMode::MixBf16);
             let ir = ir_name(template);
-            let w = match options.mixlist.class(&[ir.as_str(), t], facts) {
+            let w = match options.mixlist.class(&ir, t, facts) {
                 MixClass::White => Want::Prefer(r),
                 MixClass::Black => KEEP,
                 MixClass::Gray => template
