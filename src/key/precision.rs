@@ -42,9 +42,9 @@ pub const WHITE_LIST: &[&str] = &[
     "matmulv2",
 ];
 
-/// Built-in black list (SoCs without CANN op information): ops whose accuracy suffers in fp16 (exponentials, logs, reductions,
-/// normalisations), and the training ops CANN's op information marks `precision_reduce`
-/// false (optimizer updates, the bias gradient).
+/// Built-in black list (SoCs without CANN op information): ops whose accuracy suffers in
+/// fp16 (exponentials, logs, reductions, normalisations), and the training ops CANN's op
+/// information marks `precision_reduce` false (optimizer updates, the bias gradient).
 pub const BLACK_LIST: &[&str] = &[
     "applyadagrad",
     "applyadam",
@@ -74,8 +74,7 @@ pub const BLACK_LIST: &[&str] = &[
 ];
 
 /// Built-in gray list (SoCs without CANN op information): elementwise, activation and
-/// data-movement ops. Op types in no list are
-/// treated as gray too.
+/// data-movement ops. Op types in no list are treated as gray too.
 pub const GRAY_LIST: &[&str] = &[
     "add",
     "avgpool",

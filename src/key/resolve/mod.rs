@@ -302,7 +302,7 @@ fn is_bias(template: &OpTemplate, i: usize) -> bool {
     let elements = b
         .shape
         .iter()
-        .try_fold(1i64, |p, &d| (d > 0).then(|| p * d));
+        .try_fold(1i64, |p, &d| if d > 0 { p.checked_mul(d) } else { None });
     i == 2 && matmul && *n > 0 && elements == Some(*n)
 }
 
