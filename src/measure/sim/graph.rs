@@ -25,7 +25,7 @@ use crate::key::{DType, Format, GraphDescriptor, TensorDesc, TensorSource};
 use crate::measure::{Measure, MeasureError, TuningTask};
 
 /// Version of the subgraph model; part of the runner identity of graph records.
-pub(crate) const SGAT_MODEL_VERSION: u32 = 1;
+pub(crate) const SGAT_MODEL_VERSION: u32 = 2;
 
 /// Why a subgraph cannot be simulated under a strategy.
 #[derive(Debug, thiserror::Error)]
