@@ -475,6 +475,11 @@ fn calibrate_reports_every_record_with_the_reason_for_a_missing_time() {
             r["best_us"].as_f64().unwrap(),
         );
         assert!(best <= default, "{r}");
+        // The cube's peak bounds every simulated time from below (the board may beat the
+        // simulator, never its own peak by much: it is the same chip's arithmetic).
+        let peak = r["peak_us"].as_f64().unwrap();
+        assert!(peak > 0.0 && peak <= best, "{r}");
+        assert!(peak <= 1.05 * real, "{r}");
         // Three sample records split M over 25 blocks on the 24-core file: they run in waves.
         let stored = r["stored_us"].as_f64();
         assert!(
@@ -489,6 +494,10 @@ fn calibrate_reports_every_record_with_the_reason_for_a_missing_time() {
     assert_eq!(s["best"]["records"], 8);
     let share = s["stored_within_10pct_of_best"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&share));
+    for k in ["board_peak_share_p50", "best_peak_share_p50"] {
+        let p = s[k].as_f64().unwrap();
+        assert!(p > 0.0 && p <= 1.05, "{k} {p}");
+    }
     let spearman = s["stored"]["spearman"].as_f64().unwrap();
     assert!((-1.0..=1.0).contains(&spearman));
 }

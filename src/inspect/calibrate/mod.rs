@@ -5,8 +5,10 @@
 //! (uniformly, seeded, plus the default). The summary gives, for each simulated time, the
 //! Spearman rank correlation with the board's times and the quantiles of simulated / real; and
 //! the share of records whose stored tiling the simulator places within 10 % of its own best
-//! (`stored_us ≤ 1.1 · best_us`). [`graph`] does the same for the subgraph model on AOE's graph
-//! bank (`calibrate --aoe-graph`), with the same Spearman and quantiles.
+//! (`stored_us ≤ 1.1 · best_us`), and the median share of the cube's peak (the problem's
+//! useful FLOPs at the simulated cores' peak, `peak_us`) that the board's stored tiling and the
+//! simulator's best reach. [`graph`] does the same for the subgraph model on AOE's graph bank
+//! (`calibrate --aoe-graph`), with the same Spearman and quantiles and a fitted board factor.
 
 use crate::key::StrategyMap;
 use serde::Serialize;
@@ -17,6 +19,7 @@ pub(crate) mod view;
 use crate::bank::interchange::aoe::AoeBank;
 use crate::bank::interchange::tbe;
 use crate::key::SocSpec;
+use crate::measure::sim::ops::OpModel;
 use crate::measure::sim::SimRunner;
 use crate::measure::{Measure, MeasureError, TuningTask};
 
@@ -33,6 +36,10 @@ pub(crate) struct CalibrationRow {
     pub default_us: Option<f64>,
     /// The best simulated time of the sampled tilings (and the default).
     pub best_us: Option<f64>,
+    /// The cube's peak time for the problem's useful FLOPs on the simulated cores, µs: the
+    /// board's `real_us` and the simulator's `best_us` over it say what share of the peak each
+    /// reaches (`peak_us / real_us`).
+    pub peak_us: Option<f64>,
     /// Why a time is missing (the record did not map, or its tiling is invalid on the
     /// simulated SoC).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,6 +78,11 @@ pub(crate) struct CalibrationSummary {
     pub best: Agreement,
     /// Share of mapped records whose stored tiling is within 10 % of the simulator's best.
     pub stored_within_10pct_of_best: Option<f64>,
+    /// Median over records of the share of the cube's peak the board reaches with the stored
+    /// tiling (`peak_us / real_us`).
+    pub board_peak_share_p50: Option<f64>,
+    /// The same for the simulator's best tiling (`peak_us / best_us`).
+    pub best_peak_share_p50: Option<f64>,
 }
 
 /// The calibration: `{"records": [row], "summary": {…}}`.
@@ -108,6 +120,7 @@ fn row(
         stored_us: None,
         default_us: None,
         best_us: None,
+        peak_us: None,
         reason: None,
     };
     let task = match tbe::matmul_descriptor(&entry.info_dict, soc) {
@@ -117,6 +130,19 @@ fn row(
             return row;
         }
     };
+    if let Ok((
+        OpModel::Cube {
+            problem,
+            useful_flops,
+            ..
+        },
+        sim_soc,
+        cores,
+        _,
+    )) = SimRunner::model(&task)
+    {
+        row.peak_us = Some(useful_flops / sim_soc.cube_peak_flops(problem.in_bytes, cores) * 1e6);
+    }
     let mut sim = SimRunner::new();
     let times = (|| -> Result<(), MeasureError> {
         let default = sim.default_strategy(&task)?;
@@ -213,8 +239,21 @@ pub(crate) fn calibrate(
         best: agreement(&records, |r| r.best_us),
         stored_within_10pct_of_best: (!mapped.is_empty())
             .then(|| within as f64 / mapped.len() as f64),
+        board_peak_share_p50: peak_share(&mapped, |r| Some(r.real_us)),
+        best_peak_share_p50: peak_share(&mapped, |r| r.best_us),
     };
     CalibrationReport { records, summary }
+}
+
+/// Median over `rows` of `peak_us / time(row)`, where both are known.
+fn peak_share(
+    rows: &[&CalibrationRow],
+    time: impl Fn(&CalibrationRow) -> Option<f64>,
+) -> Option<f64> {
+    let shares: Vec<f64> = (rows.iter())
+        .filter_map(|r| Some(r.peak_us? / time(r)?))
+        .collect();
+    quantile(&shares, 0.5)
 }
 
 impl std::fmt::Display for CalibrationReport {
@@ -259,11 +298,17 @@ impl std::fmt::Display for CalibrationReport {
                 o(a.ratio_p90)
             )?;
         }
+        let pct = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{:.1}%", 100.0 * v));
         writeln!(
             f,
             "stored tiling within 10% of the simulator's best: {}",
-            s.stored_within_10pct_of_best
-                .map_or("-".to_owned(), |v| format!("{:.1}%", 100.0 * v))
+            pct(s.stored_within_10pct_of_best)
+        )?;
+        writeln!(
+            f,
+            "share of the cube's peak (median): the board's stored tiling {}, the simulator's best {}",
+            pct(s.board_peak_share_p50),
+            pct(s.best_peak_share_p50)
         )
     }
 }
