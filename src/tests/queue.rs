@@ -8,13 +8,12 @@ use crate::common;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
-use common::pg::PgServer;
+use common::pg::{worker, PgServer};
 use tunebank::bank::Bank;
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
 use tunebank::model::load_onnx;
-use tunebank::queue::{self, Submission, TaskResult, Worker, WorkerConfig};
+use tunebank::queue::{self, Submission, TaskResult};
 use tunebank::tune::{self, TuneSettings};
 
 fn fixture(name: &str) -> String {
@@ -44,22 +43,6 @@ fn gemm_job(client: &mut queue::Client, bank: &Bank, runner: &str) -> i64 {
     let e = queue::enqueue(client, bank, &spec).unwrap();
     assert_eq!((e.queued, e.reused), (1, 0));
     e.job_id
-}
-
-fn worker(url: &str, id: &str, soc: &str, runner: &str) -> Worker {
-    Worker::connect(WorkerConfig {
-        url: url.into(),
-        worker_id: id.into(),
-        soc: soc.into(),
-        runner: runner.into(),
-        lease: common::timing::scale(Duration::from_secs(30)),
-        max_attempts: 3,
-        max_tasks: None,
-        idle_exit: Some(Duration::ZERO),
-        poll: Duration::from_millis(10),
-        hold_first: None,
-    })
-    .unwrap()
 }
 
 fn fresh_bank(dir: &Path) -> Bank {

@@ -11,11 +11,11 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use common::pg::PgServer;
+use common::pg::{worker, PgServer};
 use serde_json::Value;
 use tunebank::bank::Bank;
 use tunebank::key::RecordKind;
-use tunebank::queue::{self, Worker, WorkerConfig};
+use tunebank::queue;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
 
@@ -537,22 +537,6 @@ fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
         assert!(start.elapsed() < limit, "timed out after {limit:?}");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn worker(url: &str, id: &str, soc: &str, runner: &str) -> Worker {
-    Worker::connect(WorkerConfig {
-        url: url.into(),
-        worker_id: id.into(),
-        soc: soc.into(),
-        runner: runner.into(),
-        lease: common::timing::scale(Duration::from_secs(30)),
-        max_attempts: 3,
-        max_tasks: None,
-        idle_exit: Some(Duration::ZERO),
-        poll: Duration::from_millis(10),
-        hold_first: None,
-    })
-    .unwrap()
 }
 
 #[test]

@@ -231,7 +231,9 @@ pub(crate) fn resolve_op(
     let mut inputs: Vec<TensorDesc> = Vec::with_capacity(prepared.len());
     for (i, (p, tt)) in prepared.into_iter().zip(&template.inputs).enumerate() {
         let dtype = match facts {
-            Some(f) if is_bias(template, i) => bias_dtype(p.dtype, precision.want_in, &inputs, f),
+            Some(f) if is_bias(template, &t, i) => {
+                bias_dtype(p.dtype, precision.want_in, &inputs, f)
+            }
             _ => choose(p.dtype, precision.want_in, &t, cube, facts),
         };
         let fill = if p.fed { profile } else { &implied };
@@ -286,11 +288,10 @@ pub(crate) fn resolve_op(
 
 /// Whether input `i` of `template` is a MatMul bias: input 2 of a Gemm, MatMul(V2) or
 /// BatchMatMul(V2) (a fused MatMul → Add's addend) holding one value per output column (what
-/// `crate::key::ir::to_ir` folds into MatMulV2's bias input).
-fn is_bias(template: &OpTemplate, i: usize) -> bool {
-    let t = template.op_type.to_lowercase();
+/// `crate::key::ir::to_ir` folds into MatMulV2's bias input); `t` is the case-folded op type.
+fn is_bias(template: &OpTemplate, t: &str, i: usize) -> bool {
     let matmul = matches!(
-        t.as_str(),
+        t,
         "gemm" | "matmul" | "matmulv2" | "batchmatmul" | "batchmatmulv2"
     );
     let (Some(b), Some(n)) = (

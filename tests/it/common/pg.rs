@@ -132,3 +132,22 @@ impl Drop for PgServer {
         self.stop();
     }
 }
+
+/// A queue worker on `url` for `soc` and `runner`, as the queue tests run them: a 30 s lease
+/// (scaled, [`super::timing::scale`]), 3 attempts, no task limit, exits as soon as the queue is
+/// idle, polls every 10 ms.
+pub fn worker(url: &str, id: &str, soc: &str, runner: &str) -> tunebank::queue::Worker {
+    tunebank::queue::Worker::connect(tunebank::queue::WorkerConfig {
+        url: url.into(),
+        worker_id: id.into(),
+        soc: soc.into(),
+        runner: runner.into(),
+        lease: super::timing::scale(std::time::Duration::from_secs(30)),
+        max_attempts: 3,
+        max_tasks: None,
+        idle_exit: Some(std::time::Duration::ZERO),
+        poll: std::time::Duration::from_millis(10),
+        hold_first: None,
+    })
+    .unwrap()
+}
