@@ -13,7 +13,14 @@ or an `sgatKeyAttr` list, or that is the `D` variant of another op type (`ApplyA
 `ApplyAdam`: the kernel ATC compiles when the op's constant inputs become attributes), in each
 family:
 
-    <family> TAB <op type> TAB <true|false|-> TAB <attr,attr,...|->
+    <family> TAB <op type> TAB <true|false|-> TAB <attr,attr,...|-> TAB <type[=default];...|-> TAB <attr,...|->
+
+The fifth field holds, for each `sgatKeyAttr` attribute in the fourth's order, the attribute's
+`attr_<name>.type` (`bool`, `int`, `float`, `str`, `listInt` ...) and, when the op information
+gives one, `=` and its `defaultValue` as written there (`listInt=[1,1,1,1]`, `int=0`); `-` when
+the list is empty. An attribute the op information does not declare has type `-`. The sixth
+field names the attributes the op information declares (`attr.list`) that are not in
+`sgatKeyAttr` (Conv2D's `data_format`), when the list is not empty; `-` otherwise.
 
 `<family>` is the file's (`ascend910b`, ...), which is a SoC's `Short_SoC_version` in lower case.
 An op type absent from a family's lines has neither fact there (ATC's gray list, no key
@@ -36,6 +43,19 @@ def load(path):
         return json.load(f)
 
 
+def kind(info, file, attr):
+    """`type` or `type=default` of one key attribute, from its `attr_<name>` entry."""
+    a = info.get("attr_" + attr)
+    if a is None:
+        return "-"
+    t = a.get("type", "-")
+    d = a.get("defaultValue")
+    text = t if d is None else f"{t}={d}"
+    if any(c in text for c in "\t\n;"):
+        sys.exit(f"gen-ops-info: {file}: attribute {attr!r} has a tab, newline or ';' in {text!r}")
+    return text
+
+
 def main():
     src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared", "data", "ascend", "ops_info")
     rows = []
@@ -48,7 +68,11 @@ def main():
         for op, info in ops.items():
             flag = (info.get("precision_reduce") or {}).get("flag")
             attrs = (info.get("sgatKeyAttr") or {}).get("list", "")
-            attrs = ",".join(a.strip() for a in attrs.split(",") if a.strip())
+            names = [a.strip() for a in attrs.split(",") if a.strip()]
+            attrs = ",".join(names)
+            kinds = ";".join(kind(info, name, a) for a in names)
+            declared = [a.strip() for a in (info.get("attr") or {}).get("list", "").split(",") if a.strip()]
+            rest = ",".join(a for a in declared if a not in names) if names else ""
             if flag not in ("true", "false"):
                 flag = None
             d_variant = op.endswith("D") and op[:-1] in ops
@@ -56,7 +80,7 @@ def main():
                 continue
             if "\t" in op or "\n" in op:
                 sys.exit(f"gen-ops-info: {name}: op type {op!r} has a tab or newline")
-            rows.append((family, op, flag or "-", attrs or "-"))
+            rows.append((family, op, flag or "-", attrs or "-", kinds or "-", rest or "-"))
     rows.sort()
     with open(OUT, "w", encoding="utf-8", newline="\n") as f:
         for r in rows:

@@ -873,8 +873,8 @@ fn literal_goldens() {
 }
 
 const GOLDEN_KEYS: &[&str] = &[
-    "7cf38499f48672db0be9a69f6c42190c2d2d346cbe8125869f509a1dfa223486",
-    "476fd0a0a80b3f98fce480199105f174f9973457b982643881882593a05328b9",
+    "bdc047dde9c9a548b5e9750a80a4d9b2d61dcf2fad2d3f42191b4ba1a7ad47a1",
+    "edadaba42f667e6bc86232a77712b42493de3f3cc2066315616cae83e56e187f",
 ];
 const GOLDEN_STRATEGY: &str = r#"{"baseK":64,"baseM":16,"baseN":32,"dbL0C":1}"#;
 const GOLDEN_TIMES: (f64, f64) = (3.25, 58.781);

@@ -1,12 +1,16 @@
-//! Re-keying records written under an older key schema, so that banks of schema 1 keep serving
-//! look-ups after the key moved to the Ascend IR form (ARCHITECTURE.md, "Ascend IR form").
+//! Re-keying records written under an older key schema, so that older banks keep serving
+//! look-ups after the key moved (ARCHITECTURE.md, "Ascend IR form" and "Subgraph key").
 //!
-//! A schema-1 op record's descriptor is in the framework form (ONNX `Gemm`, `Conv`, original
-//! formats): `migrate_record` maps it with `crate::key::ir::to_ir`, exactly as resolution
-//! now maps a converter's op, and the record is written under the key of the mapped descriptor
-//! with the current schema. Subgraph records change only in the schema number (their encoding
-//! is otherwise unchanged). Gradient records name their model by a subgraph key of the old
-//! schema, which cannot be recomputed from the record: they are reported, not migrated.
+//! - Schema 1 → current: an op record's descriptor is in the framework form (ONNX `Gemm`,
+//!   `Conv`, original formats): `migrate_record` maps it with `crate::key::ir::to_ir`, exactly
+//!   as resolution now maps a converter's op.
+//! - Schema 2 → current: an op record's descriptor is in the IR form already; `to_ir` fills
+//!   the Conv2D attributes schema 2 left to their defaults. A subgraph record's Conv2D nodes
+//!   get the same defaults; its new key restricts each node to its `sgatKeyAttr` attributes.
+//!
+//! Either way the record is written under the key of the mapped descriptor with the current
+//! schema. Gradient records name their model by a subgraph key of the old schema, which
+//! cannot be recomputed from the record: they are reported, not migrated.
 
 use std::collections::BTreeMap;
 
@@ -16,14 +20,15 @@ use crate::bank::interchange::{merge_into, InterchangeError, MergeReport};
 use crate::bank::layered::{descriptor_key, Bank};
 use crate::bank::policy::{Held, WritePolicy};
 use crate::bank::record::{Descriptor, Record};
-use crate::key::{ir, BankKey, KEY_SCHEMA_V1, KEY_SCHEMA_VERSION};
+use crate::key::{ir, BankKey, KEY_SCHEMA_V1, KEY_SCHEMA_V2, KEY_SCHEMA_VERSION};
 
 /// The record under the current key schema, or why it cannot be migrated. A record of the
 /// current schema is returned unchanged.
 pub(crate) fn migrate_record(record: &Record) -> Result<Record, String> {
-    match record.key_schema_version {
+    let from = record.key_schema_version;
+    match from {
         KEY_SCHEMA_VERSION => return Ok(record.clone()),
-        KEY_SCHEMA_V1 => {}
+        KEY_SCHEMA_V1 | KEY_SCHEMA_V2 => {}
         v => {
             return Err(format!(
                 "key schema {v} is not one this build can migrate from"
@@ -34,13 +39,20 @@ pub(crate) fn migrate_record(record: &Record) -> Result<Record, String> {
     out.key_schema_version = KEY_SCHEMA_VERSION;
     out.descriptor = match &record.descriptor {
         Descriptor::Op(d) => Descriptor::Op(ir::to_ir(d.clone())),
-        Descriptor::Graph(g) => Descriptor::Graph(g.clone()),
+        Descriptor::Graph(g) => {
+            let mut g = g.clone();
+            if from == KEY_SCHEMA_V2 {
+                for node in &mut g.nodes {
+                    ir::node_defaults(node);
+                }
+            }
+            Descriptor::Graph(g)
+        }
         Descriptor::Gradient(_) => {
-            return Err(
-                "a gradient record names its model by a schema-1 subgraph key, which \
-                        cannot be recomputed; tune it again"
-                    .into(),
-            )
+            return Err(format!(
+                "a gradient record names its model by a schema-{from} subgraph key, which \
+                 cannot be recomputed; tune it again"
+            ))
         }
     };
     Ok(out)

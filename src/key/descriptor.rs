@@ -9,12 +9,18 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the canonical key encoding. Changing the encoding in any way bumps it; records
 /// written under an older version are then reported as stale, never silently missed.
-pub const KEY_SCHEMA_VERSION: u32 = 2;
+pub const KEY_SCHEMA_VERSION: u32 = 3;
 
 /// The first key schema: op types and formats as the framework model had them (ONNX `Gemm`,
 /// `Conv`, original formats). Schema 2 keys on the Ascend IR form ([`crate::key::ir`]); banks
 /// written under schema 1 are read and re-keyed by the bank's migration (`bank::migrate`).
 pub(crate) const KEY_SCHEMA_V1: u32 = 1;
+
+/// The second key schema: the Ascend IR form, a Conv's or pooling's defaulted attributes
+/// absent, and every node attribute in a subgraph's node hash. Schema 3 fills those defaults
+/// and hashes a node's `sgatKeyAttr` attributes as CANN's op information names them;
+/// schema-2 banks are re-keyed by the bank's migration (`bank::migrate`).
+pub(crate) const KEY_SCHEMA_V2: u32 = 2;
 
 /// A 32-byte content address: blake3 over the canonical encoding of a descriptor.
 ///

@@ -3,10 +3,12 @@
 //! Op keys are on the converter's hot path: encoding writes into a fixed stack buffer that is
 //! flushed into the hasher, with no heap allocation for ASCII op types.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::failure::FailureKind;
 use crate::key::options::{graph_extension_specs, graph_option_specs};
+use crate::key::platform::ops_info;
 use crate::key::{
     AttrValue, BankKey, CubeMath, DType, Format, GradientDescriptor, GraphDescriptor, ImplMode,
     OpDescriptor, SocSpec, TensorDesc, TensorSource, KEY_SCHEMA_VERSION,
@@ -449,13 +451,18 @@ impl GraphDescriptor {
             })
             .collect();
         let order = self.topo_order()?;
+        let family = self
+            .soc
+            .facts()
+            .map(|f| f.family)
+            .filter(|f| ops_info::has_family(f));
         let mut hashes = vec![[0u8; 32]; self.nodes.len()];
         for &i in &order {
             let node = &self.nodes[i];
             let mut sink = Sink::new();
             sink.str(GRAPH_NODE_DOMAIN);
             sink.folded(&node.op_type);
-            attrs(&mut sink, &node.attrs)?;
+            attrs(&mut sink, &node_key_attrs(family, node))?;
             sink.len(node.outputs.len());
             for (o, t) in node.outputs.iter().enumerate() {
                 tensor(&mut sink, t, &|| format!("node {i} output {o}"))?;
@@ -498,6 +505,75 @@ impl GraphDescriptor {
         }
         Ok(sink.finish())
     }
+}
+
+/// The attributes a subgraph node hashes (ARCHITECTURE.md, "Subgraph key"): for each member
+/// (the anchor, and fused member `k` through its `k:`-prefixed attributes) whose op type has an
+/// `sgatKeyAttr` list in the family's op information, its listed attributes in their declared
+/// type, absent ones filled with the declared default, and none of the declared attributes the
+/// list leaves out; every other attribute, and every `_` node fact, as it is. Borrowed when
+/// nothing changes (no family, no listed member).
+fn node_key_attrs<'a>(
+    family: Option<&str>,
+    node: &'a crate::key::GraphNode,
+) -> Cow<'a, BTreeMap<String, AttrValue>> {
+    let Some(family) = family else {
+        return Cow::Borrowed(&node.attrs);
+    };
+    let members: Vec<&str> = match node.attrs.get("_fused_ops") {
+        Some(AttrValue::Strs(v)) if !v.is_empty() => v.iter().map(String::as_str).collect(),
+        _ => vec![node.op_type.as_str()],
+    };
+    let infos: Vec<Option<&ops_info::OpInfo>> = members
+        .iter()
+        .enumerate()
+        .map(|(k, m)| {
+            let ty = if k == 0 { node.op_type.as_str() } else { m };
+            ops_info::op_info(family, ty).filter(|i| !i.sgat_key_attrs.is_empty())
+        })
+        .collect();
+    if infos.iter().all(Option::is_none) {
+        return Cow::Borrowed(&node.attrs);
+    }
+    let split = |name: &'a str| -> (usize, &'a str) {
+        match name.split_once(':') {
+            Some((k, rest)) => k.parse().map_or((0, name), |k| (k, rest)),
+            None => (0, name),
+        }
+    };
+    let mut out = BTreeMap::new();
+    for (name, v) in &node.attrs {
+        if name.starts_with('_') {
+            out.insert(name.clone(), v.clone());
+            continue;
+        }
+        let (k, bare) = split(name);
+        match infos.get(k).copied().flatten() {
+            None => {
+                out.insert(name.clone(), v.clone());
+            }
+            Some(info) => {
+                if let Some(a) = info.sgat_key_attrs.iter().find(|a| a.name == bare) {
+                    out.insert(name.clone(), a.coerce(v));
+                } else if !info.non_key_attrs.contains(&bare) {
+                    out.insert(name.clone(), v.clone());
+                }
+            }
+        }
+    }
+    for (k, info) in infos.iter().enumerate() {
+        let Some(info) = info else { continue };
+        for a in &info.sgat_key_attrs {
+            let Some(d) = &a.default else { continue };
+            let name = if k == 0 {
+                a.name.to_owned()
+            } else {
+                format!("{k}:{}", a.name)
+            };
+            out.entry(name).or_insert_with(|| d.clone());
+        }
+    }
+    Cow::Owned(out)
 }
 
 impl GradientDescriptor {

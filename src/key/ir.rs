@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use crate::key::resolve::layout;
-use crate::key::{AttrValue, Format, OpDescriptor, OpOrigin, TensorDesc};
+use crate::key::{AttrValue, Format, GraphNode, OpDescriptor, OpOrigin, TensorDesc};
 
 /// ONNX op type → Ascend IR op type, as ATC's ONNX parser maps them (sorted by ONNX name). A
 /// type not listed keeps its name (`Relu`, `Add`, `Gelu` … are spelled alike in both). `MatMul`
@@ -74,6 +74,7 @@ pub fn to_ir(d: OpDescriptor) -> OpDescriptor {
             }
         }
         "Conv" if anchor == "Conv2D" => window_attrs(&mut out, "kernel_shape", None),
+        "Conv2D" if ranks.0 == 4 => conv2d_defaults(&mut out.attrs),
         "MaxPool" | "AveragePool" => window_attrs(&mut out, "kernel_shape", Some("ksize")),
         _ => {}
     }
@@ -187,8 +188,34 @@ fn reindex_member_attrs(
 /// Conv2D and pooling attributes in ATC's 4-D form: `strides` and `dilations` `[1, 1, h, w]`
 /// (NCHW; `[1, h, w, 1]` NHWC), `pads` `[top, bottom, left, right]` from ONNX's
 /// `[top, left, bottom, right]`, `group` → `groups`, `data_format`; the window (`kernel_shape`)
-/// is dropped for Conv2D (the weight holds it) and becomes 4-D `ksize` for pooling.
+/// is dropped for Conv2D (the weight holds it) and becomes 4-D `ksize` for pooling. A 2-D
+/// window's attributes the op leaves to ONNX's defaults are filled first, as ATC's parser
+/// fills them: `strides` 1, for Conv `dilations` 1 and `group` 1, and `pads` 0 unless
+/// `auto_pad` asks for computed padding; so an op that states a default keys as one that
+/// omits it.
 fn window_attrs(d: &mut OpDescriptor, kernel: &str, ksize: Option<&str>) {
+    let spatial = match d.attrs.get(kernel) {
+        Some(AttrValue::Ints(k)) => k.len(),
+        _ => d
+            .inputs
+            .first()
+            .map_or(2, |t| t.ori_shape.len().saturating_sub(2)),
+    };
+    if spatial == 2 {
+        let ones = || AttrValue::Ints(vec![1, 1]);
+        d.attrs.entry("strides".into()).or_insert_with(ones);
+        if ksize.is_none() {
+            d.attrs.entry("dilations".into()).or_insert_with(ones);
+            if !d.attrs.contains_key("groups") {
+                d.attrs.entry("group".into()).or_insert(AttrValue::Int(1));
+            }
+        }
+        if explicit_pads(&d.attrs) {
+            d.attrs
+                .entry("pads".into())
+                .or_insert_with(|| AttrValue::Ints(vec![0; 4]));
+        }
+    }
     let nhwc = d
         .inputs
         .first()
@@ -229,6 +256,39 @@ fn window_attrs(d: &mut OpDescriptor, kernel: &str, ksize: Option<&str>) {
     let fmt = if nhwc { "NHWC" } else { "NCHW" };
     d.attrs
         .insert("data_format".into(), AttrValue::Str(fmt.into()));
+}
+
+/// An IR Conv2D's attributes left to their defaults, filled in their 4-D form as
+/// [`window_attrs`] fills a framework Conv's (`strides`, `dilations` `[1, 1, 1, 1]`, `groups`
+/// 1, `pads` `[0, 0, 0, 0]` unless `auto_pad` asks for computed padding): an IR descriptor
+/// written before the defaults were filled maps to the key its framework op has now.
+fn conv2d_defaults(attrs: &mut BTreeMap<String, AttrValue>) {
+    let four = |v| AttrValue::Ints(vec![v; 4]);
+    attrs.entry("strides".into()).or_insert_with(|| four(1));
+    attrs.entry("dilations".into()).or_insert_with(|| four(1));
+    attrs.entry("groups".into()).or_insert(AttrValue::Int(1));
+    if explicit_pads(attrs) {
+        attrs.entry("pads".into()).or_insert_with(|| four(0));
+    }
+}
+
+/// A subgraph node's defaulted attributes, filled as [`to_ir`] fills its op's (a Conv2D of
+/// 4-D outputs, the attributes `conv2d_defaults` names): a node of a schema-2 subgraph record
+/// gets the attributes a node built now has.
+pub(crate) fn node_defaults(node: &mut GraphNode) {
+    if node.op_type == "Conv2D" && node.outputs.first().is_some_and(|t| t.ori_shape.len() == 4) {
+        conv2d_defaults(&mut node.attrs);
+    }
+}
+
+/// Whether the op's padding is the `pads` attribute (ONNX `auto_pad` absent or `NOTSET`), not
+/// computed from the shapes.
+fn explicit_pads(attrs: &BTreeMap<String, AttrValue>) -> bool {
+    match attrs.get("auto_pad") {
+        None => true,
+        Some(AttrValue::Str(p)) => p == "NOTSET",
+        Some(_) => false,
+    }
 }
 
 /// The device format ATC selects for input `i` (or an output, `i = None`) of an IR op, if it

@@ -185,16 +185,33 @@ fn future_table_layout_is_refused() {
 /// `bank migrate` re-keys its records so that a converter resolving the same ops now hits them.
 #[test]
 fn key_schema_1_bank_migrates_to_keys_converters_hit() {
+    migrates_to_keys_converters_hit("v1.redb", 1);
+}
+
+/// Key schema 3 moved every key (the schema is hashed); the schema-2 fixture bank's records
+/// are re-keyed by `bank migrate` and hit again.
+#[test]
+fn key_schema_2_bank_migrates_to_keys_converters_hit() {
+    migrates_to_keys_converters_hit("v2.redb", 2);
+}
+
+/// Migrates the six op records of `fixtures/banks/<name>` (key schema `schema`) and resolves
+/// the ops they were tuned for: every one hits its migrated record.
+fn migrates_to_keys_converters_hit(name: &str, schema: u32) {
     use tunebank::bank::migrate::migrate_into;
     use tunebank::bank::{Bank, Lookup, MergeSource};
     use tunebank::key::{
         derive_op_keys, DType, FsReader, OpTemplate, ResolvedOptions, TemplateTensor,
     };
 
-    let (dir, path) = fixture_copy();
+    let (dir, path) = fixture_file(name);
     let source = MergeSource::read(&path, RecordKind::Op).unwrap();
     assert_eq!(source.records.len() as u64, RECORDS);
-    let target = dir.path().join("v2.redb");
+    assert!(source
+        .records
+        .iter()
+        .all(|(_, r)| r.key_schema_version == schema));
+    let target = dir.path().join("migrated.redb");
     let bank = Bank::builder(RecordKind::Op, "any")
         .custom_path(&target)
         .open()

@@ -56,7 +56,7 @@ fn export_import_export_is_byte_identical() {
     assert_eq!(keys, sorted);
     assert!(lines[0].starts_with(r#"{"key":""#));
     assert!(
-        lines[0].contains(r#","record":{"key_schema_version":2,"kind":"op","descriptor":{"op":"#)
+        lines[0].contains(r#","record":{"key_schema_version":3,"kind":"op","descriptor":{"op":"#)
     );
 
     let b = open(&dir.path().join("b.redb"));

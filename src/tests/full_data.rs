@@ -448,7 +448,9 @@ fn calibrate_aoe_graph_reports_all_100_graphs() {
 
 /// The embedded op information (`src/key/platform/cann81/ops_info.tsv`) is CANN's: for every
 /// op type of every `aic-<family>-ops-info.json.gz` under `$TUNEBANK_DATA/ascend/ops_info/`, the
-/// table has its `precision_reduce` flag and `sgatKeyAttr` list, and nothing the files lack.
+/// table has its `precision_reduce` flag and `sgatKeyAttr` list (each attribute's declared type,
+/// and a default exactly where the file gives one), the declared attributes the list leaves
+/// out, and nothing the files lack.
 #[test]
 #[ignore = "full data: needs TUNEBANK_DATA; .ci/run runs it when ../shared/data is present"]
 fn embedded_op_information_is_cann_81s_for_every_family() {
@@ -488,9 +490,33 @@ fn embedded_op_information_is_cann_81s_for_every_family() {
                 Some(e) => {
                     with_facts += 1;
                     assert_eq!(
-                        (e.precision_reduce, &e.sgat_key_attrs[..]),
-                        (flag, &attrs[..])
+                        (e.precision_reduce, &e.key_attr_names()[..]),
+                        (flag, &attrs[..]),
+                        "{name}: {op}"
                     );
+                    for a in &e.sgat_key_attrs {
+                        let decl = &info[format!("attr_{}", a.name)];
+                        assert_eq!(
+                            a.ty,
+                            decl["type"].as_str().unwrap_or("-"),
+                            "{op}.{}",
+                            a.name
+                        );
+                        assert_eq!(
+                            a.default.is_some(),
+                            decl.get("defaultValue").is_some(),
+                            "{name}: {op}.{} default",
+                            a.name
+                        );
+                    }
+                    let declared: Vec<&str> = info["attr"]["list"]
+                        .as_str()
+                        .unwrap_or("")
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|a| !a.is_empty() && !attrs.is_empty() && !attrs.contains(a))
+                        .collect();
+                    assert_eq!(e.non_key_attrs, declared, "{name}: {op} non-key attributes");
                 }
             }
         }

@@ -423,7 +423,7 @@ fn descriptors_round_trip_msgpack() {
 #[test]
 fn worked_example_matches_the_documented_bytes() {
     let hex =
-        "0b74756e6562616e6b2f6f70 02 0472656c75 00 0102020300010303 0102020300010303 00 0200 \
+        "0b74756e6562616e6b2f6f70 03 0472656c75 00 0102020300010303 0102020300010303 00 0200 \
                0b417363656e643931304232 18 06416943 6f7265";
     let hex: String = hex.split_whitespace().collect();
     let bytes: Vec<u8> = (0..hex.len())
@@ -470,7 +470,7 @@ fn attribute_bytes_match_the_document() {
         .insert("c".into(), AttrValue::Strs(vec!["x".into()]));
     let mut b: Vec<u8> = vec![11];
     b.extend(b"tunebank/op");
-    b.push(2);
+    b.push(3);
     b.extend([4, b'r', b'e', b'l', b'u', 1, 1, b'a', 0, 0, 3]);
     b.extend([1, b'a', 2]);
     b.extend(0.0f64.to_le_bytes());

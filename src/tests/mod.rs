@@ -22,6 +22,7 @@ mod key_encoding;
 mod key_golden;
 mod key_options;
 mod key_resolve;
+mod key_sgat_attrs;
 mod measure_cpu;
 mod measure_exec;
 mod measure_sim;
