@@ -202,3 +202,96 @@ fn why_names_the_differing_node_or_option_of_a_subgraph_miss() {
         "{text}"
     );
 }
+
+/// A graph bank written under key schema 2 (every node attribute hashed, a Conv's defaults
+/// absent) misses under schema 3; `tunebank bank migrate` re-keys it, and `convert` hits every
+/// subgraph again.
+#[test]
+fn a_schema_2_graph_bank_misses_until_bank_migrate_rekeys_it() {
+    let (_, sp) = plans();
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.redb");
+    let n = 4.min(sp.subgraphs.len());
+    let records: Vec<_> = (0..n)
+        .map(|i| {
+            let mut r = graph_record(&sp, i, json!({"scopeId": [i, i]}));
+            r.key_schema_version = 2;
+            let Descriptor::Graph(g) = &mut r.descriptor else {
+                unreachable!()
+            };
+            for node in g.nodes.iter_mut().filter(|n| n.op_type == "Conv2D") {
+                node.attrs.remove("dilations");
+                node.attrs.remove("groups");
+                node.attrs
+                    .insert("data_format".into(), AttrValue::Str("NCHW".into()));
+            }
+            r
+        })
+        .collect();
+    // A schema-2 export file: each record under its schema-2 key, which hashes the schema
+    // number and so is no key of schema 3 (stood in for by other keys: the schema-2 encoder is
+    // gone). `bank merge` writes it into a bank as it is.
+    let export: String = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let k = blake3::hash(format!("schema 2 subgraph {i}").as_bytes());
+            let line = json!({"key": blake3::Hash::from(k).to_hex().as_str(), "record": r});
+            format!("{line}\n")
+        })
+        .collect();
+    let file = dir.path().join("old.jsonl");
+    std::fs::write(&file, export).unwrap();
+    let o = old.to_str().unwrap();
+    let merge = ["bank", "merge", file.to_str().unwrap(), "--bank", o];
+    run_ok(&mut cmd(BIN, dir.path(), &merge));
+    let m = format!("--model={}", model_path());
+    let s = format!("--soc_version={SOC}");
+    let convert = |bank: &Path| {
+        let g = bank.to_str().unwrap();
+        let args = ["convert", "--json", &m, &s, SHAPE, "--graph-bank", g];
+        json_of(&run_ok(&mut cmd(BIN, dir.path(), &args)))
+    };
+    assert_eq!(convert(&old)["graph_hits"], 0);
+
+    let new = dir.path().join("new.redb");
+    let args = [
+        "bank",
+        "migrate",
+        old.to_str().unwrap(),
+        "--bank",
+        new.to_str().unwrap(),
+        "--json",
+    ];
+    let report = json_of(&run_ok(&mut cmd(BIN, dir.path(), &args)));
+    assert_eq!(report["migrated"], n);
+    assert_eq!(report["refused"], json!([]));
+    let v = convert(&new);
+    assert_eq!(v["graph_hits"], n);
+    for i in 0..n {
+        assert_eq!(v["subgraphs"][i]["result"], "hit", "subgraph {i}");
+    }
+
+    // Op and subgraph records never share a bank: sources of both kinds are refused, and
+    // nothing is written.
+    let op = crate::common::op_record(SOC, "MatMul", 1, 0, 1);
+    let key = tunebank::bank::descriptor_key(&op.descriptor).unwrap();
+    let ops = dir.path().join("ops.jsonl");
+    let line = json!({"key": key.to_string(), "record": op});
+    std::fs::write(&ops, format!("{line}\n")).unwrap();
+    let mixed = dir.path().join("mixed.redb");
+    let out = cmd(BIN, dir.path(), &["bank", "merge", ops.to_str().unwrap()])
+        .arg(&file)
+        .arg("--bank")
+        .arg(&mixed)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the sources mix record kinds"), "{err}");
+    assert!(
+        err.contains("old.jsonl") && err.contains("ops.jsonl"),
+        "{err}"
+    );
+    assert!(!mixed.exists());
+}

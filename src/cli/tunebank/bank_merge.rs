@@ -8,7 +8,7 @@ use crate::bank::{MergeRun, MergeSource};
 use crate::key::RecordKind;
 use anyhow::Result;
 
-use super::{bank_soc, open_bank, BankArgs};
+use super::{bank_soc, kind_of_sources, open_bank_of_kind, BankArgs};
 use crate::cli::entry::{failed_if, print_report};
 
 /// Flags of `tunebank bank merge`.
@@ -25,7 +25,7 @@ pub struct MergeArgs {
 }
 
 /// Reads every source before writing anything (bad input writes nothing), then merges them in
-/// order, printing each merge's text as it is done; exit 1 if a source bank held damaged
+/// order into the bank of their kind (sources of mixed kinds are refused), printing each merge's text as it is done; exit 1 if a source bank held damaged
 /// records, which are left out and named on standard error.
 pub fn run(args: MergeArgs, atc: &[String]) -> Result<ExitCode> {
     let soc = bank_soc(&args.bank, atc)?;
@@ -37,7 +37,8 @@ pub fn run(args: MergeArgs, atc: &[String]) -> Result<ExitCode> {
         }
         sources.push(source);
     }
-    let bank = open_bank(&args.bank, &soc, false)?;
+    let kind = kind_of_sources(&sources.iter().collect::<Vec<_>>())?;
+    let bank = open_bank_of_kind(&args.bank, kind, &soc, false)?;
     let mut merged = MergeRun::default();
     for source in sources {
         let done = merged.merge(&bank, source)?;

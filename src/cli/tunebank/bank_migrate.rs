@@ -9,7 +9,7 @@ use crate::bank::MergeSource;
 use crate::key::RecordKind;
 use anyhow::Result;
 
-use super::{bank_soc, open_bank, BankArgs};
+use super::{bank_soc, kind_of_sources, open_bank_of_kind, BankArgs};
 use crate::cli::entry::{failed_if, print_report};
 
 /// Flags of `tunebank bank migrate`.
@@ -24,15 +24,18 @@ pub struct MigrateArgs {
     pub json: bool,
 }
 
-/// Reads the source whole, then writes the migrated records in one atomic merge; exit 1 if a
-/// record could not be migrated or the source held damaged records (named on standard error).
+/// Reads the source whole, then writes the migrated records in one atomic merge into the bank
+/// of their kind (an op bank, or with subgraph records a graph bank: `--bank` names it); exit 1
+/// if a record could not be migrated or the source held damaged records (named on standard
+/// error).
 pub fn run(args: MigrateArgs, atc: &[String]) -> Result<ExitCode> {
     let soc = bank_soc(&args.bank, atc)?;
     let source = MergeSource::read(&args.source, RecordKind::Op)?;
     for d in &source.damaged {
         eprintln!("tunebank: {}: skipped {d}", args.source.display());
     }
-    let bank = open_bank(&args.bank, &soc, false)?;
+    let kind = kind_of_sources(&[&source])?;
+    let bank = open_bank_of_kind(&args.bank, kind, &soc, false)?;
     let report = migrate_into(&bank, source.records)?;
     print_report(&report, args.json)?;
     Ok(failed_if(

@@ -37,7 +37,7 @@ use clap::{Parser, Subcommand};
 
 use crate::cli::{entry, exit};
 
-use crate::bank::Bank;
+use crate::bank::{Bank, MergeSource};
 pub(crate) use crate::cli::entry::{bank_soc, BankArgs};
 use crate::key::{RecordKind, ResolvedOptions, SocSpec};
 
@@ -244,6 +244,35 @@ pub fn open_bank_of_kind(
         b = b.builtin_path(p);
     }
     Ok(b.open()?)
+}
+
+/// The kind of record the sources hold, which the bank they are written into must hold: a
+/// bank holds one kind (op, subgraph or gradient records, each in its own bank file). Sources
+/// without records are op sources. Errors, naming the sources and the kinds, when they mix
+/// kinds.
+pub fn kind_of_sources(sources: &[&MergeSource]) -> Result<RecordKind> {
+    let mut kinds: Vec<(RecordKind, &std::path::Path)> = Vec::new();
+    for s in sources {
+        for (_, r) in &s.records {
+            if !kinds.iter().any(|(k, _)| *k == r.kind) {
+                kinds.push((r.kind, &s.path));
+            }
+        }
+    }
+    match kinds[..] {
+        [] => Ok(RecordKind::Op),
+        [(k, _)] => Ok(k),
+        _ => anyhow::bail!(
+            "the sources mix record kinds ({}): expected one kind, since a bank holds op, \
+             subgraph or gradient records, each kind in its own bank; migrate or merge each \
+             kind into its own bank",
+            kinds
+                .iter()
+                .map(|(k, p)| format!("{k:?} records in {}", p.display()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// Seconds since 1970 (0 if the clock is before it): the write time of hand-made records.
