@@ -236,7 +236,7 @@ fn a_schema_2_graph_bank_misses_until_bank_migrate_rekeys_it() {
         .enumerate()
         .map(|(i, r)| {
             let k = blake3::hash(format!("schema 2 subgraph {i}").as_bytes());
-            let line = json!({"key": blake3::Hash::from(k).to_hex().as_str(), "record": r});
+            let line = json!({"key": k.to_hex().as_str(), "record": r});
             format!("{line}\n")
         })
         .collect();
