@@ -20,13 +20,19 @@
 //!   core's B in L0B), `CL0_matrix = [nc, mc, 16, 16, …]`: L0 tiles in fractals. baseM = 16·mc,
 //!   baseN = 16·nc, baseK = K0·min(ka, kb); CL0 must agree with AL0's M and BL0's N.
 //! - `AL1_shape = [K elements, M tiles, …]` (`[]`: all of this core's A in L1; `BL1_shape`
-//!   likewise for B): stepKa = K elements / baseK; the M (N) multiple is not a parameter of the
-//!   simulator and is dropped.
+//!   likewise for B): stepKa = K elements / baseK. The M (N) multiple counts L0C tiles held
+//!   (TBE's schedule sizes AL1 as `k · m · CL0_matrix[1] · 16`); it is not a parameter of the
+//!   simulator, and enters only the iteration order below.
 //! - `block_dim = [batch, N, M, K, …]` cores: blockDimN, blockDimM; K must be 1 (the simulator
 //!   never splits K); the batch split is implied (batches fill the cores left).
 //! - `manual_pingpong_buffer`: `AL1_pbuffer`/`BL1_pbuffer` = depthA1/stepKa, depthB1/stepKb;
 //!   `AL0_pbuffer`, `BL0_pbuffer`, `CL0_pbuffer` = dbL0A, dbL0B, dbL0C.
-//! - iterateOrder is not recorded: 1 (N moves first, A stays) when A alone is held whole in L1,
+//! - iterateOrder is not recorded; it follows from where TBE's GEMM schedule
+//!   (`te_schedule/gemm_schedule.py`, `_al1_process`/`_bl1_process`) places each L1 chunk. A
+//!   chunk of all of K and more than one L0C tile is attached at the output, outside the other
+//!   axis's loop, so it stays while that axis moves; a chunk of all of this core's data (`[]`,
+//!   or all of K and every tile) is loaded once; any other chunk is loaded with each output
+//!   tile. iterateOrder is 1 (N moves first, A stays) when A's chunk stays and B's does not,
 //!   else 0.
 
 use std::collections::BTreeMap;

@@ -43,6 +43,21 @@ fn l1(shape: &[i64], k_elems: i64, base_k: i64, pb: i64, what: &str) -> Result<(
     Ok((step, step * pb))
 }
 
+/// Whether an operand's L1 chunk (`AL1_shape` / `BL1_shape`) stays in L1 while the other
+/// operand's axis moves, as TBE's GEMM schedule places it: a chunk of all of this core's data
+/// (`[]`, or all of K and every tile along its own axis: loaded once), or of all of K and at
+/// least two output tiles along its axis (larger than one L0C tile, so the schedule attaches it
+/// at the output, outside the other axis's loop). A chunk of all of K and one tile is loaded
+/// with each output tile, like a chunk of part of K. `tiles` is this core's output tiles along
+/// the operand's axis.
+fn stays_in_l1(shape: &[i64], k_elems: i64, tiles: i64) -> bool {
+    match shape {
+        [] => true,
+        [k, mult, ..] => *k >= k_elems && (*mult >= 2 || *mult >= tiles),
+        [_] => false,
+    }
+}
+
 /// The simulator's tiling (the parameters of [`CUBE_TILING_PARAMS`]) of a TBE MatMul `knowledge`
 /// for the GEMM `g`, or why it does not map.
 pub fn tiling_of(knowledge: &PyJson, g: &TbeGemm) -> Result<StrategyMap, String> {
@@ -100,7 +115,12 @@ pub fn tiling_of(knowledge: &PyJson, g: &TbeGemm) -> Result<StrategyMap, String>
         pbuffer(knowledge, "BL1_pbuffer")?,
         "BL1",
     )?;
-    let iterate_order = i64::from(a_l1.is_empty() && !b_l1.is_empty());
+    // How many output tiles of this core lie along M (along N): the L1 chunk of an operand
+    // that holds several of them, or all, stays while the other axis moves.
+    let m_tiles = ((g.m1 + bm - 1) / bm + ma - 1) / ma;
+    let n_tiles = ((g.n1 + bn - 1) / bn + nb - 1) / nb;
+    let a_stays = stays_in_l1(&a_l1, k_elems, m_tiles);
+    let iterate_order = i64::from(a_stays && !stays_in_l1(&b_l1, k_elems, n_tiles));
     let values = [
         bm,
         bn,

@@ -59,6 +59,33 @@ fn knowledge_maps_to_the_simulator_tiling_and_back() {
     assert_eq!((get("stepKb"), get("depthB1")), (4, 8));
     assert_eq!((get("blockDimM"), get("blockDimN")), (25, 1));
     assert_eq!((get("dbL0A"), get("dbL0B"), get("dbL0C")), (2, 1, 2));
+    // AL1 holds all of K and two of the core's 82 M tiles: TBE's schedule attaches it at the
+    // output, so A stays while N moves (iterateOrder 1); B's chunk is one tile, loaded with
+    // each output tile.
+    assert_eq!(get("iterateOrder"), 1);
+    let order = |al1: &[i128], bl1: &[i128]| {
+        let mut k = e.knowledge.clone();
+        let PyJson::Dict(items) = &mut k else {
+            unreachable!()
+        };
+        for (name, v) in items.iter_mut() {
+            let shape = match name.as_str() {
+                "AL1_shape" => al1,
+                "BL1_shape" => bl1,
+                _ => continue,
+            };
+            *v = PyJson::List(shape.iter().map(|&x| PyJson::Int(x)).collect());
+        }
+        tiling_of(&k, &g).unwrap()["iterateOrder"].as_i64().unwrap()
+    };
+    // A chunk of one tile reloads with every output tile, as a chunk of part of K does.
+    assert_eq!(order(&[1024, 1, 1, 1, 0], &[1024, 1, 1, 1, 0]), 0);
+    assert_eq!(order(&[256, 2, 1, 1, 0], &[1024, 1, 1, 1, 0]), 0);
+    // A chunk of every M tile of the core is A loaded once.
+    assert_eq!(order(&[1024, 82, 1, 1, 0], &[1024, 1, 1, 1, 0]), 1);
+    // Both staying (B held whole too): M moves first, as before.
+    assert_eq!(order(&[1024, 2, 1, 1, 0], &[]), 0);
+    assert_eq!(order(&[], &[1024, 1, 1, 1, 0]), 1);
     // BL0 [] (B whole in L0B) and AL1 [] (A whole in L1) map too.
     for prefix in ["141843de", "30e090a0"] {
         let e = entry(prefix);
