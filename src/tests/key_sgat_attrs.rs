@@ -28,8 +28,24 @@ fn td(shape: &[i64], format: Format) -> TensorDesc {
     }
 }
 
+/// Attributes from `(name, value)` pairs.
+type Attrs = Vec<(String, AttrValue)>;
+
+/// `base` with each of `extra` set (replacing a value `base` has).
+fn with(base: &[(&str, AttrValue)], extra: &[(&str, AttrValue)]) -> Attrs {
+    let mut v: Attrs = base
+        .iter()
+        .map(|(k, a)| ((*k).to_owned(), a.clone()))
+        .collect();
+    for (k, a) in extra {
+        v.retain(|(n, _)| n != k);
+        v.push(((*k).to_owned(), a.clone()));
+    }
+    v
+}
+
 /// One node of `op_type` with `attrs` on `soc`, fed by the graph's one input.
-fn one_node(soc: &str, op_type: &str, attrs: &[(&str, AttrValue)]) -> GraphDescriptor {
+fn one_node(soc: &str, op_type: &str, attrs: &[(String, AttrValue)]) -> GraphDescriptor {
     GraphDescriptor {
         soc: SocSpec::from_version(soc).unwrap(),
         inputs: vec![td(&[1, 16, 8, 8], Format::NCHW)],
@@ -38,10 +54,7 @@ fn one_node(soc: &str, op_type: &str, attrs: &[(&str, AttrValue)]) -> GraphDescr
             op_type: op_type.into(),
             inputs: vec![TensorSource::GraphInput { index: 0 }],
             outputs: vec![td(&[1, 16, 8, 8], Format::NCHW)],
-            attrs: attrs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), v.clone()))
-                .collect::<BTreeMap<_, _>>(),
+            attrs: attrs.iter().cloned().collect::<BTreeMap<_, _>>(),
         }],
         outputs: vec![TensorSource::Node { node: 0, output: 0 }],
         options: BTreeMap::new(),
@@ -56,22 +69,14 @@ fn key(g: &GraphDescriptor) -> String {
     g.key().unwrap().to_string()
 }
 
-/// The Conv2D attributes every variant below shares.
-fn conv(extra: &[(&str, AttrValue)]) -> Vec<(&'static str, AttrValue)> {
-    let mut v = vec![
+/// The Conv2D attributes every variant below shares, with `extra` set.
+fn conv(extra: &[(&str, AttrValue)]) -> Attrs {
+    let base = [
         ("strides", ints(&[1, 1, 1, 1])),
         ("pads", ints(&[1, 1, 1, 1])),
         ("_impl_mode", AttrValue::Str("high_performance".into())),
     ];
-    for (k, a) in extra {
-        v.retain(|(n, _)| n != k);
-        v.push((leak(k), a.clone()));
-    }
-    v
-}
-
-fn leak(s: &str) -> &'static str {
-    Box::leak(s.to_owned().into_boxed_str())
+    with(&base, extra)
 }
 
 #[test]
@@ -108,7 +113,7 @@ fn a_conv2d_node_hashes_its_sgat_key_attributes_typed_and_defaulted() {
 #[test]
 fn the_rule_follows_the_socs_family_and_the_op_type() {
     // MatMulV2 on 910B: its transposes, as bools, defaulted false; offset_x left out.
-    let mm = |attrs: &[(&str, AttrValue)]| key(&one_node("Ascend910B2", "MatMulV2", attrs));
+    let mm = |a: &[(&str, AttrValue)]| key(&one_node("Ascend910B2", "MatMulV2", &with(a, &[])));
     let plain = mm(&[]);
     assert_eq!(mm(&[("transpose_x1", AttrValue::Int(0))]), plain);
     assert_eq!(mm(&[("transpose_x2", AttrValue::Bool(false))]), plain);
@@ -119,13 +124,13 @@ fn the_rule_follows_the_socs_family_and_the_op_type() {
         mm(&[("transpose_x1", AttrValue::Bool(true))])
     );
     // An op type without a list (Relu) hashes every attribute.
-    let relu = |attrs: &[(&str, AttrValue)]| key(&one_node("Ascend910B2", "Relu", attrs));
+    let relu = |a: &[(&str, AttrValue)]| key(&one_node("Ascend910B2", "Relu", &with(a, &[])));
     assert_ne!(
         relu(&[("data_format", AttrValue::Str("NCHW".into()))]),
         relu(&[])
     );
     // A SoC whose family has no op information (Ascend610) hashes every attribute too.
-    let c610 = |attrs: &[(&str, AttrValue)]| key(&one_node("Ascend610", "Conv2D", attrs));
+    let c610 = |attrs: &[(String, AttrValue)]| key(&one_node("Ascend610", "Conv2D", attrs));
     assert_ne!(
         c610(&conv(&[("data_format", AttrValue::Str("NHWC".into()))])),
         c610(&conv(&[]))
@@ -140,7 +145,7 @@ fn the_rule_follows_the_socs_family_and_the_op_type() {
 fn a_fused_members_attributes_follow_the_members_own_list() {
     // A Conv2D fused with an AvgPoolV2: member 1's attributes are `1:<name>`.
     let fused = |extra: &[(&str, AttrValue)]| {
-        let mut attrs = conv(&[
+        let attrs = conv(&[
             (
                 "_fused_ops",
                 AttrValue::Strs(vec!["Conv2D".into(), "AvgPoolV2".into()]),
@@ -148,11 +153,9 @@ fn a_fused_members_attributes_follow_the_members_own_list() {
             ("1:ksize", ints(&[1, 1, 2, 2])),
             ("1:strides", ints(&[1, 1, 2, 2])),
         ]);
-        for (k, v) in extra {
-            attrs.retain(|(n, _)| n != k);
-            attrs.push((leak(k), v.clone()));
-        }
-        key(&one_node("Ascend910B2", "Conv2D", &attrs))
+        let attrs: Vec<(&str, AttrValue)> =
+            attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        key(&one_node("Ascend910B2", "Conv2D", &with(&attrs, extra)))
     };
     let base = fused(&[]);
     assert_eq!(fused(&[("1:ceil_mode", AttrValue::Int(0))]), base);

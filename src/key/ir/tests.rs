@@ -130,6 +130,67 @@ fn conv_units_take_device_formats_and_four_d_attributes() {
 }
 
 #[test]
+fn a_conv_or_pool_that_states_onnx_defaults_keys_as_one_that_omits_them() {
+    let conv = |attrs: &[(&str, AttrValue)]| {
+        let mut d = op(
+            "Conv",
+            &[],
+            vec![nchw(&[1, 16, 8, 8]), nchw(&[16, 16, 3, 3])],
+            nchw(&[1, 16, 6, 6]),
+            "Ascend910B2",
+        );
+        for (k, v) in attrs {
+            d.attrs.insert((*k).into(), v.clone());
+        }
+        to_ir(d)
+    };
+    let bare = conv(&[]);
+    assert_eq!(bare.attrs["strides"], AttrValue::Ints(vec![1, 1, 1, 1]));
+    assert_eq!(bare.attrs["dilations"], AttrValue::Ints(vec![1, 1, 1, 1]));
+    assert_eq!(bare.attrs["pads"], AttrValue::Ints(vec![0, 0, 0, 0]));
+    assert_eq!(bare.attrs["groups"], AttrValue::Int(1));
+    let stated = conv(&[
+        ("strides", AttrValue::Ints(vec![1, 1])),
+        ("dilations", AttrValue::Ints(vec![1, 1])),
+        ("pads", AttrValue::Ints(vec![0, 0, 0, 0])),
+        ("group", AttrValue::Int(1)),
+    ]);
+    assert_eq!(stated.key().unwrap(), bare.key().unwrap());
+    // Computed padding gets no `pads`; a stride that is not the default moves the key.
+    let same = conv(&[("auto_pad", AttrValue::Str("SAME_UPPER".into()))]);
+    assert!(!same.attrs.contains_key("pads"));
+    let strided = conv(&[("strides", AttrValue::Ints(vec![2, 2]))]);
+    assert_ne!(strided.key().unwrap(), bare.key().unwrap());
+    // An IR Conv2D without them (written before they were filled) gets them too.
+    let mut ir = bare.clone();
+    for a in ["strides", "dilations", "pads", "groups"] {
+        ir.attrs.remove(a);
+    }
+    assert_eq!(to_ir(ir).key().unwrap(), bare.key().unwrap());
+    // Pooling: strides 1 and pads 0.
+    let pool = |attrs: &[(&str, AttrValue)]| {
+        let mut d = op(
+            "MaxPool",
+            &[],
+            vec![nchw(&[1, 16, 8, 8])],
+            nchw(&[1, 16, 7, 7]),
+            "Ascend910B2",
+        );
+        d.attrs
+            .insert("kernel_shape".into(), AttrValue::Ints(vec![2, 2]));
+        for (k, v) in attrs {
+            d.attrs.insert((*k).into(), v.clone());
+        }
+        to_ir(d).key().unwrap()
+    };
+    assert_eq!(pool(&[("strides", AttrValue::Ints(vec![1, 1]))]), pool(&[]));
+    assert_eq!(
+        pool(&[("pads", AttrValue::Ints(vec![0, 0, 0, 0]))]),
+        pool(&[])
+    );
+}
+
+#[test]
 fn ops_spelled_alike_keep_their_name_and_no_origin() {
     let d = to_ir(op(
         "Relu",
