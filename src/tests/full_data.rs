@@ -168,8 +168,9 @@ fn full_aoe_bank() -> PathBuf {
 
 /// Every one of the 26 records imports with a real descriptor and a mapped tiling; the
 /// committed sample is what `make_unified_bank.py` derives; import → export gives the file back
-/// byte for byte; and the simulator runs the stored tiling of every record but those that split
-/// M over 25 cores (the simulator models the table's 24 for Ascend910B1), named with the reason.
+/// byte for byte; the simulator runs the stored tiling of every record (the six that split M
+/// over 25 blocks in two waves on the 24 cores of Ascend910B1's file); and every stored tiling
+/// is a point of TBE's tiling space.
 #[test]
 #[ignore = "full data: needs TUNEBANK_DATA; .ci/run runs it when ../shared/data is present"]
 fn aoe_dev_bank_imports_maps_exports_and_calibrates() {
@@ -222,6 +223,17 @@ fn aoe_dev_bank_imports_maps_exports_and_calibrates() {
     );
     assert_eq!(cal.summary.mapped, 26);
     assert!(cal.records.iter().all(|r| r.best_us.is_some()));
+    // Every stored tiling is a point of TBE's tiling space (L0 tiles factors of the core's
+    // share, L1 chunks whole L0 K tiles dividing K): the space `tbe_best_us` searches.
+    assert_eq!(
+        cal.summary.stored_in_tbe_space,
+        26,
+        "{:?}",
+        (cal.records.iter())
+            .filter_map(|r| r.stored_outside_tbe_space.as_ref())
+            .collect::<Vec<_>>()
+    );
+    assert!(cal.records.iter().all(|r| r.tbe_best_us.is_some()));
 }
 
 /// Every biased record of AOE's 910B1 bank (3 with a float16 bias, 5 with a float32 one) is hit

@@ -480,6 +480,10 @@ fn calibrate_reports_every_record_with_the_reason_for_a_missing_time() {
         let peak = r["peak_us"].as_f64().unwrap();
         assert!(peak > 0.0 && peak <= best, "{r}");
         assert!(peak <= 1.05 * real, "{r}");
+        // The best of TBE's space, the one AOE searched: every stored tiling is a point of it.
+        let tbe_best = r["tbe_best_us"].as_f64().unwrap();
+        assert!(peak <= tbe_best, "{r}");
+        assert!(r.get("stored_outside_tbe_space").is_none(), "{r}");
         // Three sample records split M over 25 blocks on the 24-core file: they run in waves.
         let stored = r["stored_us"].as_f64();
         assert!(
@@ -492,8 +496,15 @@ fn calibrate_reports_every_record_with_the_reason_for_a_missing_time() {
     assert_eq!(s["mapped"], 8);
     assert_eq!(s["stored"]["records"], 8);
     assert_eq!(s["best"]["records"], 8);
-    let share = s["stored_within_10pct_of_best"].as_f64().unwrap();
-    assert!((0.0..=1.0).contains(&share));
+    assert_eq!(s["tbe_best"]["records"], 8);
+    assert_eq!(s["stored_in_tbe_space"], 8);
+    for k in [
+        "stored_within_10pct_of_best",
+        "stored_within_10pct_of_tbe_best",
+    ] {
+        let share = s[k].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&share), "{k} {share}");
+    }
     for k in ["board_peak_share_p50", "best_peak_share_p50"] {
         let p = s[k].as_f64().unwrap();
         assert!(p > 0.0 && p <= 1.05, "{k} {p}");

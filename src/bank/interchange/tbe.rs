@@ -235,6 +235,7 @@ pub fn matmul_descriptor(info: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, S
 }
 
 pub(crate) mod knowledge;
+pub(crate) mod space;
 
 pub use knowledge::{info_dict_of, knowledge_of, tiling_of};
 

@@ -88,9 +88,10 @@ and every ATC option; they must match those used for tuning for the ops to hit."
     Convert(convert::ConvertArgs),
     /// The simulator against the board on an AOE unified_bank file (`--aoe FILE
     /// --soc_version=SOC`): per record the board's time and the simulated time of its stored
-    /// tiling, of the default and of the best of `--samples` sampled tilings; Spearman and ratio
-    /// quantiles of each, the share of stored tilings within 10 % of the simulator's best, and
-    /// the share of the cube's peak the board and the simulator's best reach.
+    /// tiling, of the default, of the best of `--samples` sampled tilings and of the best of as
+    /// many drawn from TBE's own tiling space (the one AOE searched); Spearman and ratio
+    /// quantiles of each, the share of stored tilings within 10 % of each best, and the share of
+    /// the cube's peak the board and the simulator's best reach.
     /// With `--aoe-graph FILE` instead: per graph line of an AOE graph bank, the board's
     /// end-to-end time and the subgraph model's time under the stored strategies, the unfused
     /// default and its own SGAT best, with the same summary.

@@ -1,11 +1,13 @@
 //! `calibrate --aoe`: how far the simulator agrees with the board on which tiling is best. For
 //! every record of an AOE `unified_bank` file: the board's `cost_time`, the simulated time of
 //! the record's own tiling (its `knowledge` mapped as `tbe::tiling_of` maps it), of the
-//! simulator's default tiling, and of the best of N tilings sampled from the simulator's space
-//! (uniformly, seeded, plus the default). The summary gives, for each simulated time, the
-//! Spearman rank correlation with the board's times and the quantiles of simulated / real; and
-//! the share of records whose stored tiling the simulator places within 10 % of its own best
-//! (`stored_us ≤ 1.1 · best_us`), and the median share of the cube's peak (the problem's
+//! simulator's default tiling, of the best of N tilings sampled from the simulator's space
+//! (uniformly, seeded, plus the default), and of the best of N drawn from TBE's own tiling
+//! space (`tbe::space`, the space AOE searched; whether the stored tiling is a point of it is
+//! reported). The summary gives, for each simulated time, the Spearman rank correlation with
+//! the board's times and the quantiles of simulated / real; the share of records whose stored
+//! tiling the simulator places within 10 % of each best (`stored_us ≤ 1.1 · best_us`), and the
+//! median share of the cube's peak (the problem's
 //! useful FLOPs at the simulated cores' peak, `peak_us`) that the board's stored tiling and the
 //! simulator's best reach. [`graph`] does the same for the subgraph model on AOE's graph bank
 //! (`calibrate --aoe-graph`), with the same Spearman and quantiles and a fitted board factor.
@@ -18,6 +20,7 @@ pub(crate) mod view;
 
 use crate::bank::interchange::aoe::AoeBank;
 use crate::bank::interchange::tbe;
+use crate::bank::interchange::tbe::space;
 use crate::key::SocSpec;
 use crate::measure::sim::ops::OpModel;
 use crate::measure::sim::SimRunner;
@@ -36,6 +39,12 @@ pub(crate) struct CalibrationRow {
     pub default_us: Option<f64>,
     /// The best simulated time of the sampled tilings (and the default).
     pub best_us: Option<f64>,
+    /// The best simulated time of as many tilings sampled from TBE's own tiling space, the
+    /// one AOE searched (`tbe::space`; the stored tiling is not among them).
+    pub tbe_best_us: Option<f64>,
+    /// The rule of TBE's space the stored tiling breaks, if any (none of AOE's own do).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored_outside_tbe_space: Option<String>,
     /// The cube's peak time for the problem's useful FLOPs on the simulated cores, µs: the
     /// board's `real_us` and the simulator's `best_us` over it say what share of the peak each
     /// reaches (`peak_us / real_us`).
@@ -76,8 +85,15 @@ pub(crate) struct CalibrationSummary {
     pub default: Agreement,
     /// The sampled best's.
     pub best: Agreement,
+    /// The best of TBE's space's.
+    pub tbe_best: Agreement,
     /// Share of mapped records whose stored tiling is within 10 % of the simulator's best.
     pub stored_within_10pct_of_best: Option<f64>,
+    /// Mapped records whose stored tiling is a point of TBE's space.
+    pub stored_in_tbe_space: usize,
+    /// Share of mapped records whose stored tiling is within 10 % of the simulator's best
+    /// among TBE's tilings (the tilings the board chose from).
+    pub stored_within_10pct_of_tbe_best: Option<f64>,
     /// Median over records of the share of the cube's peak the board reaches with the stored
     /// tiling (`peak_us / real_us`).
     pub board_peak_share_p50: Option<f64>,
@@ -120,6 +136,8 @@ fn row(
         stored_us: None,
         default_us: None,
         best_us: None,
+        tbe_best_us: None,
+        stored_outside_tbe_space: None,
         peak_us: None,
         reason: None,
     };
@@ -130,6 +148,7 @@ fn row(
             return row;
         }
     };
+    let mut tbe_space = None;
     if let Ok((
         OpModel::Cube {
             problem,
@@ -142,6 +161,15 @@ fn row(
     )) = SimRunner::model(&task)
     {
         row.peak_us = Some(useful_flops / sim_soc.cube_peak_flops(problem.in_bytes, cores) * 1e6);
+        let buffers = space::Buffers {
+            l0a: sim_soc.l0a as i64,
+            l0b: sim_soc.l0b as i64,
+            l0c: sim_soc.l0c as i64,
+            l1: sim_soc.l1 as i64,
+        };
+        tbe_space = tbe::gemm_of(&entry.info_dict)
+            .ok()
+            .map(|g| space::TbeSpace::new(&g, i64::from(cores), problem.in_bytes as i64, buffers));
     }
     let mut sim = SimRunner::new();
     let times = (|| -> Result<(), MeasureError> {
@@ -157,6 +185,10 @@ fn row(
             }
         }
         row.best_us = best;
+        if let (Some(space), Ok(g)) = (&tbe_space, tbe::gemm_of(&entry.info_dict)) {
+            row.tbe_best_us = tbe_best(space, &g, &task, samples, &mut state)?;
+            row.stored_outside_tbe_space = space.contains(&entry.knowledge).err();
+        }
         match tbe::entry_tiling(&entry.info_dict, &entry.knowledge) {
             Some(Ok(tiling)) => match sim_us(&task, &tiling)? {
                 Ok(us) => row.stored_us = Some(us),
@@ -173,6 +205,30 @@ fn row(
         row.reason = Some(format!("simulator: {e}"));
     }
     row
+}
+
+/// The best simulated time of `samples` tilings drawn from TBE's space (each drawn in up to 50
+/// tries, mapped as a stored tiling is); `None` when none maps and runs.
+fn tbe_best(
+    space: &space::TbeSpace,
+    g: &tbe::TbeGemm,
+    task: &TuningTask,
+    samples: usize,
+    state: &mut u64,
+) -> Result<Option<f64>, MeasureError> {
+    let mut best: Option<f64> = None;
+    let mut next = || splitmix(state);
+    for _ in 0..samples {
+        let Some(k) = space.sample(&mut next, 50) else {
+            continue;
+        };
+        if let Ok(tiling) = tbe::knowledge::tiling_of(&k, g) {
+            if let Ok(us) = sim_us(task, &tiling)? {
+                best = Some(best.map_or(us, |b| b.min(us)));
+            }
+        }
+    }
+    Ok(best)
 }
 
 /// Spearman's rank correlation (Pearson over average ranks); `None` below 3 pairs or with no
@@ -226,10 +282,12 @@ pub(crate) fn calibrate(
         .map(|e| row(e, soc, samples, seed))
         .collect();
     let mapped: Vec<&CalibrationRow> = records.iter().filter(|r| r.stored_us.is_some()).collect();
-    let within = mapped
-        .iter()
-        .filter(|r| matches!((r.stored_us, r.best_us), (Some(s), Some(b)) if s <= 1.1 * b))
-        .count();
+    let within = |best: fn(&CalibrationRow) -> Option<f64>| {
+        let n = (mapped.iter())
+            .filter(|r| matches!((r.stored_us, best(r)), (Some(s), Some(b)) if s <= 1.1 * b))
+            .count();
+        (!mapped.is_empty()).then(|| n as f64 / mapped.len() as f64)
+    };
     let summary = CalibrationSummary {
         records: records.len(),
         mapped: mapped.len(),
@@ -237,8 +295,12 @@ pub(crate) fn calibrate(
         stored: agreement(&records, |r| r.stored_us),
         default: agreement(&records, |r| r.default_us),
         best: agreement(&records, |r| r.best_us),
-        stored_within_10pct_of_best: (!mapped.is_empty())
-            .then(|| within as f64 / mapped.len() as f64),
+        tbe_best: agreement(&records, |r| r.tbe_best_us),
+        stored_within_10pct_of_best: within(|r| r.best_us),
+        stored_within_10pct_of_tbe_best: within(|r| r.tbe_best_us),
+        stored_in_tbe_space: (mapped.iter())
+            .filter(|r| r.tbe_best_us.is_some() && r.stored_outside_tbe_space.is_none())
+            .count(),
         board_peak_share_p50: peak_share(&mapped, |r| Some(r.real_us)),
         best_peak_share_p50: peak_share(&mapped, |r| r.best_us),
     };
@@ -260,16 +322,20 @@ impl std::fmt::Display for CalibrationReport {
     /// One line per record (times in µs, `-` for none, the reason), then the summary.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let t = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.3}"));
-        writeln!(f, "md5\treal_us\tstored_us\tdefault_us\tbest_us")?;
+        writeln!(
+            f,
+            "md5\treal_us\tstored_us\tdefault_us\tbest_us\ttbe_best_us"
+        )?;
         for r in &self.records {
             write!(
                 f,
-                "{}\t{:.3}\t{}\t{}\t{}",
+                "{}\t{:.3}\t{}\t{}\t{}\t{}",
                 r.md5,
                 r.real_us,
                 t(r.stored_us),
                 t(r.default_us),
-                t(r.best_us)
+                t(r.best_us),
+                t(r.tbe_best_us)
             )?;
             match &r.reason {
                 Some(why) => writeln!(f, "\t{why}")?,
@@ -287,10 +353,11 @@ impl std::fmt::Display for CalibrationReport {
             ("stored", &s.stored),
             ("default", &s.default),
             ("best", &s.best),
+            ("tbe_best", &s.tbe_best),
         ] {
             writeln!(
                 f,
-                "{name:<8} vs board: {} records, Spearman {}, sim/real p10 {} p50 {} p90 {}",
+                "{name:<9} vs board: {} records, Spearman {}, sim/real p10 {} p50 {} p90 {}",
                 a.records,
                 o(a.spearman),
                 o(a.ratio_p10),
@@ -301,8 +368,12 @@ impl std::fmt::Display for CalibrationReport {
         let pct = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{:.1}%", 100.0 * v));
         writeln!(
             f,
-            "stored tiling within 10% of the simulator's best: {}",
-            pct(s.stored_within_10pct_of_best)
+            "stored tiling within 10% of the simulator's best: {} (among TBE's tilings: {}; \
+             {} of {} stored tilings are points of TBE's space)",
+            pct(s.stored_within_10pct_of_best),
+            pct(s.stored_within_10pct_of_tbe_best),
+            s.stored_in_tbe_space,
+            s.mapped
         )?;
         writeln!(
             f,
