@@ -7,7 +7,8 @@ use crate::key::StrategyMap;
 use crate::key::CUBE_TILING_PARAMS;
 use crate::key::{AttrValue, DType, OpDescriptor};
 
-fn list(info: &PyJson, field: &str) -> Result<Vec<i64>, String> {
+/// The integer list `field` of a TBE dict, or why it is not one.
+pub(super) fn list(info: &PyJson, field: &str) -> Result<Vec<i64>, String> {
     match info.get(field) {
         Some(PyJson::List(items)) => items
             .iter()

@@ -21,6 +21,7 @@
 //! N tile of a prime N1 (41, 83) is 1.
 
 use crate::bank::interchange::pyjson::PyJson;
+use crate::bank::interchange::tbe::knowledge::list;
 use crate::bank::interchange::tbe::TbeGemm;
 
 /// The buffer sizes a tiling must fit, bytes (the simulated SoC's).
@@ -63,19 +64,6 @@ fn ceil(a: i64, b: i64) -> i64 {
 
 fn ints(v: &[i64]) -> PyJson {
     PyJson::List(v.iter().map(|&x| PyJson::Int(i128::from(x))).collect())
-}
-
-fn int_list(k: &PyJson, field: &str) -> Result<Vec<i64>, String> {
-    match k.get(field) {
-        Some(PyJson::List(v)) => v
-            .iter()
-            .map(|x| match x {
-                PyJson::Int(i) => i64::try_from(*i).map_err(|_| format!("{field}: too large")),
-                _ => Err(format!("{field}: expected integers")),
-            })
-            .collect(),
-        _ => Err(format!("no list {field}")),
-    }
 }
 
 /// One operand's L1 chunk: `None` for all of the core's data, else `(k_l1 fractals, mult)`.
@@ -219,15 +207,17 @@ impl TbeSpace {
     /// different A and B L0 K tiles, both of which AOE stores, are accepted.
     pub(crate) fn contains(&self, k: &PyJson) -> Result<(), String> {
         let g = &self.g;
-        let bd = int_list(k, "block_dim")?;
+        let bd = list(k, "block_dim")?;
         let (n_dim, m_dim) = match bd.as_slice() {
             [_, n, m, 1, ..] if *n >= 1 && *m >= 1 => (*n, *m),
             _ => return Err(format!("block_dim {bd:?}: expected [batch, N, M, 1, …]")),
         };
         let (n_core, m_core) = (ceil(g.n1, n_dim), ceil(g.m1, m_dim));
-        let al0 = int_list(k, "AL0_matrix")?;
-        let (m_l0, ka) = (al0[0], al0[1]);
-        let bl0 = int_list(k, "BL0_matrix")?;
+        let al0 = list(k, "AL0_matrix")?;
+        let [m_l0, ka, ..] = al0[..] else {
+            return Err(format!("AL0_matrix {al0:?}: expected [m, k, …]"));
+        };
+        let bl0 = list(k, "BL0_matrix")?;
         let (kb, n_l0) = match bl0.as_slice() {
             [] => (g.k1, n_core),
             [kb, n, ..] => (*kb, *n),
@@ -247,7 +237,7 @@ impl TbeSpace {
             ("AL1_shape", ka, m_core / m_l0),
             ("BL1_shape", kb, n_core / n_l0),
         ] {
-            match int_list(k, name)?.as_slice() {
+            match list(k, name)?.as_slice() {
                 [] => {}
                 [k_el, mult, ..] => {
                     let k_l1 = k_el / g.k0;
