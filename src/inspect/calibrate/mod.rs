@@ -167,9 +167,11 @@ fn row(
             l0c: sim_soc.l0c as i64,
             l1: sim_soc.l1 as i64,
         };
-        tbe_space = tbe::gemm_of(&entry.info_dict)
-            .ok()
-            .map(|g| space::TbeSpace::new(&g, i64::from(cores), problem.in_bytes as i64, buffers));
+        tbe_space = tbe::gemm_of(&entry.info_dict).ok().map(|g| {
+            let space =
+                space::TbeSpace::new(&g, i64::from(cores), problem.in_bytes as i64, buffers);
+            (space, g)
+        });
     }
     let mut sim = SimRunner::new();
     let times = (|| -> Result<(), MeasureError> {
@@ -185,8 +187,8 @@ fn row(
             }
         }
         row.best_us = best;
-        if let (Some(space), Ok(g)) = (&tbe_space, tbe::gemm_of(&entry.info_dict)) {
-            row.tbe_best_us = tbe_best(space, &g, &task, samples, &mut state)?;
+        if let Some((space, g)) = &tbe_space {
+            row.tbe_best_us = tbe_best(space, g, &task, samples, &mut state)?;
             row.stored_outside_tbe_space = space.contains(&entry.knowledge).err();
         }
         match tbe::entry_tiling(&entry.info_dict, &entry.knowledge) {
