@@ -15,6 +15,13 @@ FIXTURES = REPO / "fixtures"
 REPLAY = REPO / "search-strategies" / "fixtures" / "replay"
 
 
+def in_ci():
+    """Whether this run is CI's: ``CI`` is ``true`` or ``1``, the Rust tests' one rule
+    (``tests/it/common/ci.rs``; ``ci_rule`` there checks that the two answer alike). Under CI a
+    missing tool fails the test needing it instead of skipping it."""
+    return os.environ.get("CI") in ("true", "1")
+
+
 @pytest.fixture(scope="session")
 def repo():
     return REPO
@@ -26,7 +33,7 @@ def cli():
     path variables; ``home`` as HOME, ``env`` added); returns stdout."""
     path = pathlib.Path(os.environ.get("TUNEBANK_BIN", REPO / "target" / "release" / "tunebank"))
     if not path.exists():
-        if os.environ.get("CI") == "true":
+        if in_ci():
             pytest.fail(f"the tunebank CLI is required under CI=true: {path} does not exist")
         pytest.skip(f"no tunebank CLI at {path} (build it: cargo build --release)")
 
@@ -87,7 +94,7 @@ def copy_bank(src, dst):
 
 
 def unavailable(why):
-    if os.environ.get("CI") == "true":
+    if in_ci():
         pytest.fail(f"a PostgreSQL server is required under CI=true: {why}")
     pytest.skip(f"no PostgreSQL server: {why}")
 

@@ -2,14 +2,13 @@
 strategies, a Python strategy among them, scored side by side. Kernel Tuner missing is a failure
 under CI=true and a skip elsewhere."""
 
-import os
 import pathlib
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPLAY
+from conftest import REPLAY, in_ci
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "examples" / "kernel_tuner_compare.py"
 
@@ -18,7 +17,7 @@ def test_the_kernel_tuner_example_prints_both_tools():
     try:
         import kernel_tuner  # noqa: F401
     except ImportError:
-        if os.environ.get("CI") == "true":
+        if in_ci():
             pytest.fail("kernel_tuner is required under CI=true (pip install kernel_tuner)")
         pytest.skip("kernel_tuner is not installed")
     cache = REPLAY / "schoonhoven2022" / "convolution_P100.json.gz"

@@ -6,12 +6,11 @@ from timestamps and times."""
 
 import ctypes
 import json
-import os
 
 import pytest
 
 import tunebank
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, in_ci
 
 RESNET = FIXTURES / "models" / "resnet50.onnx"
 SOC = "Ascend910B2"
@@ -33,7 +32,7 @@ def capi():
     """The C API's shared library the suite's release build made."""
     path = REPO / "target" / "release" / "libtunebank_capi.so"
     if not path.exists():
-        if os.environ.get("CI") == "true":
+        if in_ci():
             pytest.fail(f"the C API library is required under CI=true: {path} does not exist")
         pytest.skip(f"no C API library at {path} (build it: cargo build --release -p tunebank-capi)")
     lib = ctypes.CDLL(str(path))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tunebank
+from conftest import in_ci
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +20,7 @@ def tf():
     try:
         import tensorflow
     except ImportError as e:
-        if os.environ.get("CI") == "true":
+        if in_ci():
             pytest.fail(f"tensorflow-cpu is required under CI=true (pip install ./python[tf]): {e}")
         pytest.skip(f"no TensorFlow ({e}): pip install ./python[tf]")
     return tensorflow

@@ -13,6 +13,7 @@
 //! nextest shows for these tests (`.config/nextest.toml`).
 #![allow(dead_code)]
 
+pub mod ci;
 pub mod interchange;
 pub mod pg;
 pub mod sgat_fixture;
@@ -51,9 +52,10 @@ pub fn seed() -> u64 {
     seed
 }
 
-/// Whether this run is CI's (`CI=true`, or `1`), where a missing tool fails the test needing it.
+/// Whether this run is CI's ([`ci`]: `CI=true` or `CI=1`), where a missing tool fails the test
+/// needing it.
 pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+    ci::in_ci()
 }
 
 /// The calling test cannot run because `why` (a missing tool, named): under CI ([`in_ci`]) this
