@@ -1,5 +1,10 @@
 //! The committed C header is exactly what cbindgen generates from the crate today.
-//! Regenerate after changing the API: `TUNEBANK_BLESS=1 cargo test -p tunebank-capi --test header`.
+//! Regenerate after changing the API: `TUNEBANK_BLESS=1 cargo test -p tunebank-capi --test header`
+//! (outside CI: under CI, `CI=true` or `CI=1`, a set `TUNEBANK_BLESS` fails the test and writes
+//! nothing, so CI never passes by rewriting what it checks).
+
+#[path = "../../tests/it/common/ci.rs"]
+mod ci;
 
 use std::path::Path;
 
@@ -16,6 +21,10 @@ fn committed_header_is_current() {
     bindings.write(&mut generated);
     let path = crate_dir.join("include/tunebank.h");
     if std::env::var_os("TUNEBANK_BLESS").is_some() {
+        assert!(
+            !ci::in_ci(),
+            "TUNEBANK_BLESS is set under CI: CI checks the committed header, it never rewrites it"
+        );
         std::fs::write(&path, &generated).expect("write header");
     }
     let committed = std::fs::read(&path).unwrap_or_default();

@@ -3,7 +3,8 @@
 //! the encoding, the JSON form or the resolution semantics fails here.
 //!
 //! After a deliberate change (which must bump `KEY_SCHEMA_VERSION` if keys move), regenerate:
-//! `TUNEBANK_BLESS=1 cargo test --test it key_golden`, and review the diff.
+//! `TUNEBANK_BLESS=1 cargo test --test it key_golden`, and review the diff. Under CI (`CI=true`
+//! or `CI=1`) a set `TUNEBANK_BLESS` fails the test and writes nothing.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -274,6 +275,10 @@ fn key_of(kind: &str, descriptor: &Value) -> BankKey {
 fn golden_keys() {
     let generated = generate();
     if std::env::var_os("TUNEBANK_BLESS").is_some() {
+        assert!(
+            !crate::common::in_ci(),
+            "TUNEBANK_BLESS is set under CI: CI checks the golden keys, it never rewrites them"
+        );
         let text = serde_json::to_string_pretty(&generated).unwrap() + "\n";
         std::fs::write(fixture_path(), text).unwrap();
         return;
