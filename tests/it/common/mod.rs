@@ -17,6 +17,7 @@ pub mod ci;
 pub mod interchange;
 pub mod pg;
 pub mod sgat_fixture;
+pub mod stats;
 pub mod timing;
 pub mod training_ops;
 pub mod why_model;
