@@ -271,7 +271,14 @@ fn any_strategy_in_the_schema_is_accepted_and_inconsistent_ones_are_typed_errors
     let read = SgatStrategy::from_strategy(&direct, 5).unwrap();
     assert_eq!(read.trans_data_avoided, vec![(e.from, e.to)]);
     assert_eq!(read.to_strategy(), direct);
-    assert!(simulate_graph(g, &direct, &[]).is_ok());
+    // The producer writes the consumer's format itself: the edge's TransData kernel, one of
+    // the launches under `aoe`, no longer runs; nothing else launches differently.
+    let td = simulate_graph(g, &direct, &[]).unwrap();
+    let transdata = ops.edges.iter().filter(|e| e.transdata).count() as u64;
+    assert!(transdata >= 1 && t.launches > transdata, "{t:?}");
+    assert_eq!(td.launches, t.launches - 1, "{td:?} {t:?}");
+    assert_eq!((td.l2_fits, td.total_us >= td.roofline_us), (t.l2_fits, true));
+    assert!(td.total_us < t.total_us, "{td:?} {t:?}");
     let other = ops.edges.iter().find(|e| e.direct.is_none()).unwrap();
     let mut wrong = aoe.clone();
     wrong.insert("transDataAvoided".into(), json!([[other.from, other.to]]));

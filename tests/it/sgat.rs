@@ -58,16 +58,18 @@ fn check_schema(v: &Value) -> Value {
     ] {
         assert!(s[k].as_f64().unwrap() > 0.0, "{k}");
     }
-    let imp = s["model_performance_improvement"].as_str().unwrap();
-    assert!(imp.ends_with('%') && imp[..imp.len() - 1].parse::<f64>().is_ok());
+    check_improvement(
+        &s["model_performance_improvement"],
+        &s["model_baseline_performance(ms)"],
+        &s["model_result_performance(ms)"],
+    );
     for list in ["add_repo_subgraphs", "update_repo_subgraphs"] {
         for e in s["repo_modified_subgraphs"][list].as_array().unwrap() {
-            assert!(e["performance_before_tune(ms)"].is_number());
-            assert!(e["performance_after_tune(ms)"].is_number());
-            assert!(e["performance_improvement"]
-                .as_str()
-                .unwrap()
-                .ends_with('%'));
+            check_improvement(
+                &e["performance_improvement"],
+                &e["performance_before_tune(ms)"],
+                &e["performance_after_tune(ms)"],
+            );
             assert_eq!(e["repo_key"].as_str().unwrap().len(), 64);
         }
     }
@@ -83,6 +85,26 @@ fn check_schema(v: &Value) -> Value {
     );
     assert_eq!(s["sgat_tuning_result"], "tuning successful");
     s
+}
+
+/// An improvement string (`"17.71%"`) is AOE's `before / after - 1` in per cent, two decimals,
+/// of the times beside it, recomputed here: within the string's rounding plus what rounding
+/// the times to the file's 6 decimals (ms) can move it by.
+fn check_improvement(imp: &Value, before: &Value, after: &Value) {
+    let (b, a) = (before.as_f64().unwrap(), after.as_f64().unwrap());
+    assert!(b > 0.0 && a > 0.0, "{before} {after}");
+    let text = imp.as_str().unwrap();
+    let pct: f64 = text
+        .strip_suffix('%')
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text:?} is not a percentage"));
+    assert_eq!(text, format!("{pct:.2}%"), "two decimals");
+    let want = (b / a - 1.0) * 100.0;
+    let slack = 0.005 + 100.0 * (b / a) * (0.5e-6 / b + 0.5e-6 / a) + 1e-9;
+    assert!(
+        (pct - want).abs() <= slack,
+        "{text} for {b} ms -> {a} ms: want {want:.4}%"
+    );
 }
 
 fn run_ok(c: &mut Command) -> Output {
