@@ -549,8 +549,21 @@ fn tune_ops_file_selects_ops() {
         &[],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let s = summary(parts(json.as_ref().unwrap()).1);
-    assert_eq!(s.total, 1, "{s:?}");
+    let opat = parts(json.as_ref().unwrap()).1;
+    let s = summary(opat);
+    assert_eq!((s.total, s.add), (1, 1), "{s:?}");
+    // The one op tuned is ResNet-50's classifier, its only Gemm.
+    let modified = opat["repo_modified_operators"].as_array().unwrap();
+    let named: Vec<(&str, &str)> = modified
+        .iter()
+        .map(|m| {
+            (
+                m["op_name"].as_str().unwrap(),
+                m["op_type"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(named, [("/fc/Gemm", "Gemm")], "{modified:?}");
 }
 
 /// `convert` on a bad model is bad input too (exit 2), and on a sound one it never writes.
