@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+mod scan;
+
 /// One constructed error: `Type::Variant` as written, the error, the kind it must have.
 type Case = (
     &'static str,
@@ -328,60 +330,52 @@ const NOT_PUBLIC: [(&str, &str); 1] = [(
     "in the private module model::infer; it becomes a skipped op's reason text",
 )];
 
-/// Every error type (`thiserror::Error` derive, public or crate-visible) under `src/` outside the
-/// binaries, and for an enum every variant, read from the source: (type, variants; empty for a
-/// struct).
-fn library_error_types() -> Vec<(String, Vec<String>)> {
-    let mut files = vec![PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src"))];
-    let mut out = Vec::new();
-    while let Some(p) = files.pop() {
-        if p.is_dir() {
-            if !p.ends_with("bin") {
-                files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
-            }
-            continue;
-        }
-        if p.extension().is_none_or(|e| e != "rs") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&p).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        for (i, l) in lines.iter().enumerate() {
-            if !(l.starts_with("#[derive(") && l.contains("thiserror::Error")) {
-                continue;
-            }
-            // The declaration, public or crate-visible (an error a public one wraps).
-            let decl = lines[i + 1..]
-                .iter()
-                .find(|l| l.starts_with("pub ") || l.starts_with("pub(crate) "))
-                .unwrap();
-            let item = decl
-                .trim_start_matches("pub(crate) ")
-                .trim_start_matches("pub ");
-            let mut words = item.split(|c: char| !c.is_alphanumeric() && c != '_');
-            let form = words.next().unwrap();
-            let name: String = words.next().unwrap().to_owned();
-            let mut variants = Vec::new();
-            if form == "enum" {
-                let start = i + 1 + lines[i + 1..].iter().position(|l| l == decl).unwrap();
-                for v in lines[start + 1..].iter().take_while(|l| **l != "}") {
-                    let Some(rest) = v.strip_prefix("    ") else {
-                        continue;
-                    };
-                    if rest.starts_with(|c: char| c.is_ascii_uppercase()) {
-                        let id: String = rest
-                            .chars()
-                            .take_while(|c| c.is_alphanumeric() || *c == '_')
-                            .collect();
-                        variants.push(id);
-                    }
-                }
-                assert!(!variants.is_empty(), "{name}: no variants read");
-            }
-            out.push((name, variants));
-        }
-    }
-    out
+/// Every error type of the library, counted by hand (a pinned list, not read by [`scan`]): the
+/// scanner must find exactly these, so a derive form it cannot read fails the test, and so
+/// does a new error type until it is added here (and given its cases above).
+const ERROR_TYPES: [&str; 36] = [
+    "AoeGraphError",
+    "ApplyError",
+    "BankError",
+    "CommandLineError",
+    "GdatError",
+    "GraphModelError",
+    "InferError",
+    "InspectError",
+    "InterchangeError",
+    "InvalidTiling",
+    "JobError",
+    "KeyError",
+    "MaintenanceError",
+    "MeasureError",
+    "ModelError",
+    "NodeError",
+    "NotMapped",
+    "OptionError",
+    "OutputMismatch",
+    "ParseKeyError",
+    "PartitionError",
+    "PathError",
+    "PgError",
+    "PlatformError",
+    "ProtocolError",
+    "QueueError",
+    "RecordError",
+    "ResolveError",
+    "SgatBestError",
+    "SgatError",
+    "SocModelError",
+    "SpaceBuildError",
+    "StoreError",
+    "TooLarge",
+    "TuneError",
+    "UnknownSoc",
+];
+
+/// Every error type (a derive of thiserror's `Error`, in any form: [`scan`]) under `src/`
+/// outside the binaries, and for an enum every variant: (type, variants; empty for a struct).
+fn library_error_types() -> Vec<scan::ErrorType> {
+    scan::error_types_under(&PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src")))
 }
 
 /// Each variant of each library error type is classified explicitly: `library_kind` knows the
@@ -400,7 +394,9 @@ fn every_library_error_variant_has_its_kind() {
     let covered: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.0).collect();
     let mut missing = Vec::new();
     let types = library_error_types();
-    assert!(types.len() >= 25, "{} error types read", types.len());
+    let mut read: Vec<&str> = types.iter().map(|(t, _)| t.as_str()).collect();
+    read.sort_unstable();
+    assert_eq!(read, ERROR_TYPES, "the error types read from the source");
     for (ty, variants) in &types {
         if NOT_PUBLIC.iter().any(|(t, _)| t == ty) {
             continue;
@@ -424,4 +420,60 @@ fn every_library_error_variant_has_its_kind() {
             .any(|(t, vs)| t == ty && (v.is_empty() || vs.iter().any(|x| x == v)));
         assert!(found, "{name} is not in the source");
     }
+}
+
+/// The scanner reads every form a derive of thiserror's `Error` takes, and nothing quoted.
+#[test]
+fn the_scanner_reads_every_derive_form() {
+    let src = r##"
+use thiserror::Error;
+use thiserror::{Error as ThisError};
+/// `#[derive(thiserror::Error)] pub enum InDoc { A }` is a doc, not code.
+#[derive(Debug, thiserror::Error)]
+pub enum OneLine { A, #[error("b")] B(#[from] std::io::Error), C { x: Vec<(u8, u8)> } }
+#[derive(
+    Clone,
+    Debug,
+    thiserror::Error,
+)]
+pub(crate) enum MultiLine {
+    /// A doc with a comma, and a brace {.
+    #[error("a, {0}")]
+    A(String),
+    B = 2,
+}
+mod inner {
+    #[derive(Debug, Error)]
+    #[error("indented")]
+    pub(in crate::x) struct Indented;
+}
+#[derive(Debug, super::Error)] struct NotThiserrors;
+#[cfg_attr(test, derive(Debug, ThisError))]
+enum Renamed { Only }
+const QUOTED: &str = "#[derive(thiserror::Error)] struct InString;";
+const RAW: &str = r#"#[derive(Error)] struct InRawString; "#;
+fn f<'a>(c: char) -> bool { c == '"' || c == '\'' }
+/* #[derive(Error)] struct InBlockComment; /* nested */ */
+#[derive(Error, Debug)]
+#[error("x")]
+pub struct Last(pub u8);
+"##;
+    let types = scan::error_types(src).unwrap();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        types,
+        [
+            ("OneLine".to_owned(), s(&["A", "B", "C"])),
+            ("MultiLine".to_owned(), s(&["A", "B"])),
+            ("Indented".to_owned(), vec![]),
+            ("Renamed".to_owned(), s(&["Only"])),
+            ("Last".to_owned(), vec![]),
+        ]
+    );
+    // Without the `use`, a bare `Error` is some other derive.
+    let other = src.replace("use thiserror::Error;", "use std::error::Error;");
+    let names: Vec<String> = (scan::error_types(&other).unwrap().into_iter())
+        .map(|t| t.0)
+        .collect();
+    assert_eq!(names, ["OneLine", "MultiLine", "Renamed"]);
 }
