@@ -326,9 +326,33 @@ fn hold_while_others_run(
     );
 }
 
+/// Records every claim of a task on the database's own clock: a trigger on the tasks table
+/// writes, for each update that raises a task's attempts, the claim transaction's `now()` (the
+/// time the claim compared the old lease with) and the lease it replaced.
+fn log_claims(client: &mut queue::Client) {
+    client
+        .batch_execute(
+            "CREATE TABLE test_claims (task bigint, worker text, attempt integer,
+                 claimed_at timestamptz, replaced_lease timestamptz);
+             CREATE FUNCTION test_log_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.attempts > OLD.attempts THEN
+                     INSERT INTO test_claims
+                     VALUES (NEW.id, NEW.worker, NEW.attempts, now(), OLD.lease_until);
+                 END IF;
+                 RETURN NEW;
+             END $$;
+             CREATE TRIGGER test_log_claim AFTER UPDATE ON tunebank_queue_tasks
+                 FOR EACH ROW EXECUTE FUNCTION test_log_claim();",
+        )
+        .unwrap();
+}
+
 /// SIGKILLs `doomed` (w0, holding task `held`) and waits for a live worker to claim the task
-/// again: no sooner than the lease w0 last renewed runs out, and within `bound`. Returns the
-/// task as the new claim left it.
+/// again. On the database's clock ([`log_claims`]): the claim replaced the lease w0 last
+/// renewed, came no sooner than that lease ran out, and within a poll interval and slack
+/// after it; on the test's, within `bound` of the kill. Returns the task as the new claim
+/// left it.
 fn kill_and_time_reclaim(
     client: &mut queue::Client,
     jobs: &[i64],
@@ -341,15 +365,15 @@ fn kill_and_time_reclaim(
     let killed = Instant::now();
     let row = client
         .query_one(
-            "SELECT state, worker, attempts,
-                    extract(epoch FROM lease_until - clock_timestamp())::float8
+            "SELECT state, worker, attempts, extract(epoch FROM lease_until)::float8,
+                    extract(epoch FROM clock_timestamp())::float8
              FROM tunebank_queue_tasks WHERE id = $1",
             &[&held],
         )
         .unwrap();
     let (state, worker, attempts): (String, Option<String>, i32) =
         (row.get(0), row.get(1), row.get(2));
-    let lease_left = Duration::from_secs_f64(row.get::<_, f64>(3).max(0.0));
+    let (lease_until, killed_at): (f64, f64) = (row.get(3), row.get(4));
     assert_eq!(
         (state.as_str(), worker.as_deref(), attempts),
         ("running", Some("w0"), 1),
@@ -363,15 +387,39 @@ fn kill_and_time_reclaim(
         (t.attempts > 1).then_some(t)
     });
     let reclaimed_after = killed.elapsed();
+    let claim = client
+        .query_one(
+            "SELECT worker, extract(epoch FROM claimed_at)::float8,
+                    extract(epoch FROM replaced_lease)::float8
+             FROM test_claims WHERE task = $1 AND attempt = 2",
+            &[&held],
+        )
+        .unwrap();
+    let (claimer, claimed_at, replaced): (String, f64, f64) =
+        (claim.get(0), claim.get(1), claim.get(2));
     eprintln!(
-        "task {held} claimed again by {:?} {reclaimed_after:?} after the kill (lease left \
-         then: {lease_left:?}; bound {bound:?})",
-        reclaimer.worker
+        "task {held} claimed again by {claimer} {reclaimed_after:?} after the kill; on the \
+         server's clock {:.3} s after the kill, {:.3} s after w0's lease ran out",
+        claimed_at - killed_at,
+        claimed_at - lease_until
     );
-    // The claim needs `lease_until < now()`, read after `killed`; 10 ms for the two clocks.
+    assert_eq!(Some(claimer.as_str()), reclaimer.worker.as_deref());
+    assert_eq!(replaced, lease_until, "the claim replaced w0's last lease");
     assert!(
-        reclaimed_after + Duration::from_millis(10) >= lease_left,
-        "claimed {reclaimed_after:?} after the kill, before w0's lease ran out ({lease_left:?})"
+        lease_until > killed_at,
+        "w0's lease ran out before the kill ({lease_until} <= {killed_at}): not renewed"
+    );
+    assert!(
+        claimed_at > lease_until,
+        "claimed at {claimed_at}, before w0's lease ran out at {lease_until} (server's clock)"
+    );
+    let late = POLL + reclaim_slack();
+    assert!(
+        claimed_at - lease_until <= late.as_secs_f64(),
+        "claimed {:.3} s after w0's lease ran out (server's clock); bound: poll {POLL:?} + \
+         slack {:?}",
+        claimed_at - lease_until,
+        reclaim_slack()
     );
     assert!(
         reclaimed_after <= bound,
@@ -387,8 +435,8 @@ fn kill_and_time_reclaim(
 /// task for four lease periods while w1–w3 run beside it and do every other task: its
 /// heartbeat keeps the lease, so none of them takes the task (attempts stay 1). Then w0 is
 /// SIGKILLed: the task is claimed again by a live worker no sooner than the lease w0 last
-/// renewed runs out and within a lease plus a poll interval (plus scheduling slack), and done
-/// once. Every other task is done exactly once, each job's result file equals a single-process
+/// renewed runs out and within a poll interval (plus scheduling slack) after it, both on the
+/// database server's clock, and done once. Every other task is done exactly once, each job's result file equals a single-process
 /// tune of the same job (per op: times before and after, update mode), the shared bank holds
 /// exactly the records of the single-process banks (strategies, times, seeds), and a second
 /// job is all hits.
@@ -428,6 +476,7 @@ fn four_workers_one_killed_match_a_single_process_tune() {
         .map(|m| submit(dir, &url, m, bank_s).0)
         .collect();
     let mut client = queue::connect(&url).unwrap();
+    log_claims(&mut client);
     // w1–w3 must outlive the hold and the reclaim without a task, to be there to reclaim.
     let reclaim_bound = lease() + POLL + reclaim_slack();
     let idle_exit = held_for() + reclaim_bound + reclaim_slack();
