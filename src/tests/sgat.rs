@@ -277,7 +277,10 @@ fn any_strategy_in_the_schema_is_accepted_and_inconsistent_ones_are_typed_errors
     let transdata = ops.edges.iter().filter(|e| e.transdata).count() as u64;
     assert!(transdata >= 1 && t.launches > transdata, "{t:?}");
     assert_eq!(td.launches, t.launches - 1, "{td:?} {t:?}");
-    assert_eq!((td.l2_fits, td.total_us >= td.roofline_us), (t.l2_fits, true));
+    assert_eq!(
+        (td.l2_fits, td.total_us >= td.roofline_us),
+        (t.l2_fits, true)
+    );
     assert!(td.total_us < t.total_us, "{td:?} {t:?}");
     let other = ops.edges.iter().find(|e| e.direct.is_none()).unwrap();
     let mut wrong = aoe.clone();
