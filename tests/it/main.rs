@@ -15,6 +15,7 @@ mod ci_rule;
 mod cli_bank;
 mod cli_exit_codes;
 mod frameworks;
+mod full_disk;
 mod gdat;
 mod inspect_interchange;
 mod inspect_model;

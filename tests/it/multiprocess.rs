@@ -1,7 +1,8 @@
 //! Several processes sharing one redb bank, and writers killed mid-write.
 //!
 //! Child processes are this test binary re-executed with a role in `TUNEBANK_TEST_ROLE`, running
-//! only the `child_entry` test; without the variable, `child_entry` does nothing.
+//! only the `#[ignore]`d test `child_entry` (`--ignored --exact`); run by hand without a role, it
+//! fails.
 
 use crate::common;
 
@@ -14,15 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::child::{self, tagged, Reporter, BANK, ID, ROLE};
 use common::{entries, key, op_record, Owned};
 use rand::{Rng, SeedableRng};
 use tunebank::bank::decode;
 use tunebank::bank::store::{RedbStore, Store, StoreError, StructureCheck};
 use tunebank::bank::verify_store;
-
-const ROLE: &str = "TUNEBANK_TEST_ROLE";
-const BANK: &str = "TUNEBANK_TEST_BANK";
-const ID: &str = "TUNEBANK_TEST_ID";
 
 /// Concurrent writers, records per batch of one, and batches per writer (500 records each).
 const WRITERS: u64 = 4;
@@ -65,12 +63,11 @@ fn kill_batch(run: u64, batch: u64) -> Vec<Owned> {
         .collect()
 }
 
-/// The child side. A no-op unless started by [`spawn`].
+/// The child side, started by [`spawn`] or [`Reporter::spawn`] with its role.
 #[test]
+#[ignore = "a child process of the tests in this module, started with its role"]
 fn child_entry() {
-    let Ok(role) = std::env::var(ROLE) else {
-        return;
-    };
+    let role = child::role();
     let bank = std::env::var(BANK).unwrap();
     let id: u64 = std::env::var(ID).unwrap().parse().unwrap();
     let mut out = std::io::stdout().lock();
@@ -108,6 +105,7 @@ fn child_entry() {
         "opener" => {
             store.put_batch(&entries(&kill_batch(id, 0))).unwrap();
         }
+        "midcommit" => midcommit_writer(&store, id),
         "killable" => {
             for b in 0.. {
                 store.put_batch(&entries(&kill_batch(id, b))).unwrap();
@@ -147,7 +145,7 @@ fn wait_for_file(path: &Path, what: &str) {
 fn spawn(role: &str, bank: &Path, id: u64) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .arg(common::exact_test_name(module_path!(), "child_entry"))
-        .args(["--exact", "--nocapture", "--test-threads=1"])
+        .args(["--ignored", "--exact", "--nocapture", "--test-threads=1"])
         .env(ROLE, role)
         .env(BANK, bank)
         .env(ID, id.to_string())
@@ -180,11 +178,6 @@ fn ack_lines(output: &str) -> Vec<(u64, Option<u128>)> {
             (batch, fields.next().map(|t| t.parse().unwrap()))
         })
         .collect()
-}
-
-/// Batch numbers acknowledged by a child.
-fn acks(output: &str) -> BTreeSet<u64> {
-    ack_lines(output).into_iter().map(|(b, _)| b).collect()
 }
 
 fn present(store: &dyn Store, batch: &[Owned]) -> usize {
@@ -324,12 +317,99 @@ fn four_writers_and_a_reader() {
     assert_eq!(report.records, 2000);
 }
 
-/// A writer killed with SIGKILL at random moments, again and again on the same bank, never loses
-/// an acknowledged batch and never leaves a partial one or a bank that fails to verify. The
-/// moments come from a fixed seed (printed; `TUNEBANK_TEST_SEED` replays another).
+/// The records of batch `b` of a mid-commit writer's run `run`: new records (as many as a
+/// killed writer's batch of that number, so large batches make long commits), then the run's
+/// sentinel record rewritten with the batch number as its seed. The sentinel is last and already
+/// in the bank, so [`Store::put_batch_if`] asks the replace rule about it inside the write
+/// transaction once every other record is written, just before the commit: the writer's marker.
+fn midcommit_batch(run: u64, b: u64) -> Vec<Owned> {
+    let len = kill_batch_len(b);
+    let mut batch: Vec<Owned> = (0..len)
+        .map(|i| {
+            Owned::new(
+                key(&format!("m{run}/{b}/{i}")),
+                &op_record("Ascend310P3", "Conv2D", i, run * 1_000_000 + b, len),
+            )
+        })
+        .collect();
+    batch.push(sentinel(run, b));
+    batch
+}
+
+/// Run `run`'s sentinel as batch `b` writes it.
+fn sentinel(run: u64, b: u64) -> Owned {
+    Owned::new(
+        key(&format!("m{run}/sentinel")),
+        &op_record("Ascend310P3", "Conv2D", 0, run * 1_000_000 + b, 1),
+    )
+}
+
+/// The batch number the sentinel of `run` holds now.
+fn sentinel_batch(store: &dyn Store, run: u64) -> u64 {
+    let k = sentinel(run, 0).key;
+    let mut seed = None;
+    store
+        .get_with(&k, &mut |v| {
+            seed = Some(decode(&k, v).unwrap().provenance.seed)
+        })
+        .unwrap();
+    seed.expect("the sentinel is written before any batch") % 1_000_000
+}
+
+/// The mid-commit writer: writes its sentinel, then batch after batch from 1 on, each with
+/// `IN b` printed from inside the write transaction (the replace rule's call on the sentinel,
+/// after every other record of the batch is in) and `ACK b` once the commit has returned.
+fn midcommit_writer(store: &RedbStore, run: u64) {
+    store.put_batch(&entries(&[sentinel(run, 0)])).unwrap();
+    for b in 1.. {
+        let batch = midcommit_batch(run, b);
+        let marker = batch.last().unwrap().key;
+        let inside = |k: &tunebank::key::BankKey, _: &[u8]| {
+            if *k == marker {
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "IN {b}").unwrap();
+                out.flush().unwrap();
+            }
+            true
+        };
+        let written = store.put_batch_if(&entries(&batch), &inside).unwrap();
+        assert_eq!(written, batch.len());
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "ACK {b}").unwrap();
+        out.flush().unwrap();
+    }
+}
+
+/// The time from `IN b` to `ACK b` of every batch in `log`: how long the commits took, as the
+/// parent sees them.
+fn commit_times(log: &[(Instant, String)]) -> Vec<Duration> {
+    let mut began = HashMap::new();
+    let mut times = Vec::new();
+    for (at, line) in log {
+        if let Some(b) = tagged(line, "IN ") {
+            began.insert(b, *at);
+        } else if let Some(t) = tagged(line, "ACK ").and_then(|b| began.get(&b)) {
+            times.push(at.duration_since(*t));
+        }
+    }
+    times
+}
+
+/// A writer SIGKILLed inside its commit, again and again on the same bank, never loses an
+/// acknowledged batch and never leaves a partial one or a bank that fails to verify.
+///
+/// Each kill is aimed at a large batch: it lands a random fraction (below 0.9) of the shortest
+/// commit seen so far after the writer's `IN` marker, printed from inside the write transaction
+/// once the batch's records are in. A kill counts as inside the commit when the writer had
+/// printed `IN b` and not `ACK b` (the pipe keeps every line written before the kill): it struck
+/// between the last record's insertion and the commit's return. Kills that missed (the commit
+/// returned first) are made again until `TUNEBANK_SOAK_KILLS` (default 50) landed inside;
+/// `scripts/soak.sh` runs more. After each: every acknowledged batch whole, the struck batch
+/// whole or absent, and the run's sentinel (rewritten by each batch) naming that batch exactly
+/// when it is whole, the previous one when it is absent; `verify` clean.
 #[test]
-fn killed_writers_lose_nothing_acknowledged() {
-    const RUNS: u64 = 24;
+fn writers_killed_inside_their_commit_lose_nothing_acknowledged() {
+    let kills = child::soak_kills(50);
     let mut rng = rand::rngs::StdRng::seed_from_u64(common::seed());
     let dir = tempfile::tempdir().unwrap();
     let bank = dir.path().join("bank.redb");
@@ -337,86 +417,102 @@ fn killed_writers_lose_nothing_acknowledged() {
 
     let start = Instant::now();
     let mut acknowledged: Vec<(u64, u64)> = Vec::new();
-    let mut total_acks = 0;
-    // For the second half of the runs this process keeps its own read-write handle open beside
-    // the children and writes between kills, so a killed peer must not disturb a live one.
+    let mut commits: Vec<Duration> = Vec::new();
+    let (mut inside, mut missed, mut whole) = (0, 0, 0);
+    // From half way on this process keeps its own read-write handle open beside the writers and
+    // writes between kills, so a killed peer must not disturb a live one.
     let mut shared: Option<RedbStore> = None;
     let mut shared_batches = Vec::new();
-    for run in 0..RUNS {
-        if run == RUNS / 2 {
+    let mut run = 0;
+    while inside < kills {
+        assert!(
+            run < 2 * kills + 10,
+            "only {inside} of {run} kills landed inside a commit"
+        );
+        if inside >= kills / 2 && shared.is_none() {
             shared = Some(RedbStore::open(&bank).unwrap());
         }
-        let mut child = spawn("killable", &bank, run);
-        let mut stdout = child.stdout.take().unwrap();
-        let collector = std::thread::spawn(move || {
-            let mut s = String::new();
-            stdout.read_to_string(&mut s).unwrap();
-            s
+        let mut writer = Reporter::spawn(module_path!(), "midcommit", bank.to_str().unwrap(), run);
+        // A large batch after batches of every size: 5 or 8.
+        let target = 5 + 3 * rng.gen_range(0..2u64);
+        let at = writer.wait_for("reach its target batch", 0, |l| {
+            tagged(l, "IN ") == Some(target)
         });
-        // From before the child opens the bank to well into its writes (a slower machine gets
-        // proportionally later kill points, so that some writer still acknowledges a batch).
-        std::thread::sleep(common::timing::scale(Duration::from_millis(
-            rng.gen_range(0..120),
-        )));
-        child.kill().unwrap();
-        let status = child.wait().unwrap();
-        let output = collector.join().unwrap();
-        assert!(!status.success(), "killable writer exited on its own");
-        let run_acks = acks(&output);
-        if std::env::var_os("TUNEBANK_TEST_VERBOSE").is_some() {
-            eprintln!("run {run}: {} acks", run_acks.len());
+        commits.extend(commit_times(&writer.log[..at]));
+        let shortest = *commits.iter().min().expect("earlier batches committed");
+        let aim = shortest.mul_f64(rng.gen_range(0.0..0.9));
+        let since = writer.log[at].0.elapsed();
+        if aim > since {
+            std::thread::sleep(aim - since);
         }
-        total_acks += run_acks.len();
+        let log = writer.kill();
+        let lines = || log.iter().map(|(_, l)| l.as_str());
+        let acked: BTreeSet<u64> = lines().filter_map(|l| tagged(l, "ACK ")).collect();
+        let began = lines().filter_map(|l| tagged(l, "IN ")).max().unwrap();
+        let struck = acked.last().map_or(1, |b| b + 1);
+        assert!(began >= target && struck >= target && struck <= began + 1);
+        let landed_inside = !acked.contains(&target);
 
         if let Some(shared) = &shared {
-            let batch = kill_batch(RUNS + run, 0);
+            let batch = kill_batch(1_000 + run, 0);
             shared.put_batch(&entries(&batch)).unwrap();
             shared_batches.push(batch);
-            for &b in &run_acks {
-                let batch = kill_batch(run, b);
-                assert_eq!(present(shared, &batch), batch.len());
-            }
         }
-
         let store = RedbStore::open(&bank).unwrap();
-        for &b in &run_acks {
-            let batch = kill_batch(run, b);
+        acknowledged.extend(acked.iter().map(|&b| (run, b)));
+        for &(r, b) in &acknowledged {
+            let batch = midcommit_batch(r, b);
             assert_eq!(
-                present(&store, &batch),
-                batch.len(),
-                "run {run}: acknowledged batch {b} lost"
+                present(&store, &batch[..batch.len() - 1]),
+                batch.len() - 1,
+                "run {run}: acknowledged batch {b} of run {r} lost"
             );
         }
-        // The batch in flight at the kill is whole or absent.
-        let next = run_acks.last().map_or(0, |b| b + 1);
-        let in_flight = present(&store, &kill_batch(run, next));
-        assert!(
-            in_flight == 0 || in_flight as u64 == kill_batch_len(next),
-            "run {run}: batch {next} is partial ({in_flight} records)"
-        );
-        for (r, b) in &acknowledged {
-            let batch = kill_batch(*r, *b);
-            assert_eq!(present(&store, &batch), batch.len());
-        }
         for batch in &shared_batches {
-            assert_eq!(present(&store, batch), batch.len());
+            assert_eq!(
+                present(&store, batch),
+                batch.len(),
+                "run {run}: a live handle's batch lost"
+            );
         }
-        acknowledged.extend(run_acks.iter().map(|&b| (run, b)));
-        let verify_start = Instant::now();
+        let batch = midcommit_batch(run, struck);
+        let n = present(&store, &batch[..batch.len() - 1]);
+        let holds = sentinel_batch(&store, run);
+        if n == 0 {
+            assert_eq!(
+                holds,
+                struck - 1,
+                "run {run}: batch {struck} absent, its sentinel not"
+            );
+        } else {
+            assert_eq!(
+                n,
+                batch.len() - 1,
+                "run {run}: batch {struck} is partial ({n} records)"
+            );
+            assert_eq!(
+                holds, struck,
+                "run {run}: batch {struck} whole, its sentinel not"
+            );
+        }
         let report = verify_store(&store);
-        if std::env::var_os("TUNEBANK_TEST_VERBOSE").is_some() {
-            eprintln!("run {run}: verify {:?}", verify_start.elapsed());
-        }
         assert!(report.is_clean(), "run {run}: {report:?}");
         assert_eq!(report.structure, Some(StructureCheck::Clean), "run {run}");
+        if landed_inside {
+            inside += 1;
+            whole += u64::from(n > 0);
+        } else {
+            missed += 1;
+        }
+        run += 1;
     }
     eprintln!(
-        "{RUNS} kills, {total_acks} acknowledged batches, {:?}",
+        "{inside} kills inside a commit ({whole} left their batch whole, {} absent), {missed} \
+         missed and made again; shortest commit {:?}; {} acknowledged batches; {:?}",
+        inside - whole,
+        commits.iter().min().unwrap(),
+        acknowledged.len(),
         start.elapsed()
-    );
-    assert!(
-        total_acks > 0,
-        "no writer got far enough to acknowledge a batch"
     );
 }
 

@@ -4,7 +4,7 @@
 //! by itself after the crash.
 //!
 //! Writers are this test binary re-executed with a role in `TUNEBANK_TEST_ROLE`, running only
-//! the `child_entry` test; without the variable, `child_entry` does nothing. A writer reports
+//! the `#[ignore]`d test `child_entry` (`--ignored --exact`). A writer reports
 //! each attempt at a batch (`BEGIN b` just before `put_batch`, then `ACK b` or `FAIL b …`) and
 //! each new connection its handle made (`RECONNECT b …`, from [`PgStore::connections`]), so the
 //! parent knows which batch was in flight when it struck and that the reconnect path ran.
@@ -23,9 +23,7 @@ use common::{entries, key, op_record, timing, Owned};
 use tunebank::bank::decode;
 use tunebank::bank::store::{PgStore, Store};
 
-const ROLE: &str = "TUNEBANK_TEST_ROLE";
-const BANK: &str = "TUNEBANK_TEST_BANK";
-const ID: &str = "TUNEBANK_TEST_ID";
+use common::child::{BANK, ID, ROLE};
 
 /// Records per batch, by batch number modulo 3: many small commits, and large ones (tens of
 /// milliseconds each) for a kill or a crash to land in.
@@ -53,10 +51,9 @@ fn batch(run: u64, b: u64) -> Vec<Owned> {
 /// same batch is tried again after a pause. The handle reconnects by itself; the writer never
 /// reopens it.
 #[test]
+#[ignore = "a child process of the tests in this module, started with its role"]
 fn child_entry() {
-    let Ok(role) = std::env::var(ROLE) else {
-        return;
-    };
+    let role = common::child::role();
     assert_eq!(role, "pg-writer");
     let bank = std::env::var(BANK).unwrap();
     let run: u64 = std::env::var(ID).unwrap().parse().unwrap();
@@ -159,7 +156,7 @@ impl Writer {
     fn spawn(bank: &str, run: u64) -> Writer {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .arg(common::exact_test_name(module_path!(), "child_entry"))
-            .args(["--exact", "--nocapture", "--test-threads=1"])
+            .args(["--ignored", "--exact", "--nocapture", "--test-threads=1"])
             .env(ROLE, "pg-writer")
             .env(BANK, bank)
             .env(ID, run.to_string())
@@ -272,6 +269,16 @@ impl Writer {
         best.expect("a large batch was acknowledged")
     }
 
+    /// SIGSTOP: the writer runs nothing more (sends nothing to the server) until resumed.
+    fn pause(&self) {
+        common::child::signal(self.child.id(), libc::SIGSTOP);
+    }
+
+    /// SIGCONT after [`Self::pause`].
+    fn resume(&self) {
+        common::child::signal(self.child.id(), libc::SIGCONT);
+    }
+
     /// SIGKILL; returns everything the writer said before the kill.
     fn kill(mut self) -> Killed {
         self.child.kill().unwrap();
@@ -286,6 +293,125 @@ impl Writer {
             acked: self.acked,
         }
     }
+}
+
+/// What the server showed of a writer's session at the moment of its kill.
+#[derive(Debug)]
+struct OpenTransaction {
+    /// `pg_stat_activity.state`: `active` (a statement running) or `idle in transaction`.
+    state: String,
+    /// The statement the session runs or ran last, shortened.
+    query: String,
+    /// Whether the transaction has an xid: it has written a row.
+    has_written: bool,
+}
+
+/// The session of `application` inside a write transaction, as the server's `pg_stat_activity`
+/// shows it: a transaction open (`xact_start` set) whose statement is the batch's `INSERT`
+/// (running, or run and not yet committed) or its `COMMIT` (running).
+fn open_write_transaction(
+    watcher: &mut postgres::Client,
+    application: &str,
+) -> Option<OpenTransaction> {
+    watcher
+        .query_opt(
+            "SELECT state, left(query, 40), backend_xid IS NOT NULL FROM pg_stat_activity
+             WHERE application_name = $1 AND xact_start IS NOT NULL
+               AND ((state = 'active' AND (query LIKE 'INSERT%' OR query = 'COMMIT'))
+                    OR (state = 'idle in transaction' AND query LIKE 'INSERT%'))",
+            &[&application],
+        )
+        .unwrap()
+        .map(|r| OpenTransaction {
+            state: r.get(0),
+            query: r.get(1),
+            has_written: r.get(2),
+        })
+}
+
+/// Waits until the server has no session of `application` left (a killed client's backend
+/// ends its transaction, and itself, once it reads the closed socket).
+fn wait_sessions_gone(watcher: &mut postgres::Client, application: &str) {
+    let deadline = Instant::now() + timing::scale(Duration::from_secs(30));
+    while watcher
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            &[&application],
+        )
+        .unwrap()
+        .get::<_, i64>(0)
+        > 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the killed writer's session did not end"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The URL of bank `name` on `url` with the writer's own application name, by which the
+/// server's views name its session.
+fn writer_bank(url: &str, application: &str, name: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}application_name={application}#{name}")
+}
+
+/// Kills `writer` inside a write transaction, shown by the server: from `frac` of `window` after
+/// a large batch begins, the server's view is polled until it shows the writer's transaction
+/// open ([`open_write_transaction`]); the writer is then stopped (SIGSTOP: it can send nothing
+/// more), and killed if the view still shows the transaction open, else resumed. A batch
+/// acknowledged first passes the aim to the next large batch, at half the delay. Returns the batch struck (begun,
+/// not acknowledged), what the server showed while the writer was stopped, and what the writer
+/// said.
+fn kill_inside_transaction(
+    mut writer: Writer,
+    watcher: &mut postgres::Client,
+    application: &str,
+    window: Duration,
+    frac: f64,
+) -> (u64, OpenTransaction, Killed) {
+    for attempt in 0..20 {
+        let began = writer.wait_large_begin();
+        // A batch faster than the aim commits before it: each retry aims at half the time.
+        std::thread::sleep(window.mul_f64(frac / f64::from(1 << attempt)));
+        // From the aim on, the first moment the server shows the batch's transaction.
+        while !writer.acked.contains(&began) {
+            if open_write_transaction(watcher, application).is_some() {
+                writer.pause();
+                if let Some(open) = open_write_transaction(watcher, application) {
+                    let killed = writer.kill();
+                    let struck = killed.acked.last().map_or(0, |b| b + 1);
+                    assert!(
+                        struck >= began,
+                        "the batch in flight precedes the one aimed at"
+                    );
+                    assert!(
+                        killed.log.contains(&Line::Begin(struck)),
+                        "the server shows a transaction the writer never began: {open:?}"
+                    );
+                    wait_sessions_gone(watcher, application);
+                    return (struck, open, killed);
+                }
+                writer.resume();
+            }
+            writer.drain();
+        }
+    }
+    let sessions: Vec<String> = watcher
+        .query(
+            "SELECT concat_ws(' | ', application_name, state, left(query, 40))
+             FROM pg_stat_activity WHERE backend_type = 'client backend'",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    panic!(
+        "20 large batches in a row were committed before the writer could be stopped inside \
+         one; the server's sessions now: {sessions:?}"
+    )
 }
 
 /// Counts each batch's records in one snapshot: (run, batch) → records present.
@@ -306,10 +432,10 @@ fn batches_present(store: &PgStore) -> HashMap<(u64, u64), u64> {
 
 /// Each run starts a writer. Odd runs crash the server while a batch is inside its transaction
 /// (held there by a table lock another session takes) and wait for the writer to reconnect and
-/// go on. Every run then kills the writer at a point
-/// inside a large batch (spread over the batch's duration from run to run), crashes the server
-/// once more, and checks the bank: every acknowledged batch whole, the batch in flight at the
-/// kill whole or absent, no batch partial.
+/// go on. Every run then kills the writer inside a large batch's transaction, as the server shows
+/// it ([`kill_inside_transaction`]; the aim spread over the batch's duration from run to run),
+/// crashes the server once more, and checks the bank: every acknowledged batch whole, the batch
+/// struck by the kill whole or absent, no batch partial.
 #[test]
 fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
     let Some(server) = PgServer::own() else {
@@ -325,11 +451,12 @@ fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
     )
     .unwrap();
     drop(client);
-    let bank = format!("{url}#op/Ascend910B2");
     let mut acknowledged: Vec<(u64, u64)> = Vec::new();
-    let (mut kills_in_flight, mut crashes_in_flight) = (0, 0);
+    let mut crashes_in_flight = 0;
     const RUNS: u64 = 6;
     for run in 0..RUNS {
+        let application = format!("tunebank_writer_{run}");
+        let bank = writer_bank(&url, &application, "op/Ascend910B2");
         let mut writer = Writer::spawn(&bank, run);
         writer.wait_acks(2 + run as usize);
         if run % 2 == 1 {
@@ -402,24 +529,18 @@ fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
                 crashes_in_flight += 1;
             }
         }
-        // A kill point inside a large batch, later in the batch from run to run.
+        // A kill inside a large batch's transaction, later in the batch from run to run.
         let window = writer.large_batch_time();
-        let b = writer.wait_large_begin();
-        std::thread::sleep(window.mul_f64(0.9 * run as f64 / RUNS as f64));
-        let killed = writer.kill();
+        let frac = 0.9 * run as f64 / RUNS as f64;
+        let mut watcher = tunebank::pg::connect(&url).unwrap();
+        let (b, open, killed) =
+            kill_inside_transaction(writer, &mut watcher, &application, window, frac);
+        drop(watcher);
         server.restart_immediate();
-        let in_flight = killed.log.contains(&Line::Begin(b)) && !killed.acked.contains(&b);
-        if in_flight {
-            kills_in_flight += 1;
-        }
         eprintln!(
-            "run {run}: large batch {b} takes {window:?}; killed at {:.0}% of it, {}",
-            90.0 * run as f64 / RUNS as f64,
-            if in_flight {
-                "in flight"
-            } else {
-                "after its commit"
-            }
+            "run {run}: large batches take {window:?}; aimed at {:.0}% of one, killed inside \
+             batch {b}, the server showing {open:?}",
+            100.0 * frac
         );
         acknowledged.extend(killed.acked.iter().map(|&b| (run, b)));
 
@@ -432,15 +553,12 @@ fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
                 "run {run}: acknowledged batch {b} of run {r} lost"
             );
         }
-        if in_flight {
-            let n = present.get(&(run, b)).copied().unwrap_or(0);
-            assert!(
-                n == 0 || n == batch(run, b).len() as u64,
-                "run {run}: batch {b}, in flight at the kill, is there in part: {n} of {} \
-                 records",
-                batch(run, b).len()
-            );
-        }
+        let n = present.get(&(run, b)).copied().unwrap_or(0);
+        assert!(
+            n == 0 || n == batch(run, b).len() as u64,
+            "run {run}: batch {b}, in flight at the kill, is there in part: {n} of {} records",
+            batch(run, b).len()
+        );
         for (&(r, b), &n) in &present {
             assert_eq!(
                 n,
@@ -452,13 +570,9 @@ fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
         assert!(report.is_clean(), "run {run}: {report:?}");
     }
     eprintln!(
-        "{kills_in_flight} of {RUNS} kills and {crashes_in_flight} of {} crashes struck a batch \
-         in flight",
+        "{RUNS} of {RUNS} kills inside a transaction (shown by the server), and \
+         {crashes_in_flight} of {} crashes struck a batch in flight",
         RUNS / 2
-    );
-    assert!(
-        kills_in_flight >= 1,
-        "no kill struck a batch in flight: the test proved nothing about a batch cut short"
     );
     assert_eq!(
         crashes_in_flight,
@@ -466,4 +580,93 @@ fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
         "every server crash strikes a batch waiting inside its transaction"
     );
     assert!(acknowledged.len() as u64 >= RUNS * 2);
+}
+
+/// `TUNEBANK_SOAK_KILLS` (default 50) writers, each killed inside a large batch's transaction as
+/// the server shows it ([`kill_inside_transaction`], the aim drawn at random over the batch's
+/// duration), each on a bank of its own so that the checks stay small: every acknowledged batch
+/// whole, the struck batch whole or absent, nothing partial, `verify` clean; at the end every
+/// bank once more.
+#[test]
+fn pg_writers_killed_inside_their_transaction_lose_nothing_acknowledged() {
+    use rand::{Rng, SeedableRng};
+    let Some(server) = PgServer::own() else {
+        return;
+    };
+    let kills = common::child::soak_kills(50);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(common::seed());
+    let url = server.create_database();
+    let mut watcher = tunebank::pg::connect(&url).unwrap();
+    tunebank::pg::schema::init(
+        &mut watcher,
+        &url,
+        &tunebank::pg::schema::components(),
+        false,
+    )
+    .unwrap();
+    let start = Instant::now();
+    let mut states: HashMap<String, u64> = HashMap::new();
+    let (mut whole, mut banks) = (0, Vec::new());
+    for run in 0..kills {
+        let application = format!("tunebank_soak_{run}");
+        let bank = writer_bank(&url, &application, &format!("op/run{run}"));
+        let mut writer = Writer::spawn(&bank, run);
+        writer.wait_acks(2);
+        let window = writer.large_batch_time();
+        let frac = rng.gen_range(0.0..0.9);
+        let (b, open, killed) =
+            kill_inside_transaction(writer, &mut watcher, &application, window, frac);
+        let what = format!(
+            "{} {}{}",
+            open.state,
+            open.query.split_whitespace().next().unwrap_or(""),
+            if open.has_written {
+                ", rows written"
+            } else {
+                ""
+            }
+        );
+        *states.entry(what).or_default() += 1;
+        let store = PgStore::open(&bank).unwrap();
+        let present = batches_present(&store);
+        for &a in &killed.acked {
+            assert_eq!(
+                present.get(&(run, a)).copied().unwrap_or(0),
+                batch(run, a).len() as u64,
+                "run {run}: acknowledged batch {a} lost"
+            );
+        }
+        let n = present.get(&(run, b)).copied().unwrap_or(0);
+        assert!(
+            n == 0 || n == batch(run, b).len() as u64,
+            "run {run}: batch {b}, struck inside its transaction, is there in part: {n} records"
+        );
+        whole += u64::from(n > 0);
+        for (&(r, x), &n) in &present {
+            assert_eq!(
+                n,
+                batch(r, x).len() as u64,
+                "run {run}: batch {x} is partial"
+            );
+        }
+        let report = tunebank::bank::verify_store(&store);
+        assert!(report.is_clean(), "run {run}: {report:?}");
+        banks.push((bank, killed.acked));
+    }
+    for (run, (bank, acked)) in banks.iter().enumerate() {
+        let present = batches_present(&PgStore::open(bank).unwrap());
+        for &a in acked {
+            assert_eq!(
+                present.get(&(run as u64, a)).copied().unwrap_or(0),
+                batch(run as u64, a).len() as u64,
+                "at the end: acknowledged batch {a} of run {run} lost"
+            );
+        }
+    }
+    eprintln!(
+        "{kills} kills inside a transaction, by the server's state then: {states:?}; {whole} \
+         left their batch whole, {} absent; {:?}",
+        kills - whole,
+        start.elapsed()
+    );
 }

@@ -20,6 +20,8 @@ pub(crate) mod sled;
 
 #[cfg(test)]
 mod durability_tests;
+#[cfg(test)]
+mod full_disk_tests;
 
 pub use self::postgres::{PgConnections, PgStore};
 pub use self::redb::*;
@@ -98,9 +100,10 @@ pub enum StoreError {
         /// What the backend reported.
         detail: String,
     },
-    /// The bank's last writer crashed and the bank must be recovered before it can be read, but
-    /// this open may not write it (a read-only open never does) or cannot.
-    #[error("bank {path} was left by a writer that crashed and must be recovered before it can be read; a read-only open never writes, so open it once with write access to recover it (a tuning run or `tunebank bank verify` on that bank does)")]
+    /// The bank's last writer crashed, or closed after a write of its failed (a full disk), and
+    /// the bank must be recovered before it can be read, but this open may not write it (a
+    /// read-only open never does) or cannot (the recovery writes, so it needs free space).
+    #[error("bank {path} was left by a writer that crashed or whose write failed (a full disk) and must be recovered before it can be read; a read-only open never writes, so open it once with write access to recover it (a tuning run or `tunebank bank verify` on that bank does; the recovery needs free space on the bank's disk)")]
     NeedsRecovery {
         /// Bank path.
         path: PathBuf,

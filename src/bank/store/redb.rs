@@ -7,6 +7,7 @@
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::RwLock;
 
 use ::redb::{
     ConcurrencyMode, Database, Durability, ReadOnlyDatabase, ReadTransaction, ReadableDatabase,
@@ -54,8 +55,26 @@ pub struct RedbStore {
 }
 
 enum Handle {
-    ReadWrite(Database),
+    /// A read-write handle. An I/O error during a write leaves redb's handle unusable (it no
+    /// longer trusts its own state) and the file marked for recovery, which read-only openers
+    /// then refuse; so the store closes it and opens the file again at once
+    /// ([`RedbStore::reopen_after_io_error`]), which runs redb's recovery as a new process would.
+    /// `None` when that open failed too (the disk still full, say): every later call is an I/O
+    /// error saying to reopen the bank.
+    ReadWrite {
+        db: RwLock<Option<Database>>,
+        cache_bytes: usize,
+    },
     ReadOnly(ReadOnlyDatabase),
+}
+
+impl Handle {
+    fn read_write(db: Database, cache_bytes: usize) -> Handle {
+        Handle::ReadWrite {
+            db: RwLock::new(Some(db)),
+            cache_bytes,
+        }
+    }
 }
 
 fn backend(path: &Path, e: impl Into<::redb::Error>) -> StoreError {
@@ -92,6 +111,12 @@ fn backend(path: &Path, e: impl Into<::redb::Error>) -> StoreError {
     }
 }
 
+/// The handle in `lock`, whatever a panic elsewhere left in the lock (the handle is either
+/// whole or taken).
+fn read_lock(lock: &RwLock<Option<Database>>) -> std::sync::RwLockReadGuard<'_, Option<Database>> {
+    lock.read().unwrap_or_else(|p| p.into_inner())
+}
+
 fn builder(cache_bytes: usize) -> ::redb::Builder {
     let mut b = Database::builder();
     b.set_cache_size(cache_bytes);
@@ -120,15 +145,15 @@ impl RedbStore {
             .map_err(|e| backend(&path, e))?;
         let store = RedbStore {
             path,
-            db: Handle::ReadWrite(db),
+            db: Handle::read_write(db, cache_bytes),
         };
         store.check_layout()?;
         Ok(store)
     }
 
-    /// [`Self::open`] over `backend` instead of the file at `path` (which then only names the
-    /// bank in messages), so that a test can observe or fail the storage's writes and syncs
-    /// under the very commit path a bank uses.
+    /// [`Self::open`] over `backend` instead of the file at `path` (which then names the bank in
+    /// messages, and is what the store opens again after an I/O error), so that a test can
+    /// observe or fail the storage's writes and syncs under the very commit path a bank uses.
     #[cfg(test)]
     pub(crate) fn create_with_backend(
         path: impl AsRef<Path>,
@@ -140,7 +165,7 @@ impl RedbStore {
             .map_err(|e| backend(&path, e))?;
         let store = RedbStore {
             path,
-            db: Handle::ReadWrite(db),
+            db: Handle::read_write(db, DEFAULT_CACHE_BYTES),
         };
         store.check_layout()?;
         Ok(store)
@@ -202,10 +227,31 @@ impl RedbStore {
 
     fn begin_read(&self) -> Result<ReadTransaction, StoreError> {
         match &self.db {
-            Handle::ReadWrite(db) => db.begin_read(),
+            Handle::ReadWrite { db, .. } => match read_lock(db).as_ref() {
+                Some(db) => db.begin_read(),
+                None => return Err(self.unusable()),
+            },
             Handle::ReadOnly(db) => db.begin_read(),
         }
         .map_err(|e| self.err(e))
+    }
+
+    /// The error of a handle whose reopen after an I/O error failed.
+    fn unusable(&self) -> StoreError {
+        self.err(::redb::Error::PreviousIo)
+    }
+
+    /// After an I/O error in a write: closes redb's handle (it trusts nothing after one, and its
+    /// close leaves the file marked for recovery) and opens the file again, which recovers it
+    /// as the next process would, so that read-only openers, which never recover a bank, can
+    /// read it at once. When the open fails too, the handle stays closed ([`Handle::ReadWrite`]).
+    fn reopen_after_io_error(&self) {
+        let Handle::ReadWrite { db, cache_bytes } = &self.db else {
+            return;
+        };
+        let mut slot = db.write().unwrap_or_else(|p| p.into_inner());
+        drop(slot.take());
+        *slot = builder(*cache_bytes).open(&self.path).ok();
     }
 
     /// Refuses a bank written with a newer table layout.
@@ -239,7 +285,7 @@ impl RedbStore {
     /// read-only handle it can only traverse every table ([`StructureCheck::Traversed`]).
     pub(crate) fn verify_structure(&self) -> Result<StructureCheck, StoreError> {
         match &self.db {
-            Handle::ReadWrite(_) => {
+            Handle::ReadWrite { .. } => {
                 let mut db = builder(DEFAULT_CACHE_BYTES)
                     .open(&self.path)
                     .map_err(|e| self.err(e))?;
@@ -391,13 +437,16 @@ impl RedbStore {
     /// One durable write transaction for `entries`; with `replace`, an entry whose key holds
     /// a value (read inside the same transaction) is written only if `replace` says so.
     /// Returns the number written.
+    ///
+    /// An I/O error (a full disk, a failed sync) fails the batch, which is then not in the bank,
+    /// and the handle is opened again ([`Self::reopen_after_io_error`]).
     fn write(
         &self,
         entries: &[StoreEntry<'_>],
         replace: Option<&crate::bank::store::Replace<'_>>,
     ) -> Result<usize, StoreError> {
         let db = match &self.db {
-            Handle::ReadWrite(db) => db,
+            Handle::ReadWrite { db, .. } => db,
             Handle::ReadOnly(_) => {
                 return Err(StoreError::ReadOnly {
                     path: self.path.clone(),
@@ -407,6 +456,23 @@ impl RedbStore {
         if entries.is_empty() {
             return Ok(0);
         }
+        let result = match read_lock(db).as_ref() {
+            Some(db) => self.write_in(db, entries, replace),
+            None => return Err(self.unusable()),
+        };
+        if let Err(StoreError::Io { .. }) = &result {
+            self.reopen_after_io_error();
+        }
+        result
+    }
+
+    /// [`Self::write`] on `db`.
+    fn write_in(
+        &self,
+        db: &Database,
+        entries: &[StoreEntry<'_>],
+        replace: Option<&crate::bank::store::Replace<'_>>,
+    ) -> Result<usize, StoreError> {
         let mut written = 0;
         let mut txn = db.begin_write().map_err(|e| self.err(e))?;
         txn.set_durability(Durability::Immediate)

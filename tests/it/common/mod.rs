@@ -13,6 +13,7 @@
 //! nextest shows for these tests (`.config/nextest.toml`).
 #![allow(dead_code)]
 
+pub mod child;
 pub mod ci;
 pub mod interchange;
 pub mod pg;
