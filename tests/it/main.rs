@@ -24,6 +24,7 @@ mod job;
 mod multiprocess;
 mod pg_bank;
 mod pg_crash;
+mod pg_cut;
 mod queue;
 mod sgat;
 mod sgat_convert;

@@ -14,7 +14,11 @@
 //! Connections are pooled per handle. One the server closed (a restart, a crash, a dropped
 //! network) is discarded and replaced by a new one on the next use; an operation that failed on
 //! it runs once more on the new one. [`PgStore::connections`] counts both, so a caller (or a
-//! test) can tell that the reconnect path ran.
+//! test) can tell that the reconnect path ran. A write whose connection was lost after its
+//! `COMMIT` was sent is not run again blindly: each write transaction takes its id first
+//! (`txid_current()`), and the server is asked what became of it (`txid_status`): a committed
+//! batch is acknowledged as it is, an aborted one runs once more, an unknown one is an error, so
+//! a batch is never applied twice.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -23,6 +27,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use postgres::{Client, Statement, Transaction};
+
+mod write;
 
 use super::{
     BackendCheck, IndexKey, IndexPrefix, IndexProblem, Replace, Store, StoreEntry, StoreError,
@@ -529,11 +535,7 @@ impl Store for PgStore {
         if entries.is_empty() {
             return Ok(());
         }
-        self.with_conn(|c| {
-            let mut txn = c.client.transaction()?;
-            self.put_all(&mut txn, entries)?;
-            txn.commit()
-        })
+        self.write_txn(|txn| self.put_all(txn, entries))
     }
 
     fn put_batch_if(
@@ -545,12 +547,7 @@ impl Store for PgStore {
         if entries.is_empty() {
             return Ok(0);
         }
-        self.with_conn(|c| {
-            let mut txn = c.client.transaction()?;
-            let written = self.put_if(&mut txn, entries, replace)?;
-            txn.commit()?;
-            Ok(written)
-        })
+        self.write_txn(|txn| self.put_if(txn, entries, replace))
     }
 
     fn scan(

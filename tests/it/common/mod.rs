@@ -17,6 +17,7 @@ pub mod child;
 pub mod ci;
 pub mod interchange;
 pub mod pg;
+pub mod proxy;
 pub mod sgat_fixture;
 pub mod stats;
 pub mod timing;
