@@ -232,3 +232,104 @@ fn a_queued_task_is_seeded_from_the_records_present_at_enqueue_only() {
     assert_eq!(report.modified, local.modified);
     assert_eq!(report.summary, local.summary);
 }
+
+/// A worker whose queue connection runs through a proxy that cuts it, with a 1 s lease.
+fn cut_worker(url: &str, proxy: &common::proxy::CutProxy) -> queue::Worker {
+    queue::Worker::connect(queue::WorkerConfig {
+        url: proxy.url(url),
+        worker_id: "cut".into(),
+        soc: "Ascend910B2".into(),
+        runner: "sim".into(),
+        lease: std::time::Duration::from_secs(1),
+        max_attempts: 3,
+        max_tasks: None,
+        idle_exit: Some(std::time::Duration::ZERO),
+        poll: std::time::Duration::from_millis(10),
+        hold_first: None,
+    })
+    .unwrap()
+}
+
+/// Cuts the connection of a worker holding a one-task job where `cut` says, then lets a second
+/// worker take the task once the first one's lease has run out: the first worker stops with
+/// the server unreachable (exit code 6), having changed nothing after the cut; the second
+/// finishes the task on attempt 2, naming the first one's expired lease; the task is done once
+/// and the bank holds one record for it.
+fn a_cut_worker_loses_its_lease_and_the_task_is_done_once(cut: common::proxy::Cut) {
+    use common::proxy::{server_addr, CutProxy};
+    let Some((_server, url)) = PgServer::database() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bank = fresh_bank(dir.path());
+    let mut client = queue::connect(&url).unwrap();
+    queue::migrate(&mut client, &url).unwrap();
+    let job = gemm_job(&mut client, &bank, "sim");
+    let proxy = CutProxy::start(server_addr(&url));
+    let mut cut_one = cut_worker(&url, &proxy);
+    proxy.arm(cut.clone());
+    let cancel = AtomicBool::new(false);
+    let err = cut_one
+        .run_one(&bank, &cancel)
+        .expect_err("the cut worker goes on as if nothing happened");
+    assert_eq!(proxy.struck(), vec![cut.clone()], "{err}");
+    assert_eq!(
+        err.kind(),
+        tunebank::failure::FailureKind::Unreachable,
+        "{err}"
+    );
+    let s = queue::job_status(&mut client, job).unwrap();
+    assert_eq!(
+        (s.tasks[0].state.as_str(), s.tasks[0].worker.as_deref()),
+        ("running", Some("cut")),
+        "the claim the cut worker made stands until its lease runs out: {s}"
+    );
+
+    let mut w = worker(&url, "next", "Ascend910B2", "sim");
+    let deadline =
+        std::time::Instant::now() + common::timing::scale(std::time::Duration::from_secs(30));
+    let e = loop {
+        if let Some(e) = w.run_one(&bank, &cancel).unwrap() {
+            break e;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cut worker's lease never ran out"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(e.attempt, 2);
+    assert!(matches!(e.result, TaskResult::Done { .. }), "{e}");
+    assert!(w.run_one(&bank, &cancel).unwrap().is_none(), "done once");
+    let s = queue::job_status(&mut client, job).unwrap();
+    let t = &s.tasks[0];
+    assert_eq!(
+        (t.state.as_str(), t.worker.as_deref(), t.attempts),
+        ("done", Some("next"), 2)
+    );
+    assert_eq!(t.errors.len(), 1, "{:?}", t.errors);
+    assert!(
+        t.errors[0].contains("cut") && t.errors[0].contains("expired"),
+        "{:?}",
+        t.errors
+    );
+    let store = bank
+        .layer_store(tunebank::bank::LayerId::Custom)
+        .expect("the custom layer");
+    assert_eq!(store.len().unwrap(), 1, "one record for the one task");
+}
+
+/// The cut falls on the answer to the claim's `COMMIT`: the server holds the claim, the worker
+/// never learns it had it.
+#[test]
+fn a_worker_cut_off_after_its_claim_commits_loses_the_lease_and_the_task_is_done_once() {
+    a_cut_worker_loses_its_lease_and_the_task_is_done_once(common::proxy::Cut::AfterCommit);
+}
+
+/// The cut falls on the statement marking the task done, after the worker wrote the bank.
+#[test]
+fn a_worker_cut_off_before_marking_its_task_done_loses_the_lease_and_the_task_is_done_once() {
+    a_cut_worker_loses_its_lease_and_the_task_is_done_once(common::proxy::Cut::BeforeMessage(
+        "state = 'done'",
+    ));
+}

@@ -55,8 +55,7 @@ fn count(store: &PgStore) -> usize {
 /// with one batch written (so that its connection is pooled), plus a handle straight to the
 /// server for the checks.
 fn setup() -> Option<(PgServer, CutProxy, PgStore, PgStore)> {
-    let server = PgServer::own()?;
-    let url = server.create_database();
+    let (server, url) = PgServer::database()?;
     let mut client = tunebank::pg::connect(&url).unwrap();
     tunebank::pg::schema::init(
         &mut client,
