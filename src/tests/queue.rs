@@ -54,16 +54,48 @@ fn fresh_bank(dir: &Path) -> Bank {
         .unwrap()
 }
 
-#[test]
-fn an_expired_lease_is_claimed_again_and_done_once() {
-    let Some((_server, url)) = PgServer::database() else {
-        return;
-    };
+/// A fresh database with the queue's tables, a fresh local bank, and a one-task job of
+/// ResNet-50's Gemm with `runner` ([`gemm_job`]).
+struct GemmQueue {
+    _server: PgServer,
+    url: String,
+    _dir: tempfile::TempDir,
+    bank: Bank,
+    client: queue::Client,
+    job: i64,
+}
+
+/// [`GemmQueue`], or `None` (skip) when no PostgreSQL server can start outside CI.
+fn gemm_queue(runner: &str) -> Option<GemmQueue> {
+    let (server, url) = PgServer::database()?;
     let dir = tempfile::tempdir().unwrap();
     let bank = fresh_bank(dir.path());
     let mut client = queue::connect(&url).unwrap();
     queue::migrate(&mut client, &url).unwrap();
-    let job = gemm_job(&mut client, &bank, "sim");
+    let job = gemm_job(&mut client, &bank, runner);
+    Some(GemmQueue {
+        _server: server,
+        url,
+        _dir: dir,
+        bank,
+        client,
+        job,
+    })
+}
+
+#[test]
+fn an_expired_lease_is_claimed_again_and_done_once() {
+    let Some(GemmQueue {
+        _server,
+        url,
+        _dir,
+        bank,
+        mut client,
+        job,
+    }) = gemm_queue("sim")
+    else {
+        return;
+    };
     // A worker claimed it and died: its lease ran out a second ago.
     client
         .execute(
@@ -123,15 +155,18 @@ fn an_expired_lease_is_claimed_again_and_done_once() {
 
 #[test]
 fn a_task_failing_n_times_is_failed_with_every_error_kept() {
-    let Some((_server, url)) = PgServer::database() else {
+    let runner = "exec:/nonexistent/runner";
+    let Some(GemmQueue {
+        _server,
+        url,
+        _dir,
+        bank,
+        mut client,
+        job,
+    }) = gemm_queue(runner)
+    else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let bank = fresh_bank(dir.path());
-    let mut client = queue::connect(&url).unwrap();
-    queue::migrate(&mut client, &url).unwrap();
-    let runner = "exec:/nonexistent/runner";
-    let job = gemm_job(&mut client, &bank, runner);
     let mut w = worker(&url, "w1", "Ascend910B2", runner);
     let report = w.run(&bank, &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert_eq!(
@@ -153,14 +188,17 @@ fn a_task_failing_n_times_is_failed_with_every_error_kept() {
 
 #[test]
 fn workers_claim_only_tasks_of_their_soc_and_runner() {
-    let Some((_server, url)) = PgServer::database() else {
+    let Some(GemmQueue {
+        _server,
+        url,
+        _dir,
+        bank,
+        mut client,
+        job,
+    }) = gemm_queue("sim")
+    else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let bank = fresh_bank(dir.path());
-    let mut client = queue::connect(&url).unwrap();
-    queue::migrate(&mut client, &url).unwrap();
-    let job = gemm_job(&mut client, &bank, "sim");
     let cancel = AtomicBool::new(false);
     for (soc, runner) in [
         ("Ascend310P3", "sim"),
@@ -233,23 +271,6 @@ fn a_queued_task_is_seeded_from_the_records_present_at_enqueue_only() {
     assert_eq!(report.summary, local.summary);
 }
 
-/// A worker whose queue connection runs through a proxy that cuts it, with a 1 s lease.
-fn cut_worker(url: &str, proxy: &common::proxy::CutProxy) -> queue::Worker {
-    queue::Worker::connect(queue::WorkerConfig {
-        url: proxy.url(url),
-        worker_id: "cut".into(),
-        soc: "Ascend910B2".into(),
-        runner: "sim".into(),
-        lease: std::time::Duration::from_secs(1),
-        max_attempts: 3,
-        max_tasks: None,
-        idle_exit: Some(std::time::Duration::ZERO),
-        poll: std::time::Duration::from_millis(10),
-        hold_first: None,
-    })
-    .unwrap()
-}
-
 /// Cuts the connection of a worker holding a one-task job where `cut` says, then lets a second
 /// worker take the task once the first one's lease has run out: the first worker stops with
 /// the server unreachable (exit code 6), having changed nothing after the cut; the second
@@ -257,16 +278,21 @@ fn cut_worker(url: &str, proxy: &common::proxy::CutProxy) -> queue::Worker {
 /// and the bank holds one record for it.
 fn a_cut_worker_loses_its_lease_and_the_task_is_done_once(cut: common::proxy::Cut) {
     use common::proxy::{server_addr, CutProxy};
-    let Some((_server, url)) = PgServer::database() else {
+    let Some(GemmQueue {
+        _server,
+        url,
+        _dir,
+        bank,
+        mut client,
+        job,
+    }) = gemm_queue("sim")
+    else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let bank = fresh_bank(dir.path());
-    let mut client = queue::connect(&url).unwrap();
-    queue::migrate(&mut client, &url).unwrap();
-    let job = gemm_job(&mut client, &bank, "sim");
     let proxy = CutProxy::start(server_addr(&url));
-    let mut cut_one = cut_worker(&url, &proxy);
+    let lease = std::time::Duration::from_secs(1);
+    let mut cut_one =
+        common::pg::worker_with_lease(&proxy.url(&url), "cut", "Ascend910B2", "sim", lease);
     proxy.arm(cut.clone());
     let cancel = AtomicBool::new(false);
     let err = cut_one

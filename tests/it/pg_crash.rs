@@ -12,9 +12,9 @@
 use crate::common;
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::ops::ControlFlow;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ use common::{entries, key, op_record, timing, Owned};
 use tunebank::bank::decode;
 use tunebank::bank::store::{PgStore, Store};
 
-use common::child::{BANK, ID, ROLE};
+use common::child::{BANK, ID};
 
 /// Records per batch, by batch number modulo 3: many small commits, and large ones (tens of
 /// milliseconds each) for a kill or a crash to land in.
@@ -154,29 +154,8 @@ struct Killed {
 
 impl Writer {
     fn spawn(bank: &str, run: u64) -> Writer {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .arg(common::exact_test_name(module_path!(), "child_entry"))
-            .args(["--ignored", "--exact", "--nocapture", "--test-threads=1"])
-            .env(ROLE, "pg-writer")
-            .env(BANK, bank)
-            .env(ID, run.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for text in BufReader::new(stdout).lines() {
-                let Ok(text) = text else { return };
-                if let Some(line) = Line::parse(&text) {
-                    if tx.send((Instant::now(), line)).is_err() {
-                        return;
-                    }
-                }
-            }
-        });
+        let (child, lines) =
+            common::child::spawn_parsed(module_path!(), "pg-writer", bank, run, Line::parse);
         Writer {
             child,
             lines,
@@ -269,9 +248,10 @@ impl Writer {
         best.expect("a large batch was acknowledged")
     }
 
-    /// SIGSTOP: the writer runs nothing more (sends nothing to the server) until resumed.
+    /// SIGSTOP, returning once the writer is stopped: it runs nothing more (sends nothing to the
+    /// server, reads no answer) until resumed.
     fn pause(&self) {
-        common::child::signal(self.child.id(), libc::SIGSTOP);
+        common::child::stop(self.child.id());
     }
 
     /// SIGCONT after [`Self::pause`].
@@ -442,15 +422,7 @@ fn killed_writers_and_a_crashed_server_lose_nothing_acknowledged() {
         return;
     };
     let url = server.create_database();
-    let mut client = tunebank::pg::connect(&url).unwrap();
-    tunebank::pg::schema::init(
-        &mut client,
-        &url,
-        &tunebank::pg::schema::components(),
-        false,
-    )
-    .unwrap();
-    drop(client);
+    common::pg::init_schema(&url);
     let mut acknowledged: Vec<(u64, u64)> = Vec::new();
     let mut crashes_in_flight = 0;
     const RUNS: u64 = 6;
@@ -596,14 +568,8 @@ fn pg_writers_killed_inside_their_transaction_lose_nothing_acknowledged() {
     let kills = common::child::soak_kills(50);
     let mut rng = rand::rngs::StdRng::seed_from_u64(common::seed());
     let url = server.create_database();
+    common::pg::init_schema(&url);
     let mut watcher = tunebank::pg::connect(&url).unwrap();
-    tunebank::pg::schema::init(
-        &mut watcher,
-        &url,
-        &tunebank::pg::schema::components(),
-        false,
-    )
-    .unwrap();
     let start = Instant::now();
     let mut states: HashMap<String, u64> = HashMap::new();
     let (mut whole, mut banks) = (0, Vec::new());

@@ -56,14 +56,7 @@ fn count(store: &PgStore) -> usize {
 /// server for the checks.
 fn setup() -> Option<(PgServer, CutProxy, PgStore, PgStore)> {
     let (server, url) = PgServer::database()?;
-    let mut client = tunebank::pg::connect(&url).unwrap();
-    tunebank::pg::schema::init(
-        &mut client,
-        &url,
-        &tunebank::pg::schema::components(),
-        false,
-    )
-    .unwrap();
+    common::pg::init_schema(&url);
     let proxy = CutProxy::start(server_addr(&url));
     let store = PgStore::open(&format!("{}#op/Ascend910B2", proxy.url(&url))).unwrap();
     let direct = PgStore::open(&format!("{url}#op/Ascend910B2")).unwrap();

@@ -2,7 +2,7 @@
 //! `tests/it/multiprocess.rs` keep the page cache, so they would pass if commits were never
 //! synced; these tests observe the storage under every commit path of the [`Store`] trait instead:
 //! - redb: the bank is opened over a storage backend that wraps redb's own file backend and
-//!   records every write and sync, so a commit that returns with its writes not yet synced (all
+//!   records every write and sync (`test_backend.rs`), so a commit that returns with its writes not yet synced (all
 //!   but redb's final clearing of a header mark, see the test), a commit that syncs nothing, or a
 //!   commit acknowledged although its sync failed is caught;
 //! - sled: the bank is opened with sled's background flush off, and after each commit sled is
@@ -12,14 +12,9 @@
 //! What no test here shows: that the disk honours the sync (power loss). The banks rely on
 //! `fsync` as the engines document it.
 
-use std::ops::Bound;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 
-use ::redb::backends::FileBackend;
-use ::redb::{BackendError, StorageBackend};
-
+use super::test_backend::redb_with_faults;
 use super::{IndexKey, RedbStore, Store, StoreEntry, StoreError};
 use crate::failure::FailureKind;
 use crate::key::{BankKey, RecordKind};
@@ -75,110 +70,6 @@ fn assert_holds_every_commit(store: &dyn Store) {
     }
 }
 
-/// What the observed backend has seen.
-#[derive(Clone, Debug, Default)]
-struct IoLog {
-    /// Writes, in all.
-    writes: u64,
-    /// Successful syncs.
-    syncs: u64,
-    /// (offset, length) of each write since the last successful sync.
-    unsynced: Vec<(u64, usize)>,
-}
-
-/// redb's file backend with every write and sync recorded, and syncs that fail on demand.
-#[derive(Debug)]
-struct Observed {
-    file: FileBackend,
-    log: Arc<Mutex<IoLog>>,
-    fail_syncs: Arc<AtomicBool>,
-}
-
-impl StorageBackend for Observed {
-    fn len(&self) -> Result<u64, std::io::Error> {
-        self.file.len()
-    }
-
-    fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), std::io::Error> {
-        self.file.read(offset, out)
-    }
-
-    fn set_len(&self, len: u64) -> Result<(), std::io::Error> {
-        self.file.set_len(len)
-    }
-
-    fn sync_data(&self) -> Result<(), std::io::Error> {
-        if self.fail_syncs.load(Ordering::SeqCst) {
-            return Err(std::io::Error::other("injected sync failure"));
-        }
-        self.file.sync_data()?;
-        let mut log = self.log.lock().unwrap();
-        log.unsynced.clear();
-        log.syncs += 1;
-        Ok(())
-    }
-
-    fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
-        self.file.write(offset, data)?;
-        let mut log = self.log.lock().unwrap();
-        log.writes += 1;
-        log.unsynced.push((offset, data.len()));
-        Ok(())
-    }
-
-    fn close(&self) -> Result<(), std::io::Error> {
-        self.file.close()
-    }
-
-    fn try_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
-        self.file.try_lock_range(start, end)
-    }
-
-    fn try_lock_shared_range(
-        &self,
-        start: Bound<u64>,
-        end: Bound<u64>,
-    ) -> Result<bool, BackendError> {
-        self.file.try_lock_shared_range(start, end)
-    }
-
-    fn lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
-        self.file.lock_range(start, end)
-    }
-
-    fn lock_shared_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
-        self.file.lock_shared_range(start, end)
-    }
-
-    fn unlock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
-        self.file.unlock_range(start, end)
-    }
-
-    fn query_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
-        self.file.query_lock_range(start, end)
-    }
-}
-
-/// A redb bank at `path` over an [`Observed`] backend, with its log and sync-failure switch.
-fn observed_redb(path: &Path) -> (RedbStore, Arc<Mutex<IoLog>>, Arc<AtomicBool>) {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .unwrap();
-    let log = Arc::new(Mutex::new(IoLog::default()));
-    let fail_syncs = Arc::new(AtomicBool::new(false));
-    let backend = Observed {
-        file: FileBackend::new(file).unwrap(),
-        log: log.clone(),
-        fail_syncs: fail_syncs.clone(),
-    };
-    let store = RedbStore::create_with_backend(path, backend).unwrap();
-    (store, log, fail_syncs)
-}
-
 /// Each commit path writes, syncs, and returns with nothing unsynced but, at most, one rewrite of
 /// the file header (offset 0): in the multi-process modes redb marks the new primary commit slot
 /// "unflushed", syncs (which makes the commit durable), then clears the mark without a sync. A
@@ -188,7 +79,8 @@ fn observed_redb(path: &Path) -> (RedbStore, Arc<Mutex<IoLog>>, Arc<AtomicBool>)
 fn redb_commits_sync_everything_they_wrote_before_returning() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bank.redb");
-    let (store, log, _) = observed_redb(&path);
+    let (store, faults) = redb_with_faults(&path);
+    let log = faults.log;
     for (which, name) in COMMIT_PATHS.iter().enumerate() {
         let before = log.lock().unwrap().clone();
         commit(&store, which).unwrap();
@@ -216,7 +108,8 @@ fn redb_commit_whose_sync_fails_is_an_io_error_not_an_acknowledgement() {
     for (which, name) in COMMIT_PATHS.iter().enumerate().skip(1) {
         // A fresh handle each time: after an I/O error the store opens the file again, over
         // redb's own backend, whose syncs do not fail.
-        let (store, _, fail_syncs) = observed_redb(&path);
+        let (store, faults) = redb_with_faults(&path);
+        let fail_syncs = faults.fail_syncs;
         commit(&store, 0).unwrap();
         fail_syncs.store(true, Ordering::SeqCst);
         let err = commit(&store, which).unwrap_err();

@@ -1,119 +1,19 @@
 //! A full disk under a redb bank: the storage backend is redb's own file backend with a byte
-//! budget, as redb's own tests inject faults. Bytes written past the file's written extent
-//! allocate from the budget (the file's growth by `set_len` is sparse, as on ext4 or tmpfs), and
-//! a write the budget cannot cover fails with `ENOSPC`, having written nothing. Budgets from
-//! nothing to the batch's whole size strike the commit at every point where it allocates.
+//! budget (`test_backend.rs`): a write the budget cannot cover fails with `ENOSPC`, having
+//! written nothing. Budgets from nothing to the batch's whole size strike the commit at every
+//! point where it allocates.
 //!
 //! For each: the batch fails with an I/O error naming the bank and the cause, or succeeds; once
 //! space is freed the bank opens, verifies, holds every earlier batch, holds the failed batch not
 //! at all (or the acknowledged one whole), and takes the next write.
 //! `tests/it/full_disk.rs` does the same through the command line on a real, size-limited tmpfs.
 
-use std::ops::Bound;
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use ::redb::backends::FileBackend;
-use ::redb::{BackendError, StorageBackend};
-
+use super::test_backend::redb_with_faults;
 use super::{IndexKey, RedbStore, Store, StoreEntry, StoreError};
 use crate::failure::FailureKind;
 use crate::key::{BankKey, RecordKind};
-
-/// redb's file backend on a disk with `free` bytes left.
-#[derive(Debug)]
-struct Disk {
-    file: FileBackend,
-    /// Bytes the disk can still allocate; `u64::MAX` for plenty.
-    free: Arc<AtomicU64>,
-    /// The end of the furthest write so far: bytes below it are allocated.
-    written_to: AtomicU64,
-}
-
-impl StorageBackend for Disk {
-    fn len(&self) -> Result<u64, std::io::Error> {
-        self.file.len()
-    }
-
-    fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), std::io::Error> {
-        self.file.read(offset, out)
-    }
-
-    fn set_len(&self, len: u64) -> Result<(), std::io::Error> {
-        self.file.set_len(len)
-    }
-
-    fn sync_data(&self) -> Result<(), std::io::Error> {
-        self.file.sync_data()
-    }
-
-    fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
-        let end = offset + data.len() as u64;
-        let grows = end.saturating_sub(self.written_to.load(Ordering::SeqCst));
-        let free = self.free.load(Ordering::SeqCst);
-        if grows > free {
-            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
-        }
-        self.file.write(offset, data)?;
-        if free != u64::MAX {
-            self.free.store(free - grows, Ordering::SeqCst);
-        }
-        self.written_to.fetch_max(end, Ordering::SeqCst);
-        Ok(())
-    }
-
-    fn close(&self) -> Result<(), std::io::Error> {
-        self.file.close()
-    }
-
-    fn try_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
-        self.file.try_lock_range(start, end)
-    }
-
-    fn try_lock_shared_range(
-        &self,
-        start: Bound<u64>,
-        end: Bound<u64>,
-    ) -> Result<bool, BackendError> {
-        self.file.try_lock_shared_range(start, end)
-    }
-
-    fn lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
-        self.file.lock_range(start, end)
-    }
-
-    fn lock_shared_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
-        self.file.lock_shared_range(start, end)
-    }
-
-    fn unlock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
-        self.file.unlock_range(start, end)
-    }
-
-    fn query_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
-        self.file.query_lock_range(start, end)
-    }
-}
-
-/// A redb bank at `path` on a [`Disk`] whose free bytes the returned handle sets.
-fn bank_on_disk(path: &Path) -> (RedbStore, Arc<AtomicU64>) {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .unwrap();
-    let written_to = file.metadata().unwrap().len();
-    let free = Arc::new(AtomicU64::new(u64::MAX));
-    let disk = Disk {
-        file: FileBackend::new(file).unwrap(),
-        free: free.clone(),
-        written_to: AtomicU64::new(written_to),
-    };
-    (RedbStore::create_with_backend(path, disk).unwrap(), free)
-}
 
 /// Batch `tag`: `n` encoded records of about 2 KiB each (so a batch spans many pages and grows
 /// the file), under keys of their own.
@@ -176,7 +76,8 @@ fn a_batch_that_fills_the_disk_fails_naming_the_bank_and_leaves_the_bank_whole()
         let first = batch(1, 20);
         let big = batch(2, 150);
         let next = batch(3, 5);
-        let (store, free) = bank_on_disk(&path);
+        let (store, faults) = redb_with_faults(&path);
+        let free = faults.free;
         put(&store, &first).unwrap();
         free.store(budget, Ordering::SeqCst);
         let outcome = put(&store, &big);

@@ -22,6 +22,8 @@ pub(crate) mod sled;
 mod durability_tests;
 #[cfg(test)]
 mod full_disk_tests;
+#[cfg(test)]
+mod test_backend;
 
 pub use self::postgres::{PgConnections, PgStore};
 pub use self::redb::*;

@@ -194,39 +194,29 @@ impl PgStore {
 
     /// Runs `f` on a pooled connection (a new one when none is idle). A pooled connection the
     /// server closed meanwhile (a restart) is dropped and `f` runs once more on a new one;
-    /// conflicts are retried up to [`WRITE_ATTEMPTS`] in all.
+    /// conflicts are retried up to [`WRITE_ATTEMPTS`] in all ([`Retry`]).
     fn with_conn<T>(
         &self,
         mut f: impl FnMut(&mut Conn) -> Result<T, postgres::Error>,
     ) -> Result<T, StoreError> {
-        let mut attempts = 0;
-        let mut reconnected = false;
+        let mut retry = Retry::default();
         loop {
-            let (mut conn, fresh) = match self.pooled() {
-                Some(c) => (c, false),
-                None => (self.connect()?, true),
-            };
-            attempts += 1;
+            let (mut conn, fresh) = self.checkout()?;
             match f(&mut conn) {
                 Ok(v) => {
                     self.give_back(conn);
                     return Ok(v);
                 }
-                Err(e) => {
-                    let err = self.pg_err(&e);
-                    let closed = conn.client.is_closed();
-                    self.give_back(conn);
-                    if closed && !fresh && !reconnected {
-                        reconnected = true;
-                        continue;
-                    }
-                    if err.is_conflict() && attempts < WRITE_ATTEMPTS {
-                        std::thread::sleep(std::time::Duration::from_millis(2 << attempts));
-                        continue;
-                    }
-                    return Err(err.into());
-                }
+                Err(e) => retry.after_failure(self, conn, fresh, &e)?,
             }
+        }
+    }
+
+    /// An idle pooled connection, or a new one (then `true`).
+    fn checkout(&self) -> Result<(Conn, bool), StoreError> {
+        match self.pooled() {
+            Some(c) => Ok((c, false)),
+            None => Ok((self.connect()?, true)),
         }
     }
 
@@ -237,6 +227,42 @@ impl PgStore {
             });
         }
         Ok(())
+    }
+}
+
+/// When an operation on the server runs again: once on a new connection after a pooled one the
+/// server closed (not after a new one: a server that drops every connection is not one to loop
+/// on), and after a conflict (deadlock, serialization failure) up to [`WRITE_ATTEMPTS`] attempts
+/// in all, with a growing pause.
+#[derive(Default)]
+struct Retry {
+    attempts: u32,
+    reconnected: bool,
+}
+
+impl Retry {
+    /// After attempt failed with `e` on `conn` (given back to the pool, or counted lost, here;
+    /// `fresh` when it was new): `Ok` to run it again, or the error to return.
+    fn after_failure(
+        &mut self,
+        store: &PgStore,
+        conn: Conn,
+        fresh: bool,
+        e: &postgres::Error,
+    ) -> Result<(), StoreError> {
+        self.attempts += 1;
+        let err = store.pg_err(e);
+        let closed = conn.client.is_closed();
+        store.give_back(conn);
+        if closed && !fresh && !self.reconnected {
+            self.reconnected = true;
+            return Ok(());
+        }
+        if err.is_conflict() && self.attempts < WRITE_ATTEMPTS {
+            std::thread::sleep(std::time::Duration::from_millis(2 << self.attempts));
+            return Ok(());
+        }
+        Err(err.into())
     }
 }
 

@@ -39,6 +39,42 @@ pub fn soak_kills(default: u64) -> u64 {
     }
 }
 
+/// Starts `child_entry` of `module` (the caller's `module_path!()`) as `role` on `bank`, with
+/// a reader thread that sends each complete line `parse` accepts, stamped with the moment it
+/// arrived. The child's stderr is not read.
+pub fn spawn_parsed<L: Send + 'static>(
+    module: &str,
+    role: &str,
+    bank: &str,
+    id: u64,
+    parse: fn(&str) -> Option<L>,
+) -> (std::process::Child, mpsc::Receiver<(Instant, L)>) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .arg(super::exact_test_name(module, "child_entry"))
+        .args(["--ignored", "--exact", "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .env(BANK, bank)
+        .env(ID, id.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for text in BufReader::new(stdout).lines() {
+            let Ok(text) = text else { return };
+            if let Some(line) = parse(&text) {
+                if tx.send((Instant::now(), line)).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    (child, lines)
+}
+
 /// A running child and the lines it has sent.
 pub struct Reporter {
     child: std::process::Child,
@@ -50,27 +86,7 @@ pub struct Reporter {
 impl Reporter {
     /// Starts `child_entry` of `module` (the caller's `module_path!()`) as `role` on `bank`.
     pub fn spawn(module: &str, role: &str, bank: &str, id: u64) -> Reporter {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .arg(super::exact_test_name(module, "child_entry"))
-            .args(["--ignored", "--exact", "--nocapture", "--test-threads=1"])
-            .env(ROLE, role)
-            .env(BANK, bank)
-            .env(ID, id.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for text in BufReader::new(stdout).lines() {
-                let Ok(text) = text else { return };
-                if tx.send((Instant::now(), text)).is_err() {
-                    return;
-                }
-            }
-        });
+        let (child, lines) = spawn_parsed(module, role, bank, id, |l| Some(l.to_owned()));
         Reporter {
             child,
             lines,
@@ -120,10 +136,10 @@ impl Reporter {
         }
     }
 
-    /// Stops the child with SIGSTOP: it runs no further instruction until [`Self::resume`] or a
+    /// Stops the child ([`stop`]): it runs no further instruction until [`Self::resume`] or a
     /// kill, so what the parent sees of it meanwhile (its lines, its server session) stays put.
     pub fn pause(&self) {
-        signal(self.pid(), libc::SIGSTOP);
+        stop(self.pid());
     }
 
     /// Resumes a child stopped by [`Self::pause`].
@@ -140,6 +156,33 @@ impl Reporter {
             self.log.push(line);
         }
         self.log
+    }
+}
+
+/// Stops process `pid` (a child of this process) with SIGSTOP and returns once every one of its
+/// threads is stopped (`/proc/PID/task/*/stat` says `T`): a signal is delivered when its target
+/// next runs, so `kill` alone can return while the child still runs on another core.
+pub fn stop(pid: u32) {
+    signal(pid, libc::SIGSTOP);
+    let deadline = Instant::now() + timing::scale(Duration::from_secs(10));
+    let tasks = format!("/proc/{pid}/task");
+    loop {
+        let all_stopped = std::fs::read_dir(&tasks)
+            .unwrap_or_else(|e| panic!("{tasks}: {e}"))
+            .all(|task| {
+                let stat =
+                    std::fs::read_to_string(task.unwrap().path().join("stat")).unwrap_or_default();
+                // The state follows the command name, which is in parentheses.
+                let state = stat
+                    .rsplit_once(") ")
+                    .and_then(|(_, rest)| rest.chars().next());
+                matches!(state, Some('T' | 't') | None)
+            });
+        if all_stopped {
+            return;
+        }
+        assert!(Instant::now() < deadline, "process {pid} did not stop");
+        std::thread::yield_now();
     }
 }
 

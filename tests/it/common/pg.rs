@@ -137,12 +137,24 @@ impl Drop for PgServer {
 /// (scaled, [`super::timing::scale`]), 3 attempts, no task limit, exits as soon as the queue is
 /// idle, polls every 10 ms.
 pub fn worker(url: &str, id: &str, soc: &str, runner: &str) -> tunebank::queue::Worker {
+    let lease = super::timing::scale(std::time::Duration::from_secs(30));
+    worker_with_lease(url, id, soc, runner, lease)
+}
+
+/// [`worker`] with a lease of `lease`.
+pub fn worker_with_lease(
+    url: &str,
+    id: &str,
+    soc: &str,
+    runner: &str,
+    lease: std::time::Duration,
+) -> tunebank::queue::Worker {
     tunebank::queue::Worker::connect(tunebank::queue::WorkerConfig {
         url: url.into(),
         worker_id: id.into(),
         soc: soc.into(),
         runner: runner.into(),
-        lease: super::timing::scale(std::time::Duration::from_secs(30)),
+        lease,
         max_attempts: 3,
         max_tasks: None,
         idle_exit: Some(std::time::Duration::ZERO),
@@ -150,4 +162,11 @@ pub fn worker(url: &str, id: &str, soc: &str, runner: &str) -> tunebank::queue::
         hold_first: None,
     })
     .unwrap()
+}
+
+/// Creates the team bank's and the queue's tables (`tunebank bank init`) in the database `url`.
+pub fn init_schema(url: &str) {
+    let mut client = tunebank::pg::connect(url).unwrap();
+    tunebank::pg::schema::init(&mut client, url, &tunebank::pg::schema::components(), false)
+        .unwrap();
 }

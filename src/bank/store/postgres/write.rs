@@ -3,12 +3,12 @@
 
 use postgres::{Client, Transaction};
 
-use super::{PgStore, StoreError, WRITE_ATTEMPTS};
+use super::{PgStore, Retry, StoreError};
 
 impl PgStore {
     /// Runs `body` in one write transaction and commits it, on a pooled connection, retried as
-    /// [`Self::with_conn`] retries (once on a pooled connection the server closed, conflicts up
-    /// to [`WRITE_ATTEMPTS`] in all). A connection lost while the `COMMIT` was on its way leaves
+    /// [`Self::with_conn`] retries ([`Retry`]: once on a pooled connection the server closed,
+    /// conflicts a bounded number of times). A connection lost while the `COMMIT` was on its way leaves
     /// the transaction's fate unknown to this side, so it is not simply run again (which would
     /// apply a committed batch a second time): the server is asked, on a new connection, what
     /// became of the transaction's id ([`Self::fate`]). Committed: the batch is done and its
@@ -17,15 +17,10 @@ impl PgStore {
         &self,
         mut body: impl FnMut(&mut Transaction<'_>) -> Result<T, postgres::Error>,
     ) -> Result<T, StoreError> {
-        let mut attempts = 0;
-        let mut reconnected = false;
+        let mut retry = Retry::default();
         loop {
-            let (mut conn, fresh) = match self.pooled() {
-                Some(c) => (c, false),
-                None => (self.connect()?, true),
-            };
-            attempts += 1;
-            let error = match attempt(&mut conn.client, &mut body) {
+            let (mut conn, fresh) = self.checkout()?;
+            match attempt(&mut conn.client, &mut body) {
                 Attempt::Done(v) => {
                     self.give_back(conn);
                     return Ok(v);
@@ -34,27 +29,12 @@ impl PgStore {
                     self.give_back(conn);
                     match self.fate(xid)? {
                         Some(true) => return Ok(value),
-                        Some(false) if !reconnected => {
-                            reconnected = true;
-                            continue;
-                        }
+                        Some(false) if !retry.reconnected => retry.reconnected = true,
                         _ => return Err(self.pg_err(&error).into()),
                     }
                 }
-                Attempt::Failed(error) => error,
-            };
-            let err = self.pg_err(&error);
-            let closed = conn.client.is_closed();
-            self.give_back(conn);
-            if closed && !fresh && !reconnected {
-                reconnected = true;
-                continue;
+                Attempt::Failed(error) => retry.after_failure(self, conn, fresh, &error)?,
             }
-            if err.is_conflict() && attempts < WRITE_ATTEMPTS {
-                std::thread::sleep(std::time::Duration::from_millis(2 << attempts));
-                continue;
-            }
-            return Err(err.into());
         }
     }
 
