@@ -214,8 +214,11 @@ fn tune_ops_file_selecting_nothing_is_exit_2() {
 }
 
 /// The summed default-tiling time of a result file's ops (µs).
+/// The sum of the ops' times before tuning, added in ascending order: the result file lists the
+/// ops in the order their tasks finished, which varies from run to run, and a floating-point sum
+/// depends on its order.
 fn before_us(v: &Value) -> f64 {
-    opat(v)["repo_modified_operators"]
+    let mut times: Vec<f64> = opat(v)["repo_modified_operators"]
         .as_array()
         .unwrap()
         .iter()
@@ -224,7 +227,9 @@ fn before_us(v: &Value) -> f64 {
                 .as_f64()
                 .unwrap_or(0.0)
         })
-        .sum()
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times.iter().sum()
 }
 
 /// The simulator reads the SoC description file ATC would: the built-in CANN 8.1 copy by
