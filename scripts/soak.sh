@@ -12,6 +12,8 @@ kills="${1:-200}"
 case "$kills" in
   '' | *[!0-9]*) echo "scripts/soak.sh: KILLS must be a whole number, got '$kills'" >&2; exit 2 ;;
 esac
-TUNEBANK_SOAK_KILLS="$kills" cargo nextest run --release --all-features --test it --no-fail-fast \
-  --no-capture \
-  -E 'test(/^(multiprocess::writers_killed_inside_their_commit|pg_crash::pg_writers_killed_inside_their_transaction)/)'
+# The suite's release build (.ci/run's flags), so that a run after .ci/run compiles nothing.
+export CARGO_PROFILE_RELEASE_LTO=off
+TUNEBANK_SOAK_KILLS="$kills" cargo nextest run --workspace --all-features --release \
+  --no-fail-fast --no-capture -E 'binary_id(tunebank::it) &
+    test(/^(multiprocess::writers_killed_inside_their_commit|pg_crash::pg_writers_killed_inside_their_transaction)/)'
