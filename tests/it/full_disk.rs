@@ -4,8 +4,9 @@
 //! through its commit. The error names the bank and the cause with the I/O exit code (3); while
 //! the disk stays full the bank is refused (exit 5, naming the recovery it needs, which needs
 //! space) and not written; once the filler is gone `bank verify` recovers it clean, the batch
-//! absent and every earlier record there, and the same import succeeds. `src/bank/store/full_disk_tests.rs` strikes every allocation of a commit with an
-//! injected `ENOSPC` under the engine itself.
+//! absent and every earlier record there, and the same import succeeds.
+//! `src/bank/store/full_disk_tests.rs` strikes every allocation of a commit with an injected
+//! `ENOSPC` under the engine itself.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -56,11 +56,10 @@ pub struct RedbStore {
 
 enum Handle {
     /// A read-write handle. An I/O error during a write leaves redb's handle unusable (it no
-    /// longer trusts its own state) and the file marked for recovery, which read-only openers
-    /// then refuse; so the store closes it and opens the file again at once
+    /// longer trusts its own state), so the store closes it and opens the file again at once
     /// ([`RedbStore::reopen_after_io_error`]), which runs redb's recovery as a new process would.
-    /// `None` when that open failed too (the disk still full, say): every later call is an I/O
-    /// error saying to reopen the bank.
+    /// `None` when that open failed (the disk still full, say): every later call is an I/O error
+    /// saying to reopen the bank.
     ReadWrite {
         db: RwLock<Option<Database>>,
         cache_bytes: usize,
@@ -243,8 +242,10 @@ impl RedbStore {
 
     /// After an I/O error in a write: closes redb's handle (it trusts nothing after one, and its
     /// close leaves the file marked for recovery) and opens the file again, which recovers it
-    /// as the next process would, so that read-only openers, which never recover a bank, can
-    /// read it at once. When the open fails too, the handle stays closed ([`Handle::ReadWrite`]).
+    /// as the next process would, so that this handle serves on (a long-lived tuner goes on once
+    /// space is freed). The file stays marked for recovery, which read-only openers refuse,
+    /// until a handle closes cleanly, and a clean close records the allocator state, which needs
+    /// free space. When the open fails, the handle stays closed ([`Handle::ReadWrite`]).
     fn reopen_after_io_error(&self) {
         let Handle::ReadWrite { db, cache_bytes } = &self.db else {
             return;

@@ -8,10 +8,10 @@ use super::{PgStore, Retry, StoreError};
 impl PgStore {
     /// Runs `body` in one write transaction and commits it, on a pooled connection, retried as
     /// [`Self::with_conn`] retries ([`Retry`]: once on a pooled connection the server closed,
-    /// conflicts a bounded number of times). A connection lost while the `COMMIT` was on its way leaves
-    /// the transaction's fate unknown to this side, so it is not simply run again (which would
-    /// apply a committed batch a second time): the server is asked, on a new connection, what
-    /// became of the transaction's id ([`Self::fate`]). Committed: the batch is done and its
+    /// conflicts a bounded number of times). A connection lost while the `COMMIT` was on its way
+    /// leaves the transaction's fate unknown to this side, so it is not simply run again (that
+    /// would apply a committed batch a second time): the server is asked, on a new connection,
+    /// what became of the transaction's id ([`Self::fate`]). Committed: the batch is done and its
     /// result returned. Aborted: it runs once more. Unknown: the error is returned.
     pub(super) fn write_txn<T>(
         &self,
