@@ -72,23 +72,21 @@
 #![deny(missing_docs)]
 #![warn(unnameable_types)]
 
-pub mod bank;
-pub(crate) mod classify;
-pub mod cli;
-pub mod failure;
-pub mod inspect;
-pub mod job;
-mod json;
-pub mod key;
-pub mod measure;
-pub mod model;
-pub mod pg;
-pub mod queue;
-pub mod tune;
+// The workspace's crates, each under the module name it has always had here (ARCHITECTURE.md,
+// "Crates", draws their graph): an embedder depends on this crate alone.
+pub use tunebank_bank as bank;
+#[cfg(feature = "cli")]
+pub use tunebank_cli as cli;
+pub use tunebank_failure as failure;
+pub use tunebank_jobs::{inspect, job, queue, tune};
+pub use tunebank_key as key;
+pub use tunebank_measure as measure;
+pub use tunebank_model as model;
+pub use tunebank_pg as pg;
 
-// The library's component tests: they name the crate `tunebank::` as a user's code does and also
-// reach its crate-private parts (`src/tests/`). The black-box tests of the binaries are
-// `tests/it/`, whose shared helpers these tests use too.
+// The library's component tests: they name the crate `tunebank::` as a user's code does
+// (`src/tests/`). The black-box tests of the binaries are `tests/it/`, whose shared helpers
+// these tests use too.
 #[cfg(test)]
 extern crate self as tunebank;
 #[cfg(test)]

@@ -1,0 +1,31 @@
+//! `bank-inspect show`: the record under a key in every layer that holds it.
+
+use std::process::ExitCode;
+
+use tunebank_jobs::inspect::ShowReport;
+use tunebank_key::BankKey;
+use anyhow::Result;
+
+use super::{open_bank, BankArgs};
+use crate::entry::{failed_if, print_report};
+
+/// Flags of `bank-inspect show`.
+#[derive(clap::Args, Debug)]
+pub struct ShowArgs {
+    /// 64 hex digits.
+    pub key: String,
+    #[command(flatten)]
+    pub bank: BankArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Shows the key's records; exit 1 when no layer holds it or a layer holds it damaged.
+pub fn run(args: ShowArgs, atc: &[String]) -> Result<ExitCode> {
+    let key: BankKey = args.key.parse()?;
+    let bank = open_bank(&args.bank, atc)?;
+    let report = ShowReport::find(&bank, &key)?;
+    print_report(&report, args.json)?;
+    Ok(failed_if(!report.is_clean()))
+}

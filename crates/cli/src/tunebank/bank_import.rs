@@ -1,0 +1,99 @@
+//! `tunebank bank import`: a `bank export` file, an AOE `unified_bank` file, or an AOE graph-bank
+//! file (into the graph bank), merged into the custom bank atomically under the merge rule.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use tunebank_bank::interchange::{aoe, aoe_graph, merge_into};
+use tunebank_bank::{read_aoe_file, read_export_file};
+use tunebank_bank::{ImportReport, Origin};
+use tunebank_key::RecordKind;
+use anyhow::{Context, Result};
+
+use super::{bank_soc, now_unix, open_bank, open_bank_of_kind, BankArgs, Conversion};
+use crate::entry::{failed_if, print_report};
+
+/// Flags of `tunebank bank import`.
+#[derive(clap::Args, Debug)]
+pub struct ImportArgs {
+    /// The file to import.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub bank: BankArgs,
+    /// The file is an AOE unified_bank file (needs --soc_version). A file named in AOE's
+    /// pattern <SoC>_<N>_AiCore_<op>.json must name --soc_version's SoC; N, the core count it was
+    /// tuned on, is recorded in each record (keys stay the SoC's core count).
+    #[arg(long)]
+    pub aoe: bool,
+    /// With --aoe: the core count the bank file was tuned on, for a copy whose name no longer
+    /// says it (AOE's Ascend910B1_25_AiCore_matmul.json renamed); wins over the name's.
+    #[arg(long, value_name = "N", requires = "aoe")]
+    pub aoe_core_count: Option<std::num::NonZeroU32>,
+    /// The file is an AOE graph (fusion-strategy) bank file, e.g. ascend910b2_l2cache.json
+    /// (needs --soc_version): its subgraphs become graph-bank records.
+    #[arg(long, conflicts_with = "aoe")]
+    pub aoe_graph: bool,
+    /// Mark imported records as built-in (for a bank that will serve as a built-in layer).
+    #[arg(long)]
+    pub as_builtin: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Imports the file; exit 1 if AOE entries failed their md5 check.
+pub fn run(args: ImportArgs, atc: &[String]) -> Result<ExitCode> {
+    if args.aoe_graph {
+        let report = import_aoe_graph(&args, atc)?;
+        print_report(&report, args.json)?;
+        return Ok(failed_if(!report.is_complete()));
+    }
+    let report = if args.aoe {
+        import_aoe(&args, atc)?
+    } else {
+        import_export(&args, atc)?
+    };
+    print_report(&report, args.json)?;
+    Ok(failed_if(!report.is_complete()))
+}
+
+/// An AOE `unified_bank` file, for the SoC of `--soc_version`.
+fn import_aoe(args: &ImportArgs, atc: &[String]) -> Result<ImportReport> {
+    let ctx = Conversion::from_atc(atc).context("an AOE import needs --soc_version")?;
+    let parsed = read_aoe_file(&args.file, &ctx.soc, args.aoe_core_count)?;
+    let bank = open_bank(&args.bank, &ctx.soc.version, false)?;
+    let origin = if args.as_builtin {
+        Origin::BuiltIn
+    } else {
+        Origin::Imported
+    };
+    let report = aoe::import_aoe(&bank, &parsed, &ctx.soc, origin, now_unix())?;
+    Ok(ImportReport::Aoe(report))
+}
+
+/// An AOE graph-bank file, read whole and checked before the graph bank is opened for writing.
+fn import_aoe_graph(args: &ImportArgs, atc: &[String]) -> Result<aoe_graph::AoeGraphImportReport> {
+    let ctx = Conversion::from_atc(atc).context("an AOE graph-bank import needs --soc_version")?;
+    let parsed = aoe_graph::read_aoe_graph_file(&args.file)?;
+    let bank = open_bank_of_kind(&args.bank, RecordKind::Graph, &ctx.soc.version, false)?;
+    let origin = if args.as_builtin {
+        Origin::BuiltIn
+    } else {
+        Origin::Imported
+    };
+    Ok(aoe_graph::import_aoe_graph(
+        &bank,
+        &parsed,
+        &ctx.soc,
+        origin,
+        now_unix(),
+    )?)
+}
+
+/// A `bank export` file, read whole before the bank is opened for writing.
+fn import_export(args: &ImportArgs, atc: &[String]) -> Result<ImportReport> {
+    let soc = bank_soc(&args.bank, atc)?;
+    let records = read_export_file(&args.file)?;
+    let bank = open_bank(&args.bank, &soc, false)?;
+    Ok(ImportReport::Export(merge_into(&bank, records)?))
+}

@@ -1,0 +1,51 @@
+//! `tunebank convert`: the converter's view of a model under the given ATC options: the graph
+//! bank applied first when there is one (subgraph fusion and slicing decide the ops), then every
+//! resulting unit looked up in the layered op bank ([`JobSpec::conversion`]).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::entry::{failed_if, print_report};
+use tunebank_jobs::job::{normalise_job_type, Environment, JobSpec};
+use anyhow::Result;
+
+/// tunebank's own flags of `convert`.
+#[derive(clap::Args, Debug)]
+pub struct ConvertArgs {
+    /// Custom bank file; overrides TUNE_BANK_PATH / ASCEND_CACHE_PATH / the $HOME default.
+    #[arg(long)]
+    pub bank: Option<PathBuf>,
+    /// Extra read-only built-in bank file (repeatable), consulted after the custom bank.
+    #[arg(long = "builtin-bank")]
+    pub builtin: Vec<PathBuf>,
+    /// Graph bank file applied before the op look-ups (subgraph fusion decides the ops looked
+    /// up); default: TUNE_BANK_PATH / ASCEND_CACHE_PATH/aoe_data / the $HOME default and the
+    /// built-in graph bank; none found: the fused ops as they are.
+    #[arg(long = "graph-bank", value_name = "FILE")]
+    pub graph_bank: Option<PathBuf>,
+    /// Exit with status 1 if any op misses.
+    #[arg(long)]
+    pub error_on_miss: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Resolves the model as a converter does, then looks every unit up; exit 1 on a miss with
+/// `--error-on-miss`.
+pub fn run(args: ConvertArgs, atc: &[String]) -> Result<ExitCode> {
+    let mut spec = JobSpec::new(normalise_job_type(atc));
+    spec.bank = args.bank;
+    spec.builtin_banks = args.builtin;
+    spec.graph_bank = args.graph_bank;
+    let conversion = spec.conversion(&Environment::process())?;
+    for s in &conversion.plan.skipped {
+        eprintln!(
+            "tunebank: skipped {} ({}): {}",
+            s.node_name, s.op_type, s.reason
+        );
+    }
+    let report = conversion.look_up()?;
+    print_report(&report, args.json)?;
+    Ok(failed_if(args.error_on_miss && report.misses > 0))
+}

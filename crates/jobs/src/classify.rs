@@ -1,0 +1,148 @@
+//! The kind of any of the library's errors behind a `dyn Error`: `library_kind` knows every
+//! public error type (each classifies itself with its own `kind()`, beside its definition). It
+//! sits above every module, since it names their error types; [`tunebank_failure`] below them
+//! holds only the vocabulary ([`FailureKind`], `failure::io_kind`).
+
+use tunebank_bank::interchange::aoe::NotMapped;
+use tunebank_bank::interchange::aoe_graph::AoeGraphError;
+use tunebank_bank::interchange::InterchangeError;
+use tunebank_bank::paths::PathError;
+use tunebank_bank::store::StoreError;
+use tunebank_bank::{BankError, MaintenanceError, RecordError};
+use tunebank_failure::FailureKind;
+use crate::inspect::InspectError;
+use crate::job::JobError;
+use tunebank_key::{
+    KeyError, NodeError, OptionError, ParseKeyError, PlatformError, ResolveError, UnknownSoc,
+};
+use tunebank_measure::cpu::{InvalidTiling, OutputMismatch};
+use tunebank_measure::exec::{CommandLineError, ProtocolError};
+use tunebank_measure::sim::cube::TooLarge;
+use tunebank_measure::sim::graph::GraphModelError;
+use tunebank_measure::sim::SocModelError;
+use tunebank_measure::MeasureError;
+use tunebank_model::partition::PartitionError;
+use tunebank_model::ModelError;
+use tunebank_pg::PgError;
+use crate::queue::QueueError;
+use crate::tune::gdat::GdatError;
+use crate::tune::sgat::{ApplyError, SgatBestError, SgatError, SpaceBuildError};
+use crate::tune::TuneError;
+
+/// The kind of `e` when it is one of the library's public error types (each answers for what it
+/// wraps), else `None`: a plain message, an `std::io::Error` ([`tunebank_failure::io_kind`]) or another crate's
+/// error is the caller's to classify. The list names every public error type of the library;
+/// `src/tests/error_kinds.rs` (`every_library_error_variant_has_its_kind`) holds it complete.
+pub fn library_kind(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
+    macro_rules! by_type {
+        ($($t:ty),* $(,)?) => {
+            $(if let Some(x) = e.downcast_ref::<$t>() {
+                return Some(x.kind());
+            })*
+        };
+    }
+    by_type!(
+        BankError,
+        StoreError,
+        RecordError,
+        PathError,
+        InterchangeError,
+        AoeGraphError,
+        MaintenanceError,
+        InspectError,
+        ModelError,
+        TuneError,
+        PgError,
+        QueueError,
+        SgatError,
+        SgatBestError,
+        ApplyError,
+        SpaceBuildError,
+        GdatError,
+        JobError,
+        MeasureError,
+        GraphModelError,
+        ProtocolError,
+        CommandLineError,
+        NotMapped,
+        InvalidTiling,
+        OutputMismatch,
+        TooLarge,
+        PartitionError,
+        NodeError,
+        ResolveError,
+        OptionError,
+        KeyError,
+        ParseKeyError,
+        UnknownSoc,
+        PlatformError,
+        SocModelError,
+    );
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Error, ErrorKind};
+    use std::path::PathBuf;
+
+    fn store_io(kind: ErrorKind) -> StoreError {
+        StoreError::Io {
+            path: PathBuf::from("b.redb"),
+            source: Error::from(kind),
+        }
+    }
+
+    #[test]
+    fn wrappers_answer_for_what_they_wrap() {
+        let busy = || StoreError::Busy {
+            path: PathBuf::from("b"),
+            reason: "held",
+        };
+        assert_eq!(BankError::Store(busy()).kind(), FailureKind::Busy);
+        assert_eq!(InspectError::Store(busy()).kind(), FailureKind::Busy);
+        let damaged = RecordError::Damaged {
+            key: tunebank_key::BankKey([7; 32]),
+            reason: tunebank_bank::record::Damage::ChecksumMismatch,
+        };
+        assert_eq!(
+            TuneError::Bank(BankError::Record(damaged.clone())).kind(),
+            FailureKind::Damaged
+        );
+        assert_eq!(
+            MaintenanceError::ExportFile {
+                path: PathBuf::from("e.jsonl"),
+                source: InterchangeError::Bank(BankError::Store(store_io(ErrorKind::StorageFull))),
+            }
+            .kind(),
+            FailureKind::Io
+        );
+        assert_eq!(
+            InterchangeError::Store(StoreError::NeedsRecovery {
+                path: PathBuf::from("b")
+            })
+            .kind(),
+            FailureKind::Damaged
+        );
+        assert_eq!(
+            BankError::Store(store_io(ErrorKind::NotFound)).kind(),
+            FailureKind::Input
+        );
+        assert_eq!(
+            BankError::Path(PathError::TuneBankPathMissing {
+                path: PathBuf::from("/x")
+            })
+            .kind(),
+            FailureKind::Input
+        );
+        assert_eq!(
+            BankError::CreateDir {
+                path: PathBuf::from("/x"),
+                source: Error::from(ErrorKind::NotADirectory),
+            }
+            .kind(),
+            FailureKind::Io
+        );
+    }
+}

@@ -1,0 +1,461 @@
+//! What the caller gives a job ([`JobSpec`]) and its resolution into a [`Job`]: AOE's
+//! precedence (explicit, environment, aoe.ini, default), the checks, the plan, the worker cap.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tunebank_key::{derive_op_keys, FsReader, OpTemplate, ResolvedOp, ResolvedOptions, SocSpec};
+use tunebank_measure::{RunnerSpec, TimingSettings};
+use tunebank_model::{Framework, ModelFiles};
+use crate::tune::gdat::{self, Cluster};
+use crate::tune::sgat::sgat_plan;
+use crate::tune::{self, memory, TuneError, TuneSettings};
+
+use super::conversion::{open_op_bank, plan_units, Conversion};
+use super::{
+    ini, job_type, normalise_job_type, ops_file, AoeIni, Environment, Job, JobError, JobPlan,
+    JobType, OutputDir,
+};
+
+/// A gradient job's cluster (GDAT only).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GradientSpec {
+    /// Devices in the data-parallel job (required for GDAT, at least 2).
+    pub rank_size: Option<u32>,
+    /// Devices per server.
+    pub devices_per_server: u32,
+    /// JSON file overriding the cluster model's links.
+    pub cluster: Option<PathBuf>,
+    /// At most this many segments (1 to 8).
+    pub max_segments: usize,
+}
+
+impl Default for GradientSpec {
+    fn default() -> Self {
+        GradientSpec {
+            rank_size: None,
+            devices_per_server: 8,
+            cluster: None,
+            max_segments: 8,
+        }
+    }
+}
+
+/// What the caller gives a job explicitly; every `None` is left to the environment, aoe.ini
+/// and the defaults ([`JobSpec::resolve`]). [`JobSpec::new`] takes the defaults of
+/// `tunebank tune`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpec {
+    /// ATC-style options: `--model=m.onnx --soc_version=Ascend910B2 --job_type=2 …`
+    /// (`--job-type op|subgraph|gradient` too).
+    pub atc: Vec<String>,
+    /// The job type; `None`: `--job_type` of `JobSpec::atc`, else `AOE_MODE`, else OPAT.
+    pub job_type: Option<JobType>,
+    /// Runner spec: `sim`, `sim:SEED`, `cpu` or `exec:COMMAND`.
+    pub runner: String,
+    /// Search strategy name.
+    pub strategy: String,
+    /// Candidates measured per op (subgraph, job) at most.
+    pub budget: usize,
+    /// Search time per op at most.
+    pub time_budget: Option<Duration>,
+    /// Candidates measured over the whole job at most.
+    pub total_budget: Option<u64>,
+    /// Time of the whole job at most.
+    pub total_time: Option<Duration>,
+    /// Seed of the searches.
+    pub seed: u64,
+    /// A miss's search starts from the winners of related bank records.
+    pub transfer: bool,
+    /// Worker threads; `None`: `TUNING_PARALLEL_NUM`, else aoe.ini's, else the cores (at most
+    /// 8). Either way capped by available memory.
+    pub workers: Option<usize>,
+    /// `REPEAT_TUNE`; `None`: the environment's.
+    pub repeat_tune: Option<bool>,
+    /// The custom bank file of the job's kind (SGAT: the graph bank written, unless
+    /// [`JobSpec::graph_bank`] names it); `None`: AOE's path rules.
+    pub bank: Option<PathBuf>,
+    /// OPAT and conversion: the graph bank applied first (must exist); SGAT: the graph bank
+    /// written. `None`: AOE's resolution of the custom graph bank plus the built-in one.
+    pub graph_bank: Option<PathBuf>,
+    /// SGAT and GDAT: the op bank read for node strategies; `None`: the custom op bank AOE's
+    /// path rules name, when it exists. (The CLI passes `--bank` here when `--graph-bank` is
+    /// given for SGAT.)
+    pub op_bank: Option<PathBuf>,
+    /// Extra read-only built-in op banks a conversion consults after the custom bank.
+    pub builtin_banks: Vec<PathBuf>,
+    /// Directory of the result file; `None`: `ASCEND_WORK_PATH`, else aoe.ini's `WORK_PATH`,
+    /// else the working directory.
+    pub output_dir: Option<PathBuf>,
+    /// aoe.ini; `None`: the first of `ini::locations` that exists.
+    pub config: Option<PathBuf>,
+    /// GDAT's cluster.
+    pub gradient: GradientSpec,
+}
+
+impl JobSpec {
+    /// A job of the ATC-style options `atc`, with `tunebank tune`'s defaults: runner `sim`,
+    /// strategy `ensemble`, budget 64, seed 1, transfer on, everything else left to the
+    /// environment and aoe.ini.
+    pub fn new<I, S>(atc: I) -> JobSpec
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        JobSpec {
+            atc: atc.into_iter().map(Into::into).collect(),
+            job_type: None,
+            runner: "sim".into(),
+            strategy: "ensemble".into(),
+            budget: 64,
+            time_budget: None,
+            total_budget: None,
+            total_time: None,
+            seed: 1,
+            transfer: true,
+            workers: None,
+            repeat_tune: None,
+            bank: None,
+            graph_bank: None,
+            op_bank: None,
+            builtin_banks: Vec::new(),
+            output_dir: None,
+            config: None,
+            gradient: GradientSpec::default(),
+        }
+    }
+
+    /// The ATC options with `--job-type` spellings normalised, and ATC's framework default
+    /// of `--input_format` (NHWC for TensorFlow) added when it is not given.
+    fn atc(&self) -> Vec<String> {
+        let mut atc = normalise_job_type(&self.atc);
+        let value = |name: &str| {
+            atc.iter()
+                .rev()
+                .find_map(|a| a.strip_prefix(name)?.strip_prefix('=').map(str::to_owned))
+        };
+        let framework = value("--framework")
+            .and_then(|f| Framework::from_code(&f))
+            .or_else(|| value("--model").and_then(|m| Framework::of_file(Path::new(&m))));
+        if let (Some(f), None) = (framework, value("--input_format")) {
+            if f.default_input_format() != "NCHW" {
+                atc.push(format!("--input_format={}", f.default_input_format()));
+            }
+        }
+        atc
+    }
+
+    /// The job type: [`JobSpec::job_type`], else `job_type` of the options and `env`.
+    pub fn job_type(&self, env: &Environment) -> Result<JobType, JobError> {
+        let from_args = job_type(&self.atc(), env)?;
+        Ok(self.job_type.unwrap_or(from_args))
+    }
+
+    /// The converter's view of the model: options, model, the graph bank applied when one
+    /// exists. Reads neither aoe.ini nor the tuning variables: what `convert` and the key
+    /// listings resolve.
+    pub fn conversion(&self, env: &Environment) -> Result<Conversion, JobError> {
+        let (options, soc) = options_of(&self.atc())?;
+        let model_path = model_path(&options)?;
+        let model = ModelFiles::from_options(&options)?.load()?;
+        let (plan, graph) = plan_units(self, env, &model, &options, &soc, None)?;
+        Ok(Conversion {
+            options,
+            soc,
+            model_path,
+            plan,
+            graph,
+            bank: self.bank.clone(),
+            builtin_banks: self.builtin_banks.clone(),
+            env: env.clone(),
+        })
+    }
+
+    /// Validates the job (job type, options, aoe.ini, environment, settings, model) in the
+    /// order AOE users meet the errors, loads and plans the model, and caps the workers by
+    /// available memory. Writes nothing.
+    pub fn resolve(&self, env: &Environment) -> Result<Job, JobError> {
+        let job_type = self.job_type(env)?;
+        let (options, soc) = options_of(&self.atc())?;
+        let files = ModelFiles::from_options(&options)?;
+        let ini = ini::find(self.config.as_deref(), env)?;
+        let mut settings = self.settings(job_type, env, &options, ini.as_ref())?;
+        match job_type {
+            JobType::Op | JobType::Subgraph => {
+                tune::check_settings(&settings)?;
+                tune::check_soc(&settings, &soc.version)?;
+            }
+            JobType::Gradient => {}
+        }
+        let on_simulator = settings
+            .runner_spec()
+            .map_err(TuneError::from)?
+            .is_simulator();
+        if job_type == JobType::Subgraph && !on_simulator {
+            return Err(JobError::Unsupported {
+                input: format!("--runner {}", settings.runner),
+                reason: "subgraph tuning (--job_type=1) runs on the simulator (--runner sim)"
+                    .into(),
+            });
+        }
+        let model_path = model_path(&options)?;
+        let requested = self.requested_workers(env, ini.as_ref())?;
+        let per_worker = worker_memory_bytes(&settings.runner, env)?;
+        let ops_file = match job_type {
+            JobType::Op => options
+                .given()
+                .get("tune_ops_file")
+                .filter(|f| !f.is_empty())
+                .cloned(),
+            _ => None,
+        };
+        let only = ops_file.as_deref().map(ops_file::read).transpose()?;
+        let cluster = match job_type {
+            JobType::Gradient => Some(self.cluster(&soc)?),
+            _ => None,
+        };
+        let model = files.load()?;
+        let plan = match job_type {
+            JobType::Op => {
+                let (plan, graph) = plan_units(self, env, &model, &options, &soc, only.as_ref())?;
+                if let Some(f) = &ops_file {
+                    if plan.units.is_empty() {
+                        return Err(JobError::invalid(
+                            format!("--tune_ops_file {f}: selects no op of {model_path}"),
+                            "names and types of the model's ops, as ONNX or Ascend IR spellings, e.g. Conv or Conv2D",
+                        ));
+                    }
+                }
+                JobPlan::Op { plan, graph }
+            }
+            JobType::Subgraph => JobPlan::Subgraph(sgat_plan(&model, &options, &soc)?),
+            JobType::Gradient => {
+                let op_bank = open_op_bank(&soc.version, self.op_bank.as_deref(), env)?;
+                let cluster = cluster.expect("set for gradient jobs");
+                let plan = gdat::plan_job(
+                    &model,
+                    &options,
+                    &soc,
+                    cluster,
+                    self.gradient.max_segments,
+                    op_bank.as_ref(),
+                )?;
+                settings
+                    .options_given
+                    .insert("rank_size".into(), plan.cluster.rank_size.to_string());
+                settings.options_given.insert(
+                    "devices_per_server".into(),
+                    plan.cluster.devices_per_server.to_string(),
+                );
+                JobPlan::Gradient(Box::new(plan))
+            }
+        };
+        let workers = match job_type {
+            JobType::Op => WorkerCap::new(requested, per_worker, memory::available_memory()),
+            // SGAT and GDAT run on one thread.
+            _ => WorkerCap::new(1, per_worker, None),
+        };
+        settings.workers = workers.workers;
+        let output_dir = match (&self.output_dir, env.get("ASCEND_WORK_PATH"), &ini) {
+            (Some(d), _, _) => OutputDir::Given(d.clone()),
+            (None, Some(w), _) => OutputDir::Given(PathBuf::from(w)),
+            (
+                None,
+                None,
+                Some(AoeIni {
+                    work_path: Some(w), ..
+                }),
+            ) => OutputDir::Given(w.clone()),
+            _ => OutputDir::WorkingDirectory,
+        };
+        Ok(Job {
+            job_type,
+            name: tuning_name(&model_path),
+            options,
+            soc,
+            model_path,
+            settings,
+            workers,
+            output_dir,
+            ini: ini.map(|i| i.path),
+            spec: self.clone(),
+            env: env.clone(),
+            plan,
+        })
+    }
+
+    /// The settings from the spec, the environment and aoe.ini (one worker; [`WorkerCap`]
+    /// sets the rest). aoe.ini's `RUN_LOOP` is the runner's timed repeats per measurement.
+    fn settings(
+        &self,
+        job_type: JobType,
+        env: &Environment,
+        options: &ResolvedOptions,
+        ini: Option<&AoeIni>,
+    ) -> Result<TuneSettings, JobError> {
+        let repeat_tune = match self.repeat_tune {
+            Some(r) => r,
+            None => env.repeat_tune()?,
+        };
+        let mut timing = TimingSettings::default();
+        if let Some(r) = ini.and_then(|i| i.run_loop) {
+            timing.repeats = r;
+        }
+        let batch = env.positive("TE_PARALLEL_COMPILER")?.unwrap_or(8);
+        env.check_device_id()?;
+        if self.budget == 0 {
+            let per = match job_type {
+                JobType::Op => "per op",
+                JobType::Subgraph => "per subgraph",
+                JobType::Gradient => "for the job",
+            };
+            return Err(JobError::invalid(
+                "--budget 0",
+                format!("at least one candidate {per}"),
+            ));
+        }
+        for (flag, d) in [
+            ("--time-budget-s", self.time_budget),
+            ("--total-time-s", self.total_time),
+        ] {
+            if d.is_some_and(|d| d.is_zero()) {
+                return Err(JobError::invalid(
+                    format!("{flag} 0"),
+                    "a positive number of seconds",
+                ));
+            }
+        }
+        Ok(TuneSettings {
+            runner: self.runner.clone(),
+            strategy: self.strategy.clone(),
+            seed: self.seed,
+            trials_per_op: self.budget,
+            time_per_op: self.time_budget,
+            total_trials: self.total_budget,
+            total_time: self.total_time,
+            repeat_tune,
+            workers: 1,
+            batch,
+            options_given: options.given().clone(),
+            timing,
+            transfer: self.transfer,
+            ..TuneSettings::default()
+        })
+    }
+
+    /// The workers asked for: the spec's, else `TUNING_PARALLEL_NUM` of the environment, else
+    /// of aoe.ini, else the cores (at most 8).
+    fn requested_workers(
+        &self,
+        env: &Environment,
+        ini: Option<&AoeIni>,
+    ) -> Result<usize, JobError> {
+        if let Some(0) = self.workers {
+            return Err(JobError::invalid("workers 0", "at least 1"));
+        }
+        let from_env = env.positive("TUNING_PARALLEL_NUM")?;
+        Ok(
+            match (self.workers, from_env, ini.and_then(|i| i.parallel)) {
+                (Some(n), _, _) | (None, Some(n), _) | (None, None, Some(n)) => n,
+                (None, None, None) => std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+                    .min(8),
+            },
+        )
+    }
+
+    /// GDAT's cluster for `soc`.
+    fn cluster(&self, soc: &SocSpec) -> Result<Cluster, JobError> {
+        let g = &self.gradient;
+        let Some(rank_size) = g.rank_size else {
+            return Err(JobError::invalid(
+                "--rank_size",
+                "the number of devices of the data-parallel job GDAT tunes for, e.g. --rank_size 16",
+            ));
+        };
+        Ok(Cluster::from_flags(
+            &soc.version,
+            rank_size,
+            g.devices_per_server,
+            g.cluster.as_deref(),
+        )?)
+    }
+}
+
+/// The resolved options of `atc` and the SoC they name (`--soc_version` is required): what
+/// every op of a conversion is resolved under.
+pub fn options_of(atc: &[String]) -> Result<(ResolvedOptions, SocSpec), JobError> {
+    let options = ResolvedOptions::from_args(atc, &FsReader)?;
+    let soc = options.soc()?;
+    Ok((options, soc))
+}
+
+/// The keys of one op template under ATC options given as `(name, value)` pairs, one per
+/// dynamic profile: what the C ABI and `tunebank key` derive.
+pub fn op_keys(
+    template: &OpTemplate,
+    options: &ResolvedOptions,
+) -> Result<Vec<ResolvedOp>, JobError> {
+    let soc = options.soc()?;
+    Ok(derive_op_keys(template, options, &soc)?)
+}
+
+/// `--model` as given; a job needs one.
+fn model_path(options: &ResolvedOptions) -> Result<String, JobError> {
+    options
+        .given()
+        .get("model")
+        .cloned()
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| {
+            JobError::invalid(
+                "--model",
+                "the model to tune: an .onnx file, a Caffe .prototxt (with --weight=….caffemodel) or a TensorFlow .pb, e.g. --model=resnet50.onnx",
+            )
+        })
+}
+
+/// The job's name in its result file: the model file's stem.
+pub(crate) fn tuning_name(model_path: &str) -> String {
+    Path::new(model_path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".into())
+}
+
+/// Per-worker memory estimate by runner: a simulator is small; host kernels and device
+/// compilations are not. `TUNEBANK_WORKER_MEMORY_MB` overrides it.
+fn worker_memory_bytes(runner: &str, env: &Environment) -> Result<u64, JobError> {
+    if let Some(mb) = env.positive("TUNEBANK_WORKER_MEMORY_MB")? {
+        return Ok(mb as u64 * (1 << 20));
+    }
+    Ok(RunnerSpec::parse(runner)
+        .map_err(TuneError::from)?
+        .worker_memory_bytes())
+}
+
+/// The workers a job runs with: the request, capped by available memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkerCap {
+    /// Workers asked for.
+    pub requested: usize,
+    /// Workers the job runs with.
+    pub workers: usize,
+    /// Memory estimate per worker, bytes.
+    pub per_worker: u64,
+    /// Available memory when the cap applied, bytes (`None`: not capped).
+    pub available: Option<u64>,
+}
+
+impl WorkerCap {
+    fn new(requested: usize, per_worker: u64, available: Option<memory::MemoryAvailable>) -> Self {
+        let (workers, capped) = memory::cap_workers(requested, per_worker, available);
+        WorkerCap {
+            requested,
+            workers,
+            per_worker,
+            available: capped.then(|| available.map_or(0, |a| a.bytes)),
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! GDAT, gradient-split tuning for data-parallel training (AOE job type 4): where to cut a
+//! model's gradient list into all-reduce segments (at most 8, HCCL style) so that communication
+//! overlaps backward compute and the iteration's tail — from the last backward op to the end of
+//! the last all-reduce — is shortest.
+//!
+//! The parts: `timeline` (the model's backward timeline: gradients in production order, their
+//! bytes and ready times, from the model import and the op simulator), `cluster` (the α–β
+//! all-reduce model of a topology, linear in bytes), `split` (splits, their schedule and tail,
+//! the exact dynamic program, HCCL's default, index ⇄ size), [`search`] (the search through the
+//! `Measure` trait, started from the optimum and the default), `job` (look-up, search,
+//! decision and bank write under the gradient key; the decision is the drivers' one win rule
+//! on exact times, `job::WIN_RULE`, and their shared [`Decision`](crate::tune::Decision)),
+//! [`report`] (the AOE-style result file, the lines to paste into a training script,
+//! `--timeline-out`), `render` (text and SVG Gantt) and `why` (a gradient-key miss
+//! explained by the nearest stored records).
+
+pub(crate) mod cluster;
+pub mod job;
+pub mod render;
+pub mod report;
+pub mod search;
+pub(crate) mod split;
+mod step;
+pub(crate) mod timeline;
+mod updates;
+pub(crate) mod why;
+
+use tunebank_failure::FailureKind;
+pub use cluster::{Cluster, LinearCost, Link};
+pub use job::*;
+#[cfg(test)]
+pub(crate) use split::*;
+pub use timeline::{BackwardOp, Gradient, Timeline};
+pub use why::{why_gradient, GradientWhy};
+
+/// Why a GDAT job cannot run. Every variant but [`GdatError::Bank`] is the request's fault.
+#[derive(Debug, thiserror::Error)]
+pub enum GdatError {
+    /// The model has no trainable parameter (no initializer feeding a Conv/MatMul/Gemm weight or
+    /// bias or a normalisation scale).
+    #[error("the model has no trainable parameters (initializers feeding Conv/MatMul/Gemm weights and biases or normalisation scales): there is nothing to all-reduce")]
+    NoParameters,
+    /// A training step graph with backward ops but no variable update computed from a
+    /// gradient: the gradients to all-reduce are not known.
+    #[error("the graph has backward ops ({}) but no optimizer update (ApplyAdam, ApplyMomentum, ApplyGradientDescent …, or an assignment of a variable: AssignVariableOp, AssignSubVariableOp …) computed from a gradient: GDAT splits the gradients a step's updates read; expected a training step with its optimizer's updates", backward.join(", "))]
+    NoGradients {
+        /// Some of its backward units.
+        backward: Vec<String>,
+    },
+    /// The topology or the links are not usable.
+    #[error("cluster: {0}")]
+    Cluster(String),
+    /// The `--cluster` file cannot be read or parsed.
+    #[error("--cluster {path}: {problem}")]
+    ClusterFile {
+        /// The file.
+        path: String,
+        /// What is wrong (the I/O or parse error's text).
+        problem: String,
+    },
+    /// More segments asked than HCCL allows, or fewer than one.
+    #[error("max segments {0}: expected 1 to 8 (HCCL splits gradients into at most 8 segments)")]
+    Segments(usize),
+    /// A backward problem the simulator cannot time.
+    #[error("timing the backward pass: {0}")]
+    Simulator(String),
+    /// The runner failed on the task as a whole.
+    #[error(transparent)]
+    Measure(#[from] tunebank_measure::MeasureError),
+    /// The model could not be planned (import, shapes, keys).
+    #[error(transparent)]
+    Tune(#[from] crate::tune::TuneError),
+    /// The search strategy name is unknown.
+    #[error("unknown search strategy {0:?}")]
+    Strategy(String),
+    /// The search measured no candidate successfully.
+    #[error("the search measured no split successfully")]
+    NothingMeasured,
+    /// The gradient key could not be derived.
+    #[error(transparent)]
+    Key(#[from] tunebank_key::KeyError),
+    /// The bank failed.
+    #[error(transparent)]
+    Bank(#[from] tunebank_bank::BankError),
+}
+
+impl GdatError {
+    /// The kind of the measurement, tuning, key or bank error it wraps (a busy, damaged or
+    /// unreachable gradient bank is that); a model without parameters, a bad cluster or
+    /// segment count, an unknown strategy, a backward pass the simulator cannot time and a
+    /// search that measured nothing are the request's (its model, flags or runner).
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            GdatError::Measure(e) => e.kind(),
+            GdatError::Tune(e) => e.kind(),
+            GdatError::Key(e) => e.kind(),
+            GdatError::Bank(e) => e.kind(),
+            GdatError::NoParameters
+            | GdatError::NoGradients { .. }
+            | GdatError::Cluster(_)
+            | GdatError::ClusterFile { .. }
+            | GdatError::Segments(_)
+            | GdatError::Simulator(_)
+            | GdatError::Strategy(_)
+            | GdatError::NothingMeasured => FailureKind::Input,
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! Validation and canonical form of option values, one function per [`ValueKind`]: the
+//! validator each row of the options table names. [`check`] turns a value into its canonical
+//! text (what subgraph keys hash) plus, for kinds with structure, the parsed form that
+//! [`ResolvedOptions`](super::ResolvedOptions) keeps. Error messages name the option and say
+//! what was expected.
+
+use std::collections::BTreeSet;
+
+use super::error::OptionError;
+use super::files::{read_option_file, FileContent, FileReader};
+use super::resolved::Dynamic;
+use super::table::{OptionSpec, ValueKind};
+use crate::soc::soc_facts;
+
+const OUTPUT_TYPES: &[&str] = &["FP32", "FP16", "UINT8", "INT8"];
+
+/// The form `input_shape` takes, as error messages state it.
+pub(super) const SHAPE_FORM: &str = "\"name:d1,d2,...;name2:...\" with integers ≥ 1 or -1";
+const BATCH_FORM: &str = "\"b1,b2,...\": 2 to 100 distinct integers, each 1 to 2048";
+const IMAGE_FORM: &str = "\"h1,w1;h2,w2;...\": 2 to 100 distinct pairs of integers ≥ 1";
+/// The form `dynamic_dims` takes, as error messages state it.
+pub(super) const DIMS_FORM: &str =
+    "\"d1,d2,...;d1,d2,...\": 2 to 100 distinct profiles of integers ≥ 1, all of one length";
+
+/// A value checked against its option's [`ValueKind`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Checked {
+    /// The canonical text: what the option's canonical value and subgraph keys use.
+    pub canonical: String,
+    /// The parsed form, for kinds with structure.
+    pub parsed: Parsed,
+}
+
+/// The parsed form of a checked value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Parsed {
+    /// Nothing beyond the canonical text (choices, text, integers, graph-only lists, the SoC).
+    Plain,
+    /// [`ValueKind::NameSet`]: the names, trimmed and deduplicated but not case-folded, and
+    /// their separator.
+    Names {
+        /// The names.
+        names: BTreeSet<String>,
+        /// The separator of the canonical text.
+        sep: char,
+    },
+    /// [`ValueKind::InputShape`]: inputs and their dims, in the order given.
+    Shape(Vec<(String, Vec<i64>)>),
+    /// The dynamic kinds: the profiles.
+    Dynamic(Dynamic),
+    /// [`ValueKind::File`]: the file's parsed content.
+    File(FileContent),
+}
+
+/// Checks a non-empty value `v` of option `spec` against the option's [`ValueKind`]; file-valued
+/// options are read through `reader`.
+pub(super) fn check(
+    spec: &OptionSpec,
+    v: &str,
+    reader: &dyn FileReader,
+) -> Result<Checked, OptionError> {
+    let name = spec.name;
+    let plain = |canonical: String| Checked {
+        canonical,
+        parsed: Parsed::Plain,
+    };
+    Ok(match spec.kind {
+        ValueKind::OneOf(values) => plain(one_of(name, v, values)?),
+        ValueKind::Text => plain(v.to_string()),
+        ValueKind::Int(lo, hi) => plain(int_in(name, v, lo, hi)?),
+        ValueKind::NameSet(sep) => {
+            let names = name_set(name, v, sep)?;
+            Checked {
+                canonical: join_names(&names, sep),
+                parsed: Parsed::Names { names, sep },
+            }
+        }
+        ValueKind::BoolList => plain(bool_list(name, v)?),
+        ValueKind::OutNodes => plain(out_nodes(name, v)?),
+        ValueKind::OutputType => plain(output_type(name, v)?),
+        ValueKind::InputShape => {
+            let shape = parse_input_shape(name, v)?;
+            Checked {
+                canonical: shape_text(&shape),
+                parsed: Parsed::Shape(shape),
+            }
+        }
+        ValueKind::DynamicBatch => dynamic_batch(name, v)?,
+        ValueKind::DynamicImage => dynamic_image(name, v)?,
+        ValueKind::DynamicDims => dynamic_dims(name, v)?,
+        ValueKind::SocVersion => plain(soc_version(name, v)?),
+        ValueKind::File(format) => {
+            let (canonical, content) = read_option_file(name, v, format, reader)?;
+            Checked {
+                canonical,
+                parsed: Parsed::File(content),
+            }
+        }
+    })
+}
+
+/// The error for a value of option `name` that is not of the `expected` form.
+pub(super) fn invalid(name: &str, value: &str, expected: impl Into<String>) -> OptionError {
+    OptionError::InvalidValue {
+        name: name.to_string(),
+        value: value.to_string(),
+        expected: expected.into(),
+    }
+}
+
+fn parse_int(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if s.is_empty() || s.len() > 19 {
+        return None;
+    }
+    s.parse().ok()
+}
+
+fn one_of(name: &str, v: &str, values: &[&str]) -> Result<String, OptionError> {
+    if !values.contains(&v) {
+        return Err(invalid(name, v, format!("one of {}", values.join(", "))));
+    }
+    Ok(v.to_string())
+}
+
+fn int_in(name: &str, v: &str, lo: u32, hi: u32) -> Result<String, OptionError> {
+    match parse_int(v) {
+        Some(x) if x >= i64::from(lo) && x <= i64::from(hi) => Ok(x.to_string()),
+        _ => Err(invalid(name, v, format!("an integer from {lo} to {hi}"))),
+    }
+}
+
+fn name_set(name: &str, v: &str, sep: char) -> Result<BTreeSet<String>, OptionError> {
+    let set: BTreeSet<String> = v
+        .split(sep)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    if set.is_empty() {
+        return Err(invalid(name, v, format!("names separated by `{sep}`")));
+    }
+    Ok(set)
+}
+
+/// The canonical text of a name set: the names in order, joined by `sep`.
+pub(super) fn join_names(names: &BTreeSet<String>, sep: char) -> String {
+    names
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(&sep.to_string())
+}
+
+fn bool_list(name: &str, v: &str) -> Result<String, OptionError> {
+    let items: Vec<&str> = v.split(',').map(str::trim).collect();
+    if items.iter().any(|s| *s != "true" && *s != "false") {
+        return Err(invalid(
+            name,
+            v,
+            "a comma-separated list of true/false, one per input",
+        ));
+    }
+    Ok(items.join(","))
+}
+
+fn out_nodes(name: &str, v: &str) -> Result<String, OptionError> {
+    let mut items = Vec::new();
+    for e in v.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+        match e.rsplit_once(':') {
+            Some((n, i)) if !n.trim().is_empty() && parse_int(i).is_some_and(|x| x >= 0) => {
+                items.push(format!("{}:{}", n.trim(), parse_int(i).unwrap_or(0)))
+            }
+            _ => return Err(invalid(name, v, "\"node:output_index;node2:output_index\"")),
+        }
+    }
+    Ok(items.join(";"))
+}
+
+fn output_type(name: &str, v: &str) -> Result<String, OptionError> {
+    if OUTPUT_TYPES.contains(&v) {
+        return Ok(v.to_string());
+    }
+    let expected = || {
+        format!(
+            "one of {} or \"node:index:TYPE;...\"",
+            OUTPUT_TYPES.join(", ")
+        )
+    };
+    let mut items = Vec::new();
+    for e in v.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+        let parts: Vec<&str> = e.rsplitn(3, ':').collect();
+        match parts.as_slice() {
+            [t, i, n]
+                if OUTPUT_TYPES.contains(&t.trim())
+                    && parse_int(i).is_some_and(|x| x >= 0)
+                    && !n.trim().is_empty() =>
+            {
+                items.push(format!(
+                    "{}:{}:{}",
+                    n.trim(),
+                    parse_int(i).unwrap_or(0),
+                    t.trim()
+                ))
+            }
+            _ => return Err(invalid(name, v, expected())),
+        }
+    }
+    Ok(items.join(";"))
+}
+
+fn parse_input_shape(name: &str, v: &str) -> Result<Vec<(String, Vec<i64>)>, OptionError> {
+    let mut out: Vec<(String, Vec<i64>)> = Vec::new();
+    for entry in v.split(';').filter(|e| !e.trim().is_empty()) {
+        let Some((input, dims)) = entry.rsplit_once(':') else {
+            return Err(invalid(name, v, SHAPE_FORM));
+        };
+        let input = input.trim();
+        if input.is_empty() || out.iter().any(|(n, _)| n == input) {
+            return Err(invalid(
+                name,
+                v,
+                format!("{SHAPE_FORM}, each input named once"),
+            ));
+        }
+        let mut ds = Vec::new();
+        for d in dims.split(',') {
+            match parse_int(d) {
+                Some(x) if x >= 1 || x == -1 => ds.push(x),
+                _ => return Err(invalid(name, v, SHAPE_FORM)),
+            }
+        }
+        out.push((input.to_string(), ds));
+    }
+    Ok(out)
+}
+
+fn parse_profiles(name: &str, v: &str, form: &str) -> Result<Vec<Vec<i64>>, OptionError> {
+    let mut out: Vec<Vec<i64>> = Vec::new();
+    for p in v.split(';') {
+        let mut ds = Vec::new();
+        for d in p.split(',') {
+            match parse_int(d) {
+                Some(x) if x >= 1 => ds.push(x),
+                _ => return Err(invalid(name, v, form)),
+            }
+        }
+        if out.contains(&ds) {
+            return Err(invalid(name, v, form));
+        }
+        out.push(ds);
+    }
+    if !(2..=100).contains(&out.len()) {
+        return Err(invalid(name, v, form));
+    }
+    Ok(out)
+}
+
+fn shape_text(shape: &[(String, Vec<i64>)]) -> String {
+    shape
+        .iter()
+        .map(|(n, d)| {
+            format!(
+                "{n}:{}",
+                d.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+fn dynamic_batch(name: &str, v: &str) -> Result<Checked, OptionError> {
+    let profiles = parse_profiles(name, &v.replace(',', ";"), BATCH_FORM)
+        .map_err(|_| invalid(name, v, BATCH_FORM))?;
+    let batches: Vec<i64> = profiles.iter().map(|p| p[0]).collect();
+    if batches.iter().any(|&b| b > 2048) {
+        return Err(invalid(name, v, BATCH_FORM));
+    }
+    let canonical = batches
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    Ok(Checked {
+        canonical,
+        parsed: Parsed::Dynamic(Dynamic::Batch(batches)),
+    })
+}
+
+fn dynamic_image(name: &str, v: &str) -> Result<Checked, OptionError> {
+    let profiles = parse_profiles(name, v, IMAGE_FORM)?;
+    if profiles.iter().any(|p| p.len() != 2) {
+        return Err(invalid(name, v, IMAGE_FORM));
+    }
+    Ok(Checked {
+        canonical: profiles_text(&profiles),
+        parsed: Parsed::Dynamic(Dynamic::ImageSize(
+            profiles.iter().map(|p| (p[0], p[1])).collect(),
+        )),
+    })
+}
+
+fn dynamic_dims(name: &str, v: &str) -> Result<Checked, OptionError> {
+    let profiles = parse_profiles(name, v, DIMS_FORM)?;
+    if profiles.iter().any(|p| p.len() != profiles[0].len()) {
+        return Err(invalid(name, v, DIMS_FORM));
+    }
+    Ok(Checked {
+        canonical: profiles_text(&profiles),
+        parsed: Parsed::Dynamic(Dynamic::Dims(profiles)),
+    })
+}
+
+fn profiles_text(p: &[Vec<i64>]) -> String {
+    p.iter()
+        .map(|d| d.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+fn soc_version(name: &str, v: &str) -> Result<String, OptionError> {
+    match soc_facts(v) {
+        Some(f) => Ok(f.version.to_string()),
+        None => Err(invalid(
+            name,
+            v,
+            format!("one of {}", crate::soc::known_socs()),
+        )),
+    }
+}

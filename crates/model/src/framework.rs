@@ -1,0 +1,256 @@
+//! Which importer reads a model: AOE's `--framework` codes, the files each takes, and AOE's
+//! rules for `--framework`, `--model` and `--weight` ([`ModelFiles::new`]).
+
+use std::path::{Path, PathBuf};
+
+use tunebank_key::ResolvedOptions;
+use crate::{load_onnx, Model, ModelError};
+
+/// A source framework, by AOE's `--framework` code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Framework {
+    /// `0`: a text `.prototxt` network with a binary `.caffemodel` (`--weight`).
+    Caffe,
+    /// `1`: MindSpore `.air`/`.mindir` (not importable).
+    MindSpore,
+    /// `3`: a frozen `GraphDef` `.pb`.
+    TensorFlow,
+    /// `5`: an `.onnx` model.
+    Onnx,
+}
+
+impl Framework {
+    /// Every framework, in code order.
+    pub(crate) const ALL: [Framework; 4] = [
+        Framework::Caffe,
+        Framework::MindSpore,
+        Framework::TensorFlow,
+        Framework::Onnx,
+    ];
+
+    /// AOE's `--framework` code.
+    pub(crate) fn code(self) -> &'static str {
+        match self {
+            Framework::Caffe => "0",
+            Framework::MindSpore => "1",
+            Framework::TensorFlow => "3",
+            Framework::Onnx => "5",
+        }
+    }
+
+    /// The framework's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Framework::Caffe => "Caffe",
+            Framework::MindSpore => "MindSpore",
+            Framework::TensorFlow => "TensorFlow",
+            Framework::Onnx => "ONNX",
+        }
+    }
+
+    /// The model-file extensions (lower case) of the framework.
+    fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Framework::Caffe => &["prototxt", "caffemodel"],
+            Framework::MindSpore => &["air", "mindir"],
+            Framework::TensorFlow => &["pb"],
+            Framework::Onnx => &["onnx"],
+        }
+    }
+
+    /// ATC's default `--input_format` for the framework's models: NHWC for TensorFlow,
+    /// NCHW for the others.
+    pub fn default_input_format(self) -> &'static str {
+        match self {
+            Framework::TensorFlow => "NHWC",
+            _ => "NCHW",
+        }
+    }
+
+    /// The framework of a `--framework` code.
+    pub fn from_code(code: &str) -> Option<Framework> {
+        Framework::ALL.into_iter().find(|f| f.code() == code.trim())
+    }
+
+    /// The framework whose model files have the extension of `path`.
+    pub fn of_file(path: &Path) -> Option<Framework> {
+        let ext = path.extension()?.to_string_lossy().to_ascii_lowercase();
+        Framework::ALL
+            .into_iter()
+            .find(|f| f.extensions().contains(&ext.as_str()))
+    }
+}
+
+impl std::fmt::Display for Framework {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--framework={} ({})", self.code(), self.name())
+    }
+}
+
+/// The files of one model and the importer that reads them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelFiles {
+    /// The framework.
+    pub framework: Framework,
+    /// `--model`: the ONNX file, the Caffe prototxt or the TensorFlow `.pb`.
+    pub model: PathBuf,
+    /// `--weight`: the Caffe caffemodel; `None` for the other frameworks.
+    pub weight: Option<PathBuf>,
+}
+
+impl ModelFiles {
+    /// AOE's rules: `--framework` (when given) must agree with the model file's extension and
+    /// is taken from it otherwise (ONNX when the extension says nothing); a Caffe model needs
+    /// `--weight` and its `--model` is the prototxt; no other framework takes `--weight`;
+    /// MindSpore models cannot be imported. Errors are [`ModelError::Framework`], naming the
+    /// flags.
+    pub fn new(
+        model: &str,
+        framework: Option<&str>,
+        weight: Option<&str>,
+    ) -> Result<ModelFiles, ModelError> {
+        let err = |input: String, reason: String| ModelError::Framework { input, reason };
+        let path = Path::new(model);
+        let of_file = Framework::of_file(path);
+        let given = match framework.map(str::trim).filter(|f| !f.is_empty()) {
+            Some(code) => Some(Framework::from_code(code).ok_or_else(|| {
+                err(
+                    format!("--framework={code}"),
+                    "expected 0 (Caffe), 1 (MindSpore), 3 (TensorFlow) or 5 (ONNX)".into(),
+                )
+            })?),
+            None => None,
+        };
+        let framework = match (given, of_file) {
+            (Some(g), Some(f)) if g != f => {
+                return Err(err(
+                    format!("{g} with --model={model}"),
+                    format!(
+                    "the model file is a {} model ({}); expected the flag and the file to agree",
+                    f.name(),
+                    f.code()
+                ),
+                ))
+            }
+            (Some(g), _) => g,
+            (None, Some(f)) => f,
+            (None, None) => Framework::Onnx,
+        };
+        let weight = weight.map(str::trim).filter(|w| !w.is_empty());
+        match (framework, weight) {
+            (Framework::MindSpore, _) => Err(err(
+                format!("{framework} with --model={model}"),
+                "MindSpore models cannot be imported: expected a Caffe (0), TensorFlow (3) or ONNX (5) model".into(),
+            )),
+            (Framework::Caffe, None) => Err(err(
+                format!("{framework} with --model={model}"),
+                "a Caffe model needs its weights: expected --weight=<the .caffemodel>".into(),
+            )),
+            (Framework::Caffe, Some(w)) => {
+                if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("caffemodel")) {
+                    return Err(err(
+                        format!("--model={model}"),
+                        "is the weight file: expected --model=<the .prototxt> and the .caffemodel in --weight".into(),
+                    ));
+                }
+                if Path::new(w).extension().is_some_and(|e| e.eq_ignore_ascii_case("prototxt")) {
+                    return Err(err(format!("--weight={w}"), "is a prototxt: expected the binary .caffemodel".into()));
+                }
+                Ok(ModelFiles {
+                    framework,
+                    model: path.into(),
+                    weight: Some(w.into()),
+                })
+            }
+            (_, Some(w)) => Err(err(
+                format!("--weight={w}"),
+                format!("a weight file belongs to a Caffe model (--framework=0); --model={model} is {} ({}), which has none", framework.name(), framework.code()),
+            )),
+            (_, None) => Ok(ModelFiles {
+                framework,
+                model: path.into(),
+                weight: None,
+            }),
+        }
+    }
+
+    /// [`ModelFiles::new`] on the `model`, `framework` and `weight` options.
+    pub fn from_options(options: &ResolvedOptions) -> Result<ModelFiles, ModelError> {
+        let given = options.given();
+        let model = given.get("model").map(String::as_str).unwrap_or("");
+        ModelFiles::new(
+            model,
+            given.get("framework").map(String::as_str),
+            given.get("weight").map(String::as_str),
+        )
+    }
+
+    /// Imports the model with its framework's importer.
+    pub fn load(&self) -> Result<Model, ModelError> {
+        match (self.framework, &self.weight) {
+            (Framework::Caffe, Some(w)) => crate::caffe::load_caffe(&self.model, w),
+            (Framework::Onnx, _) => load_onnx(&self.model),
+            (Framework::TensorFlow, _) => crate::tensorflow::load_tensorflow(&self.model),
+            (f, _) => Err(ModelError::Framework {
+                input: format!("{f} with --model={}", self.model.display()),
+                reason: format!("{} models cannot be imported: expected a Caffe (0), TensorFlow (3) or ONNX (5) model", f.name()),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(model: &str, f: Option<&str>, w: Option<&str>) -> Result<ModelFiles, String> {
+        ModelFiles::new(model, f, w).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_framework_follows_the_flag_and_the_file_and_they_must_agree() {
+        assert_eq!(
+            files("m.onnx", None, None).unwrap().framework,
+            Framework::Onnx
+        );
+        assert_eq!(
+            files("m.pb", Some("3"), None).unwrap().framework,
+            Framework::TensorFlow
+        );
+        assert_eq!(
+            files("m.pb", None, None).unwrap().framework,
+            Framework::TensorFlow
+        );
+        let caffe = files("r.prototxt", Some("0"), Some("r.caffemodel")).unwrap();
+        assert_eq!(
+            (caffe.framework, caffe.weight.as_deref()),
+            (Framework::Caffe, Some(Path::new("r.caffemodel")))
+        );
+        assert_eq!(
+            files("model.bin", None, None).unwrap().framework,
+            Framework::Onnx
+        );
+
+        let e = files("r.prototxt", Some("3"), None).unwrap_err();
+        assert!(
+            e.contains("--framework=3 (TensorFlow) with --model=r.prototxt")
+                && e.contains("Caffe model (0)"),
+            "{e}"
+        );
+        let e = files("m.onnx", Some("0"), Some("w.caffemodel")).unwrap_err();
+        assert!(e.contains("ONNX model (5)"), "{e}");
+        let e = files("r.prototxt", Some("0"), None).unwrap_err();
+        assert!(e.contains("expected --weight="), "{e}");
+        let e = files("r.caffemodel", Some("0"), Some("r.prototxt")).unwrap_err();
+        assert!(e.contains("is the weight file"), "{e}");
+        let e = files("m.onnx", None, Some("w.caffemodel")).unwrap_err();
+        assert!(
+            e.contains("--weight=w.caffemodel") && e.contains("is ONNX (5)"),
+            "{e}"
+        );
+        let e = files("m.mindir", None, None).unwrap_err();
+        assert!(e.contains("MindSpore models cannot be imported"), "{e}");
+        let e = files("m.onnx", Some("7"), None).unwrap_err();
+        assert!(e.contains("--framework=7"), "{e}");
+    }
+}

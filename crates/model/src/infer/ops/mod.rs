@@ -1,0 +1,228 @@
+//! Per-op shape inference. [`OPS`] is the one table of supported op types, sorted for binary
+//! search, each mapped to its family's inference function; [`infer_node`] checks the domain,
+//! normalises the attributes, dispatches through the table and checks the inferred dims. An op
+//! type missing from the table is an [`InferError::UnsupportedOp`].
+
+mod constant;
+mod conv_pool;
+mod elementwise;
+mod matmul;
+mod movement;
+mod norm;
+mod reduce;
+mod reshape_slice;
+#[cfg(test)]
+mod tests;
+mod training;
+
+use super::attrs::{convert_attrs, Attrs};
+use super::error::InferError;
+use super::shape::{check_dims, Inputs};
+use super::TensorInfo;
+use crate::graph::Node;
+
+/// What an op's inference function reads: the node, its inputs and the model's opset.
+pub(super) struct Ctx<'a> {
+    /// The node.
+    pub(super) node: &'a Node,
+    /// Its inputs, in order.
+    pub(super) ins: &'a Inputs,
+    /// The model's default-domain opset.
+    pub(super) opset: i64,
+}
+
+/// One op family's inference: the output tensors (extra ones are dropped when the node has
+/// fewer outputs), with the normalised attributes updated in place (axes made non-negative,
+/// `auto_pad` turned into `pads` …).
+pub(super) type InferFn = fn(&Ctx<'_>, &mut Attrs) -> Result<Vec<TensorInfo>, InferError>;
+
+/// Every op type the importer infers, sorted by op type (byte order) for binary search.
+pub(super) static OPS: &[(&str, InferFn)] = &[
+    ("Abs", elementwise::unary),
+    ("Add", elementwise::arithmetic),
+    ("AddN", elementwise::arithmetic),
+    ("And", elementwise::arithmetic),
+    ("ApplyAdagrad", training::apply),
+    ("ApplyAdam", training::apply),
+    ("ApplyGradientDescent", training::apply),
+    ("ApplyKerasMomentum", training::apply),
+    ("ApplyMomentum", training::apply),
+    ("ApplyRMSProp", training::apply),
+    ("ArgMax", reduce::arg_reduce),
+    ("ArgMin", reduce::arg_reduce),
+    ("Assign", training::assign),
+    ("AssignAdd", training::assign),
+    ("AssignSub", training::assign),
+    ("AveragePool", conv_pool::pool),
+    ("AvgPoolGrad", training::avg_pool_grad),
+    ("BNTrainingReduce", training::bn_reduce),
+    ("BNTrainingReduceGrad", training::bn_reduce_grad),
+    ("BNTrainingUpdate", training::bn_update),
+    ("BNTrainingUpdateGrad", training::bn_update_grad),
+    ("BatchNormalization", norm::batch_norm),
+    ("BiasAddGrad", training::bias_add_grad),
+    ("BitShift", elementwise::arithmetic),
+    ("Cast", elementwise::cast),
+    ("Ceil", elementwise::unary),
+    ("Clip", elementwise::unary),
+    ("Concat", reshape_slice::concat),
+    ("Constant", constant::constant),
+    ("ConstantOfShape", constant::constant_of_shape),
+    ("Conv", conv_pool::conv),
+    ("Conv2DBackpropFilter", training::conv_backprop_filter),
+    ("Conv2DBackpropInput", training::conv_backprop_input),
+    ("ConvTranspose", conv_pool::conv_transpose),
+    ("Cos", elementwise::unary),
+    (
+        "DepthwiseConv2DBackpropFilter",
+        training::conv_backprop_filter,
+    ),
+    (
+        "DepthwiseConv2DBackpropInput",
+        training::conv_backprop_input,
+    ),
+    ("Div", elementwise::arithmetic),
+    ("DivNoNan", elementwise::arithmetic),
+    ("Dropout", elementwise::dropout),
+    ("Elu", elementwise::unary),
+    ("EluGrad", elementwise::arithmetic),
+    ("Equal", elementwise::compare),
+    ("Erf", elementwise::unary),
+    ("Exp", elementwise::unary),
+    ("Expand", movement::expand),
+    ("Fill", training::fill),
+    ("Flatten", reshape_slice::flatten),
+    ("Floor", elementwise::unary),
+    ("FloorDiv", elementwise::arithmetic),
+    ("FloorMod", elementwise::arithmetic),
+    ("Gather", movement::gather),
+    ("Gelu", elementwise::unary),
+    ("Gemm", matmul::gemm),
+    ("GlobalAveragePool", conv_pool::global_pool),
+    ("GlobalLpPool", conv_pool::global_pool),
+    ("GlobalMaxPool", conv_pool::global_pool),
+    ("Greater", elementwise::compare),
+    ("GreaterOrEqual", elementwise::compare),
+    ("HardSigmoid", elementwise::unary),
+    ("HardSwish", elementwise::unary),
+    ("Hardmax", elementwise::softmax),
+    ("Identity", elementwise::identity),
+    ("InstanceNormalization", elementwise::unary),
+    ("LRN", elementwise::unary),
+    ("LayerNormalization", norm::layer_norm),
+    ("LeakyRelu", elementwise::unary),
+    ("LeakyReluGrad", elementwise::arithmetic),
+    ("Less", elementwise::compare),
+    ("LessOrEqual", elementwise::compare),
+    ("Log", elementwise::unary),
+    ("LogSoftmax", elementwise::softmax),
+    ("LpNormalization", elementwise::unary),
+    ("LpPool", conv_pool::pool),
+    ("MatMul", matmul::matmul),
+    ("Max", elementwise::arithmetic),
+    ("MaxPool", conv_pool::pool),
+    ("MaxPoolGrad", training::max_pool_grad),
+    ("Mean", elementwise::arithmetic),
+    ("Min", elementwise::arithmetic),
+    ("Mish", elementwise::unary),
+    ("Mod", elementwise::arithmetic),
+    ("Mul", elementwise::arithmetic),
+    ("Neg", elementwise::unary),
+    ("Not", elementwise::unary),
+    ("OnesLike", elementwise::unary),
+    ("Or", elementwise::arithmetic),
+    ("PRelu", elementwise::arithmetic),
+    ("Pad", movement::pad),
+    ("Pow", elementwise::arithmetic),
+    ("Reciprocal", elementwise::unary),
+    ("ReciprocalGrad", elementwise::arithmetic),
+    ("ReduceL1", reduce::reduce),
+    ("ReduceL2", reduce::reduce),
+    ("ReduceLogSum", reduce::reduce),
+    ("ReduceLogSumExp", reduce::reduce),
+    ("ReduceMax", reduce::reduce),
+    ("ReduceMean", reduce::reduce),
+    ("ReduceMin", reduce::reduce),
+    ("ReduceProd", reduce::reduce),
+    ("ReduceSum", reduce::reduce),
+    ("ReduceSumSquare", reduce::reduce),
+    ("Relu", elementwise::unary),
+    ("Relu6Grad", elementwise::arithmetic),
+    ("ReluGrad", elementwise::arithmetic),
+    ("Reshape", reshape_slice::reshape),
+    ("Round", elementwise::unary),
+    ("Rsqrt", elementwise::unary),
+    ("RsqrtGrad", elementwise::arithmetic),
+    ("Selu", elementwise::unary),
+    ("SeluGrad", elementwise::arithmetic),
+    ("Shape", constant::shape),
+    ("Sigmoid", elementwise::unary),
+    ("SigmoidGrad", elementwise::arithmetic),
+    ("Sign", elementwise::unary),
+    ("Sin", elementwise::unary),
+    ("Slice", reshape_slice::slice),
+    ("Softmax", elementwise::softmax),
+    (
+        "SoftmaxCrossEntropyWithLogits",
+        training::softmax_cross_entropy,
+    ),
+    ("Softplus", elementwise::unary),
+    ("SoftplusGrad", elementwise::arithmetic),
+    ("Softsign", elementwise::unary),
+    ("SoftsignGrad", elementwise::arithmetic),
+    (
+        "SparseSoftmaxCrossEntropyWithLogits",
+        training::softmax_cross_entropy,
+    ),
+    ("Split", reshape_slice::split),
+    ("Sqrt", elementwise::unary),
+    ("SqrtGrad", elementwise::arithmetic),
+    ("Square", elementwise::unary),
+    ("SquaredDifference", elementwise::arithmetic),
+    ("Squeeze", reshape_slice::squeeze),
+    ("StatelessRandomNormalV2", training::random),
+    ("StatelessRandomUniformV2", training::random),
+    ("Sub", elementwise::arithmetic),
+    ("Sum", elementwise::arithmetic),
+    ("Tanh", elementwise::unary),
+    ("TanhGrad", elementwise::arithmetic),
+    ("Tile", movement::tile),
+    ("Transpose", movement::transpose),
+    ("Unsqueeze", reshape_slice::unsqueeze),
+    ("Where", elementwise::where_),
+    ("Xor", elementwise::arithmetic),
+    ("ZerosLike", elementwise::unary),
+];
+
+/// The inference function of an op type; `None` when the importer does not infer it.
+pub(super) fn lookup(op_type: &str) -> Option<InferFn> {
+    OPS.binary_search_by(|(name, _)| name.cmp(&op_type))
+        .ok()
+        .map(|i| OPS[i].1)
+}
+
+/// Infers one node's outputs and normalised attributes under `opset`. Errors: a non-default
+/// domain, an op type missing from [`OPS`], inputs or attributes the op's inference rejects,
+/// and inferred dims out of range.
+pub(super) fn infer_node(
+    node: &Node,
+    ins: &Inputs,
+    opset: i64,
+) -> Result<(Vec<TensorInfo>, Attrs), InferError> {
+    if !(node.domain.is_empty() || node.domain == "ai.onnx") {
+        return Err(InferError::UnsupportedDomain {
+            op: node.op_type.clone(),
+            domain: node.domain.clone(),
+        });
+    }
+    let mut attrs = convert_attrs(node, opset);
+    let infer = lookup(&node.op_type).ok_or_else(|| InferError::UnsupportedOp {
+        op: node.op_type.clone(),
+    })?;
+    let mut outs = infer(&Ctx { node, ins, opset }, &mut attrs)?;
+    outs.truncate(node.outputs.len().max(1));
+    for o in &outs {
+        check_dims(&o.shape)?;
+    }
+    Ok((outs, attrs))
+}

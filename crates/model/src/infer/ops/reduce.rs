@@ -1,0 +1,66 @@
+//! Reductions: the `Reduce*` family (axes from the input or the attribute, sorted and made
+//! non-negative, `keepdims` explicit) and `ArgMax` / `ArgMin` (int64 indices).
+
+use super::Ctx;
+use tunebank_key::AttrValue;
+use crate::graph::ElemType;
+use crate::infer::attrs::{attr_int, attr_ints, Attrs};
+use crate::infer::error::InferError;
+use crate::infer::shape::{const_values, info, input, norm_axis, opt_input};
+use crate::infer::TensorInfo;
+
+/// A `Reduce*` op: the reduced axes become 1 (`keepdims`) or disappear; no axes reduce all,
+/// or none under `noop_with_empty_axes`.
+pub(super) fn reduce(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    let (node, ins) = (cx.node, cx.ins);
+    let x = input(ins, 0)?;
+    let r = x.shape.len();
+    let axes = match opt_input(ins, 1) {
+        Some(_) => Some(const_values(ins, 1, "axes")?),
+        None => attr_ints(node, "axes"),
+    };
+    let keep = attr_int(node, "keepdims").unwrap_or(1) != 0;
+    let noop = attr_int(node, "noop_with_empty_axes").unwrap_or(0) != 0;
+    let axes: Vec<usize> = match axes {
+        Some(a) if !a.is_empty() => {
+            let mut a = a
+                .iter()
+                .map(|&v| norm_axis(v, r))
+                .collect::<Result<Vec<_>, _>>()?;
+            a.sort_unstable();
+            a.dedup();
+            a
+        }
+        _ if noop => vec![],
+        _ => (0..r).collect(),
+    };
+    attrs.insert(
+        "axes".into(),
+        AttrValue::Ints(axes.iter().map(|&a| a as i64).collect()),
+    );
+    attrs.insert("keepdims".into(), AttrValue::Int(i64::from(keep)));
+    let shape = (0..r)
+        .filter_map(|i| match (axes.contains(&i), keep) {
+            (true, true) => Some(1),
+            (true, false) => None,
+            (false, _) => Some(x.shape[i]),
+        })
+        .collect();
+    Ok(vec![info(x.elem_type, shape)])
+}
+
+/// `ArgMax`, `ArgMin`: int64 indices with `axis` reduced (kept as 1 under `keepdims`).
+pub(super) fn arg_reduce(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    let x = input(cx.ins, 0)?;
+    let axis = norm_axis(attr_int(cx.node, "axis").unwrap_or(0), x.shape.len())?;
+    let keep = attr_int(cx.node, "keepdims").unwrap_or(1) != 0;
+    attrs.insert("axis".into(), AttrValue::Int(axis as i64));
+    attrs.insert("keepdims".into(), AttrValue::Int(i64::from(keep)));
+    let mut shape = x.shape.clone();
+    if keep {
+        shape[axis] = 1;
+    } else {
+        shape.remove(axis);
+    }
+    Ok(vec![info(ElemType::INT64, shape)])
+}

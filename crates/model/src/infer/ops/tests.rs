@@ -1,0 +1,236 @@
+//! Unit tests of the per-op inference and of the dispatch table.
+
+use super::{infer_node, lookup, OPS};
+use crate::graph::{Attr, ElemType, Node};
+use crate::infer::error::InferError;
+use crate::infer::shape::{info, Inputs};
+use crate::infer::TensorInfo;
+
+fn t(shape: &[i64]) -> Option<TensorInfo> {
+    Some(info(ElemType::FLOAT, shape.to_vec()))
+}
+
+fn c(values: &[i64]) -> Option<TensorInfo> {
+    Some(TensorInfo {
+        elem_type: ElemType::INT64,
+        shape: vec![values.len() as i64],
+        value: Some(values.to_vec()),
+    })
+}
+
+fn node(op: &str, outputs: usize, attrs: &[(&str, Attr)]) -> Node {
+    Node {
+        name: op.into(),
+        op_type: op.into(),
+        domain: String::new(),
+        inputs: vec![],
+        outputs: (0..outputs).map(|i| format!("y{i}")).collect(),
+        attrs: attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    }
+}
+
+fn shapes(op: &str, outputs: usize, attrs: &[(&str, Attr)], ins: Inputs) -> Vec<Vec<i64>> {
+    let (outs, _) = infer_node(&node(op, outputs, attrs), &ins, 17).unwrap();
+    outs.into_iter().map(|o| o.shape).collect()
+}
+
+#[test]
+fn slices_clamp_and_step_backwards() {
+    let ins = vec![
+        t(&[10, 20]),
+        c(&[-3, 100]),
+        c(&[i64::MAX, -100]),
+        c(&[0, 1]),
+        c(&[1, -2]),
+    ];
+    assert_eq!(shapes("Slice", 1, &[], ins), [vec![3, 10]]);
+    let ins = vec![t(&[0, 4]), c(&[0]), c(&[-1]), None, c(&[-1])];
+    assert_eq!(shapes("Slice", 1, &[], ins), [vec![0, 4]]);
+}
+
+#[test]
+fn splits_by_sizes_or_evenly() {
+    let a = [("axis", Attr::Int(-1))];
+    assert_eq!(
+        shapes("Split", 2, &a, vec![t(&[2, 10]), c(&[3, 7])]),
+        [vec![2, 3], vec![2, 7]]
+    );
+    assert_eq!(
+        shapes("Split", 3, &[], vec![t(&[9, 4])]),
+        [vec![3, 4], vec![3, 4], vec![3, 4]]
+    );
+    let n = [("num_outputs", Attr::Int(3))];
+    assert_eq!(
+        shapes("Split", 3, &n, vec![t(&[7])]),
+        [vec![3], vec![3], vec![1]]
+    );
+}
+
+#[test]
+fn reshape_copies_zeros_and_infers_minus_one() {
+    assert_eq!(
+        shapes(
+            "Reshape",
+            1,
+            &[],
+            vec![t(&[2, 128, 768]), c(&[0, 0, 12, -1])]
+        ),
+        [vec![2, 128, 12, 64]]
+    );
+    assert_eq!(
+        shapes("Reshape", 1, &[], vec![t(&[-1, 128, 768]), c(&[0, -1])]),
+        [vec![-1, -1]]
+    );
+    let bad = infer_node(&node("Reshape", 1, &[]), &vec![t(&[6]), c(&[4, -1])], 17);
+    assert!(bad.is_err());
+}
+
+#[test]
+fn matmul_promotes_vectors_and_broadcasts_batches() {
+    assert_eq!(
+        shapes("MatMul", 1, &[], vec![t(&[5]), t(&[5, 3])]),
+        [vec![3]]
+    );
+    assert_eq!(
+        shapes("MatMul", 1, &[], vec![t(&[2, 1, 4, 5]), t(&[3, 5, 6])]),
+        [vec![2, 3, 4, 6]]
+    );
+    let bad = infer_node(&node("MatMul", 1, &[]), &vec![t(&[4, 5]), t(&[6, 3])], 17);
+    assert!(
+        matches!(bad, Err(InferError::MatMulInnerDims { .. })),
+        "{bad:?}"
+    );
+}
+
+#[test]
+fn pooling_honours_ceil_mode() {
+    let a = [
+        ("kernel_shape", Attr::Ints(vec![3, 3])),
+        ("strides", Attr::Ints(vec![2, 2])),
+        ("ceil_mode", Attr::Int(1)),
+    ];
+    assert_eq!(
+        shapes("MaxPool", 1, &a, vec![t(&[1, 8, 56, 56])]),
+        [vec![1, 8, 28, 28]]
+    );
+    let a = [
+        ("kernel_shape", Attr::Ints(vec![3, 3])),
+        ("strides", Attr::Ints(vec![2, 2])),
+    ];
+    assert_eq!(
+        shapes("AveragePool", 1, &a, vec![t(&[1, 8, 56, 56])]),
+        [vec![1, 8, 27, 27]]
+    );
+}
+
+#[test]
+fn reductions_pads_and_squeezes() {
+    let a = [("axes", Attr::Ints(vec![-1])), ("keepdims", Attr::Int(0))];
+    assert_eq!(
+        shapes("ReduceMean", 1, &a, vec![t(&[2, 3, 4])]),
+        [vec![2, 3]]
+    );
+    assert_eq!(
+        shapes("ReduceMean", 1, &[], vec![t(&[2, 3, 4])]),
+        [vec![1, 1, 1]]
+    );
+    assert_eq!(
+        shapes(
+            "Pad",
+            1,
+            &[],
+            vec![t(&[1, 3, 4, 4]), c(&[0, 0, 1, 1, 0, 0, 1, 1])]
+        ),
+        [vec![1, 3, 6, 6]]
+    );
+    assert_eq!(
+        shapes("Squeeze", 1, &[], vec![t(&[1, 3, 1, 4])]),
+        [vec![3, 4]]
+    );
+    assert_eq!(
+        shapes("Unsqueeze", 1, &[], vec![t(&[3, 4]), c(&[0, -1])]),
+        [vec![1, 3, 4, 1]]
+    );
+}
+
+#[test]
+fn gemm_transposes_and_broadcasting_errors() {
+    let a = [("transA", Attr::Int(1)), ("transB", Attr::Int(1))];
+    assert_eq!(
+        shapes("Gemm", 1, &a, vec![t(&[5, 4]), t(&[3, 5])]),
+        [vec![4, 3]]
+    );
+    let bad = infer_node(&node("Add", 1, &[]), &vec![t(&[2, 3]), t(&[4])], 17);
+    assert!(
+        matches!(bad, Err(InferError::Broadcast { a: 3, b: 4, .. })),
+        "{bad:?}"
+    );
+}
+
+#[test]
+fn transposed_convolutions_argmax_and_tile() {
+    let a = [
+        ("strides", Attr::Ints(vec![2, 2])),
+        ("pads", Attr::Ints(vec![1, 1, 1, 1])),
+        ("output_padding", Attr::Ints(vec![1, 1])),
+    ];
+    let ins = vec![t(&[1, 16, 14, 14]), t(&[16, 8, 3, 3])];
+    assert_eq!(shapes("ConvTranspose", 1, &a, ins), [vec![1, 8, 28, 28]]);
+    let a = [("axis", Attr::Int(-1)), ("keepdims", Attr::Int(0))];
+    assert_eq!(shapes("ArgMax", 1, &a, vec![t(&[2, 5, 7])]), [vec![2, 5]]);
+    assert_eq!(
+        shapes("Tile", 1, &[], vec![t(&[2, 3]), c(&[3, 1])]),
+        [vec![6, 3]]
+    );
+}
+
+#[test]
+fn hostile_values_are_errors_not_panics() {
+    let huge = [
+        ("kernel_shape", Attr::Ints(vec![i64::MIN])),
+        ("strides", Attr::Ints(vec![0])),
+    ];
+    assert!(infer_node(&node("MaxPool", 1, &huge), &vec![t(&[1, 1, 8])], 17).is_err());
+    assert!(infer_node(&node("Expand", 1, &[]), &vec![t(&[1]), c(&[1 << 50])], 17).is_err());
+    let ins = vec![c(&[i64::MIN]), c(&[-1])];
+    let (outs, _) = infer_node(&node("Div", 1, &[]), &ins, 17).unwrap();
+    assert_eq!(outs[0].value, None);
+    let ins = vec![c(&[1, 2, 3]), c(&[0]), c(&[3]), None, c(&[i64::MIN])];
+    assert!(infer_node(&node("Slice", 1, &[]), &ins, 17).is_err());
+}
+
+#[test]
+fn the_table_is_sorted_and_dispatches_every_entry() {
+    assert!(
+        OPS.windows(2).all(|w| w[0].0 < w[1].0),
+        "OPS must be sorted and unique"
+    );
+    for (op, _) in OPS {
+        assert!(lookup(op).is_some(), "{op}");
+    }
+    assert!(lookup("FancyNorm").is_none());
+    assert!(lookup("relu").is_none(), "op types are case-sensitive");
+}
+
+#[test]
+fn unknown_ops_and_domains_keep_their_messages() {
+    let err = infer_node(&node("FancyNorm", 1, &[]), &vec![t(&[1])], 17).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "op type FancyNorm has no shape inference in the importer"
+    );
+    let mut n = node("Relu", 1, &[]);
+    n.domain = "com.microsoft".into();
+    let err = infer_node(&n, &vec![t(&[1])], 17).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "op Relu of domain \"com.microsoft\" is not supported by the importer"
+    );
+    let err = infer_node(&node("Cast", 1, &[]), &vec![t(&[1])], 17).unwrap_err();
+    assert_eq!(err.to_string(), "Cast without a `to` attribute");
+    let err = infer_node(&node("Reshape", 1, &[]), &vec![t(&[1])], 4).unwrap_err();
+    assert_eq!(err.to_string(), "Reshape without shape");
+}
