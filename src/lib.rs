@@ -78,6 +78,7 @@ pub use tunebank_bank as bank;
 #[cfg(feature = "cli")]
 pub use tunebank_cli as cli;
 pub use tunebank_failure as failure;
+pub use tunebank_jobs::classify;
 pub use tunebank_jobs::{inspect, job, queue, tune};
 pub use tunebank_key as key;
 pub use tunebank_measure as measure;

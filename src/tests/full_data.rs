@@ -536,7 +536,7 @@ fn embedded_op_information_is_cann_81s_for_every_family() {
     seen.sort();
     assert_eq!(families(), seen);
     // Every line of the table was matched by an op type of the files.
-    let lines = include_str!("../key/platform/cann81/ops_info.tsv")
+    let lines = include_str!("../../crates/key/src/platform/cann81/ops_info.tsv")
         .lines()
         .count();
     assert_eq!(with_facts, lines);

@@ -37,7 +37,7 @@ pub mod pyjson;
 pub mod tbe;
 
 use tunebank_failure::{io_kind, FailureKind};
-pub(crate) use md5::md5_hex;
+pub use md5::md5_hex;
 
 /// Errors of export, import and merge. Each names the file line or key involved.
 #[derive(Debug, thiserror::Error)]
@@ -121,7 +121,7 @@ pub struct ExportReport {
 
 /// Writes every record of `store` to `out` as JSON lines in ascending key order. Damaged records
 /// are left out and listed in the report; the caller decides whether that is a failure.
-pub(crate) fn export_store(
+pub fn export_store(
     store: &dyn Store,
     out: &mut dyn Write,
 ) -> Result<ExportReport, InterchangeError> {
@@ -159,7 +159,7 @@ pub(crate) fn export_store(
 /// Reads an export file. Every record of the current key schema must sit under the key derived
 /// from its descriptor; records of an older schema (stale) keep the key they were exported under.
 /// Blank lines are skipped; a key given twice is an error.
-pub(crate) fn read_export(input: impl BufRead) -> Result<Vec<(BankKey, Record)>, InterchangeError> {
+pub fn read_export(input: impl BufRead) -> Result<Vec<(BankKey, Record)>, InterchangeError> {
     let mut out = Vec::new();
     let mut seen: BTreeMap<BankKey, usize> = BTreeMap::new();
     for (i, line) in input.lines().enumerate() {
@@ -294,12 +294,12 @@ pub struct MergeReport {
 
 impl MergeReport {
     /// Records the bank holds after the merge.
-    pub(crate) fn target_after(&self) -> u64 {
+    pub fn target_after(&self) -> u64 {
         self.target_before + self.added
     }
 
     /// One paragraph for people: what each side contributed.
-    pub(crate) fn summary(&self) -> String {
+    pub fn summary(&self) -> String {
         format!(
             "target: {} records before, {} after; kept {} of its own in {} conflicts, {} identical\n\
              source: {} records offered; contributed {} new and won {} conflicts{}",
@@ -451,7 +451,7 @@ pub struct StoreRecords {
 }
 
 /// Every decodable record of a store, in key order, with the damaged ones listed apart.
-pub(crate) fn read_store(store: &dyn Store) -> Result<StoreRecords, InterchangeError> {
+pub fn read_store(store: &dyn Store) -> Result<StoreRecords, InterchangeError> {
     let mut records = Vec::new();
     let mut damaged = Vec::new();
     store.scan(&mut |key, value| {

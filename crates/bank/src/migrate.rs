@@ -24,7 +24,7 @@ use tunebank_key::{ir, BankKey, KEY_SCHEMA_V1, KEY_SCHEMA_V2, KEY_SCHEMA_VERSION
 
 /// The record under the current key schema, or why it cannot be migrated. A record of the
 /// current schema is returned unchanged.
-pub(crate) fn migrate_record(record: &Record) -> Result<Record, String> {
+pub fn migrate_record(record: &Record) -> Result<Record, String> {
     let from = record.key_schema_version;
     match from {
         KEY_SCHEMA_VERSION => return Ok(record.clone()),

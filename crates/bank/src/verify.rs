@@ -87,7 +87,7 @@ impl VerifyReport {
     }
 
     /// Keys of the damaged records, in scan order.
-    pub(crate) fn damaged_keys(&self) -> Vec<BankKey> {
+    pub fn damaged_keys(&self) -> Vec<BankKey> {
         self.damaged.iter().map(|e| *e.key()).collect()
     }
 }

@@ -167,8 +167,7 @@ impl Outcome {
 
     /// The spread of the samples: first and third quartile (nearest rank), or `None` for a
     /// failure.
-    #[cfg(test)]
-    pub(crate) fn quartiles_us(&self) -> Option<(f64, f64)> {
+    pub fn quartiles_us(&self) -> Option<(f64, f64)> {
         match self {
             Outcome::Measurement { samples_us } if !samples_us.is_empty() => {
                 let mut v = samples_us.clone();

@@ -471,8 +471,7 @@ impl Model {
     }
 
     /// Number of nodes of each op type, by op type.
-    #[cfg(test)]
-    pub(crate) fn op_type_counts(&self) -> BTreeMap<String, usize> {
+    pub fn op_type_counts(&self) -> BTreeMap<String, usize> {
         let mut counts = BTreeMap::new();
         for n in &self.graph.nodes {
             *counts.entry(n.op_type.clone()).or_insert(0) += 1;

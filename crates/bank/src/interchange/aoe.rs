@@ -29,7 +29,6 @@ use crate::interchange::pyjson::PyJson;
 use crate::interchange::tbe;
 use crate::interchange::{md5_hex, merge_into, InterchangeError, MergeReport};
 use crate::layered::{Bank, BankError};
-#[cfg(test)]
 use crate::layered::{LayerId, Lookup};
 use crate::policy::{Held, WritePolicy};
 use crate::record::{Descriptor, Origin, Record};
@@ -105,7 +104,7 @@ pub struct AoeBank {
 }
 
 /// The md5 AOE files an `info_dict` under: of Python's `json.dumps(info_dict)`.
-pub(crate) fn info_dict_md5(info_dict: &PyJson) -> String {
+pub fn info_dict_md5(info_dict: &PyJson) -> String {
     md5_hex(info_dict.dumps().as_bytes())
 }
 
@@ -326,8 +325,7 @@ impl NotMapped {
 }
 
 /// The descriptor an `info_dict` maps to (see the module docs), or why it does not map.
-#[cfg(test)]
-pub(crate) fn mapped_descriptor(
+pub fn mapped_descriptor(
     info_dict: &PyJson,
     soc: &SocSpec,
 ) -> Result<OpDescriptor, NotMapped> {
@@ -664,8 +662,7 @@ pub fn import_aoe(
 
 /// Finds the record imported for `info_dict` in any layer of `bank`, by the descriptor it maps to
 /// (or its placeholder). Returns the answering layer and the full record.
-#[cfg(test)]
-pub(crate) fn find_by_info_dict(
+pub fn find_by_info_dict(
     bank: &Bank,
     info_dict: &PyJson,
     soc: &SocSpec,

@@ -51,7 +51,7 @@ pub fn md5(data: &[u8]) -> [u8; 16] {
 }
 
 /// The MD5 digest of `data` as 32 lowercase hex digits (Python's `hexdigest()`).
-pub(crate) fn md5_hex(data: &[u8]) -> String {
+pub fn md5_hex(data: &[u8]) -> String {
     md5(data).iter().map(|b| format!("{b:02x}")).collect()
 }
 

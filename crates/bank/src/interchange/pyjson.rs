@@ -39,7 +39,7 @@ impl PyJson {
     }
 
     /// Python's `json.dumps(value)` with its defaults.
-    pub(crate) fn dumps(&self) -> String {
+    pub fn dumps(&self) -> String {
         let mut out = String::new();
         self.write(&mut out, DEFAULT_SEPARATORS);
         out
@@ -99,7 +99,7 @@ impl PyJson {
     }
 
     /// The entry `key` of an object.
-    pub(crate) fn get(&self, key: &str) -> Option<&PyJson> {
+    pub fn get(&self, key: &str) -> Option<&PyJson> {
         match self {
             PyJson::Dict(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,

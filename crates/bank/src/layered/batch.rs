@@ -19,7 +19,7 @@ impl Bank {
     /// order, so a batch pays for one transaction per layer instead of one per key and layer.
     /// Within a layer every key is read from one snapshot. A storage error (I/O, a damaged bank
     /// file) ends the whole batch with that error.
-    pub(crate) fn lookup_many_checked(
+    pub fn lookup_many_checked(
         &self,
         keys: &[BankKey],
         valid: impl Fn(&Answer) -> bool,

@@ -526,8 +526,7 @@ impl Bank {
 
     /// `Bank::write_batch_if` that never replaces: only keys the custom layer does not hold
     /// are written.
-    #[cfg(test)]
-    pub(crate) fn write_batch_if_absent(&self, records: &[Record]) -> Result<usize, BankError> {
+    pub fn write_batch_if_absent(&self, records: &[Record]) -> Result<usize, BankError> {
         self.write_batch_if(records, &|_, _| false)
     }
 

@@ -100,7 +100,7 @@ impl PgStore {
 
     /// [`Self::open`] read-only: writes through the handle fail with [`StoreError::ReadOnly`],
     /// and the server runs every transaction read-only.
-    pub(crate) fn open_read_only(url: &str) -> Result<Self, StoreError> {
+    pub fn open_read_only(url: &str) -> Result<Self, StoreError> {
         Self::open_with(url, true)
     }
 

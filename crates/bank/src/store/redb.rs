@@ -25,22 +25,22 @@ use tunebank_key::BankKey;
 pub(crate) const RECORDS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("records");
 
 /// Secondary index: (SoC, kind byte, op type, key) → nothing.
-pub(crate) const INDEX: TableDefinition<(&str, u8, &str, &[u8; 32]), ()> =
+pub const INDEX: TableDefinition<(&str, u8, &str, &[u8; 32]), ()> =
     TableDefinition::new("index");
 
 /// Reverse of [`INDEX`]: key → its current (SoC, kind byte, op type), so that replacing a record
 /// can remove its old index entry.
-pub(crate) const INDEX_OF: TableDefinition<&[u8; 32], (&str, u8, &str)> =
+pub const INDEX_OF: TableDefinition<&[u8; 32], (&str, u8, &str)> =
     TableDefinition::new("index_of");
 
 /// Bank metadata: name → value. Holds [`LAYOUT_KEY`].
-pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 /// Name of the metadata entry holding the table layout version.
-pub(crate) const LAYOUT_KEY: &str = "layout_version";
+pub const LAYOUT_KEY: &str = "layout_version";
 
 /// Version of the table layout above; a bank with a higher one is refused.
-pub(crate) const LAYOUT_VERSION: u64 = 1;
+pub const LAYOUT_VERSION: u64 = 1;
 
 /// Default page-cache budget: small, so that a converter linking the library stays lean.
 pub const DEFAULT_CACHE_BYTES: usize = 8 << 20;
@@ -323,7 +323,7 @@ impl RedbStore {
 
     /// Checks that the record table, the index and the reverse index agree, within one snapshot:
     /// every record has exactly one index entry, and no index entry outlives its record.
-    pub(crate) fn check_index(&self) -> Result<Vec<IndexProblem>, StoreError> {
+    pub fn check_index(&self) -> Result<Vec<IndexProblem>, StoreError> {
         let txn = self.begin_read()?;
         let mut problems = Vec::new();
         let records = self.open_read(&txn, RECORDS)?;

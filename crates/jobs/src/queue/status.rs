@@ -26,7 +26,7 @@ pub(crate) struct StoredOutcome {
     /// Why the runner does not tune the op, if so.
     pub(crate) unsupported: Option<String>,
     /// The record written stores the default as confirmed.
-    pub(crate) default_confirmed: bool,
+    pub default_confirmed: bool,
     /// Whether the bank-write policy wrote the record (`None`: no record).
     pub(crate) bank_replaced: Option<bool>,
     /// The policy's rule, if a record was offered.

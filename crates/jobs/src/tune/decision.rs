@@ -90,7 +90,7 @@ pub(crate) struct Round<'a> {
 
 /// What the rule concluded, with the figures it used.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Judgement {
+pub struct Judgement {
     /// Median of every baseline sample (all rounds), µs; `None` without samples.
     pub baseline_us: Option<f64>,
     /// Median of every candidate sample (all rounds), µs; `None` without samples.
@@ -109,7 +109,7 @@ impl WinRule {
     /// The fewest rounds whose unanimous verdict reaches p < `alpha`: the smallest n with
     /// 2⁻ⁿ < α (7 for α = 0.01). Fewer rounds can never show a win; the driver asks for at
     /// least this many.
-    pub(crate) fn min_rounds(&self) -> usize {
+    pub fn min_rounds(&self) -> usize {
         let mut n = 1;
         while 0.5f64.powi(n as i32) >= self.alpha && n < 64 {
             n += 1;
@@ -159,7 +159,7 @@ impl WinRule {
     /// faster and meets the gain condition (`WinRule::meets_gain`). No rounds, no test:
     /// `paired_rounds` is 0 and `alpha` is not used. Times are finite and positive (the
     /// `Measure` contract); a NaN never wins.
-    pub(crate) fn judge_deterministic(&self, baseline_us: f64, candidate_us: f64) -> Judgement {
+    pub fn judge_deterministic(&self, baseline_us: f64, candidate_us: f64) -> Judgement {
         let faster = candidate_us < baseline_us;
         Judgement {
             baseline_us: Some(baseline_us),

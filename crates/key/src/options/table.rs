@@ -37,7 +37,7 @@ impl KeyEffect {
     }
 
     /// Whether the option can change a subgraph key.
-    pub(crate) fn affects_graph(self) -> bool {
+    pub fn affects_graph(self) -> bool {
         !matches!(self, KeyEffect::Ignored | KeyEffect::Refused)
     }
 }

@@ -66,7 +66,7 @@ impl Ini {
     }
 
     /// The raw value of `key` in `section`.
-    pub(crate) fn get(&self, section: &str, key: &str) -> Option<&str> {
+    pub fn get(&self, section: &str, key: &str) -> Option<&str> {
         self.sections.get(section)?.get(key).map(String::as_str)
     }
 

@@ -21,7 +21,7 @@
 
 mod embedded;
 mod ini;
-pub(crate) mod ops_info;
+pub mod ops_info;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

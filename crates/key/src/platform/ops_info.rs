@@ -17,13 +17,13 @@ use crate::AttrValue;
 /// (`attr_<name>.type`: `bool`, `int`, `float`, `str`, `listInt` …; `-` when undeclared) and its
 /// default (`attr_<name>.defaultValue`), if the op information gives one.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct KeyAttr {
+pub struct KeyAttr {
     /// Attribute name.
-    pub(crate) name: &'static str,
+    pub name: &'static str,
     /// Declared type.
-    pub(crate) ty: &'static str,
+    pub ty: &'static str,
     /// The default, read as `ty`; `None` for a required attribute or one without a default.
-    pub(crate) default: Option<AttrValue>,
+    pub default: Option<AttrValue>,
 }
 
 impl KeyAttr {
@@ -66,21 +66,20 @@ fn parse_default(ty: &str, text: &str) -> Option<AttrValue> {
 
 /// What a family's op information says of one op type.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct OpInfo {
+pub struct OpInfo {
     /// `precision_reduce.flag`: `Some(true)` = may be lowered (white list), `Some(false)` =
     /// keeps its dtype (black list), `None` = follows its producer (gray list).
-    pub(crate) precision_reduce: Option<bool>,
+    pub precision_reduce: Option<bool>,
     /// `sgatKeyAttr.list`, in the file's order; empty when the op type declares none.
-    pub(crate) sgat_key_attrs: Vec<KeyAttr>,
+    pub sgat_key_attrs: Vec<KeyAttr>,
     /// The attributes the op type declares (`attr.list`) that `sgatKeyAttr` leaves out
     /// (Conv2D's `data_format`); empty when `sgatKeyAttr` is.
-    pub(crate) non_key_attrs: Vec<&'static str>,
+    pub non_key_attrs: Vec<&'static str>,
 }
 
 impl OpInfo {
     /// The `sgatKeyAttr` names, in order.
-    #[cfg(test)]
-    pub(crate) fn key_attr_names(&self) -> Vec<&'static str> {
+    pub fn key_attr_names(&self) -> Vec<&'static str> {
         self.sgat_key_attrs.iter().map(|a| a.name).collect()
     }
 }
@@ -148,8 +147,7 @@ pub(crate) fn has_family(family: &str) -> bool {
 }
 
 /// The families with op information, sorted.
-#[cfg(test)]
-pub(crate) fn families() -> Vec<&'static str> {
+pub fn families() -> Vec<&'static str> {
     let mut f: Vec<&'static str> = table().keys().copied().collect();
     f.sort_unstable();
     f
@@ -159,7 +157,7 @@ pub(crate) fn families() -> Vec<&'static str> {
 /// has none, or when the op type has neither a `precision_reduce` flag nor `sgatKeyAttr` there
 /// and is not the `D` variant of another op type (`ApplyAdamD`, `ReduceSumD`: those are
 /// listed, flag or not, so that a `D` variant without a flag reads as gray).
-pub(crate) fn op_info(family: &str, op_type: &str) -> Option<&'static OpInfo> {
+pub fn op_info(family: &str, op_type: &str) -> Option<&'static OpInfo> {
     table().get(family)?.get(&op_type.to_lowercase())
 }
 

@@ -652,7 +652,7 @@ mod avx512 {
 }
 
 /// The plain reference: `C = A · B`, row-major, accumulated in f64.
-pub(crate) fn reference(m: usize, k: usize, n: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
+pub fn reference(m: usize, k: usize, n: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
     let mut c = vec![0f64; m * n];
     for i in 0..m {
         let row = &mut c[i * n..(i + 1) * n];

@@ -17,8 +17,7 @@
 
 mod candidate;
 pub mod gemm;
-#[cfg(test)]
-pub(crate) use self::candidate::check_output;
+pub use self::candidate::check_output;
 pub use self::candidate::OutputMismatch;
 pub(crate) mod kernels;
 mod memory;
@@ -41,7 +40,7 @@ static MEASURE_LOCK: Mutex<()> = Mutex::new(());
 /// The default cap on the host memory one candidate may use (the task's inputs, reference and
 /// output plus the candidate's own buffers): 1 GiB, the memory the command line assumes per
 /// `cpu` worker when it caps `TUNING_PARALLEL_NUM` by the memory available.
-pub(crate) const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 
 /// The CPU runner. It keeps the inputs and reference output of the last task it saw.
 #[derive(Debug)]
@@ -127,15 +126,13 @@ impl CpuRunner {
     /// columns and per-thread work lists. A task or candidate over the cap is a `build_oom`
     /// failure of each candidate concerned, naming the bytes needed and the cap; nothing is
     /// allocated for it.
-    #[cfg(test)]
-    pub(crate) fn with_max_bytes(mut self, bytes: u64) -> Self {
+    pub fn with_max_bytes(mut self, bytes: u64) -> Self {
         self.max_bytes = bytes;
         self
     }
 
     /// The cap [`CpuRunner::with_max_bytes`] set.
-    #[cfg(test)]
-    pub(crate) fn max_bytes(&self) -> u64 {
+    pub fn max_bytes(&self) -> u64 {
         self.max_bytes
     }
 
@@ -146,8 +143,7 @@ impl CpuRunner {
     }
 
     /// Caps the thread counts the space offers.
-    #[cfg(test)]
-    pub(crate) fn with_max_threads(mut self, n: usize) -> Self {
+    pub fn with_max_threads(mut self, n: usize) -> Self {
         self.max_threads = n.max(1);
         self
     }

@@ -53,7 +53,7 @@ impl CommandLineError {
 
 /// Splits a command line into words: whitespace separates, single and double quotes group,
 /// backslash escapes the next character outside single quotes. No shell is involved.
-pub(crate) fn split_command(cmd: &str) -> Result<Vec<String>, CommandLineError> {
+pub fn split_command(cmd: &str) -> Result<Vec<String>, CommandLineError> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -132,7 +132,7 @@ enum ExchangeFailure {
 }
 
 /// The external runner. See the module documentation and docs/interfaces.md ("External runner protocol").
-pub(crate) struct ExecRunner {
+pub struct ExecRunner {
     command: String,
     argv: Vec<String>,
     timing: TimingSettings,
@@ -183,8 +183,7 @@ impl ExecRunner {
     }
 
     /// Sets the deadline for `describe` and for the fixed start-up part of every request.
-    #[cfg(test)]
-    pub(crate) fn with_startup_timeout(mut self, t: Duration) -> Self {
+    pub fn with_startup_timeout(mut self, t: Duration) -> Self {
         self.startup_timeout = t;
         self
     }

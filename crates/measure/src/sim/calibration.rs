@@ -110,8 +110,7 @@ impl CalibrationRecord {
 
 impl CalibrationRecord {
     /// Useful floating-point operations: 2·batch·M·K·N.
-    #[cfg(test)]
-    pub(crate) fn flops(&self) -> f64 {
+    pub fn flops(&self) -> f64 {
         2.0 * self.batch as f64 * self.m as f64 * self.k as f64 * self.n as f64
     }
 
@@ -132,8 +131,7 @@ impl CalibrationRecord {
 /// With `ridge` = peak FLOP/s ÷ bandwidth (FLOPs per byte) this orders records exactly as
 /// `max(flops / peak, bytes / bandwidth)` does, so [`ROOFLINE_RIDGES`] spans every roofline
 /// as far as rankings go.
-#[cfg(test)]
-pub(crate) fn roofline(records: &[CalibrationRecord], ridge: f64) -> Vec<f64> {
+pub fn roofline(records: &[CalibrationRecord], ridge: f64) -> Vec<f64> {
     records
         .iter()
         .map(|r| (r.flops() / ridge).max(r.bytes()))
@@ -142,12 +140,10 @@ pub(crate) fn roofline(records: &[CalibrationRecord], ridge: f64) -> Vec<f64> {
 
 /// Ridge points (FLOPs per byte) to compare against: 10^0.5 to 10^4 in steps of 10^(1/16),
 /// from bandwidth-bound everywhere to compute-bound everywhere (Ascend910B2: ≈ 220).
-#[cfg(test)]
-pub(crate) const ROOFLINE_RIDGES: std::ops::RangeInclusive<i32> = 8..=64;
+pub const ROOFLINE_RIDGES: std::ops::RangeInclusive<i32> = 8..=64;
 
 /// The ridge point of step `i` of [`ROOFLINE_RIDGES`]: 10^(i/16).
-#[cfg(test)]
-pub(crate) fn ridge(i: i32) -> f64 {
+pub fn ridge(i: i32) -> f64 {
     10f64.powf(f64::from(i) / 16.0)
 }
 
@@ -156,8 +152,7 @@ pub(crate) fn ridge(i: i32) -> f64 {
 /// that `pred` orders as the real times are (an exact tie counts half), and the number of
 /// such pairs. A roofline sees little but FLOPs here; a model of tiles, tails and pipelines
 /// should see more.
-#[cfg(test)]
-pub(crate) fn equal_work_order(
+pub fn equal_work_order(
     flops: &[f64],
     pred: &[f64],
     real: &[f64],
@@ -277,7 +272,7 @@ fn quantiles(xs: &[f64]) -> [f64; 5] {
 
 /// Spearman's rank correlation (average ranks for ties); NaN where [`spearman_checked`] has no
 /// answer.
-pub(crate) fn spearman(a: &[f64], b: &[f64]) -> f64 {
+pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
     spearman_checked(a, b).unwrap_or(f64::NAN)
 }
 

@@ -323,8 +323,7 @@ fn logical_bytes(t: &TensorDesc) -> u64 {
 /// Simulates `g` under `strategy` (agreed schema) with per-node op strategies (`None`: the
 /// op model's default; a strategy the op model rejects also falls back to the default).
 /// The tests' shorthand for [`GraphOps::prepare`] then [`GraphOps::time`].
-#[cfg(test)]
-pub(crate) fn simulate_graph(
+pub fn simulate_graph(
     g: &GraphDescriptor,
     strategy: &StrategyMap,
     op_strategies: &[Option<StrategyMap>],
@@ -412,7 +411,6 @@ impl GraphOps {
     /// total cube compute at peak, the largest single op's roofline body, and the graph outputs
     /// over the L2 write bandwidth; a producer that may write its consumer's format counts at
     /// the cheaper of its two forms.
-    #[cfg(test)]
     pub fn roofline_us(&self) -> f64 {
         let mut nodes: Vec<(f64, f64)> = (self.nodes.iter())
             .map(|n| (n.compute_us, n.roofline_us))

@@ -101,7 +101,7 @@ impl SimRunner {
     /// Adds seeded measurement noise: each sample is multiplied by `1 + sigma·|z|`, `z` standard
     /// normal, drawn from `seed`, the candidate and the number of measure calls so far. Noise
     /// only slows a sample down, so the roofline still holds.
-    pub(crate) fn with_noise(mut self, seed: u64, sigma: f64) -> Self {
+    pub fn with_noise(mut self, seed: u64, sigma: f64) -> Self {
         self.noise = Some((seed, sigma.max(0.0)));
         self
     }
@@ -167,7 +167,7 @@ impl SimRunner {
     /// The lower bound every simulated time respects: launch overhead plus the roofline (peak
     /// compute of the units the op runs on, least bytes over the chip's read and write
     /// bandwidth — the L2's when the working set fits, main memory's otherwise).
-    pub(crate) fn roofline_us(task: &TuningTask) -> Result<f64, MeasureError> {
+    pub fn roofline_us(task: &TuningTask) -> Result<f64, MeasureError> {
         let (m, soc, c, v) = Self::model(task)?;
         Ok(soc.launch_us
             + match &m {

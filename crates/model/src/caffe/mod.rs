@@ -166,8 +166,8 @@ fn decode_weights(bytes: &[u8], weight: &str) -> Result<Weights, ModelError> {
 /// One prototxt layer: its name, type (V1 enum names turned into type names), wiring and
 /// its message, for parameters.
 pub(super) struct Layer<'a> {
-    pub(super) name: String,
-    pub(super) ty: String,
+    pub name: String,
+    pub ty: String,
     pub(super) bottoms: Vec<String>,
     pub(super) tops: Vec<String>,
     pub(super) msg: &'a Message,

@@ -10,7 +10,7 @@ pub(super) struct Params<'a> {
     /// The message, e.g. the layer's `convolution_param`.
     pub(super) msg: Option<&'a Message>,
     /// The message's field name in the layer, for messages.
-    pub(super) name: &'static str,
+    pub name: &'static str,
 }
 
 /// A parameter that does not read as its type; the caller adds the model path.

@@ -65,7 +65,7 @@ pub(crate) enum Value {
 /// One field as written, with the position of its name.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Field {
-    pub(crate) name: String,
+    pub name: String,
     pub(crate) value: Value,
     pub(crate) pos: Pos,
 }

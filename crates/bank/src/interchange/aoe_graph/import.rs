@@ -39,7 +39,7 @@ pub const OCCURRENCES_OPTION: &str = "aoe_graph_occurrences";
 
 /// A subgraph that did not map, by graph and position.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub(crate) struct UnmappedSubgraph {
+pub struct UnmappedSubgraph {
     /// 1-based line of its graph.
     pub line: usize,
     /// Its graph's `graphID`.
@@ -52,7 +52,7 @@ pub(crate) struct UnmappedSubgraph {
 
 /// A graph line that the records do not rebuild byte for byte.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub(crate) struct NotReproducible {
+pub struct NotReproducible {
     /// 1-based line.
     pub line: usize,
     /// Its `graphID`.

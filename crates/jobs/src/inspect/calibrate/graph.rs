@@ -27,7 +27,7 @@ use crate::tune::TuneSettings;
 
 /// One graph line's times, µs; `None` with the reason where the simulator has none.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct GraphCalibrationRow {
+pub struct GraphCalibrationRow {
     /// `graphID`.
     pub graph_id: String,
     /// `strategy.modelName`.
@@ -56,7 +56,7 @@ pub(crate) struct GraphCalibrationRow {
 
 /// The summary over every graph line.
 #[derive(Clone, Debug, Default, Serialize)]
-pub(crate) struct GraphCalibrationSummary {
+pub struct GraphCalibrationSummary {
     /// Graph lines in the file.
     pub records: usize,
     /// Lines whose every subgraph mapped and was timed.

@@ -28,7 +28,7 @@ use tunebank_measure::{Measure, MeasureError, TuningTask};
 
 /// One record's times, µs. `None` where the simulator has no time, with the reason.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct CalibrationRow {
+pub struct CalibrationRow {
     /// The record's md5.
     pub md5: String,
     /// The board's `cost_time`.
@@ -72,7 +72,7 @@ pub(crate) struct Agreement {
 
 /// The summary over every record.
 #[derive(Clone, Debug, Default, Serialize)]
-pub(crate) struct CalibrationSummary {
+pub struct CalibrationSummary {
     /// Records in the file (accepted entries).
     pub records: usize,
     /// Records whose descriptor and tiling mapped and whose tiling the simulator accepts.
@@ -235,7 +235,7 @@ fn tbe_best(
 
 /// Spearman's rank correlation (Pearson over average ranks); `None` below 3 pairs or with no
 /// spread. The one implementation is the simulator calibration's.
-pub(crate) use tunebank_measure::sim::calibration::spearman_checked as spearman;
+pub use tunebank_measure::sim::calibration::spearman_checked as spearman;
 
 /// The `q` quantile (linear interpolation) of `v`.
 pub(crate) fn quantile(v: &[f64], q: f64) -> Option<f64> {

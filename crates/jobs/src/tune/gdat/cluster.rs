@@ -216,7 +216,7 @@ impl Cluster {
     }
 
     /// The all-reduce time as a linear function of bytes for this topology.
-    pub(crate) fn linear(&self) -> LinearCost {
+    pub fn linear(&self) -> LinearCost {
         let (p, s) = self.shape();
         let (p, s) = (f64::from(p), f64::from(s));
         let bytes_per_us = |l: Link| l.bandwidth_gbps * 1e3;

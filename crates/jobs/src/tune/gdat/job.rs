@@ -26,7 +26,7 @@ use super::GdatError;
 
 /// A tuned split must beat its baseline by more than this fraction to be written: the
 /// `min_gain` of [`WIN_RULE`].
-pub(crate) const MIN_IMPROVEMENT: f64 = 0.01;
+pub const MIN_IMPROVEMENT: f64 = 0.01;
 
 /// GDAT's win rule: the one rule of every driver, judging the side-by-side times of the best
 /// split and the baseline as exact times ([`WinRule::judge_deterministic`]), with a gain of
@@ -34,7 +34,7 @@ pub(crate) const MIN_IMPROVEMENT: f64 = 0.01;
 /// GDAT has always decided). `alpha` is not used by exact times. A runner given to [`run_job`]
 /// instead of the cluster model is judged the same way, on the medians of its one side-by-side
 /// measurement: GDAT measures no rounds.
-pub(crate) const WIN_RULE: WinRule = WinRule {
+pub const WIN_RULE: WinRule = WinRule {
     min_gain: MIN_IMPROVEMENT,
     alpha: 0.01,
     gain_bound: GainBound::Exclusive,
@@ -59,7 +59,7 @@ pub struct GdatPlan {
 
 /// How a job is run.
 #[derive(Clone, Debug)]
-pub(crate) struct GdatSettings {
+pub struct GdatSettings {
     /// Search strategy name (`search_strategies::strategies::by_name`).
     pub strategy: String,
     /// Candidates measured at most.
@@ -74,7 +74,7 @@ pub(crate) struct GdatSettings {
 
 /// One split and what it gives.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct Scenario {
+pub struct Scenario {
     /// End indices in production order.
     pub split: Vec<usize>,
     /// Its schedule and tail.
@@ -156,7 +156,7 @@ pub fn plan_job(
 
 impl GdatPlan {
     /// The scenario of `split` under the model.
-    pub(crate) fn scenario(&self, split: &[usize]) -> Scenario {
+    pub fn scenario(&self, split: &[usize]) -> Scenario {
         let t = &self.timeline;
         let ready: Vec<f64> = t.gradients.iter().map(|g| g.ready_us).collect();
         let s = schedule(&t.bytes(), &ready, t.backward_end_us, self.cost, split);
@@ -264,7 +264,7 @@ impl GdatPlan {
 
 /// Runs the job against `bank` with `runner` (the cluster model when `None`); see the module
 /// docs. The bank write decides inside its transaction under the bank-write policy.
-pub(crate) fn run_job(
+pub fn run_job(
     plan: &GdatPlan,
     bank: &Bank,
     settings: &GdatSettings,

@@ -28,8 +28,7 @@ pub(crate) mod why;
 use tunebank_failure::FailureKind;
 pub use cluster::{Cluster, LinearCost, Link};
 pub use job::*;
-#[cfg(test)]
-pub(crate) use split::*;
+pub use split::{is_valid, optimum, schedule};
 pub use timeline::{BackwardOp, Gradient, Timeline};
 pub use why::{why_gradient, GradientWhy};
 

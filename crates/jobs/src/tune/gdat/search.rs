@@ -64,7 +64,7 @@ pub(crate) fn to_strategy(split: &[usize], n: usize, max: usize) -> StrategyMap 
 }
 
 /// The split a strategy map names, if it is a valid one of `n` gradients.
-pub(crate) fn from_strategy(s: &StrategyMap, n: usize, max: usize) -> Option<Vec<usize>> {
+pub fn from_strategy(s: &StrategyMap, n: usize, max: usize) -> Option<Vec<usize>> {
     let mut split = Vec::new();
     for j in 1..max {
         let v = s.get(&format!("b{j}"))?.as_u64()? as usize;

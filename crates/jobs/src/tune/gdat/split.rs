@@ -34,7 +34,7 @@ pub(crate) struct Segment {
 
 /// A split's schedule and its tail.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct Schedule {
+pub struct Schedule {
     /// Segments in order.
     pub segments: Vec<Segment>,
     /// End of the last all-reduce minus the end of backward, µs (≥ 0 up to rounding).
@@ -42,7 +42,7 @@ pub(crate) struct Schedule {
 }
 
 /// Whether `split` is a valid split of `n` gradients into at most `max` segments.
-pub(crate) fn is_valid(split: &[usize], n: usize, max: usize) -> bool {
+pub fn is_valid(split: &[usize], n: usize, max: usize) -> bool {
     !split.is_empty()
         && split.len() <= max
         && split.last() == Some(&n)
@@ -52,7 +52,7 @@ pub(crate) fn is_valid(split: &[usize], n: usize, max: usize) -> bool {
 
 /// The schedule of `split` over gradients of `bytes` ready at `ready_us` (production order),
 /// backward ending at `backward_end_us`. `split` must be valid ([`is_valid`]).
-pub(crate) fn schedule(
+pub fn schedule(
     bytes: &[u64],
     ready_us: &[f64],
     backward_end_us: f64,
@@ -84,7 +84,7 @@ pub(crate) fn schedule(
 /// all-reduce), exactly: `F[k][e] = min over e' of max(ready(e), F[k−1][e']) + cost(e' .. e)`,
 /// which is exact because a segment's end is non-decreasing in its predecessor's. Ties go to
 /// fewer segments, then to the lexicographically smaller split.
-pub(crate) fn optimum(bytes: &[u64], ready_us: &[f64], cost: LinearCost, max: usize) -> Vec<usize> {
+pub fn optimum(bytes: &[u64], ready_us: &[f64], cost: LinearCost, max: usize) -> Vec<usize> {
     let n = bytes.len();
     let mut prefix = vec![0u64; n + 1];
     for (i, b) in bytes.iter().enumerate() {

@@ -75,7 +75,7 @@ impl Timeline {
     }
 
     /// Total gradient bytes.
-    pub(crate) fn total_bytes(&self) -> u64 {
+    pub fn total_bytes(&self) -> u64 {
         self.gradients.iter().map(|g| g.bytes).sum()
     }
 }

@@ -14,7 +14,7 @@ use super::GdatError;
 
 /// One stored gradient record and how its descriptor differs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct GradientNearMiss {
+pub struct GradientNearMiss {
     /// Its key.
     pub key: BankKey,
     /// The layer holding it.

@@ -65,7 +65,7 @@ pub struct TaskOutcome {
 impl TaskOutcome {
     /// Whether the record written stores the default as confirmed (a miss without a clear
     /// win; the decision is `unsatisfied`).
-    pub(crate) fn default_confirmed(&self) -> bool {
+    pub fn default_confirmed(&self) -> bool {
         self.record
             .as_ref()
             .is_some_and(|r| r.performance.default_confirmed)

@@ -157,8 +157,7 @@ pub struct RepoSummary {
 
 impl RepoSummary {
     /// Whether AOE's two invariants hold.
-    #[cfg(test)]
-    pub(crate) fn is_consistent(&self) -> bool {
+    pub fn is_consistent(&self) -> bool {
         self.hit == self.update + self.reserved
             && self.total == self.add + self.hit + self.unsatisfied
     }

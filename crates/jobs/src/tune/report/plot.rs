@@ -18,9 +18,9 @@ pub struct OpTimes {
 }
 
 /// Colour of an op that got faster.
-pub(crate) const FASTER: &str = "#1a9850";
+pub const FASTER: &str = "#1a9850";
 /// Colour of an op that kept its time.
-pub(crate) const SAME: &str = "#969696";
+pub const SAME: &str = "#969696";
 /// Colour of the "before" marks.
 pub(crate) const BEFORE: &str = "#4a4a4a";
 

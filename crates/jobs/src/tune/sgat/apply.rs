@@ -463,7 +463,7 @@ fn slice(u: &mut ResolvedUnit, activation: &[bool], batch: i64, k: i64) {
 /// [`super::sgat_plan`] does, the graph bank applied (`apply_graph_bank`), then the units
 /// `only` selects (as [`plan`] selects them) grouped into one task per key. The second value
 /// says what happened to each subgraph.
-pub(crate) fn post_sgat_plan(
+pub fn post_sgat_plan(
     model: &Model,
     options: &ResolvedOptions,
     soc: &SocSpec,

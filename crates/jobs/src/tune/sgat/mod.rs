@@ -34,11 +34,11 @@ use search_strategies::{strategies::by_name, StopReason};
 
 pub use apply::PostSgat;
 
-pub(crate) use apply::post_sgat_plan;
+pub use apply::post_sgat_plan;
 pub use apply::{AppliedSubgraph, ApplyError};
 pub use report::{SgatReport, SubgraphChange};
-pub(crate) use search::{search_subgraph, sgat_best, SgatBestError};
-pub(crate) use space::{SgatSpace, SpaceBuildError};
+pub use search::{search_subgraph, sgat_best, SgatBestError};
+pub use space::{SgatSpace, SpaceBuildError};
 
 use super::pool::{Budget, Pool};
 use super::{check_settings, check_soc, plan, TuneError, TunePlan, TuneSettings};

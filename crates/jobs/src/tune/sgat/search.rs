@@ -34,7 +34,7 @@ pub(crate) struct SubgraphSearch {
 /// Searches `space` (of the subgraph prepared as `ops`) with `strategy` for at most `budget`
 /// candidates, `batch` per round, within `time_limit`; stops asking when `cancel` is set.
 /// Deterministic for a deterministic strategy and no time limit.
-pub(crate) fn search_subgraph(
+pub fn search_subgraph(
     space: &SgatSpace,
     ops: &GraphOps,
     strategy: Box<dyn Strategy>,
@@ -71,7 +71,7 @@ pub(crate) fn search_subgraph(
 
 /// Why `sgat_best` could not search a subgraph.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum SgatBestError {
+pub enum SgatBestError {
     /// The subgraph has no key (its search seed).
     #[error(transparent)]
     Key(#[from] KeyError),
@@ -103,7 +103,7 @@ pub(crate) struct SgatBest {
 }
 
 /// See [`SgatBest`].
-pub(crate) fn sgat_best(
+pub fn sgat_best(
     g: &GraphDescriptor,
     ops: &GraphOps,
     settings: &TuneSettings,

@@ -42,7 +42,7 @@ pub(crate) const MAX_RAW_CONFIGS: u64 = 1 << 20;
 
 /// One subgraph's space and how to read its configurations.
 #[derive(Debug)]
-pub(crate) struct SgatSpace {
+pub struct SgatSpace {
     /// The enumerated space.
     pub space: Space,
     /// Nodes with an `l2_<i>` parameter, in parameter order.
@@ -59,7 +59,7 @@ pub(crate) struct SgatSpace {
 /// Why a space could not be built.
 #[derive(Debug, thiserror::Error)]
 #[error("SGAT space: {0}")]
-pub(crate) struct SpaceBuildError(pub String);
+pub struct SpaceBuildError(pub String);
 
 impl SgatSpace {
     /// The space of `g` (prepared as `ops`) on `soc`.
