@@ -13,6 +13,8 @@ pub mod paths;
 pub mod policy;
 pub mod record;
 pub mod store;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 pub(crate) mod verify;
 
 pub use backend::Backend;

@@ -327,7 +327,8 @@ impl<'a> WritePolicy<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layered::{descriptor_key, fresh_bank, index_key, LayerId};
+    use crate::layered::{descriptor_key, index_key, LayerId};
+    use crate::testing::fresh_bank;
     use crate::record::{Descriptor, Origin, Provenance};
     use crate::store::StoreEntry;
     use tunebank_key::{

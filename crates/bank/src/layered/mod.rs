@@ -595,19 +595,6 @@ impl Bank {
     }
 }
 
-/// An empty Ascend910B2 op bank in a temporary directory (kept alive by the returned guard):
-/// the unit tests' fresh bank.
-#[cfg(test)]
-pub(crate) fn fresh_bank() -> (tempfile::TempDir, Bank) {
-    let dir = tempfile::tempdir().unwrap();
-    let bank = Bank::builder(RecordKind::Op, "Ascend910B2")
-        .custom_path(dir.path().join("op.redb"))
-        .no_default_builtin()
-        .open()
-        .unwrap();
-    (dir, bank)
-}
-
 impl BankError {
     /// The kind of the store, record or path error it wraps; a directory that cannot be created
     /// is an I/O failure; the rest (a miss under error-on-miss, a missing bank file, a bank

@@ -451,4 +451,4 @@ impl RecordError {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

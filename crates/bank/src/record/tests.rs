@@ -5,7 +5,7 @@ use super::*;
 use tunebank_key::StrategyMap;
 use tunebank_key::{DType, Format, ImplMode, SocSpec, TensorDesc};
 
-fn sample() -> (BankKey, Record) {
+pub(crate) fn sample() -> (BankKey, Record) {
     let t = TensorDesc {
         shape: vec![16, 64],
         ori_shape: vec![16, 64],

@@ -23,8 +23,9 @@ fn batch(tag: u8, n: usize) -> Vec<(BankKey, Vec<u8>)> {
             let mut key = [tag; 32];
             key[..8].copy_from_slice(&(i as u64).to_le_bytes());
             let key = BankKey(key);
-            let mut record =
-                crate::common::op_record("Ascend910B2", "MatMul", i as u64, u64::from(tag), 1);
+            let (_, mut record) = crate::record::tests::sample();
+            record.strategy.insert("tag".into(), i.into());
+            record.provenance.seed = u64::from(tag);
             record
                 .strategy
                 .insert("pad".into(), "x".repeat(1800).into());

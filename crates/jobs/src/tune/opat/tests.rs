@@ -5,11 +5,11 @@ use tunebank_key::StrategyMap;
 use std::collections::BTreeSet;
 
 use super::*;
-use tunebank_bank::layered::fresh_bank;
+use tunebank_bank::testing::fresh_bank;
 use tunebank_bank::policy::Verdict;
 use tunebank_bank::store::StoreEntry;
 use tunebank_bank::{
-    layered::index_key, BankError, Descriptor, LayerId, Origin, Performance, Provenance, Record,
+    index_key, BankError, Descriptor, LayerId, Origin, Performance, Provenance, Record,
 };
 use tunebank_key::{FsReader, RecordKind, ResolvedOptions};
 use tunebank_measure::{MeasureError, TaskSpace, TuningTask};
@@ -81,7 +81,7 @@ fn after(current: Option<&Record>, new: &Record, baseline: Option<i64>) -> i64 {
     let baseline: Option<StrategyMap> =
         baseline.map(|b| [("v".to_owned(), serde_json::json!(b))].into());
     write_outcome(&bank, new, baseline.as_ref()).unwrap();
-    let key = tunebank_bank::layered::descriptor_key(&new.descriptor).unwrap();
+    let key = tunebank_bank::descriptor_key(&new.descriptor).unwrap();
     let stored = bank.get_record(LayerId::Custom, &key).unwrap().unwrap();
     stored.strategy["v"].as_i64().unwrap()
 }
@@ -111,7 +111,7 @@ fn a_write_judges_what_another_process_stored_since_the_look_up() {
 fn a_damaged_record_is_replaced_by_any_sound_one() {
     let (_dir, bank) = fresh_bank();
     let new = record(1, 5.0, true);
-    let key = tunebank_bank::layered::descriptor_key(&new.descriptor).unwrap();
+    let key = tunebank_bank::descriptor_key(&new.descriptor).unwrap();
     bank.layer_store(LayerId::Custom)
         .unwrap()
         .put_batch(&[StoreEntry {

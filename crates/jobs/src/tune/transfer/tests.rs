@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::carry::*;
 use super::distance::*;
 use super::*;
-use tunebank_bank::layered::{descriptor_key, fresh_bank};
+use tunebank_bank::{descriptor_key, testing::fresh_bank};
 use tunebank_bank::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank_key::{
     AttrValue, CubeMath, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,
