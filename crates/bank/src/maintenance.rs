@@ -167,7 +167,7 @@ pub struct LayerCounts {
 
 /// One layer's record count.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct LayerCount {
+pub struct LayerCount {
     /// The layer.
     #[serde(serialize_with = "crate::json::layer")]
     pub layer: LayerId,

@@ -74,7 +74,7 @@ pub struct MigrateReport {
 
 /// A record left out of a migration.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct Refused {
+pub struct Refused {
     /// Its key in the source.
     pub key: BankKey,
     /// Why.

@@ -47,7 +47,7 @@ impl BankEnv {
 
 /// Which rule chose a bank directory (reported to users so a surprising path can be explained).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum PathSource {
+pub enum PathSource {
     /// An explicit `--bank` path.
     Explicit,
     /// `TUNE_BANK_PATH`.

@@ -194,7 +194,7 @@ impl From<Reason> for Verdict {
 /// The parts of a record the policy reads: its strategy and its performance. A full [`Record`]
 /// and the [`Answer`] a conditional write decodes both give one.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Candidate<'a> {
+pub struct Candidate<'a> {
     /// The stored or offered strategy.
     pub strategy: &'a StrategyMap,
     /// Its measured performance (times, runner, confirmed-default flag).
@@ -228,7 +228,7 @@ impl<'a> From<&'a Answer> for Candidate<'a> {
 
 /// What a key holds when the policy judges an offered record.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Held<'a> {
+pub enum Held<'a> {
     /// Nothing.
     Empty,
     /// A value that does not decode (damaged, or of a format this build cannot read).

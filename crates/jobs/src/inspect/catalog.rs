@@ -13,7 +13,7 @@ use tunebank_bank::{index_key, Bank};
 use crate::inspect::InspectError;
 use tunebank_key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 
-pub(crate) mod reports;
+pub mod reports;
 
 pub use reports::DiffReport;
 pub use reports::{ListReport, ShowReport, StatsReport};
@@ -145,7 +145,7 @@ pub(crate) fn list_records(
 
 /// Counts over one store.
 #[derive(Clone, Debug, Default, Serialize)]
-pub(crate) struct BankStats {
+pub struct BankStats {
     /// Records.
     pub records: u64,
     /// Damaged records (failed to decode).

@@ -29,7 +29,7 @@ pub struct KeyListing {
 
 /// One op's key under one profile.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct KeyRow {
+pub struct KeyRow {
     /// The key.
     pub key: BankKey,
     /// The template's node name.
@@ -91,7 +91,7 @@ pub struct LookupReport {
 
 /// One op's look-up under one profile.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct LookupRow {
+pub struct LookupRow {
     /// The template's node name.
     pub node: String,
     /// Its op type.
@@ -108,7 +108,7 @@ pub(crate) struct LookupRow {
 /// What the bank answered one look-up.
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
-pub(crate) enum LookupAnswer {
+pub enum LookupAnswer {
     /// A layer answered.
     Hit {
         /// The answering layer.

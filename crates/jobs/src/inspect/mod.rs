@@ -12,9 +12,9 @@
 //! A model importer plugs in by producing `&[OpTemplate]`; nothing here reads models.
 
 pub mod calibrate;
-pub(crate) mod catalog;
+pub mod catalog;
 pub(crate) mod fields;
-pub(crate) mod lookup;
+pub mod lookup;
 pub(crate) mod why;
 
 pub use catalog::{BankDiff, DiffReport, Listed};

@@ -19,7 +19,7 @@
 
 mod enqueue;
 mod schema;
-mod status;
+pub mod status;
 mod worker;
 
 use std::collections::BTreeMap;

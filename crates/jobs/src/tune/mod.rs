@@ -15,7 +15,7 @@ use tunebank_failure::FailureKind;
 use tunebank_measure::MeasureError;
 use tunebank_model::ModelError;
 
-mod decision;
+pub mod decision;
 pub mod gdat;
 pub(crate) mod memory;
 pub mod opat;

@@ -21,7 +21,7 @@ pub mod cube;
 pub mod graph;
 pub mod ops;
 mod soc;
-pub(crate) mod vector;
+pub mod vector;
 
 use self::cube::CubeTiling;
 use self::ops::OpModel;

@@ -41,7 +41,7 @@ mod ops;
 mod proto;
 #[cfg(test)]
 mod tests;
-mod training;
+pub mod training;
 
 pub use training::apply_op;
 

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 use crate::interchange::pyjson::PyJson;
 
-pub(crate) mod export;
-pub(crate) mod import;
+pub mod export;
+pub mod import;
 pub(crate) mod map;
 
 use tunebank_failure::{io_kind, FailureKind};

@@ -57,7 +57,7 @@ pub struct CalibrationRow {
 
 /// Agreement of one simulated time with the board's.
 #[derive(Clone, Debug, Default, Serialize)]
-pub(crate) struct Agreement {
+pub struct Agreement {
     /// Records with this time.
     pub records: usize,
     /// Spearman rank correlation with `real_us` (ties averaged); `None` below 3 records.

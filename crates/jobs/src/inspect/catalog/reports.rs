@@ -180,7 +180,7 @@ pub struct StatsReport {
 
 /// One layer's counts.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct LayerStats {
+pub struct LayerStats {
     /// The layer.
     #[serde(serialize_with = "tunebank_bank::json::layer")]
     pub layer: LayerId,

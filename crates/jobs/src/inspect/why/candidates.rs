@@ -19,7 +19,7 @@ use tunebank_key::{
 use super::{Query, SearchScope, WhyConfig};
 
 /// A stored entry read for comparison.
-pub(super) struct Candidate {
+pub struct Candidate {
     pub(super) layer: LayerId,
     pub(super) key: BankKey,
     pub(super) record: Record,

@@ -19,11 +19,11 @@ pub mod job;
 pub mod render;
 pub mod report;
 pub mod search;
-pub(crate) mod split;
+pub mod split;
 mod step;
 pub(crate) mod timeline;
 mod updates;
-pub(crate) mod why;
+pub mod why;
 
 use tunebank_failure::FailureKind;
 pub use cluster::{Cluster, LinearCost, Link};

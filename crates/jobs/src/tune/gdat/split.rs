@@ -19,7 +19,7 @@ pub(crate) const HCCL_DEFAULT_PERCENT: [f64; 2] = [96.54, 3.46];
 
 /// One segment's place in the schedule.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct Segment {
+pub struct Segment {
     /// First gradient (production order, inclusive).
     pub first: usize,
     /// End (exclusive).

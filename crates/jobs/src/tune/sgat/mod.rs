@@ -22,7 +22,7 @@
 
 mod apply;
 mod report;
-mod search;
+pub mod search;
 mod space;
 
 use tunebank_key::StrategyMap;

@@ -20,7 +20,7 @@ use crate::tune::TuneSettings;
 
 /// What one search found.
 #[derive(Clone, Debug)]
-pub(crate) struct SubgraphSearch {
+pub struct SubgraphSearch {
     /// The best strategy measured and its time (µs), if any candidate could be timed.
     pub best: Option<(SgatStrategy, f64)>,
     /// Candidates measured.
@@ -93,7 +93,7 @@ pub enum SgatBestError {
 /// `settings` (strategy, per-subgraph budget `trials_per_op`, batch, the seed mixed with the
 /// subgraph key), or every configuration when the space has no more than `trials_per_op`.
 #[derive(Clone, Debug)]
-pub(crate) struct SgatBest {
+pub struct SgatBest {
     /// The best strategy's time, µs.
     pub us: f64,
     /// Candidates timed.
