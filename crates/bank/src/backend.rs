@@ -80,17 +80,11 @@ pub(crate) fn open_store(
         }
         Backend::Redb if read_only => Ok(Box::new(RedbStore::open_read_only(path)?)),
         Backend::Redb => {
-            crate::netfs::check(
-                path,
-                crate::netfs::allowed_by_env(),
-                crate::netfs::fs_magic,
-            )?;
+            crate::netfs::check(path, crate::netfs::allowed_by_env(), crate::netfs::fs_magic)?;
             Ok(Box::new(RedbStore::open(path)?))
         }
         #[cfg(feature = "sled")]
-        Backend::Sled if read_only => Ok(Box::new(crate::store::SledStore::open_read_only(
-            path,
-        )?)),
+        Backend::Sled if read_only => Ok(Box::new(crate::store::SledStore::open_read_only(path)?)),
         #[cfg(feature = "sled")]
         Backend::Sled => Ok(Box::new(crate::store::SledStore::open(path)?)),
         #[cfg(not(feature = "sled"))]

@@ -36,8 +36,8 @@ mod md5;
 pub mod pyjson;
 pub mod tbe;
 
-use tunebank_failure::{io_kind, FailureKind};
 pub use md5::md5_hex;
+use tunebank_failure::{io_kind, FailureKind};
 
 /// Errors of export, import and merge. Each names the file line or key involved.
 #[derive(Debug, thiserror::Error)]

@@ -17,9 +17,6 @@ pub fn layer<T: std::fmt::Display, S: Serializer>(l: &T, s: S) -> Result<S::Ok, 
 }
 
 /// Serialises values as a list of their `Display` texts (layer ids as their names).
-pub fn layers<T: std::fmt::Display, S: Serializer>(
-    l: &[T],
-    s: S,
-) -> Result<S::Ok, S::Error> {
+pub fn layers<T: std::fmt::Display, S: Serializer>(l: &[T], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(l.iter().map(ToString::to_string))
 }

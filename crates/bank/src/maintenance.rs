@@ -6,10 +6,10 @@
 //! The merge and import rules themselves are [`interchange`](crate::interchange)'s; this
 //! module reads the inputs, runs them and renders what they did.
 
-use tunebank_key::StrategyMap;
 use std::fmt;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use tunebank_key::StrategyMap;
 
 use serde::Serialize;
 

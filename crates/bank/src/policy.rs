@@ -328,9 +328,9 @@ impl<'a> WritePolicy<'a> {
 mod tests {
     use super::*;
     use crate::layered::{descriptor_key, index_key, LayerId};
-    use crate::testing::fresh_bank;
     use crate::record::{Descriptor, Origin, Provenance};
     use crate::store::StoreEntry;
+    use crate::testing::fresh_bank;
     use tunebank_key::{
         CubeMath, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,
     };

@@ -11,10 +11,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use tunebank_key::split_atc_args;
-use tunebank_key::OpTemplate;
 use clap::Parser;
 use serde::Serialize;
+use tunebank_key::split_atc_args;
+use tunebank_key::OpTemplate;
 
 /// Runs the tool `name`, whose own flags that share a name with an ATC option are `own_flags`.
 pub fn main<C: Parser>(

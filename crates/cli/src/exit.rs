@@ -5,8 +5,8 @@
 
 use std::error::Error as StdError;
 
-use tunebank_jobs::classify::library_kind;
 use tunebank_failure::{io_kind, FailureKind};
+use tunebank_jobs::classify::library_kind;
 
 /// The command ran and its answer is negative (a check found problems, a look-up missed).
 pub const NEGATIVE: u8 = 1;
@@ -118,22 +118,22 @@ pub fn help(extra: &[(u8, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use anyhow::anyhow;
+    use std::io::{Error, ErrorKind};
+    use std::path::PathBuf;
     use tunebank_bank::interchange::InterchangeError;
     use tunebank_bank::paths::PathError;
     use tunebank_bank::store::StoreError;
     use tunebank_bank::Damage;
     use tunebank_bank::{BankError, MaintenanceError, RecordError};
     use tunebank_jobs::inspect::InspectError;
-    use tunebank_key::BankKey;
-    use tunebank_model::ModelError;
-    use tunebank_pg::PgError;
     use tunebank_jobs::queue::QueueError;
     use tunebank_jobs::tune::gdat::GdatError;
     use tunebank_jobs::tune::sgat::SgatError;
     use tunebank_jobs::tune::TuneError;
-    use anyhow::anyhow;
-    use std::io::{Error, ErrorKind};
-    use std::path::PathBuf;
+    use tunebank_key::BankKey;
+    use tunebank_model::ModelError;
+    use tunebank_pg::PgError;
 
     fn io(kind: ErrorKind) -> Error {
         Error::from(kind)

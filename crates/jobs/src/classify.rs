@@ -3,6 +3,12 @@
 //! sits above every module, since it names their error types; [`tunebank_failure`] below them
 //! holds only the vocabulary ([`FailureKind`], `failure::io_kind`).
 
+use crate::inspect::InspectError;
+use crate::job::JobError;
+use crate::queue::QueueError;
+use crate::tune::gdat::GdatError;
+use crate::tune::sgat::{ApplyError, SgatBestError, SgatError, SpaceBuildError};
+use crate::tune::TuneError;
 use tunebank_bank::interchange::aoe::NotMapped;
 use tunebank_bank::interchange::aoe_graph::AoeGraphError;
 use tunebank_bank::interchange::InterchangeError;
@@ -10,8 +16,6 @@ use tunebank_bank::paths::PathError;
 use tunebank_bank::store::StoreError;
 use tunebank_bank::{BankError, MaintenanceError, RecordError};
 use tunebank_failure::FailureKind;
-use crate::inspect::InspectError;
-use crate::job::JobError;
 use tunebank_key::{
     KeyError, NodeError, OptionError, ParseKeyError, PlatformError, ResolveError, UnknownSoc,
 };
@@ -24,10 +28,6 @@ use tunebank_measure::MeasureError;
 use tunebank_model::partition::PartitionError;
 use tunebank_model::ModelError;
 use tunebank_pg::PgError;
-use crate::queue::QueueError;
-use crate::tune::gdat::GdatError;
-use crate::tune::sgat::{ApplyError, SgatBestError, SgatError, SpaceBuildError};
-use crate::tune::TuneError;
 
 /// The kind of `e` when it is one of the library's public error types (each answers for what it
 /// wraps), else `None`: a plain message, an `std::io::Error` ([`tunebank_failure::io_kind`]) or another crate's

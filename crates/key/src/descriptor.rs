@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use std::str::FromStr;
 
-use tunebank_failure::FailureKind;
 use serde::{Deserialize, Serialize};
+use tunebank_failure::FailureKind;
 
 /// Version of the canonical key encoding. Changing the encoding in any way bumps it; records
 /// written under an older version are then reported as stale, never silently missed.

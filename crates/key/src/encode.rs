@@ -6,13 +6,13 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use tunebank_failure::FailureKind;
 use crate::options::{graph_extension_specs, graph_option_specs};
 use crate::platform::ops_info;
 use crate::{
     AttrValue, BankKey, CubeMath, DType, Format, GradientDescriptor, GraphDescriptor, ImplMode,
     OpDescriptor, SocSpec, TensorDesc, TensorSource, KEY_SCHEMA_VERSION,
 };
+use tunebank_failure::FailureKind;
 
 /// Domain string hashed first in an op key.
 pub const OP_DOMAIN: &str = "tunebank/op";

@@ -3,8 +3,8 @@
 use std::sync::OnceLock;
 
 use super::platform;
-use tunebank_failure::FailureKind;
 use crate::SocSpec;
+use tunebank_failure::FailureKind;
 
 /// `core_type` value for the cube-capable AI cores.
 pub const AI_CORE: &str = "AiCore";

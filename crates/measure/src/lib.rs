@@ -43,9 +43,9 @@
 #![deny(missing_docs)]
 #![warn(unnameable_types)]
 
-use tunebank_key::StrategyMap;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use tunebank_key::StrategyMap;
 
 use search_strategies::{Config, ConfigId, Objective, Parameter, Space, SpaceError, Value};
 use serde::{Deserialize, Serialize};

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use tunebank_key::ResolvedOptions;
 use crate::{load_onnx, Model, ModelError};
+use tunebank_key::ResolvedOptions;
 
 /// A source framework, by AOE's `--framework` code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

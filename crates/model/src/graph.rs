@@ -10,9 +10,9 @@ use std::path::Path;
 
 use prost::Message;
 
-use tunebank_key::{DType, Format};
 use crate::proto::{self, attribute_type};
 use crate::ModelError;
+use tunebank_key::{DType, Format};
 
 /// Lowest default-domain opset the importer accepts (numpy broadcasting everywhere from 7 on).
 pub const MIN_OPSET: i64 = 7;

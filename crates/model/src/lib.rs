@@ -42,7 +42,6 @@ pub mod partition;
 mod proto;
 pub mod tensorflow;
 
-use tunebank_failure::{io_kind, FailureKind};
 pub use framework::{Framework, ModelFiles};
 pub use fuse::{group_by_key, resolve_units, KeyGroup, ProfileUnits, ResolvedUnit, TuningUnit};
 pub use graph::{
@@ -51,6 +50,7 @@ pub use graph::{
 pub use graph::{MAX_OPSET, MIN_OPSET};
 pub use infer::{profiles, InferredGraph, SkippedOp, TensorInfo};
 pub use tensorflow::apply_op;
+use tunebank_failure::{io_kind, FailureKind};
 
 /// Why a model could not be imported or its shapes not set up. Every variant names the model.
 #[derive(Debug, thiserror::Error)]

@@ -22,8 +22,8 @@
 
 mod cores;
 
-use tunebank_key::StrategyMap;
 use std::collections::BTreeMap;
+use tunebank_key::StrategyMap;
 
 use crate::interchange::pyjson::PyJson;
 use crate::interchange::tbe;
@@ -32,10 +32,10 @@ use crate::layered::{Bank, BankError};
 use crate::layered::{LayerId, Lookup};
 use crate::policy::{Held, WritePolicy};
 use crate::record::{Descriptor, Origin, Record};
+pub use cores::{file_core_count, Cores};
 use tunebank_key::{
     AttrValue, BankKey, CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc,
 };
-pub use cores::{file_core_count, Cores};
 
 /// One verified entry of a `unified_bank` file.
 #[derive(Clone, Debug, PartialEq)]
@@ -325,10 +325,7 @@ impl NotMapped {
 }
 
 /// The descriptor an `info_dict` maps to (see the module docs), or why it does not map.
-pub fn mapped_descriptor(
-    info_dict: &PyJson,
-    soc: &SocSpec,
-) -> Result<OpDescriptor, NotMapped> {
+pub fn mapped_descriptor(info_dict: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, NotMapped> {
     map_descriptor(info_dict, soc).map_err(|reason| NotMapped { reason })
 }
 

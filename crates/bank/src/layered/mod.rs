@@ -17,9 +17,9 @@ mod batch;
 mod group;
 mod inplace;
 
-use tunebank_failure::FailureKind;
 pub use group::{GroupRecord, IndexGroup, LayerRecords};
 pub use inplace::{Found, HitRef};
+use tunebank_failure::FailureKind;
 
 /// Which layer of a [`Bank`] a record came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -8,8 +8,8 @@
 //! is verified whenever the whole record is decoded ([`decode`]: `Hit::record`, `bank verify`,
 //! export, merge). Format 1 values (one checksum over everything) are verified whole either way.
 
-use tunebank_key::StrategyMap;
 use std::collections::BTreeMap;
+use tunebank_key::StrategyMap;
 
 use serde::{Deserialize, Serialize};
 

@@ -8,8 +8,8 @@
 //! declines an encoding, the answer is decoded the generic way and held owned
 //! ([`StrategyRef::Owned`]); callers see no difference but speed.
 
-use tunebank_key::StrategyMap;
 use serde_json::{Number, Value};
+use tunebank_key::StrategyMap;
 
 use super::fast::Cursor;
 use super::{Answer, Performance};

@@ -25,13 +25,11 @@ use tunebank_key::BankKey;
 pub(crate) const RECORDS: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("records");
 
 /// Secondary index: (SoC, kind byte, op type, key) → nothing.
-pub const INDEX: TableDefinition<(&str, u8, &str, &[u8; 32]), ()> =
-    TableDefinition::new("index");
+pub const INDEX: TableDefinition<(&str, u8, &str, &[u8; 32]), ()> = TableDefinition::new("index");
 
 /// Reverse of [`INDEX`]: key → its current (SoC, kind byte, op type), so that replacing a record
 /// can remove its old index entry.
-pub const INDEX_OF: TableDefinition<&[u8; 32], (&str, u8, &str)> =
-    TableDefinition::new("index_of");
+pub const INDEX_OF: TableDefinition<&[u8; 32], (&str, u8, &str)> = TableDefinition::new("index_of");
 
 /// Bank metadata: name → value. Holds [`LAYOUT_KEY`].
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");

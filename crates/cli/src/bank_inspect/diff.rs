@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use tunebank_jobs::inspect::DiffReport;
 use anyhow::Result;
+use tunebank_jobs::inspect::DiffReport;
 
 use crate::entry::{failed_if, print_report};
 

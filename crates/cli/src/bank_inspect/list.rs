@@ -2,10 +2,10 @@
 
 use std::process::ExitCode;
 
+use anyhow::{Context, Result};
 use tunebank_bank::Origin;
 use tunebank_jobs::inspect::{Filter, ListReport};
 use tunebank_key::RecordKind;
-use anyhow::{Context, Result};
 
 use super::{open_bank, BankArgs};
 use crate::entry::print_report;

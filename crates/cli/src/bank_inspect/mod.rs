@@ -21,8 +21,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::{Parser, Subcommand};
 
-use tunebank_bank::Bank;
 use crate::{entry, exit};
+use tunebank_bank::Bank;
 use tunebank_key::RecordKind;
 
 /// bank-inspect: explain missed bank hits; show, list, count, verify and compare banks.

@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
+use anyhow::Result;
 use tunebank_jobs::inspect::ShowReport;
 use tunebank_key::BankKey;
-use anyhow::Result;
 
 use super::{open_bank, BankArgs};
 use crate::entry::{failed_if, print_report};

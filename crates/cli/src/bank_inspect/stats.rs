@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use tunebank_jobs::inspect::StatsReport;
 use anyhow::Result;
+use tunebank_jobs::inspect::StatsReport;
 
 use super::{open_bank, BankArgs};
 use crate::entry::print_report;

@@ -8,14 +8,14 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{bail, Context, Result};
 use tunebank_jobs::inspect::{
     why_descriptor, why_resolved, why_subgraphs, why_templates, SubgraphWhyReport, WhyConfig,
     WhyReport, WhyText,
 };
 use tunebank_jobs::job::{Environment, JobSpec, JobType};
-use tunebank_key::{FsReader, OpDescriptor, OpTemplate, RecordKind, ResolvedOp, ResolvedOptions};
 use tunebank_jobs::tune::gdat::{why_gradient, GradientWhy};
-use anyhow::{bail, Context, Result};
+use tunebank_key::{FsReader, OpDescriptor, OpTemplate, RecordKind, ResolvedOp, ResolvedOptions};
 
 use super::{open_bank, open_bank_of_kind, BankArgs};
 use crate::entry::{print_report, read_templates, stdout_width};

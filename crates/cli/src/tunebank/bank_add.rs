@@ -3,10 +3,10 @@
 
 use std::process::ExitCode;
 
+use anyhow::{bail, Context, Result};
 use tunebank_bank::manual_records;
 use tunebank_bank::{AddReport, ManualTiming};
 use tunebank_key::StrategyMap;
-use anyhow::{bail, Context, Result};
 
 use super::{now_unix, open_bank, BankArgs, Conversion, OpArgs};
 use crate::entry::{print_report, read_templates};

@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::{Context, Result};
 use tunebank_bank::interchange::{aoe, aoe_graph, merge_into};
 use tunebank_bank::{read_aoe_file, read_export_file};
 use tunebank_bank::{ImportReport, Origin};
 use tunebank_key::RecordKind;
-use anyhow::{Context, Result};
 
 use super::{bank_soc, now_unix, open_bank, open_bank_of_kind, BankArgs, Conversion};
 use crate::entry::{failed_if, print_report};

@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Result;
 use tunebank_bank::migrate::migrate_into;
 use tunebank_bank::MergeSource;
 use tunebank_key::RecordKind;
-use anyhow::Result;
 
 use super::{bank_soc, kind_of_sources, open_bank_of_kind, BankArgs};
 use crate::entry::{failed_if, print_report};

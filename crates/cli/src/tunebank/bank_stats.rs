@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use tunebank_bank::LayerCounts;
 use anyhow::Result;
+use tunebank_bank::LayerCounts;
 
 use super::{bank_soc, open_bank, BankArgs};
 use crate::entry::print_report;

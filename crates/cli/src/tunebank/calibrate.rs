@@ -6,12 +6,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::{Context, Result};
 use tunebank_bank::interchange::aoe_graph::read_aoe_graph_file;
 use tunebank_bank::read_aoe_file;
 use tunebank_jobs::inspect::calibrate::calibrate;
 use tunebank_jobs::inspect::calibrate::graph::calibrate_graphs;
 use tunebank_jobs::tune::TuneSettings;
-use anyhow::{Context, Result};
 
 use super::Conversion;
 use crate::entry::print_report;

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::entry::{failed_if, print_report};
-use tunebank_jobs::job::{normalise_job_type, Environment, JobSpec};
 use anyhow::Result;
+use tunebank_jobs::job::{normalise_job_type, Environment, JobSpec};
 
 /// tunebank's own flags of `convert`.
 #[derive(clap::Args, Debug)]

@@ -4,9 +4,9 @@
 use std::process::ExitCode;
 use std::time::SystemTime;
 
+use anyhow::Result;
 use tunebank_jobs::queue;
 use tunebank_jobs::tune::report::ResultFile;
-use anyhow::Result;
 
 use crate::entry::print_report;
 

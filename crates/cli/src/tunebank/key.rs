@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use tunebank_jobs::inspect::KeyListing;
 use anyhow::Result;
+use tunebank_jobs::inspect::KeyListing;
 
 use super::{Conversion, OpArgs};
 use crate::entry::{print_report, read_templates};

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use tunebank_jobs::inspect::LookupReport;
 use anyhow::Result;
+use tunebank_jobs::inspect::LookupReport;
 
 use super::{open_bank, BankArgs, Conversion, OpArgs};
 use crate::entry::{failed_if, print_report, read_templates};

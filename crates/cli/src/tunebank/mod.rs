@@ -37,8 +37,8 @@ use clap::{Parser, Subcommand};
 
 use crate::{entry, exit};
 
-use tunebank_bank::{Bank, MergeSource};
 pub(crate) use crate::entry::{bank_soc, BankArgs};
+use tunebank_bank::{Bank, MergeSource};
 use tunebank_key::{RecordKind, ResolvedOptions, SocSpec};
 
 /// tunebank: a content-addressed tuning-knowledge bank for Ascend-style operator tuning.

@@ -6,9 +6,9 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tunebank_jobs::job::Finished;
 use tunebank_jobs::tune::report::text::shorten_middle;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Set by SIGINT/SIGTERM; the driver stops cooperatively when it is set.
 pub static CANCEL: AtomicBool = AtomicBool::new(false);

@@ -9,12 +9,12 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use anyhow::{bail, Context, Result};
 use tunebank_jobs::job::{
     normalise_job_type, Environment, Finished, Job, JobOutcome, JobReport, JobSpec, JobType,
     Observer, Started,
 };
 use tunebank_jobs::tune::opat::TuneTable;
-use anyhow::{bail, Context, Result};
 
 use super::progress::{install_signal_handlers, Progress, CANCEL};
 /// tunebank's own flags of `tune` (the model, job type, framework, SoC and every ATC option
@@ -303,8 +303,10 @@ fn pictures(args: &TuneArgs, report: &JobReport<'_>) -> Result<()> {
                 result_file: report.result_file(),
                 workers: report.job().settings().workers,
             };
-            let svg =
-                tunebank_jobs::tune::report::plot::before_after_svg(&table.op_times(), report.job().name());
+            let svg = tunebank_jobs::tune::report::plot::before_after_svg(
+                &table.op_times(),
+                report.job().name(),
+            );
             std::fs::write(path, svg)
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
@@ -316,8 +318,11 @@ fn pictures(args: &TuneArgs, report: &JobReport<'_>) -> Result<()> {
                 .with_context(|| format!("--timeline-out {}", p.display()))?;
         }
         if let Some(p) = &g.svg {
-            std::fs::write(p, tunebank_jobs::tune::gdat::render::gantt_svg(plan, outcome))
-                .with_context(|| format!("--svg {}", p.display()))?;
+            std::fs::write(
+                p,
+                tunebank_jobs::tune::gdat::render::gantt_svg(plan, outcome),
+            )
+            .with_context(|| format!("--svg {}", p.display()))?;
         }
     }
     Ok(())

@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
+use anyhow::Result;
 use tunebank_jobs::job::Job;
 use tunebank_jobs::queue;
 use tunebank_jobs::tune::report::{OpatResult, ResultFile};
-use anyhow::Result;
 
 use super::progress::{install_signal_handlers, CANCEL};
 use super::tune::TuneArgs;

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use tunebank_bank::Bank;
-use tunebank_key::{FsReader, RecordKind, ResolvedOptions};
-use tunebank_jobs::queue::{Worker, WorkerConfig, HOLD_FIRST_TASK_ENV};
 use anyhow::{bail, Result};
+use tunebank_bank::Bank;
+use tunebank_jobs::queue::{Worker, WorkerConfig, HOLD_FIRST_TASK_ENV};
+use tunebank_key::{FsReader, RecordKind, ResolvedOptions};
 
 use super::progress::{install_signal_handlers, CANCEL};
 

@@ -7,10 +7,10 @@ use std::ops::ControlFlow;
 
 use serde::Serialize;
 
+use crate::inspect::InspectError;
 use tunebank_bank::record::{self, Descriptor, Origin, Record};
 use tunebank_bank::store::{IndexPrefix, Store};
 use tunebank_bank::{index_key, Bank};
-use crate::inspect::InspectError;
 use tunebank_key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 
 pub mod reports;

@@ -5,17 +5,17 @@
 //! Each report's `Display` is the text the command prints (every line ending in a newline) and
 //! its `Serialize` the command's `--json` document, object keys in ascending order.
 
-use tunebank_key::StrategyMap;
 use std::fmt;
+use tunebank_key::StrategyMap;
 
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use tunebank_bank::{Bank, LayerId, Lookup};
 use crate::inspect::InspectError;
+use crate::tune::sgat::AppliedSubgraph;
+use tunebank_bank::{Bank, LayerId, Lookup};
 use tunebank_key::{derive_op_keys, BankKey, OpTemplate, Profile, ResolvedOptions, SocSpec};
 use tunebank_model::{ResolvedUnit, SkippedOp};
-use crate::tune::sgat::AppliedSubgraph;
 
 /// The key of every op template, one row per dynamic profile (`tunebank key`).
 ///

@@ -4,11 +4,11 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::tune::sgat::{post_sgat_plan, PostSgat};
+use crate::tune::{self, TunePlan};
 use tunebank_bank::Bank;
 use tunebank_key::{RecordKind, ResolvedOptions, SocSpec};
 use tunebank_model::Model;
-use crate::tune::sgat::{post_sgat_plan, PostSgat};
-use crate::tune::{self, TunePlan};
 
 use super::{Environment, JobError, JobSpec};
 

@@ -39,13 +39,13 @@ pub use run::{Finished, JobOutcome, JobReport, Observer, Started};
 pub use spec::options_of;
 pub use spec::{op_keys, GradientSpec, JobSpec, WorkerCap};
 
+use crate::tune::gdat::{GdatError, GdatPlan};
+use crate::tune::sgat::{SgatError, SgatPlan};
+use crate::tune::{TuneError, TunePlan, TuneSettings};
 use tunebank_bank::{Bank, BankError};
 use tunebank_failure::{io_kind, FailureKind};
 use tunebank_key::{OptionError, RecordKind, ResolveError, ResolvedOptions, SocSpec};
 use tunebank_model::ModelError;
-use crate::tune::gdat::{GdatError, GdatPlan};
-use crate::tune::sgat::{SgatError, SgatPlan};
-use crate::tune::{TuneError, TunePlan, TuneSettings};
 
 /// Why a job could not be set up or run. Bad input names the input and what was expected;
 /// nothing is written before a job runs, so an input error leaves every bank and file as it was.

@@ -4,12 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tunebank_key::{derive_op_keys, FsReader, OpTemplate, ResolvedOp, ResolvedOptions, SocSpec};
-use tunebank_measure::{RunnerSpec, TimingSettings};
-use tunebank_model::{Framework, ModelFiles};
 use crate::tune::gdat::{self, Cluster};
 use crate::tune::sgat::sgat_plan;
 use crate::tune::{self, memory, TuneError, TuneSettings};
+use tunebank_key::{derive_op_keys, FsReader, OpTemplate, ResolvedOp, ResolvedOptions, SocSpec};
+use tunebank_measure::{RunnerSpec, TimingSettings};
+use tunebank_model::{Framework, ModelFiles};
 
 use super::conversion::{open_op_bank, plan_units, Conversion};
 use super::{

@@ -1,9 +1,9 @@
 //! Submitting a job: the plan looked up in the shared bank as a local OPAT tune looks it up,
 //! then one job row and one task row per key still to tune, in one transaction.
 
-use tunebank_bank::Bank;
 use crate::tune::opat::{job_snapshot, look_up};
 use crate::tune::{check_settings, check_soc, TunePlan, TuneSettings};
+use tunebank_bank::Bank;
 
 use super::{to_json, Client, JobSettings, QueueError};
 

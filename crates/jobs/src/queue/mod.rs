@@ -27,12 +27,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::tune::transfer::Snapshot;
+use crate::tune::{TuneError, TuneSettings};
 use tunebank_bank::BankError;
 use tunebank_failure::FailureKind;
 use tunebank_measure::TimingSettings;
 use tunebank_pg::PgError;
-use crate::tune::transfer::Snapshot;
-use crate::tune::{TuneError, TuneSettings};
 
 pub use enqueue::{enqueue, Enqueued, Submission};
 pub use schema::migrate;

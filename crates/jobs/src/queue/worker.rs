@@ -8,18 +8,18 @@
 //! row update after the claim names the claim (task, worker, attempt), so a worker whose lease
 //! was taken over changes nothing.
 
-use tunebank_key::StrategyMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use tunebank_key::StrategyMap;
 
 use serde::Serialize;
 
-use tunebank_bank::Bank;
-use tunebank_key::{BankKey, OpDescriptor};
 use crate::tune::opat::{run_task, SingleTask, TaskOutcome};
 use crate::tune::TuneTask;
+use tunebank_bank::Bank;
+use tunebank_key::{BankKey, OpDescriptor};
 
 use super::status::StoredOutcome;
 use super::{connect, from_json, migrate, to_json, Client, JobSettings, QueueError};

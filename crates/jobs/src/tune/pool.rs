@@ -7,11 +7,11 @@
 //! the worker builds a fresh runner and goes on. Subgraph and gradient drivers plug their own
 //! task functions into the same pool.
 
-use tunebank_key::StrategyMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use tunebank_key::StrategyMap;
 
 use search_strategies::{ConfigId, Observation, SearchContext, Strategy};
 

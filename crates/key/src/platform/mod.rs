@@ -27,8 +27,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use tunebank_failure::FailureKind;
 pub(crate) use ini::Ini;
+use tunebank_failure::FailureKind;
 
 /// Where a SoC's facts were read.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -24,8 +24,8 @@ use crate::{
 
 mod modes;
 
-use tunebank_failure::FailureKind;
 use modes::{choose, impl_mode, is_float, precision, Want};
+use tunebank_failure::FailureKind;
 
 /// A tensor of an op as the model has it: shape possibly with -1, the model's dtype.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -3,9 +3,9 @@
 //! against the reference (`precision_fail`, or `run_timeout` when that run exceeds the
 //! candidate's time), then warm-ups and timed repeats; a panicking kernel is a `run_crash`.
 
-use tunebank_key::StrategyMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
+use tunebank_key::StrategyMap;
 
 use super::kernels::{self, Conv, ElemOp, RowOp};
 use super::{gemm, gemm_tiling_of, CpuRunner, Prepared};

@@ -6,8 +6,8 @@
 use super::gemm::{GemmTiling, LoopOrder};
 use super::kernels::Conv;
 use super::{gemm_dims, gemm_tiling_of, CpuRunner, OpKind, Prepared};
-use tunebank_key::StrategyMap;
 use crate::{get_int, get_str, MeasureError, TuningTask};
+use tunebank_key::StrategyMap;
 
 /// Bytes of one f32.
 const F32: u64 = 4;

@@ -205,8 +205,7 @@ impl CpuRunner {
                 }
             }
             OpKind::Conv => {
-                let g =
-                    crate::sim::conv::ConvGeometry::from_task(task)?.ungrouped("cpu")?;
+                let g = crate::sim::conv::ConvGeometry::from_task(task)?.ungrouped("cpu")?;
                 let conv = Conv {
                     n: g.n as usize,
                     cin: g.cin as usize,
@@ -454,8 +453,7 @@ impl Measure for CpuRunner {
                 )
             }
             OpKind::Conv => {
-                let g =
-                    crate::sim::conv::ConvGeometry::from_task(task)?.ungrouped("cpu")?;
+                let g = crate::sim::conv::ConvGeometry::from_task(task)?.ungrouped("cpu")?;
                 // Saturating: these only pick the candidate lists.
                 let (m, k, n) = (
                     g.cout as usize,

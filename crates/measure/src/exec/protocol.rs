@@ -3,14 +3,14 @@
 //! a line's envelope (JSON object, version, id, type) and then its `describe` or `measure`
 //! body. A malformed entry of `results` is an `env_exception` of its candidate only.
 
-use tunebank_key::StrategyMap;
 use std::collections::HashMap;
+use tunebank_key::StrategyMap;
 
 use search_strategies::{Parameter, Value};
 use serde_json::{Map, Value as Json};
 
-use tunebank_failure::FailureKind;
 use crate::{json_to_value, CandidateFailure, Outcome};
+use tunebank_failure::FailureKind;
 
 /// The protocol version this runner speaks.
 pub(crate) const PROTOCOL_VERSION: u64 = 1;

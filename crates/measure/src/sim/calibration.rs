@@ -2,14 +2,14 @@
 //! MatMul tiling repository (shape, measured µs), the simulator's best time per shape, and how
 //! well the two track each other (rank correlation, ratio spread).
 
-use tunebank_key::StrategyMap;
 use std::collections::BTreeMap;
+use tunebank_key::StrategyMap;
 
 use super::cube::CubeTiling;
 use super::SimRunner;
+use crate::{value_to_json, Measure, TuningTask};
 use tunebank_key::CUBE_TILING_PARAMS;
 use tunebank_key::{CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc};
-use crate::{value_to_json, Measure, TuningTask};
 
 /// One real measurement: a (batched) fp16 MatMul on an Ascend910B2.
 #[derive(Clone, Debug, PartialEq)]

@@ -6,8 +6,8 @@ use super::cube::{ASource, GemmProblem};
 use super::ops::OpModel;
 use super::soc::SocModel;
 use super::{bounded, bounded_align};
-use tunebank_key::{DType, Format};
 use crate::{MeasureError, TuningTask};
+use tunebank_key::{DType, Format};
 
 /// Geometry of a 2-D convolution in NCHW terms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,17 +12,17 @@
 //! ones included; only one inconsistent with the descriptor (array lengths, a zero cut, wrong
 //! value types) is an error.
 
-use tunebank_key::StrategyMap;
 use std::collections::BTreeMap;
+use tunebank_key::StrategyMap;
 
 use serde_json::{json, Value};
 
 use super::ops::OpModel;
 use super::soc::SocModel;
 use super::SimRunner;
+use crate::{Measure, MeasureError, TuningTask};
 use tunebank_failure::FailureKind;
 use tunebank_key::{DType, Format, GraphDescriptor, TensorDesc, TensorSource};
-use crate::{Measure, MeasureError, TuningTask};
 
 /// Version of the subgraph model; part of the runner identity of graph records.
 pub const SGAT_MODEL_VERSION: u32 = 2;

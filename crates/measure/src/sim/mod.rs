@@ -322,7 +322,10 @@ mod tests {
         let mut seen = HashSet::new();
         let mut checked = 0;
         for f in ["resnet50_ops.json", "bert_base_ops.json"] {
-            let path = format!("{}/fixtures/ops/{f}", concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+            let path = format!(
+                "{}/fixtures/ops/{f}",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/../..")
+            );
             let ops: Vec<OpDescriptor> =
                 serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
             for soc in ["Ascend910B2", "Ascend310P3"] {

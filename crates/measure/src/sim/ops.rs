@@ -4,8 +4,8 @@ use super::cube::{ASource, GemmProblem};
 use super::soc::SocModel;
 use super::vector::{ElemProblem, RowProblem};
 use super::{bounded, bounded_align};
-use tunebank_key::{DType, Format, TensorDesc};
 use crate::{MeasureError, TuningTask};
+use tunebank_key::{DType, Format, TensorDesc};
 
 /// What the simulator runs for a task.
 #[derive(Clone, Debug, PartialEq)]

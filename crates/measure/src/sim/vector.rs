@@ -2,8 +2,8 @@
 //! Softmax / LayerNorm / reductions (row streams). Tiles live in the unified buffer (UB) and are
 //! double buffered as Ascend C's `tileLength = blockLength / tileNum / BUFFER_NUM` pattern does.
 
-use tunebank_key::StrategyMap;
 use std::collections::HashMap;
+use tunebank_key::StrategyMap;
 
 use search_strategies::{Parameter, Value};
 

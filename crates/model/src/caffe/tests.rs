@@ -5,8 +5,8 @@ use prost::Message as _;
 
 use super::proto::{BlobProto, BlobShape, LayerParameter, NetParameter, V1LayerParameter};
 use super::*;
-use tunebank_key::{FsReader, ResolvedOptions};
 use crate::Attr;
+use tunebank_key::{FsReader, ResolvedOptions};
 
 /// A caffemodel holding `layers` (name, blob shapes), in the modern or the legacy list.
 fn caffemodel(layers: &[(&str, &[&[i64]])], legacy: bool) -> Vec<u8> {

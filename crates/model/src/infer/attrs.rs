@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use super::error::InferError;
 use super::shape::norm_axis;
-use tunebank_key::AttrValue;
 use crate::graph::{Attr, Node};
+use tunebank_key::AttrValue;
 
 /// A node's normalised attributes, by name.
 pub(super) type Attrs = BTreeMap<String, AttrValue>;

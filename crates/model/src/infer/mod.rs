@@ -15,10 +15,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tunebank_key::options::Dynamic;
-use tunebank_key::{AttrValue, Format, Profile, ResolvedOptions};
 use crate::graph::{ElemType, Model, Node};
 use crate::ModelError;
+use tunebank_key::options::Dynamic;
+use tunebank_key::{AttrValue, Format, Profile, ResolvedOptions};
 
 mod attrs;
 mod error;

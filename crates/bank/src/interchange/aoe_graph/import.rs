@@ -19,8 +19,8 @@
 //! line is rebuilt from the records as [`export_aoe_graph`](super::export_aoe_graph) would write
 //! it and compared with the file's bytes; a difference is reported, never hidden.
 
-use tunebank_key::StrategyMap;
 use std::collections::BTreeMap;
+use tunebank_key::StrategyMap;
 
 use crate::interchange::aoe_graph::export::graph_line;
 use crate::interchange::aoe_graph::{map_subgraph, AoeGraphFile, AoeGraphLine};

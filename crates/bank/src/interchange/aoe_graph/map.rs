@@ -26,8 +26,8 @@
 //!   output the rule determines exactly has that output, and it is a graph output; otherwise the
 //!   node lists no output (AOE does not record it).
 
-use tunebank_key::StrategyMap;
 use std::collections::BTreeMap;
+use tunebank_key::StrategyMap;
 
 use crate::interchange::aoe_graph::{AoeGraphLine, AoeOp, AoePort};
 use crate::interchange::pyjson::PyJson;

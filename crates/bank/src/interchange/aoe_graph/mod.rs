@@ -25,12 +25,12 @@ pub mod export;
 pub mod import;
 pub(crate) mod map;
 
-use tunebank_failure::{io_kind, FailureKind};
 pub use export::export_aoe_graph;
 pub use import::OCCURRENCES_OPTION;
 pub use import::{import_aoe_graph, AoeGraphImportReport};
 pub(crate) use map::{map_subgraph, struct_of};
 pub use map::{MappedGraph, MappedSubgraph, SubgraphUnmapped};
+use tunebank_failure::{io_kind, FailureKind};
 
 /// Errors of reading an AOE graph-bank file. A malformed line names its 1-based line number.
 #[derive(Debug, thiserror::Error)]

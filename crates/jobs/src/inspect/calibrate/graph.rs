@@ -13,17 +13,17 @@
 //! quantiles of stored / real, the same for the default and the best, and how often the stored
 //! strategy is within 10 % of the simulator's best or faster than the unfused default.
 
-use tunebank_key::StrategyMap;
 use serde::Serialize;
+use tunebank_key::StrategyMap;
 
 use super::view::simulator_view;
 use super::{agreement_of, Agreement};
+use crate::tune::sgat::sgat_best;
+use crate::tune::TuneSettings;
 use tunebank_bank::interchange::aoe_graph::SubgraphUnmapped;
 use tunebank_bank::interchange::aoe_graph::{AoeGraphFile, AoeGraphLine};
 use tunebank_key::{GraphDescriptor, SocSpec};
 use tunebank_measure::sim::graph::{GraphOps, SgatStrategy};
-use crate::tune::sgat::sgat_best;
-use crate::tune::TuneSettings;
 
 /// One graph line's times, µs; `None` with the reason where the simulator has none.
 #[derive(Clone, Debug, Serialize)]

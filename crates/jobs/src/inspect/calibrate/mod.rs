@@ -12,8 +12,8 @@
 //! simulator's best reach. [`graph`] does the same for the subgraph model on AOE's graph bank
 //! (`calibrate --aoe-graph`), with the same Spearman and quantiles and a fitted board factor.
 
-use tunebank_key::StrategyMap;
 use serde::Serialize;
+use tunebank_key::StrategyMap;
 
 pub mod graph;
 pub(crate) mod view;
@@ -272,12 +272,7 @@ fn agreement_of(pairs: &[(f64, f64)]) -> Agreement {
 
 /// Calibrates the simulator on every accepted entry of `bank` for `soc` (see the module docs),
 /// sampling `samples` tilings per record from a generator seeded with `seed`.
-pub fn calibrate(
-    bank: &AoeBank,
-    soc: &SocSpec,
-    samples: usize,
-    seed: u64,
-) -> CalibrationReport {
+pub fn calibrate(bank: &AoeBank, soc: &SocSpec, samples: usize, seed: u64) -> CalibrationReport {
     let records: Vec<CalibrationRow> = bank
         .accepted
         .iter()

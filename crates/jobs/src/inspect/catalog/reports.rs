@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use serde::{Serialize, Serializer};
 
 use super::{diff_stores, find_record, list_records, stats, BankDiff, BankStats, Filter, Listed};
+use crate::inspect::InspectError;
 use tunebank_bank::interchange::aoe::Cores;
 use tunebank_bank::record::{Record, RecordError};
 use tunebank_bank::{Bank, LayerId};
-use crate::inspect::InspectError;
 use tunebank_key::{BankKey, RecordKind};
 
 /// The record under one key in every layer that holds it (`show`).

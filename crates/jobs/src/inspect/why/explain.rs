@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::inspect::fields::{descriptor_diffs, mismatch_distance, FieldClass, FieldDiff};
 use tunebank_bank::record::Descriptor;
 use tunebank_bank::LayerId;
-use crate::inspect::fields::{descriptor_diffs, mismatch_distance, FieldClass, FieldDiff};
 use tunebank_key::options::option_spec;
 use tunebank_key::{
     derive_op_keys, FsReader, KeyEffect, OpDescriptor, OpTemplate, ResolvedOptions,

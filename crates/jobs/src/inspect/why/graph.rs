@@ -11,11 +11,11 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::inspect::fields::{descriptor_diffs, tensor_diffs, FieldDiff};
+use crate::inspect::InspectError;
 use tunebank_bank::record::Descriptor;
 use tunebank_bank::IndexGroup;
 use tunebank_bank::{Bank, LayerId, Lookup};
-use crate::inspect::fields::{descriptor_diffs, tensor_diffs, FieldDiff};
-use crate::inspect::InspectError;
 use tunebank_key::{BankKey, GraphDescriptor, RecordKind, TensorSource};
 use tunebank_model::partition::Subgraph;
 

@@ -2,8 +2,8 @@
 //! entry keyed under another key schema half a point further), and the nearest are kept,
 //! nearest first, ties broken by key and then layer so the order never depends on read order.
 
-use tunebank_bank::record::Descriptor;
 use crate::inspect::fields::mismatch_distance;
+use tunebank_bank::record::Descriptor;
 use tunebank_key::{OpDescriptor, KEY_SCHEMA_VERSION};
 
 use super::candidates::Found;

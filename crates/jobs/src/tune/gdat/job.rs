@@ -6,17 +6,17 @@
 //! as confirmed, exactly as an op's tuning does). The outcome's [`Decision`] is the drivers'
 //! shared one.
 
-use tunebank_key::StrategyMap;
 use std::collections::BTreeMap;
+use tunebank_key::StrategyMap;
 
 use serde::Serialize;
 
+use crate::tune::{Decision, GainBound, WinRule};
 use tunebank_bank::policy::WritePolicy;
 use tunebank_bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
 use tunebank_key::{BankKey, GradientDescriptor, GradientTopology, ResolvedOptions, SocSpec};
 use tunebank_measure::Measure;
 use tunebank_model::Model;
-use crate::tune::{Decision, GainBound, WinRule};
 
 use super::cluster::{Cluster, LinearCost};
 use super::search::{self, ModelRunner};

@@ -25,11 +25,11 @@ pub(crate) mod timeline;
 mod updates;
 pub mod why;
 
-use tunebank_failure::FailureKind;
 pub use cluster::{Cluster, LinearCost, Link};
 pub use job::*;
 pub use split::{is_valid, optimum, schedule};
 pub use timeline::{BackwardOp, Gradient, Timeline};
+use tunebank_failure::FailureKind;
 pub use why::{why_gradient, GradientWhy};
 
 /// Why a GDAT job cannot run. Every variant but [`GdatError::Bank`] is the request's fault.

@@ -6,8 +6,8 @@
 //! that keeps the space under `SPACE_LIMIT` configurations) plus HCCL's default boundary; the
 //! search measures the optimum and the default first.
 
-use tunebank_key::StrategyMap;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use tunebank_key::StrategyMap;
 
 use search_strategies::{
     strategies, ConfigId, Driver, Observation, Parameter, SearchContext, Space, Strategy, Value,

@@ -94,8 +94,6 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use tunebank_bank::Bank;
-use tunebank_measure::runner_with_timing;
 use crate::tune::pool::{Budget, Pool, TimedRunner};
 use crate::tune::report::ResultFile;
 use crate::tune::{
@@ -106,6 +104,8 @@ use crate::tune::{plan, Decision, WinRule};
 use outcome::Progress;
 pub(crate) use task::look_up;
 use task::{Job, Opat};
+use tunebank_bank::Bank;
+use tunebank_measure::runner_with_timing;
 
 mod outcome;
 mod table;

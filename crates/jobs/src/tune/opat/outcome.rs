@@ -5,16 +5,16 @@
 //! ([`Decision::count`], [`TaskOutcome::modified_ops`]), rewrites the result file, tells the
 //! [`TuneObserver`], accounts time in [`TuneStats`] and finally gives the [`TuneSummary`].
 
-use tunebank_key::StrategyMap;
 use std::time::{Duration, Instant};
+use tunebank_key::StrategyMap;
 
 use search_strategies::StopReason;
 
-use tunebank_bank::policy::{Verdict, WritePolicy};
-use tunebank_bank::{Bank, BankError, Record};
 use crate::tune::report::{
     ModifiedOp, OpSeeded, OpatReport, OpatResult, ResultFile, SeededBy, TuneMode,
 };
+use tunebank_bank::policy::{Verdict, WritePolicy};
+use tunebank_bank::{Bank, BankError, Record};
 
 use crate::tune::{Decision, TuneError, TunePlan, TuneTask};
 

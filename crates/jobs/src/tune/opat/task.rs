@@ -6,9 +6,9 @@
 //! [`look_up`] splits a plan into reused hits and [`Job`]s; [`Opat::tune_one`] is the task
 //! function the worker pool (`tune::pool`) runs for each job.
 
-use tunebank_key::StrategyMap;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
+use tunebank_key::StrategyMap;
 
 use search_strategies::{ConfigId, Driver, History};
 

@@ -1,20 +1,20 @@
 //! Tuning writes judged against what another process stored since the look-up; what AOE's GA
 //! measures first.
 
-use tunebank_key::StrategyMap;
 use std::collections::BTreeSet;
+use tunebank_key::StrategyMap;
 
 use super::*;
-use tunebank_bank::testing::fresh_bank;
+use crate::tune::plan;
+use crate::tune::pool::TimedRunner;
 use tunebank_bank::policy::Verdict;
 use tunebank_bank::store::StoreEntry;
+use tunebank_bank::testing::fresh_bank;
 use tunebank_bank::{
     index_key, BankError, Descriptor, LayerId, Origin, Performance, Provenance, Record,
 };
 use tunebank_key::{FsReader, RecordKind, ResolvedOptions};
 use tunebank_measure::{MeasureError, TaskSpace, TuningTask};
-use crate::tune::plan;
-use crate::tune::pool::TimedRunner;
 
 /// Offers `record`, compared side by side with `baseline`, to the bank as a finished task does.
 fn write_outcome(

@@ -39,6 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::tune::{plan, unit_selected, TunePlan};
 use tunebank_bank::{Bank, BankError, LayerId, Lookup};
 use tunebank_key::{
     AttrValue, BankKey, Format, GraphDescriptor, KeyError, OpOrigin, OpTemplate, ResolvedOptions,
@@ -47,7 +48,6 @@ use tunebank_key::{
 use tunebank_measure::sim::graph::SgatStrategy;
 use tunebank_model::partition::Subgraph;
 use tunebank_model::{Model, ResolvedUnit};
-use crate::tune::{plan, unit_selected, TunePlan};
 
 use super::{partition_plan, SgatError};
 use tunebank_failure::FailureKind;

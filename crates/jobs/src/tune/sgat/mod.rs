@@ -25,10 +25,10 @@ mod report;
 pub mod search;
 mod space;
 
-use tunebank_key::StrategyMap;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+use tunebank_key::StrategyMap;
 
 use search_strategies::{strategies::by_name, StopReason};
 
@@ -42,6 +42,10 @@ pub use space::{SgatSpace, SpaceBuildError};
 
 use super::pool::{Budget, Pool};
 use super::{check_settings, check_soc, plan, TuneError, TunePlan, TuneSettings};
+use crate::tune::opat::TaskOutcome;
+use crate::tune::opat::TuneStats;
+use crate::tune::report::{OpatResult, ResultFile};
+use crate::tune::{task_seed, Decision};
 use tunebank_bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
 use tunebank_failure::FailureKind;
 use tunebank_key::{BankKey, GraphDescriptor, ResolvedOptions, SocSpec};
@@ -49,10 +53,6 @@ use tunebank_measure::sim::graph::{GraphModelError, GraphOps, SgatStrategy, SGAT
 use tunebank_measure::sim::SocModel;
 use tunebank_model::partition::{partition, PartitionError, Subgraph};
 use tunebank_model::{Model, SkippedOp};
-use crate::tune::opat::TaskOutcome;
-use crate::tune::opat::TuneStats;
-use crate::tune::report::{OpatResult, ResultFile};
-use crate::tune::{task_seed, Decision};
 
 /// The runner identity of graph records: the simulator's subgraph model.
 pub(crate) fn sgat_runner_identity() -> String {

@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 use search_strategies::{strategies::by_name, Driver, StopReason, Strategy};
 
 use super::{task_seed, SgatSpace, SpaceBuildError};
+use crate::tune::pool::Cancellable;
+use crate::tune::TuneSettings;
 use tunebank_failure::FailureKind;
 use tunebank_key::{GraphDescriptor, KeyError};
 use tunebank_measure::sim::graph::{GraphModelError, GraphOps, SgatStrategy};
 use tunebank_measure::sim::SocModel;
-use crate::tune::pool::Cancellable;
-use crate::tune::TuneSettings;
 
 /// What one search found.
 #[derive(Clone, Debug)]

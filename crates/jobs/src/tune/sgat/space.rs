@@ -230,6 +230,11 @@ impl SgatSpace {
     pub fn len(&self) -> usize {
         self.space.len()
     }
+
+    /// Whether no configuration is valid.
+    pub fn is_empty(&self) -> bool {
+        self.space.len() == 0
+    }
 }
 
 impl SpaceBuildError {

@@ -7,9 +7,9 @@ use std::fmt;
 
 use search_strategies::{Driver, History};
 
-use tunebank_measure::{runner_from_spec, Measure, MeasureError, RunnerObjective, TuningTask};
 use crate::tune::task_seed;
 use crate::tune::{TuneError, TunePlan, TuneSettings};
+use tunebank_measure::{runner_from_spec, Measure, MeasureError, RunnerObjective, TuningTask};
 
 use super::{transfer_strategy, Snapshot};
 

@@ -1,9 +1,9 @@
 //! Reading the related records of a job's tasks from the bank, once per job: per IR op type,
 //! the secondary-index group (SoC, op, op type) of every known SoC in every layer.
 
-use tunebank_key::StrategyMap;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use tunebank_key::StrategyMap;
 
 use tunebank_bank::{Bank, BankError, Descriptor, IndexGroup};
 use tunebank_key::soc::socs;

@@ -23,9 +23,9 @@ mod gather;
 #[cfg(test)]
 mod tests;
 
-use tunebank_key::StrategyMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use tunebank_key::StrategyMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -34,10 +34,10 @@ use search_strategies::strategies::by_name;
 use search_strategies::transfer::{by_name_with_prior, Prior, Source, SourceRecord};
 use search_strategies::{ConfigId, Strategy};
 
+use crate::tune::report::SeededBy;
 use tunebank_bank::{Bank, BankError};
 use tunebank_key::BankKey;
 use tunebank_measure::{json_to_value, TaskSpace};
-use crate::tune::report::SeededBy;
 
 pub(crate) use carry::carry_core_split;
 

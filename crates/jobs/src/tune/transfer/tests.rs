@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use super::carry::*;
 use super::distance::*;
 use super::*;
+use crate::tune::TuneTask;
 use tunebank_bank::{descriptor_key, testing::fresh_bank};
 use tunebank_bank::{Descriptor, Origin, Performance, Provenance, Record};
 use tunebank_key::{
     AttrValue, CubeMath, DType, Format, ImplMode, OpDescriptor, RecordKind, SocSpec, TensorDesc,
 };
 use tunebank_measure::{runner_from_spec, TuningTask};
-use crate::tune::TuneTask;
 
 fn tensor(shape: &[i64], dtype: DType) -> TensorDesc {
     TensorDesc {

@@ -4,15 +4,15 @@
 
 mod pipeline;
 
-use tunebank_key::StrategyMap;
 use std::collections::HashMap;
+use tunebank_key::StrategyMap;
 
 use search_strategies::{Parameter, Value};
 
 use super::soc::SocModel;
 use super::{bounded, bounded_align, MAX_SIZE};
-use tunebank_key::CUBE_TILING_PARAMS;
 use crate::get_int;
+use tunebank_key::CUBE_TILING_PARAMS;
 
 /// Where the A operand of the cube comes from in global memory.
 #[derive(Clone, Copy, Debug, PartialEq)]

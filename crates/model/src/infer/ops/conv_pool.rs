@@ -4,12 +4,12 @@
 //! dynamic dim decides the pads).
 
 use super::Ctx;
-use tunebank_key::AttrValue;
 use crate::graph::{ElemType, Node};
 use crate::infer::attrs::{attr_int, attr_ints, attr_str, Attrs};
 use crate::infer::error::InferError;
 use crate::infer::shape::{info, input, product};
 use crate::infer::TensorInfo;
+use tunebank_key::AttrValue;
 
 /// Output size of one spatial dim of a convolution or pooling window.
 fn window(

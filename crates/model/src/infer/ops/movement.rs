@@ -2,13 +2,13 @@
 //! tracked through a 1-D gather, as in `Shape` → `Gather` chains).
 
 use super::Ctx;
-use tunebank_key::AttrValue;
 use crate::infer::attrs::{attr_ints, normalise_axis, Attrs};
 use crate::infer::error::InferError;
 use crate::infer::shape::{
     broadcast, check_dims, const_values, info, input, norm_axis, opt_input, product,
 };
 use crate::infer::TensorInfo;
+use tunebank_key::AttrValue;
 
 /// `Transpose`: input 0's dims permuted by `perm` (reversed when absent, then made explicit).
 pub(super) fn transpose(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {

@@ -2,12 +2,12 @@
 //! non-negative, `keepdims` explicit) and `ArgMax` / `ArgMin` (int64 indices).
 
 use super::Ctx;
-use tunebank_key::AttrValue;
 use crate::graph::ElemType;
 use crate::infer::attrs::{attr_int, attr_ints, Attrs};
 use crate::infer::error::InferError;
 use crate::infer::shape::{const_values, info, input, norm_axis, opt_input};
 use crate::infer::TensorInfo;
+use tunebank_key::AttrValue;
 
 /// A `Reduce*` op: the reduced axes become 1 (`keepdims`) or disappear; no axes reduce all,
 /// or none under `noop_with_empty_axes`.

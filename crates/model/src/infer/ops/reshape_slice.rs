@@ -4,11 +4,11 @@
 //! arithmetic folds.
 
 use super::Ctx;
-use tunebank_key::AttrValue;
 use crate::infer::attrs::{attr_int, attr_ints, normalise_axis, Attrs};
 use crate::infer::error::InferError;
 use crate::infer::shape::{const_values, info, input, norm_axis, opt_input, product};
 use crate::infer::{TensorInfo, MAX_DIM};
+use tunebank_key::AttrValue;
 
 /// `Reshape`: the target shape (input from opset 5, attribute before), 0 copying the input's
 /// dim (unless `allowzero`) and one -1 inferred from the element count.

@@ -6,13 +6,13 @@
 //! (the order of a sizes input) is read and dropped.
 
 use super::Ctx;
-use tunebank_key::AttrValue;
 use crate::graph::ElemType;
 use crate::infer::attrs::Attrs;
 use crate::infer::error::InferError;
 use crate::infer::shape::{const_values, info, input, product};
 use crate::infer::TensorInfo;
 use crate::tensorflow::apply_op;
+use tunebank_key::AttrValue;
 
 fn bad(op: &str, reason: String) -> InferError {
     InferError::Training {
