@@ -1,7 +1,7 @@
 //! The bank-write policy: which of two records for one key the bank keeps.
 //!
 //! Every path that writes a record over what a key may already hold — a tuning run's write
-//! ([`tunebank_jobs::tune::opat::run`]), `bank merge`, `bank import` and the AOE import
+//! (`tunebank_jobs::tune::opat::run`), `bank merge`, `bank import` and the AOE import
 //! ([`crate::interchange`]) — asks `WritePolicy::judge` and follows its [`Verdict`]. The
 //! verdict carries the [`Reason`] of the rule that decided, so callers can report why.
 //!
@@ -309,7 +309,7 @@ impl<'a> WritePolicy<'a> {
     }
 
     /// Writes `record` to the bank's custom layer if the policy says so, deciding inside the
-    /// write transaction against what the key holds at commit ([`Bank::write_batch_if`]), so a
+    /// write transaction against what the key holds at commit (`Bank::write_batch_if`), so a
     /// record another process stored since this one looked the key up is judged, never blindly
     /// overwritten. Returns the verdict the commit followed.
     pub fn write(&self, bank: &Bank, record: &Record) -> Result<Verdict, BankError> {

@@ -4,7 +4,7 @@
 //!
 //! The rule judges one of two kinds of evidence:
 //!
-//! - **rounds** ([`WinRule::judge`]), from a runner whose times are noisy (a board, the host, the
+//! - **rounds** (`WinRule::judge`), from a runner whose times are noisy (a board, the host, the
 //!   simulator with seeded noise);
 //! - **exact times** ([`WinRule::judge_deterministic`]), one time per side from a deterministic
 //!   runner (a model: SGAT's subgraph model, GDAT's cluster model).

@@ -110,7 +110,7 @@ fn per_block(elem_bytes: u64) -> u64 {
 
 impl ElemProblem {
     /// Checks, with checked arithmetic, that the sizes the model computes are at most
-    /// [`MAX_SIZE`](super::MAX_SIZE): the vector work (elements · bytes · passes), the bytes
+    /// `MAX_SIZE`: the vector work (elements · bytes · passes), the bytes
     /// read and written. The error names the first size over it.
     pub fn check_size(&self) -> Result<(), String> {
         let eb = self.elem_bytes.max(self.out_bytes);
@@ -219,7 +219,7 @@ impl RowProblem {
     }
 
     /// Checks, with checked arithmetic, that the sizes the model computes are at most
-    /// [`MAX_SIZE`](super::MAX_SIZE): the vector work (rows · length · 4 bytes · passes) and the
+    /// `MAX_SIZE`: the vector work (rows · length · 4 bytes · passes) and the
     /// bytes read and written. The error names the first size over it.
     pub fn check_size(&self) -> Result<(), String> {
         bounded(

@@ -20,7 +20,7 @@
 //! | Select/SelectV2; StatelessRandomUniform(V2), StatelessRandomNormal(V2), RandomUniform, RandomStandardNormal | `Where`; `StatelessRandomUniformV2`, `StatelessRandomNormalV2` (input 0 the sizes; seeds dropped) |
 //! | Tile, ZerosLike, OnesLike, AddN, Fill, FloorDiv, FloorMod | `Tile`, `ZerosLike`, `OnesLike`, `AddN`, `Fill` (sizes input 0, value input 1), `FloorDiv`, `FloorMod` |
 //!
-//! An optimizer update's gradient input is [`APPLY_OPS`]`.grad`; GDAT reads a step's gradients
+//! An optimizer update's gradient input is `APPLY_OPS``.grad`; GDAT reads a step's gradients
 //! from there.
 
 use super::proto::NodeDef;

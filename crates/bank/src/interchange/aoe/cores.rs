@@ -118,7 +118,7 @@ pub struct Cores<'a> {
 }
 
 impl Cores<'_> {
-    /// The bank-file core count recorded in `record` ([`CORE_COUNT_OPTION`]) with the count its
+    /// The bank-file core count recorded in `record` (`CORE_COUNT_OPTION`) with the count its
     /// descriptor is keyed for; `None` for a record without one (or not an op record).
     pub fn of_record(record: &Record) -> Option<Cores<'_>> {
         let crate::record::Descriptor::Op(d) = &record.descriptor else {

@@ -3,7 +3,7 @@
 //!
 //! Each graph line is `{"feature":{"feature":[{"struct":S}, …]},"graphID":G,"strategy":
 //! {"end2EndTime":E,"group":[…],"modelName":M}}` (keys in the order AOE writes them, ascending,
-//! no spaces), `S` rebuilt from the record's descriptor ([`struct_of`]), `G`, `E`, `M` and the
+//! no spaces), `S` rebuilt from the record's descriptor (`struct_of`), `G`, `E`, `M` and the
 //! group entry from the occurrence, verbatim. Graphs come in the order of their line in the
 //! imported file, then by `graphID`; the header is the first record's. A graph is written only
 //! when every one of its subgraphs is in the bank; otherwise it is left out and named, and so is

@@ -2,12 +2,12 @@
 //! entry, and the graph-level facts that rebuild the file kept in the record's `options`.
 //!
 //! A record (kind graph) holds:
-//! - `descriptor`: the subgraph's [`GraphDescriptor`] ([`map_subgraph`]); the key is its
+//! - `descriptor`: the subgraph's [`GraphDescriptor`] (`map_subgraph`); the key is its
 //!   subgraph key;
 //! - `strategy`: the first occurrence's `strategy.group[i]` entry, keys and values as they are;
 //! - `performance`: the first occurrence's graph's `end2EndTime` in µs (ns / 1000) as tuned and
 //!   baseline time, one sample, runner `aoe` (AOE measures whole graphs, not subgraphs);
-//! - `options`: `soc_version`, [`HEADER_OPTION`] (the file's first line, verbatim) and
+//! - `options`: `soc_version`, `HEADER_OPTION` (the file's first line, verbatim) and
 //!   [`OCCURRENCES_OPTION`]: a compact JSON list with one object per place the subgraph occurs,
 //!   `{"line", "graphID", "modelName", "end2EndTime", "subgraph", "subgraphs", "group"}`
 //!   (values verbatim; `subgraph` is its position and `subgraphs` the graph's count). They are in

@@ -192,7 +192,7 @@ pub struct LayerStats {
 }
 
 impl StatsReport {
-    /// Counts every layer of `bank` (a full scan of each, see [`stats`]).
+    /// Counts every layer of `bank` (a full scan of each, see `stats`).
     pub fn of(bank: &Bank) -> Result<StatsReport, InspectError> {
         let layers = bank
             .layers()

@@ -3,8 +3,8 @@
 //! both its last gradient is ready and segment `j−1`'s all-reduce has finished, for
 //! `per_segment_us + us_per_byte · bytes`. The objective is the tail: the end of the last
 //! all-reduce minus the end of backward. [`optimum`] is the exact dynamic program over split
-//! points; [`hccl_default`] is HCCL's default split (96.54 % / 3.46 % by size); [`to_sizes`],
-//! [`from_sizes`] and [`to_hccl_order`] convert between the forms HCCL and MindSpore take.
+//! points; `hccl_default` is HCCL's default split (96.54 % / 3.46 % by size); `to_sizes`,
+//! `from_sizes` and `to_hccl_order` convert between the forms HCCL and MindSpore take.
 
 use serde::Serialize;
 
