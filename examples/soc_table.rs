@@ -1,5 +1,5 @@
 //! The simulator's SoC models and where each figure comes from: one markdown row per SoC of
-//! the key table (every SoC description file of CANN 8.1), as `src/measure/README.md` shows it.
+//! the key table (every SoC description file of CANN 8.1), as `crates/measure/src/README.md` shows it.
 //!
 //! `cargo run --release --example soc_table`
 

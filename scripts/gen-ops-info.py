@@ -8,7 +8,7 @@ Usage (from the repository root):
 FOLDER holds CANN's `aic-<family>-ops-info.json(.gz)` files (default:
 `../shared/data/ascend/ops_info`, the public copy of CANN 8.1's
 `opp/built-in/op_impl/ai_core/tbe/config/<family>/`). Writes, replacing what was there,
-`src/key/platform/cann81/ops_info.tsv`: one line per op type that has a `precision_reduce` flag
+`crates/key/src/platform/cann81/ops_info.tsv`: one line per op type that has a `precision_reduce` flag
 or an `sgatKeyAttr` list, or that is the `D` variant of another op type (`ApplyAdamD` beside
 `ApplyAdam`: the kernel ATC compiles when the op's constant inputs become attributes), in each
 family:
@@ -34,7 +34,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-OUT = os.path.join(ROOT, "src", "key", "platform", "cann81", "ops_info.tsv")
+OUT = os.path.join(ROOT, "crates", "key", "src", "platform", "cann81", "ops_info.tsv")
 
 
 def load(path):

@@ -8,11 +8,11 @@ Usage (from the repository root):
 FOLDER holds CANN's `*.ini` files (default: `../shared/data/ascend/platform_config`, the public
 copy of CANN 8.1's `<arch>-linux/data/platform_config/`). Writes, replacing what was there:
 
-- `src/key/platform/cann81/<SoC>.ini`: each file as CANN ships it, less the intrinsic lines of
+- `crates/key/src/platform/cann81/<SoC>.ini`: each file as CANN ships it, less the intrinsic lines of
   the `*intrinsicDtypeMap` sections that tunebank does not read (it reads `Intrinsic_mmad`,
   `Intrinsic_vconv`, `Intrinsic_data_move_out2l1_nd2nz` and `Intrinsic_fix_pipe_l0c2out`); every other line is kept
   byte for byte, comments included.
-- `src/key/platform/embedded.rs`: the table of the files, `(name, include_str!(...))`, sorted
+- `crates/key/src/platform/embedded.rs`: the table of the files, `(name, include_str!(...))`, sorted
   by name.
 
 The build needs no data folder: the generated files are committed. Rerunning on the same input
@@ -30,7 +30,7 @@ KEPT_INTRINSICS = (
 )
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-OUT = os.path.join(ROOT, "src", "key", "platform")
+OUT = os.path.join(ROOT, "crates", "key", "src", "platform")
 
 
 def strip(text):

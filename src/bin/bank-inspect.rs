@@ -1,4 +1,4 @@
-//! The `bank-inspect` command line. It lives in the library (`src/cli/`, the flags, the
+//! The `bank-inspect` command line. It lives in the library (`crates/cli/src/`, the flags, the
 //! subcommands and the exit-code table that `bank-inspect --help` prints); this binary is its
 //! entry point.
 

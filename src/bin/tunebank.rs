@@ -1,4 +1,4 @@
-//! The `tunebank` command line. It lives in the library (`src/cli/`, the flags, the subcommands
+//! The `tunebank` command line. It lives in the library (`crates/cli/src/`, the flags, the subcommands
 //! and the exit-code table that `tunebank --help` prints); this binary is its entry point.
 
 fn main() -> std::process::ExitCode {

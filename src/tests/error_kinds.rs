@@ -375,7 +375,10 @@ const ERROR_TYPES: [&str; 36] = [
 /// Every error type (a derive of thiserror's `Error`, in any form: [`scan`]) under `src/`
 /// outside the binaries, and for an enum every variant: (type, variants; empty for a struct).
 fn library_error_types() -> Vec<scan::ErrorType> {
-    scan::error_types_under(&PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src")))
+    scan::error_types_under(&PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/crates"
+    )))
 }
 
 /// Each variant of each library error type is classified explicitly: `library_kind` knows the

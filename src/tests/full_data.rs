@@ -458,7 +458,7 @@ fn calibrate_aoe_graph_reports_all_100_graphs() {
     );
 }
 
-/// The embedded op information (`src/key/platform/cann81/ops_info.tsv`) is CANN's: for every
+/// The embedded op information (`crates/key/src/platform/cann81/ops_info.tsv`) is CANN's: for every
 /// op type of every `aic-<family>-ops-info.json.gz` under `$TUNEBANK_DATA/ascend/ops_info/`, the
 /// table has its `precision_reduce` flag and `sgatKeyAttr` list (each attribute's declared type,
 /// and a default exactly where the file gives one), the declared attributes the list leaves

@@ -5,7 +5,7 @@
 //! the disk stays full the bank is refused (exit 5, naming the recovery it needs, which needs
 //! space) and not written; once the filler is gone `bank verify` recovers it clean, the batch
 //! absent and every earlier record there, and the same import succeeds.
-//! `src/bank/store/full_disk_tests.rs` strikes every allocation of a commit with an injected
+//! `crates/bank/src/store/full_disk_tests.rs` strikes every allocation of a commit with an injected
 //! `ENOSPC` under the engine itself.
 
 use std::io::Write;

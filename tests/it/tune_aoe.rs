@@ -251,7 +251,7 @@ fn the_simulator_reads_the_soc_file_atc_would() {
     let base = before_us(&built_in.unwrap());
 
     let ini = std::fs::read_to_string(format!(
-        "{}/src/key/platform/cann81/Ascend910B2.ini",
+        "{}/crates/key/src/platform/cann81/Ascend910B2.ini",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();
@@ -298,7 +298,7 @@ fn the_simulator_reads_the_soc_file_atc_would() {
     std::fs::write(
         &other,
         std::fs::read_to_string(format!(
-            "{}/src/key/platform/cann81/Ascend310P3.ini",
+            "{}/crates/key/src/platform/cann81/Ascend310P3.ini",
             env!("CARGO_MANIFEST_DIR")
         ))
         .unwrap(),

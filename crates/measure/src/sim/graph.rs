@@ -2,7 +2,7 @@
 //! [`GraphDescriptor`] is simulated as an op ([`SimRunner::simulate`]) at its op-bank strategy
 //! or its default, then the subgraph strategy ([`SgatStrategy`], AOE's `cut` / `fusionType` /
 //! `scopeId` / `ubPass`) decides kernels, launches, where intermediates live and how often
-//! weights are read. Equations, constants and their sources: `src/measure/README.md`
+//! weights are read. Equations, constants and their sources: `crates/measure/src/README.md`
 //! ("Subgraph model").
 //!
 //! Guarantees (tested in `tests/it/sgat.rs`): deterministic; never below
@@ -434,7 +434,7 @@ impl GraphOps {
         soc.launch_us + compute.max(op).max(out)
     }
 
-    /// The time of the subgraph under `s` (equations in `src/measure/README.md`).
+    /// The time of the subgraph under `s` (equations in `crates/measure/src/README.md`).
     pub fn time(&self, s: &SgatStrategy) -> Result<GraphTime, GraphModelError> {
         let n = self.nodes.len();
         if s.cut.len() != n || s.fusion_type.len() != n || s.scope_id.len() != n {

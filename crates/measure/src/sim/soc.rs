@@ -2,7 +2,7 @@
 //! (CANN's `platform_config/<SoC>.ini`, found as ATC finds it: `key::platform`). Every figure
 //! the file has comes from it; the two it lacks come from named sources
 //! (`MEMORY_PEAKS` for main memory where the file's per-core rate overstates the chip, and
-//! `launch_us` for kernel launch overhead); `src/measure/README.md` lists them per SoC.
+//! `launch_us` for kernel launch overhead); `crates/measure/src/README.md` lists them per SoC.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};

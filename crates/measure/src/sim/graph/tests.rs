@@ -14,7 +14,7 @@ fn node(soc: &SocModel, body: f64, compute: f64) -> NodeModel {
     }
 }
 
-/// The fused kernel's equation (`src/measure/README.md`, "Subgraph model"): a cube member
+/// The fused kernel's equation (`crates/measure/src/README.md`, "Subgraph model"): a cube member
 /// and a vector member take the longer of their bodies, two vector members their sum, each
 /// less the traffic of the edge between them.
 #[test]
