@@ -1,8 +1,10 @@
 //! Text for people: op names shortened in the middle to a number of terminal columns
-//! (`shorten_middle`, unicode-width aware) and the borderless, width-fitted tables the
-//! command lines print (`text_table`, built on `comfy-table`).
+//! (`shorten_middle`, unicode-width aware) and the borderless tables the command lines print
+//! (`text_table`). A table keeps every cell whole (`whole_table`); fitting one to a terminal's
+//! width, wrapping cells where they must, is `comfy-table`'s work and comes with the crate's
+//! `fit` feature, which the command-line crate turns on (an embedder's build leaves comfy-table
+//! out and gets whole cells).
 
-use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// `name` if it takes at most `width` terminal columns, else its start and its end joined by
@@ -55,28 +57,71 @@ pub(crate) enum Align {
 }
 
 /// A borderless table: `header` over `rows`, columns separated by two spaces, aligned per
-/// `align` (one per column; missing entries are left-aligned). With `width`, the table is
-/// arranged to fit that many columns (cells wrap only where they must; callers shorten names
-/// first); without, every cell keeps its full text. Lines carry no trailing spaces and no
-/// control characters.
+/// `align` (one per column; missing entries are left-aligned). With `width` (and the `fit`
+/// feature), the table is arranged to fit that many columns (cells wrap only where they must;
+/// callers shorten names first); without, every cell keeps its full text ([`whole_table`]).
+/// Lines carry no trailing spaces and no control characters.
 pub(crate) fn text_table(
     header: &[&str],
     align: &[Align],
     rows: Vec<Vec<String>>,
     width: Option<u16>,
 ) -> String {
+    match width {
+        #[cfg(feature = "fit")]
+        Some(w) => fitted_table(header, align, rows, w),
+        _ => whole_table(header, align, &rows),
+    }
+}
+
+/// [`text_table`] without a width: each column as wide as its widest cell (in terminal
+/// columns), one space of padding each side of a cell but none at the left edge, so adjacent
+/// columns are two spaces apart; a row shorter than the header leaves its last cells blank.
+pub(crate) fn whole_table(header: &[&str], align: &[Align], rows: &[Vec<String>]) -> String {
+    let ncols = rows.iter().map(Vec::len).chain([header.len()]).max().unwrap_or(0);
+    let mut widths = vec![0; ncols];
+    let head: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+    for row in std::iter::once(&head).chain(rows) {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.width());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&head).chain(rows) {
+        let mut line = String::new();
+        for (i, w) in widths.iter().enumerate() {
+            let cell = row.get(i).map_or("", String::as_str);
+            let pad = w - cell.width();
+            if i > 0 {
+                line.push(' ');
+            }
+            match align.get(i) {
+                Some(Align::Right) => {
+                    line.extend(std::iter::repeat_n(' ', pad));
+                    line.push_str(cell);
+                }
+                _ => {
+                    line.push_str(cell);
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+            }
+            line.push(' ');
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// [`text_table`] fitted to `width` columns by comfy-table.
+#[cfg(feature = "fit")]
+fn fitted_table(header: &[&str], align: &[Align], rows: Vec<Vec<String>>, width: u16) -> String {
+    use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
     let mut table = Table::new();
     table.load_preset(presets::NOTHING);
     table.force_no_tty();
-    match width {
-        Some(w) => {
-            table.set_content_arrangement(ContentArrangement::Dynamic);
-            table.set_width(w);
-        }
-        None => {
-            table.set_content_arrangement(ContentArrangement::Disabled);
-        }
-    }
+    table.set_content_arrangement(ContentArrangement::Dynamic);
+    table.set_width(width);
     table.set_header(header.iter().map(Cell::new));
     for row in rows {
         table.add_row(row);
@@ -145,5 +190,38 @@ mod tests {
         // Right-aligned numbers end in the same column.
         assert_eq!(lines[1].len(), lines[2].len(), "{t}");
         assert!(!t.contains('\x1b') && !t.contains('\r'));
+    }
+
+    /// The whole-cell layout is comfy-table's with its content arrangement disabled, which the
+    /// table used before: the same text for a table with CJK names, blanks and a short row.
+    #[test]
+    fn whole_tables_are_laid_out_as_comfy_table_lays_them_out() {
+        use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
+        let header = ["op", "before (us)", "after", "note"];
+        let align = [Align::Left, Align::Right, Align::Right];
+        let rows = vec![
+            vec!["卷积层一".to_owned(), "1.5".to_owned(), "".to_owned(), "x".to_owned()],
+            vec!["longer name".to_owned(), "10.25".to_owned(), "3".to_owned(), "".to_owned()],
+            vec!["short".to_owned(), "7".to_owned()],
+        ];
+        let mut table = Table::new();
+        table.load_preset(presets::NOTHING);
+        table.force_no_tty();
+        table.set_content_arrangement(ContentArrangement::Disabled);
+        table.set_header(header.iter().map(Cell::new));
+        for row in rows.clone() {
+            table.add_row(row);
+        }
+        for (i, a) in align.iter().enumerate() {
+            let col = table.column_mut(i).unwrap();
+            col.set_cell_alignment(match a {
+                Align::Left => CellAlignment::Left,
+                Align::Right => CellAlignment::Right,
+            });
+            col.set_padding(if i == 0 { (0, 1) } else { (1, 1) });
+        }
+        table.column_mut(3).unwrap().set_padding((1, 1));
+        let comfy: String = table.lines().map(|l| format!("{}\n", l.trim_end())).collect();
+        assert_eq!(whole_table(&header, &align, &rows), comfy);
     }
 }
