@@ -10,7 +10,9 @@ use std::fmt;
 use std::path::Path;
 
 use crate::layered::BankError;
-use crate::store::{PgStore, RedbStore, Store};
+#[cfg(feature = "postgres")]
+use crate::store::PgStore;
+use crate::store::{RedbStore, Store};
 
 /// A storage backend of a bank (ARCHITECTURE.md, "Bank storage format").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -50,7 +52,8 @@ impl Backend {
     #[cfg(test)]
     pub(crate) fn available(self) -> bool {
         match self {
-            Backend::Redb | Backend::Postgres => true,
+            Backend::Redb => true,
+            Backend::Postgres => cfg!(feature = "postgres"),
             Backend::Sled => cfg!(feature = "sled"),
         }
     }
@@ -67,6 +70,7 @@ pub(crate) fn open_store(
 ) -> Result<Box<dyn Store>, BankError> {
     let backend = Backend::of(path);
     match backend {
+        #[cfg(feature = "postgres")]
         Backend::Postgres => {
             let url = path.to_str().unwrap_or_default();
             Ok(Box::new(if read_only {
@@ -87,6 +91,11 @@ pub(crate) fn open_store(
         Backend::Sled if read_only => Ok(Box::new(crate::store::SledStore::open_read_only(path)?)),
         #[cfg(feature = "sled")]
         Backend::Sled => Ok(Box::new(crate::store::SledStore::open(path)?)),
+        #[cfg(not(feature = "postgres"))]
+        Backend::Postgres => Err(BankError::Unavailable {
+            path: path.to_owned(),
+            backend,
+        }),
         #[cfg(not(feature = "sled"))]
         Backend::Sled => Err(BankError::Unavailable {
             path: path.to_owned(),

@@ -2,8 +2,10 @@
 //! credentials, TLS, privilege, conflict, schema, other server error). Every message names the
 //! server by its redacted URL, never with a password.
 
+#[cfg(feature = "client")]
 use postgres::error::SqlState;
 
+#[cfg(feature = "client")]
 use super::redact;
 
 /// An error of a PostgreSQL connection or statement. `url` is always redacted.
@@ -91,6 +93,7 @@ pub enum PgError {
 
 impl PgError {
     /// Classifies a client error by its SQLSTATE, else by the I/O or TLS error it wraps.
+    #[cfg(feature = "client")]
     pub fn from_postgres(url: &str, e: &postgres::Error) -> PgError {
         let url = redact(url);
         let detail = redact(&error_text(e));
@@ -166,6 +169,7 @@ impl PgError {
 }
 
 /// The error with its causes, `: `-joined (the client's own text is terse).
+#[cfg(feature = "client")]
 fn error_text(e: &postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         return format!("{} (SQLSTATE {})", db.message(), db.code().code());

@@ -11,7 +11,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::TlsMode;
+use crate::client::TlsMode;
 
 /// The connector for `mode` (not [`TlsMode::Disable`]); the error says what failed.
 pub(super) fn connector(mode: &TlsMode) -> Result<MakeRustlsConnect, String> {

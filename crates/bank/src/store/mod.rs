@@ -1,7 +1,7 @@
 //! The narrow storage seam: a transactional map from [`BankKey`] to encoded record bytes, plus a
 //! secondary index by (SoC, kind, op type). Nothing here knows about tuning.
 //!
-//! Backends: [`RedbStore`] (the default; one file shared by many processes), [`PgStore`] (a
+//! Backends: [`RedbStore`] (the default; one file shared by many processes), `PgStore` (a
 //! bank in a PostgreSQL database, for a team) and, behind the `sled` cargo feature, `SledStore`
 //! (one process at a time). Their tables are specified in
 //! ARCHITECTURE.md ("Bank storage format"); `src/tests/store_conformance.rs` holds both to the
@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use tunebank_failure::{io_kind, FailureKind};
 use tunebank_key::{BankKey, RecordKind};
 
+#[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 pub(crate) mod redb;
 #[cfg(feature = "sled")]
@@ -25,6 +26,7 @@ mod full_disk_tests;
 #[cfg(test)]
 mod test_backend;
 
+#[cfg(feature = "postgres")]
 pub use self::postgres::{PgConnections, PgStore};
 pub use self::redb::*;
 #[cfg(feature = "sled")]
@@ -110,7 +112,7 @@ pub enum StoreError {
         /// Bank path.
         path: PathBuf,
     },
-    /// The PostgreSQL server of a [`PgStore`] failed: unreachable, timed out, refused the
+    /// The PostgreSQL server of a `PgStore` failed: unreachable, timed out, refused the
     /// login or a privilege, or any other server error. Names the server by its redacted URL.
     #[error(transparent)]
     Postgres(tunebank_pg::PgError),
