@@ -188,14 +188,33 @@ impl ModelFiles {
     /// Imports the model with its framework's importer.
     pub fn load(&self) -> Result<Model, ModelError> {
         match (self.framework, &self.weight) {
+            #[cfg(feature = "caffe")]
             (Framework::Caffe, Some(w)) => crate::caffe::load_caffe(&self.model, w),
             (Framework::Onnx, _) => load_onnx(&self.model),
+            #[cfg(feature = "tensorflow")]
             (Framework::TensorFlow, _) => crate::tensorflow::load_tensorflow(&self.model),
+            #[cfg(not(feature = "caffe"))]
+            (f @ Framework::Caffe, _) => Err(not_built(f, "caffe", &self.model)),
+            #[cfg(not(feature = "tensorflow"))]
+            (f @ Framework::TensorFlow, _) => Err(not_built(f, "tensorflow", &self.model)),
             (f, _) => Err(ModelError::Framework {
                 input: format!("{f} with --model={}", self.model.display()),
                 reason: format!("{} models cannot be imported: expected a Caffe (0), TensorFlow (3) or ONNX (5) model", f.name()),
             }),
         }
+    }
+}
+
+/// The error for a model of framework `f` whose importer this build leaves out (cargo feature
+/// `feature` of tunebank-model).
+#[cfg(any(not(feature = "caffe"), not(feature = "tensorflow")))]
+fn not_built(f: Framework, feature: &str, model: &Path) -> ModelError {
+    ModelError::Framework {
+        input: format!("{f} with --model={}", model.display()),
+        reason: format!(
+            "this build has no {} importer (cargo feature `{feature}` of tunebank-model)",
+            f.name()
+        ),
     }
 }
 

@@ -33,13 +33,16 @@
 #![deny(missing_docs)]
 #![warn(unnameable_types)]
 
+#[cfg(feature = "caffe")]
 pub mod caffe;
 mod framework;
 mod fuse;
 mod graph;
 mod infer;
+mod optimizer;
 pub mod partition;
 mod proto;
+#[cfg(feature = "tensorflow")]
 pub mod tensorflow;
 
 pub use framework::{Framework, ModelFiles};
@@ -49,7 +52,7 @@ pub use graph::{
 };
 pub use graph::{MAX_OPSET, MIN_OPSET};
 pub use infer::{profiles, InferredGraph, SkippedOp, TensorInfo};
-pub use tensorflow::apply_op;
+pub use optimizer::{apply_op, ApplyOp};
 use tunebank_failure::{io_kind, FailureKind};
 
 /// Why a model could not be imported or its shapes not set up. Every variant names the model.

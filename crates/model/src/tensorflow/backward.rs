@@ -3,9 +3,10 @@
 //! split in two as ATC splits them), pooling gradients and optimizer updates.
 
 use super::proto::NodeDef;
-use super::training::{attr_ints, attr_str, attrs, is_nhwc, out_name, to_nchw, ApplyOp, Attrs};
+use super::training::{attr_ints, attr_str, attrs, is_nhwc, out_name, to_nchw, Attrs};
 use super::{Builder, Layout, Val};
 use crate::graph::{Attr, ElemType};
+use crate::optimizer::ApplyOp;
 use crate::ModelError;
 
 /// The window attributes of a backward convolution or pooling op, in NCHW (`strides`,

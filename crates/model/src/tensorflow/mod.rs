@@ -43,8 +43,6 @@ mod proto;
 mod tests;
 pub mod training;
 
-pub use training::apply_op;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 

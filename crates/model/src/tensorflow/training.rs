@@ -26,70 +26,12 @@
 use super::proto::NodeDef;
 use super::{Builder, Layout, Val};
 use crate::graph::{Attr, ElemType};
+use crate::optimizer::APPLY_OPS;
 use crate::ModelError;
 
 use std::collections::BTreeMap;
 
 pub(super) type Attrs = BTreeMap<String, Attr>;
-
-/// An optimizer update: the TensorFlow op (its `Resource` form is accepted too), the IR op,
-/// the number of updated tensors (variable and slots, the op's first inputs) and the index of
-/// the gradient input.
-pub struct ApplyOp {
-    /// TensorFlow's name, without `Resource`.
-    pub(crate) tf: &'static str,
-    /// The IR op type.
-    pub(crate) ir: &'static str,
-    /// Updated tensors: the variable and its slots, inputs `0..state`.
-    pub state: usize,
-    /// The gradient's input index.
-    pub grad: usize,
-}
-
-/// Every optimizer update the importer maps.
-pub(crate) const APPLY_OPS: &[ApplyOp] = &[
-    ApplyOp {
-        tf: "ApplyAdam",
-        ir: "ApplyAdam",
-        state: 3,
-        grad: 9,
-    },
-    ApplyOp {
-        tf: "ApplyMomentum",
-        ir: "ApplyMomentum",
-        state: 2,
-        grad: 3,
-    },
-    ApplyOp {
-        tf: "ApplyKerasMomentum",
-        ir: "ApplyKerasMomentum",
-        state: 2,
-        grad: 3,
-    },
-    ApplyOp {
-        tf: "ApplyGradientDescent",
-        ir: "ApplyGradientDescent",
-        state: 1,
-        grad: 2,
-    },
-    ApplyOp {
-        tf: "ApplyRMSProp",
-        ir: "ApplyRMSProp",
-        state: 3,
-        grad: 7,
-    },
-    ApplyOp {
-        tf: "ApplyAdagrad",
-        ir: "ApplyAdagrad",
-        state: 2,
-        grad: 3,
-    },
-];
-
-/// The update of an IR op type, if it is one.
-pub fn apply_op(ir: &str) -> Option<&'static ApplyOp> {
-    APPLY_OPS.iter().find(|a| a.ir == ir)
-}
 
 /// Activation gradients: element-wise over their two inputs, named alike in both.
 const ACTIVATION_GRADS: &[&str] = &[

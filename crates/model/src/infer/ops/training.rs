@@ -11,7 +11,7 @@ use crate::infer::attrs::Attrs;
 use crate::infer::error::InferError;
 use crate::infer::shape::{const_values, info, input, product};
 use crate::infer::TensorInfo;
-use crate::tensorflow::apply_op;
+use crate::optimizer::apply_op;
 use tunebank_key::AttrValue;
 
 fn bad(op: &str, reason: String) -> InferError {
