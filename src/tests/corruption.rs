@@ -137,6 +137,39 @@ fn flipped_bytes_in_values_name_their_keys() {
     let store = RedbStore::open(&bank).unwrap();
     assert_eq!(lookup(&store, &batch[1].key), batch[1].value);
     assert_eq!(verify_store(&store).damaged_keys().len(), damaged.len());
+    drop(store);
+    listing_names_the_first_damaged_key(&bank, &damaged);
+}
+
+/// `bank-inspect list` over the damaged bank: an error naming the first damaged key it meets, by
+/// the full scan (key order) and by the index (a SoC filter), never a list without them.
+fn listing_names_the_first_damaged_key(file: &std::path::Path, damaged: &BTreeSet<BankKey>) {
+    use tunebank::bank::Bank;
+    use tunebank::inspect::{Filter, InspectError, ListReport};
+    use tunebank::key::RecordKind;
+    let bank = Bank::builder(RecordKind::Op, "Ascend910B2")
+        .custom_path(file)
+        .no_default_builtin()
+        .read_only(true)
+        .open()
+        .unwrap();
+    let first = damaged.iter().next().unwrap();
+    for filter in [
+        Filter::default(),
+        Filter {
+            soc: Some("Ascend910B2".into()),
+            ..Filter::default()
+        },
+    ] {
+        let err = ListReport::of(&bank, &filter).unwrap_err();
+        assert!(
+            matches!(&err, InspectError::Record(RecordError::Damaged { key, .. }) if damaged.contains(key)),
+            "{filter:?}: {err}"
+        );
+        if filter.soc.is_none() {
+            assert!(err.to_string().contains(&first.to_string()), "{err}");
+        }
+    }
 }
 
 #[test]

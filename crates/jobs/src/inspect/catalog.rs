@@ -90,7 +90,8 @@ fn listed(key: &BankKey, r: &Record) -> Listed {
 }
 
 /// Records of one store matching `filter`, in index order when a SoC is given (an index scan),
-/// else in key order (a full scan). Damaged records are skipped (`verify` reports them).
+/// else in key order (a full scan). A damaged record is an error naming its key
+/// ([`InspectError::Record`]), as everywhere a record is read; `verify` lists every damaged one.
 pub(crate) fn list_records(
     store: &dyn Store,
     filter: &Filter,
@@ -121,8 +122,9 @@ pub(crate) fn list_records(
         )?;
         for key in keys {
             let mut rec = None;
-            store.get_with(&key, &mut |b| rec = record::decode(&key, b).ok())?;
-            if let Some(r) = rec {
+            store.get_with(&key, &mut |b| rec = Some(record::decode(&key, b)))?;
+            // A key the index names but the store no longer holds was deleted meanwhile.
+            if let Some(r) = rec.transpose()? {
                 let l = listed(&key, &r);
                 if keep(&l) {
                     out.push(l);
@@ -130,15 +132,23 @@ pub(crate) fn list_records(
             }
         }
     } else {
-        store.scan(&mut |key, value| {
-            if let Ok(r) = record::decode(key, value) {
+        let mut damaged = None;
+        store.scan(&mut |key, value| match record::decode(key, value) {
+            Ok(r) => {
                 let l = listed(key, &r);
                 if keep(&l) {
                     out.push(l);
                 }
+                ControlFlow::Continue(())
             }
-            ControlFlow::Continue(())
+            Err(e) => {
+                damaged = Some(e);
+                ControlFlow::Break(())
+            }
         })?;
+        if let Some(e) = damaged {
+            return Err(e.into());
+        }
     }
     Ok(out)
 }
