@@ -18,8 +18,9 @@
 use std::time::Instant;
 
 use search_strategies::aoe_ga::{AoeGa, AoeGaConfig};
-use search_strategies::bench::{median, MatchRow};
+use search_strategies::bench::MatchRow;
 use search_strategies::score::Trace;
+use search_strategies::stats::median;
 use search_strategies::strategies::{by_name, STRATEGY_NAMES};
 use search_strategies::{Driver, Strategy};
 use tunebank::key::{OpDescriptor, SocSpec};

@@ -8,11 +8,12 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use search_strategies::stats::median;
 use search_strategies::strategies::by_name;
 use search_strategies::Driver;
 use tunebank::key::{CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc};
 use tunebank::measure::cpu::CpuRunner;
-use tunebank::measure::{median, Measure, RunnerObjective, TimingSettings, TuningTask};
+use tunebank::measure::{Measure, RunnerObjective, TimingSettings, TuningTask};
 
 fn task(m: i64, k: i64, n: i64) -> TuningTask {
     let t = |s: &[i64]| TensorDesc {

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use crate::plot::{gap_svg, Curve};
 use crate::replay::ReplaySpace;
 use crate::score::{mean_curve, summarise, Baseline, Summary, Trace, TraceFile, FRACTION_AT};
+use crate::stats::median;
 use crate::strategies::by_name;
 use crate::strategy::{Driver, Strategy};
 
@@ -220,19 +221,6 @@ pub fn evaluations_to_reach(trace: &[Option<f64>], target: f64) -> Option<usize>
         .iter()
         .position(|v| v.is_some_and(|v| v <= target))
         .map(|i| i + 1)
-}
-
-/// The median of `xs` (the mean of the two middle values for an even count; `+∞` values sort
-/// last); `None` for an empty slice.
-pub fn median(xs: &[f64]) -> Option<f64> {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
 }
 
 /// "Measurements to match" a reference search on one space: the target is the median over the

@@ -107,6 +107,7 @@ pub mod plot;
 pub mod replay;
 pub mod score;
 pub mod space;
+pub mod stats;
 pub mod strategies;
 pub mod strategy;
 pub mod tpe;

@@ -160,7 +160,7 @@ impl Outcome {
     /// The median sample, or `None` for a failure (or an empty sample list).
     pub fn median_us(&self) -> Option<f64> {
         match self {
-            Outcome::Measurement { samples_us } => median(samples_us),
+            Outcome::Measurement { samples_us } => search_strategies::stats::median(samples_us),
             Outcome::Failure(_) => None,
         }
     }
@@ -186,21 +186,6 @@ impl Outcome {
             Outcome::Measurement { .. } => None,
         }
     }
-}
-
-/// The median of `xs` (mean of the middle two for an even count); `None` when empty.
-pub fn median(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    })
 }
 
 /// How a runner times each candidate: warm-up runs, timed repeats, and a per-candidate limit.

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use search_strategies::aoe_ga::{AoeGa, AoeGaConfig};
 use search_strategies::bench::{
-    evaluations_to_reach, median, render_match, run_one, run_strategy, MatchRow,
+    evaluations_to_reach, render_match, run_one, run_strategy, MatchRow,
 };
 use search_strategies::replay::ReplaySpace;
 use search_strategies::strategies::STRATEGY_NAMES;
@@ -54,8 +54,6 @@ fn measurements_to_match_by_hand() {
     // A reference without a single success has no target.
     assert!(MatchRow::new("s", &ours, &[vec![None]]).is_none());
     assert_eq!(evaluations_to_reach(&[None, Some(2.0)], 2.0), Some(2));
-    assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-    assert_eq!(median(&[]), None);
 }
 
 #[test]

@@ -131,14 +131,13 @@ impl WinRule {
     /// clear win needs the gain condition on the pooled medians and p < `alpha` over the
     /// rounds, so fewer than [`WinRule::min_rounds`] paired rounds never give one.
     pub(crate) fn judge(&self, rounds: &[Round<'_>]) -> Judgement {
-        let pooled = |all: Vec<f64>| tunebank_measure::median(&all);
+        use search_strategies::stats::median;
+        let pooled = |all: Vec<f64>| median(&all);
         let baseline_us = pooled(rounds.iter().flat_map(|r| r.baseline).copied().collect());
         let candidate_us = pooled(rounds.iter().flat_map(|r| r.candidate).copied().collect());
         let diffs: Vec<f64> = rounds
             .iter()
-            .filter_map(|r| {
-                Some(tunebank_measure::median(r.baseline)? - tunebank_measure::median(r.candidate)?)
-            })
+            .filter_map(|r| Some(median(r.baseline)? - median(r.candidate)?))
             .collect();
         let p = signed_rank_greater_p(&diffs);
         let faster = match (baseline_us, candidate_us) {
