@@ -110,6 +110,7 @@ pub mod space;
 pub mod stats;
 pub mod strategies;
 pub mod strategy;
+pub mod svg;
 pub mod tpe;
 pub mod transfer;
 

@@ -7,6 +7,8 @@
 
 use std::fmt::Write as _;
 
+use crate::svg::{xml_escape, Svg};
+
 /// One curve of [`gap_svg`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Curve {
@@ -74,16 +76,12 @@ pub fn gap_svg(curves: &[Curve], title: &str) -> String {
     .min(top - 1.0);
     let x = |k: usize| ml + (xr - ml) * (k as f64) / ((budget - 1) as f64);
     let y = |g: f64| mt + (yb - mt) * (top - g.log10()) / (top - bottom);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" font-family="DejaVu Sans, sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let mut s = Svg::new(WIDTH, HEIGHT, "DejaVu Sans, sans-serif", 12.0);
+    s.background("white");
     let _ = writeln!(
         s,
         r#"<text x="{ml}" y="24" font-size="15" font-weight="bold">{}</text>"#,
-        xml(title)
+        xml_escape(title)
     );
     axes(&mut s, budget, (top, bottom), &x, &y);
     let mut order: Vec<usize> = (0..curves.len()).collect();
@@ -112,14 +110,12 @@ pub fn gap_svg(curves: &[Curve], title: &str) -> String {
         let phase = (i * every) / curves.len().max(1);
         let mut k = phase;
         while k < gaps[i].len() {
-            s.push_str(&marker(i, x(k), y(gaps[i][k]), color));
-            s.push('\n');
+            s.line(&marker(i, x(k), y(gaps[i][k]), color));
             k += every;
         }
     }
     legend(&mut s, curves, &order, &gaps);
-    s.push_str("</svg>\n");
-    s
+    s.finish()
 }
 
 /// The gap of a ratio, floored at [`GAP_FLOOR`] (non-finite ratios read as the floor's opposite,
@@ -134,7 +130,7 @@ fn gap(ratio: f64) -> f64 {
 
 /// Axes, decade grid lines labelled in percent, evaluation ticks, axis titles.
 fn axes(
-    s: &mut String,
+    s: &mut Svg,
     budget: usize,
     (top, bottom): (f64, f64),
     x: &dyn Fn(usize) -> f64,
@@ -250,7 +246,7 @@ fn marker(i: usize, cx: f64, cy: f64, color: &str) -> String {
 
 /// The legend right of the plot: line style, marker, name, gap at the last evaluation; in
 /// `order`.
-fn legend(s: &mut String, curves: &[Curve], order: &[usize], gaps: &[Vec<f64>]) {
+fn legend(s: &mut Svg, curves: &[Curve], order: &[usize], gaps: &[Vec<f64>]) {
     let (_, mt, xr, _) = PLOT_AREA;
     let x0 = xr + 16.0;
     let _ = writeln!(
@@ -272,8 +268,7 @@ fn legend(s: &mut String, curves: &[Curve], order: &[usize], gaps: &[Vec<f64>]) 
             r#"<line x1="{x0}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2"{dash}/>"#,
             x0 + 32.0
         );
-        s.push_str(&marker(i, x0 + 16.0, ly, color));
-        s.push('\n');
+        s.line(&marker(i, x0 + 16.0, ly, color));
         let end = gaps[i]
             .last()
             .map(|&g| format!("{:.1}%", 100.0 * g))
@@ -283,7 +278,7 @@ fn legend(s: &mut String, curves: &[Curve], order: &[usize], gaps: &[Vec<f64>]) 
             r##"<text x="{}" y="{}">{} <tspan fill="#555">{end}</tspan></text>"##,
             x0 + 40.0,
             ly + 4.0,
-            xml(&curves[i].name)
+            xml_escape(&curves[i].name)
         );
     }
 }
@@ -297,12 +292,6 @@ fn pct(g: f64) -> String {
         (-(p.log10().floor()) as usize).min(4)
     };
     format!("{p:.decimals$}%")
-}
-
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 #[cfg(test)]

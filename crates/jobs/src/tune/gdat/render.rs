@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use search_strategies::svg::Svg;
+
 use super::job::{GdatOutcome, GdatPlan, Scenario};
 
 fn end_of(o: &GdatOutcome, plan: &GdatPlan) -> f64 {
@@ -75,13 +77,8 @@ pub fn gantt_svg(plan: &GdatPlan, o: &GdatOutcome) -> String {
     let (w, row_h, left) = (900.0, 28.0, 90.0);
     let t_end = end_of(o, plan);
     let x = |t: f64| left + t / t_end * (w - left - 10.0);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{}" font-family="sans-serif" font-size="12">"#,
-        row_h * 4.0 + 20.0
-    );
-    let row = |s: &mut String, i: f64, label: &str, spans: &[(f64, f64)], colour: &str| {
+    let mut s = Svg::new(w, row_h * 4.0 + 20.0, "sans-serif", 12.0);
+    let row = |s: &mut Svg, i: f64, label: &str, spans: &[(f64, f64)], colour: &str| {
         let y = 10.0 + i * row_h;
         let _ = writeln!(s, r#"<text x="4" y="{}">{label}</text>"#, y + 16.0);
         for (k, &(a, b)) in spans.iter().enumerate() {
@@ -111,6 +108,5 @@ pub fn gantt_svg(plan: &GdatPlan, o: &GdatOutcome) -> String {
         o.default.schedule.tail_us,
         o.tuned.schedule.tail_us
     );
-    s.push_str("</svg>\n");
-    s
+    s.finish()
 }

@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use search_strategies::svg::{xml_escape, Svg};
+
 use crate::tune::report::text::shorten_middle;
 
 /// One op's times for [`before_after_svg`].
@@ -48,16 +50,12 @@ pub fn before_after_svg(ops: &[OpTimes], title: &str) -> String {
     let step = nice_step(xmax / 6.0);
     let xmax = (xmax / step).ceil().max(1.0) * step;
     let x = |v: f64| ml + (w - ml - mr) * v / xmax;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="DejaVu Sans, sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let mut s = Svg::new(w, h, "DejaVu Sans, sans-serif", 11.0);
+    s.background("white");
     let _ = writeln!(
         s,
         r#"<text x="16" y="22" font-size="15" font-weight="bold">{}: time per op before and after tuning, largest gain first</text>"#,
-        xml(title)
+        xml_escape(title)
     );
     let (tb, ta): (f64, f64) = ops
         .iter()
@@ -116,7 +114,7 @@ pub fn before_after_svg(ops: &[OpTimes], title: &str) -> String {
             r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
             ml - 10.0,
             y + 4.0,
-            xml(&shorten_middle(&o.name, 52))
+            xml_escape(&shorten_middle(&o.name, 52))
         );
         let _ = writeln!(
             s,
@@ -138,12 +136,11 @@ pub fn before_after_svg(ops: &[OpTimes], title: &str) -> String {
             percent(o.before_us, o.after_us)
         );
     }
-    s.push_str("</svg>\n");
-    s
+    s.finish()
 }
 
 /// The legend: the two marks and what they mean.
-fn legend(s: &mut String, x0: f64, y: f64) {
+fn legend(s: &mut Svg, x0: f64, y: f64) {
     let _ = writeln!(
         s,
         r#"<circle cx="{x0}" cy="{y}" r="4.5" fill="white" stroke="{BEFORE}" stroke-width="1.6"/><text x="{}" y="{}">before: default strategy</text>"#,
@@ -189,13 +186,6 @@ fn nice_step(raw: f64) -> f64 {
 fn trim(v: f64) -> String {
     let t = format!("{v:.2}");
     t.trim_end_matches('0').trim_end_matches('.').to_owned()
-}
-
-/// `s` escaped for XML text.
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 #[cfg(test)]
