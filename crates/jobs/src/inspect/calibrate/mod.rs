@@ -23,7 +23,7 @@ use tunebank_bank::interchange::tbe;
 use tunebank_bank::interchange::tbe::space;
 use tunebank_key::SocSpec;
 use tunebank_measure::sim::ops::OpModel;
-use tunebank_measure::sim::SimRunner;
+use tunebank_measure::sim::{splitmix_next, SimRunner};
 use tunebank_measure::{Measure, MeasureError, TuningTask};
 
 /// One record's times, µs. `None` where the simulator has no time, with the reason.
@@ -110,15 +110,6 @@ pub struct CalibrationReport {
     pub summary: CalibrationSummary,
 }
 
-/// SplitMix64 step: the sampler's generator (deterministic for a seed).
-fn splitmix(x: &mut u64) -> u64 {
-    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 fn sim_us(task: &TuningTask, s: &StrategyMap) -> Result<Result<f64, String>, MeasureError> {
     SimRunner::simulate(task, s)
 }
@@ -181,7 +172,7 @@ fn row(
         let mut best = row.default_us;
         let mut state = seed ^ u64::from_str_radix(&entry.md5[..16], 16).unwrap_or(0);
         for _ in 0..samples.min(space.len()) {
-            let id = (splitmix(&mut state) % space.len() as u64) as u32;
+            let id = (splitmix_next(&mut state) % space.len() as u64) as u32;
             if let Ok(us) = sim_us(&task, &space.strategy(id))? {
                 best = Some(best.map_or(us, |b: f64| b.min(us)));
             }
@@ -219,7 +210,7 @@ fn tbe_best(
     state: &mut u64,
 ) -> Result<Option<f64>, MeasureError> {
     let mut best: Option<f64> = None;
-    let mut next = || splitmix(state);
+    let mut next = || splitmix_next(state);
     for _ in 0..samples {
         let Some(k) = space.sample(&mut next, 50) else {
             continue;
