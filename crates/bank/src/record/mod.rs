@@ -69,6 +69,14 @@ pub enum Origin {
     BuiltIn,
 }
 
+/// The current time in whole seconds since 1970-01-01 UTC (0 if the clock is before it): the
+/// write time of records ([`Provenance::unix_time`]), tuned, imported or made by hand.
+pub fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// Who made the record, and how.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
@@ -91,15 +99,12 @@ impl Provenance {
     /// `algorithm`, the `trials` it measured and its `seed`, origin tuned, the current Unix time
     /// (0 if the clock is before 1970).
     pub fn tuned(algorithm: &str, trials: u64, seed: u64) -> Provenance {
-        let unix_time = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
         Provenance {
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),
             algorithm: algorithm.to_owned(),
             trials,
             seed,
-            unix_time,
+            unix_time: now_unix(),
             origin: Origin::Tuned,
         }
     }
