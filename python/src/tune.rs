@@ -74,13 +74,16 @@ impl TuneResult {
 /// (created if needed; `None` = AOE's path rules); `graph_bank` is the graph bank OPAT applies
 /// first (SGAT: the one it writes); the result file goes to `output_dir` (default:
 /// `ASCEND_WORK_PATH`, else aoe.ini's `WORK_PATH`, else the working directory); `config` is
-/// aoe.ini; `workers` and `repeat_tune` default to `TUNING_PARALLEL_NUM` and `REPEAT_TUNE`;
-/// `runner` is `sim`, `sim:SEED`, `cpu` or `exec:COMMAND`; `budget` candidates per op
-/// (subgraph, job); `transfer` (OPAT): a miss's search starts from the winners of related bank
-/// records; `progress`, if given, is called with a dict per finished task; every other keyword
-/// is an ATC option (`soc_version` required).
+/// aoe.ini; `platform_config` is the simulator's SoC description file (CANN's
+/// `platform_config/<SoC>.ini`) or a folder of them, before the installed toolkit's and the
+/// built-in copy (`tunebank tune --platform-config`); `workers` and `repeat_tune` default to
+/// `TUNING_PARALLEL_NUM` and `REPEAT_TUNE`; `runner` is `sim`, `sim:SEED`, `cpu` or
+/// `exec:COMMAND`; `budget` candidates per op (subgraph, job); `transfer` (OPAT): a miss's
+/// search starts from the winners of related bank records; `progress`, if given, is called
+/// with a dict per finished task; every other keyword is an ATC option (`soc_version`
+/// required).
 #[pyfunction]
-#[pyo3(signature = (model, job_type=None, *, bank=None, graph_bank=None, op_bank=None, output_dir=None, config=None, runner="sim".to_owned(), strategy="ensemble".to_owned(), budget=64, seed=1, workers=None, repeat_tune=None, transfer=true, rank_size=None, devices_per_server=8, cluster=None, max_segments=8, progress=None, **atc_options))]
+#[pyo3(signature = (model, job_type=None, *, bank=None, graph_bank=None, op_bank=None, output_dir=None, config=None, platform_config=None, runner="sim".to_owned(), strategy="ensemble".to_owned(), budget=64, seed=1, workers=None, repeat_tune=None, transfer=true, rank_size=None, devices_per_server=8, cluster=None, max_segments=8, progress=None, **atc_options))]
 #[allow(clippy::too_many_arguments)]
 fn tune(
     py: Python<'_>,
@@ -91,6 +94,7 @@ fn tune(
     op_bank: Option<PathBuf>,
     output_dir: Option<PathBuf>,
     config: Option<PathBuf>,
+    platform_config: Option<PathBuf>,
     runner: String,
     strategy: String,
     budget: usize,
@@ -124,6 +128,7 @@ fn tune(
     spec.op_bank = op_bank;
     spec.output_dir = output_dir;
     spec.config = config;
+    spec.platform_config = platform_config;
     spec.gradient.rank_size = rank_size;
     spec.gradient.devices_per_server = devices_per_server;
     spec.gradient.cluster = cluster;

@@ -124,6 +124,7 @@ def tune(
     op_bank: Optional[_Path] = None,
     output_dir: Optional[_Path] = None,
     config: Optional[_Path] = None,
+    platform_config: Optional[_Path] = None,
     runner: str = "sim",
     strategy: str = "ensemble",
     budget: int = 64,
@@ -145,7 +146,9 @@ def tune(
     bank; ``None`` takes ``AOE_MODE``, else 2. ``workers``, ``repeat_tune`` and ``output_dir``
     default to ``TUNING_PARALLEL_NUM``, ``REPEAT_TUNE`` and ``ASCEND_WORK_PATH`` (then aoe.ini,
     ``config`` or AOE's locations), as for the CLI. ``transfer`` (operator tuning): a miss's
-    search starts from the winners of related bank records. ``progress`` is called with
+    search starts from the winners of related bank records. ``platform_config`` is the
+    simulator's SoC description file (or a folder of ``<SoC>.ini`` files), as
+    ``--platform-config``. ``progress`` is called with
     ``{"name", "decision", "before_us", "after_us", "failure", "done", "total"}`` after each
     task."""
 

@@ -2,12 +2,12 @@
 //! (`TUNE_BANK_PATH` > `ASCEND_CACHE_PATH/aoe_data` > the `$HOME` default, per kind and SoC),
 //! the built-in bank directory, and the explicit override that beats them all.
 
-use std::ffi::{CString, OsString};
+use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use tunebank_failure::FailureKind;
-use tunebank_key::RecordKind;
+use tunebank_key::{Environment, RecordKind, Var};
 
 /// File name of a bank inside its directory, by kind.
 pub(crate) fn bank_file_name(kind: RecordKind) -> &'static str {
@@ -18,8 +18,9 @@ pub(crate) fn bank_file_name(kind: RecordKind) -> &'static str {
     }
 }
 
-/// The environment variables path resolution reads, captured once so resolution is a pure
-/// function (and testable without touching the process environment).
+/// The environment variables path resolution reads, from the snapshot of the environment
+/// ([`Environment`], tunebank's one reader, whose blank values are already unset), so that
+/// resolution is a pure function (and testable without touching the process environment).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BankEnv {
     /// `TUNE_BANK_PATH`.
@@ -32,16 +33,23 @@ pub struct BankEnv {
     pub builtin_path: Option<OsString>,
 }
 
-impl BankEnv {
-    /// Reads the variables from the process environment. Empty values count as unset.
-    pub fn from_process() -> Self {
-        let get = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+impl From<&Environment> for BankEnv {
+    /// The bank path variables of `env`.
+    fn from(env: &Environment) -> BankEnv {
+        let get = |var: Var| env.value(var).map(OsStr::to_os_string);
         BankEnv {
-            tune_bank_path: get("TUNE_BANK_PATH"),
-            ascend_cache_path: get("ASCEND_CACHE_PATH"),
-            home: get("HOME"),
-            builtin_path: get("TUNEBANK_BUILTIN_PATH"),
+            tune_bank_path: get(Var::TuneBankPath),
+            ascend_cache_path: get(Var::AscendCachePath),
+            home: get(Var::Home),
+            builtin_path: get(Var::BuiltinPath),
         }
+    }
+}
+
+impl BankEnv {
+    /// Reads the variables from the process environment ([`Environment::process`]).
+    pub fn from_process() -> Self {
+        BankEnv::from(&Environment::process())
     }
 }
 
@@ -338,6 +346,25 @@ mod tests {
         assert_eq!(
             resolve_custom(RecordKind::Op, "X1", None, &env(None, None, None)),
             Err(PathError::NoLocation)
+        );
+    }
+
+    #[test]
+    fn the_bank_variables_of_a_snapshot_blank_ones_unset() {
+        let snapshot = Environment::empty()
+            .with("TUNE_BANK_PATH", " /banks ")
+            .with("HOME", "  ")
+            .with("ASCEND_CACHE_PATH", "/c")
+            .with("TUNEBANK_BUILTIN_PATH", "/b")
+            .with("ASCEND_HOME_PATH", "/not/a/bank/variable");
+        assert_eq!(
+            BankEnv::from(&snapshot),
+            BankEnv {
+                tune_bank_path: Some("/banks".into()),
+                ascend_cache_path: Some("/c".into()),
+                home: None,
+                builtin_path: Some("/b".into()),
+            }
         );
     }
 

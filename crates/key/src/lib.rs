@@ -45,6 +45,7 @@
 
 pub(crate) mod descriptor;
 pub(crate) mod encode;
+mod env;
 pub mod ir;
 mod node;
 pub mod options;
@@ -56,9 +57,9 @@ mod vocab;
 
 pub use descriptor::*;
 pub use encode::KeyError;
+pub use env::{Environment, Var, DEFAULT_TOOLKIT_ROOT};
 pub use node::NodeError;
 pub use options::*;
-pub use platform::use_platform_config;
 pub use platform::{platform_source, PlatformError, PlatformSource};
 pub use resolve::resolve_op;
 pub use resolve::{derive_op_keys, OpTemplate, Profile, ResolveError, ResolvedOp, TemplateTensor};

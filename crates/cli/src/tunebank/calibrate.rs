@@ -6,12 +6,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use tunebank_bank::interchange::aoe_graph::read_aoe_graph_file;
 use tunebank_bank::read_aoe_file;
 use tunebank_jobs::inspect::calibrate::calibrate;
 use tunebank_jobs::inspect::calibrate::graph::calibrate_graphs;
 use tunebank_jobs::tune::TuneSettings;
+use tunebank_key::platform::{self, PlatformSearch};
+use tunebank_key::Environment;
 
 use super::Conversion;
 use crate::entry::print_report;
@@ -50,6 +52,9 @@ pub struct CalibrateArgs {
 /// graph line without times is listed with its reason.
 pub fn run(args: CalibrateArgs, atc: &[String]) -> Result<ExitCode> {
     let ctx = Conversion::from_atc(atc).context("calibrate needs --soc_version")?;
+    // The simulator models the SoC from the files this host's toolkit roots hold.
+    let search = PlatformSearch::new(None, &Environment::process());
+    platform::select(&ctx.soc.version, &search).map_err(|c| anyhow!("{c}"))?;
     if let Some(path) = &args.aoe_graph {
         let file = read_aoe_graph_file(path)?;
         // One graph line per thread at a time, on every core (the report does not depend on it).

@@ -52,9 +52,9 @@ pub fn status(args: JobArgs) -> Result<ExitCode> {
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
     let dir = match (
         &args.output_dir,
-        tunebank_jobs::job::Environment::process()
-            .get("ASCEND_WORK_PATH")
-            .map(str::to_owned),
+        tunebank_key::Environment::process()
+            .path(tunebank_key::Var::AscendWorkPath)
+            .map(std::path::Path::to_path_buf),
     ) {
         (Some(d), _) => d.clone(),
         (None, Some(w)) => w.into(),

@@ -25,8 +25,10 @@ pub struct TuneArgs {
     #[arg(long, default_value = "sim")]
     pub runner: String,
     /// The simulator's SoC description: a CANN `platform_config/<SoC>.ini` file, or a folder
-    /// of them; it takes precedence over the installed toolkit's file ($ASCEND_HOME_PATH, else
-    /// $ASCEND_TOOLKIT_HOME, else the default install paths) and the built-in CANN 8.1 copy.
+    /// of them; it takes precedence over the installed toolkit's file (under the first of
+    /// $ASCEND_TOOLKIT_HOME, $ASCEND_HOME_PATH, $HOME/Ascend/ascend-toolkit/latest and
+    /// /usr/local/Ascend/ascend-toolkit/latest holding it, as for aoe.ini) and the built-in
+    /// CANN 8.1 copy.
     /// Keys never read it: they use the built-in files.
     #[arg(long = "platform-config", value_name = "FILE|DIR")]
     pub platform_config: Option<PathBuf>,
@@ -105,10 +107,6 @@ pub struct TuneArgs {
 
 /// Tunes the model; exit 0 done, 1 some op failed or none tuned, 130 interrupted (a rerun continues).
 pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
-    if let Some(p) = &args.platform_config {
-        // The first resolution of any SoC happens after this, so the path always takes.
-        tunebank_key::use_platform_config(p);
-    }
     let spec = job_spec(&args, atc)?;
     let env = Environment::process();
     if let Some(url) = &args.queue {
@@ -154,6 +152,7 @@ fn job_spec(args: &TuneArgs, atc: &[String]) -> Result<JobSpec> {
     spec.op_bank = args.graph_bank.as_ref().and(args.bank.clone());
     spec.output_dir = args.output_dir.clone();
     spec.config = args.config.clone();
+    spec.platform_config = args.platform_config.clone();
     let g = &args.gdat;
     spec.gradient.rank_size = g.cluster.rank_size;
     spec.gradient.devices_per_server = g.cluster.devices_per_server;
@@ -230,7 +229,7 @@ struct Shown {
 /// Which SoC description file the simulator's figures come from.
 fn soc_facts(job: &Job) {
     let version = &job.soc().version;
-    if let Ok(source) = tunebank_key::platform_source(version) {
+    if let Ok(source) = job.platform_source() {
         eprintln!("tunebank: SoC facts of {version}: {source}");
     }
 }

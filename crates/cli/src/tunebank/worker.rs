@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use tunebank_bank::Bank;
 use tunebank_jobs::queue::{Worker, WorkerConfig, HOLD_FIRST_TASK_ENV};
-use tunebank_key::{FsReader, RecordKind, ResolvedOptions};
+use tunebank_key::platform::{self, PlatformSearch};
+use tunebank_key::{Environment, FsReader, RecordKind, ResolvedOptions, Var};
 
 use super::progress::{install_signal_handlers, CANCEL};
 
@@ -73,13 +74,16 @@ pub fn run(args: WorkerArgs, atc: &[String]) -> Result<ExitCode> {
     if args.max_attempts < 1 {
         bail!("--max-attempts {}: expected at least 1", args.max_attempts);
     }
-    let hold_first = match std::env::var(HOLD_FIRST_TASK_ENV) {
-        Ok(v) => Some(positive_seconds(
+    let env = Environment::process();
+    let hold_first = match env.text(Var::WorkerHoldFirst) {
+        Some(v) => Some(positive_seconds(
             v.parse().unwrap_or(f64::NAN),
             HOLD_FIRST_TASK_ENV,
         )?),
-        Err(_) => None,
+        None => None,
     };
+    // The simulator models the SoC from the files this host's toolkit roots hold.
+    platform::select(&soc, &PlatformSearch::new(None, &env)).map_err(|c| anyhow!("{c}"))?;
     let config = WorkerConfig {
         url: args.queue.clone(),
         worker_id: args

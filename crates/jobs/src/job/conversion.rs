@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::tune::sgat::{post_sgat_plan, PostSgat};
 use crate::tune::{self, TunePlan};
+use tunebank_bank::paths::BankEnv;
 use tunebank_bank::Bank;
 use tunebank_key::{RecordKind, ResolvedOptions, SocSpec};
 use tunebank_model::Model;
@@ -44,7 +45,7 @@ fn open_graph_bank(
     env: &Environment,
 ) -> Result<Option<Bank>, JobError> {
     let mut builder = Bank::builder(RecordKind::Graph, soc)
-        .env(env.bank_env())
+        .env(BankEnv::from(env))
         .read_only(true);
     if let Some(p) = explicit {
         if !tunebank_bank::paths::bank_exists(p) {
@@ -69,7 +70,7 @@ pub(super) fn open_op_bank(
     env: &Environment,
 ) -> Result<Option<Bank>, JobError> {
     let mut builder = Bank::builder(RecordKind::Op, soc)
-        .env(env.bank_env())
+        .env(BankEnv::from(env))
         .no_default_builtin();
     if let Some(p) = explicit {
         builder = builder.custom_path(p);
@@ -165,7 +166,7 @@ impl Conversion {
     /// over its `builtin_banks` and the default built-in bank), read-only.
     pub fn look_up(&self) -> Result<crate::inspect::ConvertReport, JobError> {
         let mut builder = Bank::builder(RecordKind::Op, &self.soc.version)
-            .env(self.env.bank_env())
+            .env(BankEnv::from(&self.env))
             .read_only(true);
         if let Some(p) = &self.bank {
             builder = builder.custom_path(p);

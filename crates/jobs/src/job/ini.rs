@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Environment, JobError};
+use tunebank_key::Environment;
+
+use super::JobError;
 
 /// What an `aoe.ini` sets (each `None` when the file leaves it out).
 #[derive(Debug, Default, PartialEq)]
@@ -21,20 +23,17 @@ pub(crate) struct AoeIni {
     pub run_loop: Option<u32>,
 }
 
-/// AOE's locations of `aoe.ini`, in the order they are tried: under `$ASCEND_TOOLKIT_HOME`,
-/// `$ASCEND_HOME_PATH`, `$HOME/Ascend/ascend-toolkit/latest` and
-/// `/usr/local/Ascend/ascend-toolkit/latest`, each `tools/aoe/conf/aoe.ini`.
+/// AOE's locations of `aoe.ini`, in the order they are tried: `tools/aoe/conf/aoe.ini` under
+/// each toolkit root of `env` ([`Environment::toolkit_roots`]: `$ASCEND_TOOLKIT_HOME`,
+/// `$ASCEND_HOME_PATH`, `$HOME/Ascend/ascend-toolkit/latest`,
+/// `/usr/local/Ascend/ascend-toolkit/latest`), the roots the SoC description files are
+/// searched under too.
 pub fn locations(env: &Environment) -> Vec<PathBuf> {
     let tail = Path::new("tools/aoe/conf/aoe.ini");
-    let mut roots: Vec<PathBuf> = ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"]
-        .iter()
-        .filter_map(|v| env.get(v).map(PathBuf::from))
-        .collect();
-    if let Some(home) = env.get("HOME") {
-        roots.push(Path::new(&home).join("Ascend/ascend-toolkit/latest"));
-    }
-    roots.push(PathBuf::from("/usr/local/Ascend/ascend-toolkit/latest"));
-    roots.into_iter().map(|r| r.join(tail)).collect()
+    env.toolkit_roots()
+        .into_iter()
+        .map(|r| r.join(tail))
+        .collect()
 }
 
 /// The `aoe.ini` of `--config` (which must exist), else the first of [`locations`] that
@@ -144,6 +143,75 @@ mod tests {
                 e.contains("/x/aoe.ini") && e.contains(key) && e.contains(range),
                 "{e}"
             );
+        }
+    }
+
+    /// `aoe.ini` and the SoC description files are searched in one order: under each toolkit
+    /// root in turn, the first holding the file answering, whichever variables name the roots.
+    #[test]
+    fn aoe_ini_and_the_soc_files_are_searched_in_one_order() {
+        use tunebank_key::platform::PlatformSearch;
+        use tunebank_key::PlatformSource;
+        const SOC: &str = "Ascend910B2";
+        let soc_file = include_str!("../../../key/src/platform/cann81/Ascend910B2.ini");
+        let roots = ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "HOME"];
+        let under = |dir: &Path, var: &str| match var {
+            "HOME" => dir.join("HOME/Ascend/ascend-toolkit/latest"),
+            _ => dir.join(var),
+        };
+        // Step k: every variable set, the files only under the roots from the k-th on.
+        for first in 0..roots.len() {
+            let d = tempfile::tempdir().unwrap();
+            let mut env = Environment::empty();
+            for var in roots {
+                let value = if var == "HOME" {
+                    d.path().join("HOME")
+                } else {
+                    d.path().join(var)
+                };
+                env = env.with(var, &value);
+            }
+            for var in &roots[first..] {
+                let root = under(d.path(), var);
+                let ini = root.join("tools/aoe/conf/aoe.ini");
+                std::fs::create_dir_all(ini.parent().unwrap()).unwrap();
+                std::fs::write(&ini, "[COMMON]\nRUN_LOOP=5\n").unwrap();
+                let arch = format!("{}-linux/data/platform_config", std::env::consts::ARCH);
+                std::fs::create_dir_all(root.join(&arch)).unwrap();
+                std::fs::write(root.join(&arch).join(format!("{SOC}.ini")), soc_file).unwrap();
+            }
+            let want = under(d.path(), roots[first]);
+            let ini = find(None, &env).unwrap().expect("an aoe.ini");
+            assert!(
+                ini.path.starts_with(&want),
+                "{} not under {}",
+                ini.path.display(),
+                want.display()
+            );
+            let facts = PlatformSearch::new(None, &env).resolve(SOC).unwrap();
+            match &facts.source {
+                PlatformSource::Installed(p) => {
+                    assert!(
+                        p.starts_with(&want),
+                        "{} not under {}",
+                        p.display(),
+                        want.display()
+                    )
+                }
+                other => panic!(
+                    "expected the installed file under {}, got {other}",
+                    want.display()
+                ),
+            }
+        }
+        // No root holds either: no aoe.ini, the built-in SoC facts (unless a real toolkit is
+        // installed at the default place).
+        let d = tempfile::tempdir().unwrap();
+        let env = Environment::empty().with("HOME", d.path());
+        if !Path::new(tunebank_key::DEFAULT_TOOLKIT_ROOT).exists() {
+            assert_eq!(find(None, &env).unwrap(), None);
+            let facts = PlatformSearch::new(None, &env).resolve(SOC).unwrap();
+            assert_eq!(facts.source, PlatformSource::Embedded);
         }
     }
 }

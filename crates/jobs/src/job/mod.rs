@@ -33,15 +33,16 @@ mod spec;
 use std::path::{Path, PathBuf};
 
 pub use conversion::{Conversion, GraphApplied, UnitKey};
-pub use env::Environment;
 pub(crate) use ini::AoeIni;
 pub use run::{Finished, JobOutcome, JobReport, Observer, Started};
 pub use spec::options_of;
 pub use spec::{op_keys, GradientSpec, JobSpec, WorkerCap};
+pub use tunebank_key::Environment;
 
 use crate::tune::gdat::{GdatError, GdatPlan};
 use crate::tune::sgat::{SgatError, SgatPlan};
 use crate::tune::{TuneError, TunePlan, TuneSettings};
+use tunebank_bank::paths::BankEnv;
 use tunebank_bank::{Bank, BankError};
 use tunebank_failure::{io_kind, FailureKind};
 use tunebank_key::{OptionError, RecordKind, ResolveError, ResolvedOptions, SocSpec};
@@ -234,8 +235,8 @@ pub fn normalise_job_type(atc: &[String]) -> Vec<String> {
 /// The job type of `atc` (after `--job-type` spellings are normalised): `--job_type`, else `AOE_MODE`, else
 /// operator tuning. `AOE_MODE` is checked even when `--job_type` overrides it.
 pub(crate) fn job_type(atc: &[String], env: &Environment) -> Result<JobType, JobError> {
-    let from_env = match env.get("AOE_MODE") {
-        Some(m) => Some(JobType::parse("AOE_MODE", m)?),
+    let from_env = match env.text(tunebank_key::Var::AoeMode) {
+        Some(m) => Some(JobType::parse("AOE_MODE", &m)?),
         None => None,
     };
     match atc.iter().rev().find_map(|a| a.strip_prefix("--job_type=")) {
@@ -276,6 +277,7 @@ pub struct Job {
     ini: Option<PathBuf>,
     spec: JobSpec,
     env: Environment,
+    platform: tunebank_key::platform::PlatformSearch,
     plan: JobPlan,
 }
 
@@ -318,6 +320,17 @@ impl Job {
     /// The aoe.ini read, if any.
     pub fn config_file(&self) -> Option<&Path> {
         self.ini.as_deref()
+    }
+
+    /// Which SoC description file the simulator's figures of the job's SoC come from (the
+    /// job's `--platform-config`, the installed toolkit's, or the built-in copy), or why it
+    /// cannot be used.
+    pub fn platform_source(
+        &self,
+    ) -> Result<tunebank_key::PlatformSource, tunebank_key::PlatformError> {
+        self.platform
+            .resolve(&self.soc.version)
+            .map(|p| p.source.clone())
     }
 
     /// OPAT: the units and tasks, exactly as a conversion resolves them (graph bank applied)
@@ -417,7 +430,7 @@ impl Job {
             _ => self.spec.bank.as_ref(),
         };
         let mut builder = Bank::builder(self.job_type.record_kind(), &self.soc.version)
-            .env(self.env.bank_env())
+            .env(BankEnv::from(&self.env))
             .read_only(false);
         if let Some(p) = explicit {
             builder = builder.custom_path(p);

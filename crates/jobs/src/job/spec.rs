@@ -7,14 +7,17 @@ use std::time::Duration;
 use crate::tune::gdat::{self, Cluster};
 use crate::tune::sgat::sgat_plan;
 use crate::tune::{self, memory, TuneError, TuneSettings};
-use tunebank_key::{derive_op_keys, FsReader, OpTemplate, ResolvedOp, ResolvedOptions, SocSpec};
+use tunebank_key::platform::{self, PlatformSearch};
+use tunebank_key::{
+    derive_op_keys, Environment, FsReader, OpTemplate, ResolvedOp, ResolvedOptions, SocSpec, Var,
+};
 use tunebank_measure::{RunnerSpec, TimingSettings};
 use tunebank_model::{Framework, ModelFiles};
 
 use super::conversion::{open_op_bank, plan_units, Conversion};
 use super::{
-    ini, job_type, normalise_job_type, ops_file, AoeIni, Environment, Job, JobError, JobPlan,
-    JobType, OutputDir,
+    env, ini, job_type, normalise_job_type, ops_file, AoeIni, Job, JobError, JobPlan, JobType,
+    OutputDir,
 };
 
 /// A gradient job's cluster (GDAT only).
@@ -89,6 +92,11 @@ pub struct JobSpec {
     pub output_dir: Option<PathBuf>,
     /// aoe.ini; `None`: the first of `ini::locations` that exists.
     pub config: Option<PathBuf>,
+    /// The simulator's SoC description file (CANN's `platform_config/<SoC>.ini`), or a folder
+    /// of such files (`--platform-config`); `None`, or a folder without the SoC's file: the
+    /// installed toolkit's under the environment's toolkit roots (AOE's order, as for
+    /// aoe.ini), else the copy of CANN 8.1's built in ([`PlatformSearch`]).
+    pub platform_config: Option<PathBuf>,
     /// GDAT's cluster.
     pub gradient: GradientSpec,
 }
@@ -121,6 +129,7 @@ impl JobSpec {
             builtin_banks: Vec::new(),
             output_dir: None,
             config: None,
+            platform_config: None,
             gradient: GradientSpec::default(),
         }
     }
@@ -177,6 +186,7 @@ impl JobSpec {
     pub fn resolve(&self, env: &Environment) -> Result<Job, JobError> {
         let job_type = self.job_type(env)?;
         let (options, soc) = options_of(&self.atc())?;
+        let platform = self.select_platform(&soc.version, env)?;
         let files = ModelFiles::from_options(&options)?;
         let ini = ini::find(self.config.as_deref(), env)?;
         let mut settings = self.settings(job_type, env, &options, ini.as_ref())?;
@@ -256,9 +266,9 @@ impl JobSpec {
             _ => WorkerCap::new(1, per_worker, None),
         };
         settings.workers = workers.workers;
-        let output_dir = match (&self.output_dir, env.get("ASCEND_WORK_PATH"), &ini) {
+        let output_dir = match (&self.output_dir, env.path(Var::AscendWorkPath), &ini) {
             (Some(d), _, _) => OutputDir::Given(d.clone()),
-            (None, Some(w), _) => OutputDir::Given(PathBuf::from(w)),
+            (None, Some(w), _) => OutputDir::Given(w.to_path_buf()),
             (
                 None,
                 None,
@@ -280,8 +290,26 @@ impl JobSpec {
             ini: ini.map(|i| i.path),
             spec: self.clone(),
             env: env.clone(),
+            platform,
             plan,
         })
+    }
+
+    /// The search for the SoC's description file under [`JobSpec::platform_config`] and
+    /// `env`, and what it finds for `soc` made what the simulator uses ([`platform::select`])
+    /// before anything models the SoC. A file that cannot be used is reported where the
+    /// simulator is asked for the SoC (the runner's SoC check), as an unmodelled SoC; other
+    /// facts already in this process's simulator are [`JobError::Unsupported`].
+    fn select_platform(&self, soc: &str, env: &Environment) -> Result<PlatformSearch, JobError> {
+        let search = PlatformSearch::new(self.platform_config.as_deref(), env);
+        platform::select(soc, &search).map_err(|conflict| JobError::Unsupported {
+            input: match &self.platform_config {
+                Some(p) => format!("--platform-config {}", p.display()),
+                None => format!("the SoC description file of {soc}"),
+            },
+            reason: conflict.to_string(),
+        })?;
+        Ok(search)
     }
 
     /// The settings from the spec, the environment and aoe.ini (one worker; [`WorkerCap`]
@@ -295,14 +323,14 @@ impl JobSpec {
     ) -> Result<TuneSettings, JobError> {
         let repeat_tune = match self.repeat_tune {
             Some(r) => r,
-            None => env.repeat_tune()?,
+            None => env::repeat_tune(env)?,
         };
         let mut timing = TimingSettings::default();
         if let Some(r) = ini.and_then(|i| i.run_loop) {
             timing.repeats = r;
         }
-        let batch = env.positive("TE_PARALLEL_COMPILER")?.unwrap_or(8);
-        env.check_device_id()?;
+        let batch = env::positive(env, Var::TeParallelCompiler)?.unwrap_or(8);
+        env::check_device_id(env)?;
         if self.budget == 0 {
             let per = match job_type {
                 JobType::Op => "per op",
@@ -353,7 +381,7 @@ impl JobSpec {
         if let Some(0) = self.workers {
             return Err(JobError::invalid("workers 0", "at least 1"));
         }
-        let from_env = env.positive("TUNING_PARALLEL_NUM")?;
+        let from_env = env::positive(env, Var::TuningParallelNum)?;
         Ok(
             match (self.workers, from_env, ini.and_then(|i| i.parallel)) {
                 (Some(n), _, _) | (None, Some(n), _) | (None, None, Some(n)) => n,
@@ -427,7 +455,7 @@ pub(crate) fn tuning_name(model_path: &str) -> String {
 /// Per-worker memory estimate by runner: a simulator is small; host kernels and device
 /// compilations are not. `TUNEBANK_WORKER_MEMORY_MB` overrides it.
 fn worker_memory_bytes(runner: &str, env: &Environment) -> Result<u64, JobError> {
-    if let Some(mb) = env.positive("TUNEBANK_WORKER_MEMORY_MB")? {
+    if let Some(mb) = env::positive(env, Var::WorkerMemoryMb)? {
         return Ok(mb as u64 * (1 << 20));
     }
     Ok(RunnerSpec::parse(runner)
@@ -457,5 +485,92 @@ impl WorkerCap {
             per_worker,
             available: capped.then(|| available.map_or(0, |a| a.bytes)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tunebank_key::PlatformSource;
+    use tunebank_measure::sim::SocModel;
+
+    /// CANN 8.1's description of the Ascend910B1 (cube clock 1850 MHz).
+    const B1: &str = include_str!("../../../key/src/platform/cann81/Ascend910B1.ini");
+
+    /// An OPAT job of the BERT layer fixture on `soc`, results in `out`.
+    fn spec(soc: &str, out: &Path, platform_config: Option<&Path>) -> JobSpec {
+        let model =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models/bert_layer.onnx");
+        let mut spec = JobSpec::new([
+            format!("--model={}", model.display()),
+            format!("--soc_version={soc}"),
+        ]);
+        spec.output_dir = Some(out.to_path_buf());
+        spec.platform_config = platform_config.map(Path::to_path_buf);
+        spec
+    }
+
+    /// `JobSpec::platform_config` is the job's: the job names the file, and the simulator
+    /// models the SoC from it (half the clock, half the GHz); the same file again is fine,
+    /// another file or the built-in copy for the SoC in the same process is refused, naming
+    /// the flag and both origins.
+    #[test]
+    fn platform_config_reaches_the_simulator_through_the_job() {
+        const SOC: &str = "Ascend910B1";
+        let d = tempfile::tempdir().unwrap();
+        let env = Environment::empty().with("HOME", d.path());
+        assert!(B1.contains("cube_freq=1850"));
+        let slow = d.path().join("slow.ini");
+        std::fs::write(&slow, B1.replace("cube_freq=1850", "cube_freq=925")).unwrap();
+        let job = spec(SOC, d.path(), Some(&slow)).resolve(&env).unwrap();
+        assert_eq!(
+            job.platform_source().unwrap(),
+            PlatformSource::Given(slow.clone())
+        );
+        let model = SocModel::resolve(SOC).unwrap();
+        assert!(
+            (model.clock_ghz - 0.925).abs() < 1e-12,
+            "{}",
+            model.clock_ghz
+        );
+
+        spec(SOC, d.path(), Some(&slow)).resolve(&env).unwrap();
+        let other = d.path().join("other.ini");
+        std::fs::write(&other, B1).unwrap();
+        for (config, wanted) in [
+            (Some(other.as_path()), other.display().to_string()),
+            (None, PlatformSource::Embedded.to_string()),
+        ] {
+            match spec(SOC, d.path(), config).resolve(&env).unwrap_err() {
+                JobError::Unsupported { input, reason } => {
+                    let flag = config
+                        .map_or("the SoC description file of Ascend910B1".into(), |c| {
+                            format!("--platform-config {}", c.display())
+                        });
+                    assert_eq!(input, flag);
+                    assert!(reason.contains(&slow.display().to_string()), "{reason}");
+                    assert!(reason.contains(&wanted), "{reason}");
+                }
+                e => panic!("expected Unsupported, got {e:?}"),
+            }
+        }
+        assert!((SocModel::resolve(SOC).unwrap().clock_ghz - 0.925).abs() < 1e-12);
+    }
+
+    /// A `platform_config` describing another SoC is refused before anything runs, as the
+    /// simulator's SoC check (bad input naming the file).
+    #[test]
+    fn a_platform_config_of_another_soc_is_bad_input_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Environment::empty().with("HOME", d.path());
+        let b1 = d.path().join("b1.ini");
+        std::fs::write(&b1, B1).unwrap();
+        let e = spec("Ascend310P3", d.path(), Some(&b1))
+            .resolve(&env)
+            .unwrap_err();
+        assert_eq!(e.kind(), tunebank_failure::FailureKind::Input, "{e}");
+        let message = tunebank_failure::error_chain(&e);
+        assert!(message.contains(&b1.display().to_string()), "{message}");
+        assert!(message.contains("Ascend910B1"), "{message}");
     }
 }

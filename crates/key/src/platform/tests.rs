@@ -1,6 +1,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::Environment;
 
 /// A deliberately naive reader (no sections merged, no trimming rules shared with `Ini`): the
 /// value of `key` in `[section]` of `text`.
@@ -141,92 +142,173 @@ fn install(root: &Path, arch: &str, version: &str, mhz: u64) -> PathBuf {
     path
 }
 
-fn env(root: &Path) -> Env {
-    Env {
-        ascend_home_path: None,
-        ascend_toolkit_home: None,
-        home: None,
-        system_root: root.join("system"),
+/// A process environment in a test: a snapshot, and where the default install lives (a
+/// temporary folder standing for `/usr/local/Ascend/ascend-toolkit/latest`).
+struct Machine {
+    env: Environment,
+    system: PathBuf,
+}
+
+impl Machine {
+    fn set(&mut self, name: &str, value: &Path) {
+        self.env = self.env.clone().with(name, value);
     }
+
+    /// The search of this machine: the snapshot's toolkit roots, the default install moved.
+    fn search(&self, given: Option<&Path>) -> PlatformSearch {
+        let roots = self
+            .env
+            .toolkit_roots()
+            .into_iter()
+            .map(|r| {
+                if r == Path::new(crate::DEFAULT_TOOLKIT_ROOT) {
+                    self.system.clone()
+                } else {
+                    r
+                }
+            })
+            .collect();
+        PlatformSearch::with_roots(given, roots)
+    }
+}
+
+fn env(root: &Path) -> Machine {
+    Machine {
+        env: Environment::empty(),
+        system: root.join("system/ascend-toolkit/latest"),
+    }
+}
+
+/// ATC's search as [`search`] runs it under `m` (uncached).
+fn find(v: &str, given: Option<&Path>, m: &Machine) -> Result<Found, PlatformError> {
+    search(v, &m.search(given))
 }
 
 fn mhz(f: &Found) -> (u64, PlatformSource) {
     (f.platform().cube_mhz, f.platform().source.clone())
 }
 
-/// ATC's order: a named file or folder, then `ASCEND_HOME_PATH`, else `ASCEND_TOOLKIT_HOME`,
-/// else the default install paths (system, then the user's), each under `<arch>-linux/`, then
-/// the built-in copy.
+/// AOE's order, the one `aoe.ini` is searched in: a named file or folder, then the first
+/// toolkit root holding the SoC's file of `$ASCEND_TOOLKIT_HOME`, `$ASCEND_HOME_PATH`,
+/// `$HOME/Ascend/ascend-toolkit/latest` and the default install, each under `<arch>-linux/`,
+/// then the built-in copy. Each step is shown by a file that beats the ones before it, and a
+/// root without the file passes on to the next.
 #[test]
-fn the_search_follows_atcs_order() {
+fn the_search_follows_aoes_order() {
     let d = tempfile::tempdir().unwrap();
     let root = d.path();
     let v = "Ascend910B2";
-    let mut e = env(root);
-    let f = search(v, None, &e).unwrap();
-    assert_eq!(mhz(&f), (1800, PlatformSource::Embedded));
-
-    let system = install(
-        &root.join("system/ascend-toolkit/latest"),
-        "aarch64",
-        v,
-        1001,
-    );
+    let mut m = env(root);
     assert_eq!(
-        mhz(&search(v, None, &e).unwrap()),
-        (1001, PlatformSource::Installed(system))
+        mhz(&find(v, None, &m).unwrap()),
+        (1800, PlatformSource::Embedded)
     );
-    e.home = Some(root.join("home"));
+
+    let system = install(&m.system, "aarch64", v, 1001);
+    assert_eq!(
+        mhz(&find(v, None, &m).unwrap()),
+        (1001, PlatformSource::Installed(system.clone()))
+    );
+    m.set("HOME", &root.join("home"));
     let user = install(
         &root.join("home/Ascend/ascend-toolkit/latest"),
         "x86_64",
         v,
         1002,
     );
-    // The system install comes first.
-    assert_eq!(search(v, None, &e).unwrap().platform().cube_mhz, 1001);
-    std::fs::remove_dir_all(root.join("system")).unwrap();
+    // The user's install comes before the default one.
     assert_eq!(
-        mhz(&search(v, None, &e).unwrap()),
-        (1002, PlatformSource::Installed(user))
+        mhz(&find(v, None, &m).unwrap()),
+        (1002, PlatformSource::Installed(user.clone()))
     );
-
-    let tk = install(&root.join("toolkit"), "x86_64", v, 1003);
-    e.ascend_toolkit_home = Some(root.join("toolkit"));
+    let home = install(&root.join("ascend_home"), "aarch64", v, 1003);
+    m.set("ASCEND_HOME_PATH", &root.join("ascend_home"));
     assert_eq!(
-        mhz(&search(v, None, &e).unwrap()),
-        (1003, PlatformSource::Installed(tk))
+        mhz(&find(v, None, &m).unwrap()),
+        (1003, PlatformSource::Installed(home))
     );
-    let home = install(&root.join("ascend_home"), "aarch64", v, 1004);
-    e.ascend_home_path = Some(root.join("ascend_home"));
+    let tk = install(&root.join("toolkit"), "x86_64", v, 1004);
+    m.set("ASCEND_TOOLKIT_HOME", &root.join("toolkit"));
     assert_eq!(
-        mhz(&search(v, None, &e).unwrap()),
-        (1004, PlatformSource::Installed(home))
+        mhz(&find(v, None, &m).unwrap()),
+        (1004, PlatformSource::Installed(tk))
     );
-    // ASCEND_HOME_PATH without the SoC's file: the built-in copy, not the toolkit home.
+    // A root without the SoC's file passes on to the next: the 910B3's is only the user's.
+    install(
+        &root.join("home/Ascend/ascend-toolkit/latest"),
+        "aarch64",
+        "Ascend910B3",
+        1005,
+    );
     assert_eq!(
-        mhz(&search("Ascend910B3", None, &e).unwrap()),
+        find("Ascend910B3", None, &m).unwrap().platform().cube_mhz,
+        1005
+    );
+    std::fs::remove_dir_all(root.join("home")).unwrap();
+    assert_eq!(
+        mhz(&find("Ascend910B3", None, &m).unwrap()),
         (1800, PlatformSource::Embedded)
     );
 
-    // A named file wins; a named folder without the file falls through.
-    let given = install(&root.join("given"), "x86_64", v, 1005);
+    // A named file wins; a named folder without the file falls through to the roots.
+    let given = install(&root.join("given"), "x86_64", v, 1006);
     assert_eq!(
-        mhz(&search(v, Some(&given), &e).unwrap()),
-        (1005, PlatformSource::Given(given.clone()))
+        mhz(&find(v, Some(&given), &m).unwrap()),
+        (1006, PlatformSource::Given(given.clone()))
     );
     let folder = given.parent().unwrap();
+    assert_eq!(find(v, Some(folder), &m).unwrap().platform().cube_mhz, 1006);
     assert_eq!(
-        search(v, Some(folder), &e).unwrap().platform().cube_mhz,
-        1005
-    );
-    assert_eq!(
-        search("Ascend910B3", Some(folder), &e)
+        find("Ascend910B3", Some(folder), &m)
             .unwrap()
             .platform()
             .source,
         PlatformSource::Embedded
     );
+    std::fs::remove_dir_all(root.join("toolkit")).unwrap();
+    assert_eq!(
+        find(v, Some(&root.join("nothing")), &m).unwrap_err().kind(),
+        FailureKind::Io
+    );
+    assert_eq!(find(v, None, &m).unwrap().platform().cube_mhz, 1003);
+}
+
+/// A job selects what its search finds for its SoC before the simulator models it: the same
+/// answer again is fine, another one is refused with both origins named; a SoC nobody selected
+/// is read under an empty environment. The search caches per search and version.
+#[test]
+fn the_simulator_keeps_the_facts_a_job_selected() {
+    let d = tempfile::tempdir().unwrap();
+    let m = env(d.path());
+    let v = "Ascend910B3";
+    let given = install(&d.path().join("given"), "x86_64", v, 1000);
+    let named = m.search(Some(&given));
+    assert!(std::ptr::eq(
+        named.resolve(v).unwrap(),
+        named.resolve(v).unwrap()
+    ));
+    select(v, &named).unwrap();
+    select(v, &named).unwrap();
+    assert_eq!(resolve(v).unwrap().cube_mhz, 1000);
+    assert_eq!(
+        platform_source(v).unwrap(),
+        PlatformSource::Given(given.clone())
+    );
+    let conflict = select(v, &m.search(None)).unwrap_err();
+    assert_eq!(conflict.version, v);
+    assert_eq!(conflict.in_use, given.display().to_string());
+    assert_eq!(conflict.wanted, PlatformSource::Embedded.to_string());
+    assert!(
+        conflict.to_string().contains("a process of its own"),
+        "{conflict}"
+    );
+    // Another SoC, never selected: the built-in copy (no toolkit at the default install here),
+    // which a search finding the same file may select again.
+    let other = "Ascend910B4";
+    if !Path::new(crate::DEFAULT_TOOLKIT_ROOT).exists() {
+        assert_eq!(platform_source(other).unwrap(), PlatformSource::Embedded);
+        select(other, &m.search(None)).unwrap();
+    }
 }
 
 /// Bad files are errors naming the file and what is wrong: a syntax error with its line, a
@@ -236,6 +318,7 @@ fn the_search_follows_atcs_order() {
 fn bad_files_are_named() {
     let d = tempfile::tempdir().unwrap();
     let e = env(d.path());
+    let search = |v: &str, given: Option<&Path>, e: &Machine| find(v, given, e);
     let v = "Ascend910B2";
     let bad = d.path().join("bad.ini");
     std::fs::write(
