@@ -188,7 +188,7 @@ struct Seen {
 }
 
 impl Observer for Seen {
-    fn started(&mut self, _: &tunebank::job::Job, start: &tunebank::job::Started<'_>) {
+    fn started(&mut self, start: &tunebank::job::Started<'_>) {
         assert!(start.bank_file.is_some(), "the job's own bank is named");
         self.started += 1;
     }
@@ -279,7 +279,7 @@ struct LiveSgat {
 }
 
 impl Observer for LiveSgat {
-    fn started(&mut self, _: &tunebank::job::Job, start: &tunebank::job::Started<'_>) {
+    fn started(&mut self, start: &tunebank::job::Started<'_>) {
         self.result_file = Some(start.result_file.to_owned());
     }
     fn finished(&mut self, t: &Finished<'_>) {

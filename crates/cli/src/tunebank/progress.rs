@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tunebank_jobs::job::Finished;
+use tunebank_jobs::job::{Finished, Observer};
 use tunebank_jobs::tune::report::text::shorten_middle;
 
 /// Set by SIGINT/SIGTERM; the driver stops cooperatively when it is set.
@@ -31,8 +31,9 @@ pub fn install_signal_handlers() {
     }
 }
 
-/// The progress display, told of every finished op: an `indicatif` bar on a terminal (position,
-/// ETA, the op just finished, shortened in the middle to fit), else one plain line per op.
+/// The progress display, a job observer told of every finished op: an `indicatif` bar on a
+/// terminal (position, ETA, the op just finished, shortened in the middle to fit), else one
+/// plain line per op.
 pub struct Progress {
     tty: bool,
     bar: Option<ProgressBar>,
@@ -72,9 +73,9 @@ impl Progress {
     }
 }
 
-impl Progress {
+impl Observer for Progress {
     /// Shows a finished task: the bar moved, or one line.
-    pub fn finished(&mut self, t: &Finished<'_>) {
+    fn finished(&mut self, t: &Finished<'_>) {
         let (name, done, total) = (t.name, t.done, t.total);
         if self.tty {
             return self.bar(name, done, total);

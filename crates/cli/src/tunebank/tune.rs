@@ -120,6 +120,7 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
     // Nothing is written before this point.
     install_signal_handlers();
     let mut shown = Shown {
+        job: &job,
         progress: Progress::new(std::io::stderr().is_terminal() && !args.quiet),
         per_task: false,
     };
@@ -219,8 +220,9 @@ fn seconds(s: Option<f64>, flag: &str) -> Result<Option<Duration>> {
     }
 }
 
-/// What `tune` shows while a job runs: where it goes when it starts, then OPAT's progress.
-struct Shown {
+/// What `tune` shows while `job` runs: where it goes when it starts, then OPAT's progress.
+struct Shown<'j> {
+    job: &'j Job,
     progress: Progress,
     /// Per-task progress is OPAT's (SGAT and GDAT report at the end).
     per_task: bool,
@@ -234,8 +236,9 @@ fn soc_facts(job: &Job) {
     }
 }
 
-impl Observer for Shown {
-    fn started(&mut self, job: &Job, start: &Started<'_>) {
+impl Observer for Shown<'_> {
+    fn started(&mut self, start: &Started<'_>) {
+        let job = self.job;
         let s = job.settings();
         let repeat = if s.repeat_tune { ", REPEAT_TUNE" } else { "" };
         let bank = start

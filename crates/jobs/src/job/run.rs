@@ -9,57 +9,18 @@ use std::time::{Instant, SystemTime};
 use serde::ser::SerializeMap;
 
 use crate::tune::gdat::{self, GdatOutcome, GdatPlan, GdatSettings};
+use crate::tune::opat::TuneSummary;
 use crate::tune::opat::{shorten, TuneTable};
-use crate::tune::opat::{TaskOutcome, TuneObserver, TuneSummary};
 use crate::tune::report::{improvement, OpatResult, ResultFile};
-use crate::tune::sgat::{run_sgat, SgatObserver, SgatPlan, SgatSummary};
+use crate::tune::sgat::{run_sgat, SgatPlan, SgatSummary};
 use crate::tune::{self, TunePlan};
 
 use super::conversion::open_op_bank;
 use super::{Job, JobError, JobPlan, JobType};
 
-/// What a job says before its first task: where its winners and its result file go.
-#[derive(Clone, Debug)]
-pub struct Started<'a> {
-    /// The bank written.
-    pub bank_file: Option<&'a Path>,
-    /// The result file (rewritten as tasks finish).
-    pub result_file: &'a Path,
-}
-
-/// A finished task (an op's key, a subgraph, the gradient split).
-#[derive(Clone, Debug)]
-pub struct Finished<'a> {
-    /// The task's first name (op, subgraph or model).
-    pub name: &'a str,
-    /// What happened in the bank: `add`, `update`, `reserved`, `unsatisfied`, ….
-    pub decision: &'a str,
-    /// Time before and after, µs, when measured.
-    pub before_us: Option<f64>,
-    /// Time after, µs.
-    pub after_us: Option<f64>,
-    /// Why the task failed, if it did.
-    pub failure: Option<&'a str>,
-    /// Why the runner does not tune it, if it does not.
-    pub unsupported: Option<&'a str>,
-    /// The default strategy was confirmed and stored.
-    pub default_confirmed: bool,
-    /// Tasks finished so far, this one included.
-    pub done: usize,
-    /// Tasks in the job.
-    pub total: usize,
-}
-
-/// Told about a job's progress, on the thread that called [`Job::run`]. Every method has a
-/// default that does nothing, so `&mut ()` observes nothing.
-pub trait Observer {
-    /// The bank is open and the result file named; no task has run.
-    fn started(&mut self, _job: &Job, _start: &Started<'_>) {}
-    /// A task finished; its record, if any, is in the bank and it is in the result file.
-    fn finished(&mut self, _task: &Finished<'_>) {}
-}
-
-impl Observer for () {}
+/// The drivers' one progress observer, told of a job's start here and of each finished task by
+/// the driver (by this module for GDAT's one task).
+pub use crate::tune::observe::{Finished, Observer, Started};
 
 /// How a job ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -117,16 +78,12 @@ impl Job {
             JobType::Subgraph => ResultFile::sgat(&dir, started.1, pid),
             JobType::Gradient => gdat::report::result_file(&dir, started.1, pid),
         };
-        observer.started(
-            self,
-            &Started {
-                bank_file: bank.custom_file(),
-                result_file: &result.path,
-            },
-        );
+        observer.started(&Started {
+            bank_file: bank.custom_file(),
+            result_file: &result.path,
+        });
         let (ran, document) = match &self.plan {
             JobPlan::Op { plan, .. } => {
-                let mut relay = Relay { observer };
                 let s = tune::opat::run(
                     plan,
                     &bank,
@@ -134,7 +91,7 @@ impl Job {
                     &self.name,
                     Some(&result),
                     cancel,
-                    &mut relay,
+                    observer,
                 )?;
                 let doc = s.report.to_json(&result.report_id);
                 (Ran::Op(s), doc)
@@ -150,9 +107,7 @@ impl Job {
                     &self.name,
                     Some(&result),
                     cancel,
-                    &mut Relay {
-                        observer: &mut *observer,
-                    },
+                    observer,
                 )?;
                 let doc = s.report.to_json(&result.report_id);
                 (Ran::Subgraph(s), doc)
@@ -186,7 +141,7 @@ impl Job {
                     after_us: Some(outcome.tuned.schedule.tail_us),
                     failure: None,
                     unsupported: None,
-                    default_confirmed: false,
+                    default_confirmed: outcome.default_confirmed,
                     done: 1,
                     total: 1,
                 });
@@ -199,40 +154,6 @@ impl Job {
             document,
             ran,
         })
-    }
-}
-
-/// Relays the OPAT and SGAT drivers' progress to a job observer, as each task finishes.
-struct Relay<'o> {
-    observer: &'o mut dyn Observer,
-}
-
-impl Relay<'_> {
-    /// Tells the observer of one finished task, named `name`.
-    fn tell(&mut self, name: &str, o: &TaskOutcome, done: usize, total: usize) {
-        self.observer.finished(&Finished {
-            name,
-            decision: o.decision.as_str(),
-            before_us: o.before_us,
-            after_us: o.after_us,
-            failure: o.failure.as_deref(),
-            unsupported: o.unsupported.as_deref(),
-            default_confirmed: o.default_confirmed(),
-            done,
-            total,
-        });
-    }
-}
-
-impl TuneObserver for Relay<'_> {
-    fn finished(&mut self, plan: &TunePlan, o: &TaskOutcome, done: usize, total: usize) {
-        self.tell(&plan.tasks[o.task].op_names[0], o, done, total);
-    }
-}
-
-impl SgatObserver for Relay<'_> {
-    fn finished(&mut self, plan: &SgatPlan, o: &TaskOutcome, done: usize, total: usize) {
-        self.tell(&plan.tasks[o.task].names[0], o, done, total);
     }
 }
 

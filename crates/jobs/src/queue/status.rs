@@ -5,8 +5,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::tune::report::{ModifiedOp, OpSeeded, OpatReport, OpatResult, SeededBy, TuneMode};
-use crate::tune::Decision;
+use crate::tune::report::{ModifiedOp, OpSeeded, OpatReport, SeededBy, TuneMode};
+use crate::tune::{job_result, Decision, TaskCounts};
 
 use super::{from_json, Client, QueueError};
 
@@ -252,16 +252,20 @@ pub fn job_status(client: &mut Client, job_id: i64) -> Result<JobStatus, QueueEr
 /// The AOE OPAT report of job `job_id` as the database holds it now, as a local tune of the
 /// same job would write it: the reused hits counted `reserved`, each done task by its decision
 /// (add and update listed as modified, in plan order), each failed task as a failed op (counted
-/// `reserved` on a hit, else `unsatisfied`). A job with a task not finished (queued, running,
-/// cancelled) is `tuning incomplete`; else successful when no op failed and at least one was
-/// tuned or found, with the time from submission to the last task's end.
+/// `reserved` on a hit, else `unsatisfied`). Its result is the jobs' one outcome rule
+/// (`tune::job_result`): a job with a task not finished (queued, running, cancelled) is
+/// `tuning incomplete`; else successful when no task failed and at least one was tuned or
+/// found, with the time from submission to the last task's end.
 pub fn job_report(client: &mut Client, job_id: i64) -> Result<OpatReport, QueueError> {
     let job = job_row(client, job_id)?;
     let mut report = OpatReport::new(job.tuning_name);
     for _ in 0..job.reused {
         Decision::Reserved.count(&mut report.summary);
     }
-    let (mut unfinished, mut tuned) = (0usize, job.reused as usize);
+    let mut counts = TaskCounts {
+        tuned: job.reused as usize,
+        ..TaskCounts::default()
+    };
     let rows = client.query(
         "SELECT id, state, op_names, op_types, outcome, hit_strategy IS NOT NULL,
                 extract(epoch FROM updated)::float8
@@ -299,9 +303,10 @@ pub fn job_report(client: &mut Client, job_id: i64) -> Result<OpatReport, QueueE
                     }));
                 }
                 if o.failure.is_some() {
+                    counts.failed += 1;
                     report.failed_ops.extend(op_names);
                 } else if o.unsupported.is_none() {
-                    tuned += 1;
+                    counts.tuned += 1;
                 }
             }
             ("failed", _) => {
@@ -311,19 +316,14 @@ pub fn job_report(client: &mut Client, job_id: i64) -> Result<OpatReport, QueueE
                     Decision::Unsatisfied
                 };
                 d.count(&mut report.summary);
+                counts.failed += 1;
                 report.failed_ops.extend(op_names);
             }
-            _ => unfinished += 1,
+            _ => counts.unfinished += 1,
         }
     }
-    report.result = if unfinished > 0 {
-        OpatResult::Incomplete
-    } else if report.failed_ops.is_empty() && tuned > 0 {
-        OpatResult::Successful
-    } else {
-        OpatResult::Failed
-    };
-    if unfinished == 0 {
+    report.result = job_result(counts);
+    if counts.unfinished == 0 {
         report.tuning_time_s = Some((last_s - job.created_s).max(0.0));
     }
     Ok(report)

@@ -40,8 +40,18 @@
 //! times and decides a clear win exactly when the candidate is strictly faster than the
 //! baseline and meets `min_gain` (condition 1 above). `alpha` plays no part, so no number of
 //! rounds has to be made up to reach it.
+//!
+//! ## From the verdict to the bank and the report
+//!
+//! [`decide`] is the one decision function of the three drivers: from the look-up, the
+//! search's end ([`SearchEnd`]), the win rule's verdict and what the bank-write policy said
+//! about the record offered, it gives the record to offer ([`Offer`]), the [`Decision`] AOE's
+//! result file reports and whether a default was confirmed. [`job_result`] is the one outcome
+//! rule: a job's `tuning successful`, `tuning failed` or `tuning incomplete` from its tasks'
+//! ends ([`TaskCounts`]), for OPAT, SGAT, GDAT and the queue's job report alike.
 
-use crate::tune::report::{RepoSummary, UpdateMode};
+use crate::tune::report::{OpatResult, RepoSummary, UpdateMode};
+use tunebank_bank::policy::Verdict;
 
 /// The thresholds of the win rule.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -278,6 +288,139 @@ impl Decision {
         }
     }
 }
+
+/// How a task's search ended, as [`decide`] reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SearchEnd {
+    /// Candidates measured, failed ones included.
+    pub(crate) trials: u64,
+    /// The search was full ([`SearchEnd::new`]).
+    pub(crate) full: bool,
+}
+
+impl SearchEnd {
+    /// A search that measured `trials` candidates of a space of `space` strategies under a
+    /// per-task budget of `budget` trials (`TuneSettings::trials_per_op`, GDAT's budget). It
+    /// is *full* when it measured at least one candidate and either its whole per-task budget
+    /// or every strategy of the space: the job's overall trials or time, a per-task time limit
+    /// or a strategy that stopped proposing did not cut it short.
+    pub(crate) fn new(trials: u64, budget: u64, space: u64) -> SearchEnd {
+        SearchEnd {
+            trials,
+            full: trials > 0 && trials >= budget.min(space),
+        }
+    }
+}
+
+/// What a task's look-up, search and win rule found: the input of [`decide`] besides the
+/// bank's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Findings {
+    /// The look-up found an entry for the key: the baseline was the bank's strategy.
+    pub(crate) hit: bool,
+    /// The entry is a default confirmed by a smaller per-task budget than this job's, searched
+    /// again so that a full search confirms it anew.
+    pub(crate) reconfirm: bool,
+    /// The win rule's verdict: a candidate other than the baseline is a clear win over it.
+    pub(crate) clear_win: bool,
+    /// The baseline was measured just now (a confirmed default stores that time).
+    pub(crate) baseline_measured: bool,
+    /// How the search ended.
+    pub(crate) search: SearchEnd,
+}
+
+/// The record a task offers the bank, written under the bank-write policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Offer {
+    /// Nothing to write.
+    Nothing,
+    /// The clear winner (`Record::tuned`).
+    Winner,
+    /// The baseline, stored as a confirmed default (`Record::confirmed`).
+    ConfirmedDefault,
+}
+
+/// What [`decide`] concluded for one task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Decided {
+    /// The record to offer the bank.
+    pub(crate) offer: Offer,
+    /// What the result file reports.
+    pub(crate) decision: Decision,
+    /// A confirmed default was offered and the bank stored it.
+    pub(crate) default_confirmed: bool,
+}
+
+/// The one decision of every driver (OPAT, SGAT, GDAT), from what the task found and what the
+/// bank-write policy said about the record it offered (`written`: `None` before the write or
+/// when nothing was offered). A driver calls it before the write for the record to offer and
+/// after it for the decision it reports.
+///
+/// - **The record to offer.** A clear win offers the winner. Without one, a miss (or a
+///   confirmed default searched again under a larger budget) offers the baseline as a
+///   *confirmed default* when the search was full ([`SearchEnd::new`]: at least one
+///   candidate measured, and the whole per-task trial budget or the whole space) and the
+///   baseline was measured; a search cut short confirms nothing, and any other hit keeps its
+///   entry.
+/// - **What is reported**, in AOE's words (`repo_summary`): `add` and `update` only for a
+///   winner the bank stored, on a miss and on a hit; everything else is `reserved` on a hit
+///   (the entry is as it was, or a confirmed default was confirmed anew) and `unsatisfied` on a
+///   miss (nothing of this task's tuning is in the bank, or only its confirmed default). So a
+///   winner the policy refused — another process stored a better record since the look-up —
+///   is `reserved` or `unsatisfied`, never counted as added or updated.
+/// - **Default confirmed**: a confirmed default was offered and the bank stored it (the policy
+///   lets one fill an empty key or replace a smaller budget's, never a sound record).
+pub(crate) fn decide(f: &Findings, written: Option<Verdict>) -> Decided {
+    let offer = if f.clear_win {
+        Offer::Winner
+    } else if (!f.hit || f.reconfirm) && f.search.full && f.baseline_measured {
+        Offer::ConfirmedDefault
+    } else {
+        Offer::Nothing
+    };
+    let stored = offer != Offer::Nothing && written.is_some_and(|v| v.replace);
+    let decision = match (offer, stored, f.hit) {
+        (Offer::Winner, true, false) => Decision::Add,
+        (Offer::Winner, true, true) => Decision::Update,
+        (_, _, true) => Decision::Reserved,
+        (_, _, false) => Decision::Unsatisfied,
+    };
+    Decided {
+        offer,
+        decision,
+        default_confirmed: offer == Offer::ConfirmedDefault && stored,
+    }
+}
+
+/// How a job's tasks ended, as [`job_result`] reads them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TaskCounts {
+    /// Tasks that did not finish: the job stopped first, or (queued) a task is still waiting,
+    /// running or was cancelled.
+    pub(crate) unfinished: usize,
+    /// Tasks that failed (listed in `tuning_failed_operators`, or as failed subgraphs).
+    pub(crate) failed: usize,
+    /// Tasks tuned: searched and decided, or found in the bank (neither failed nor
+    /// unsupported by the runner).
+    pub(crate) tuned: usize,
+}
+
+/// The one outcome rule of a job (OPAT, SGAT, GDAT and the queue's job report): `tuning
+/// incomplete` when a task did not finish; else `tuning successful` when no task failed and at
+/// least one was tuned; else `tuning failed` (a failure, or nothing tuned: no task, or the
+/// runner supports none).
+pub(crate) fn job_result(c: TaskCounts) -> OpatResult {
+    if c.unfinished > 0 {
+        OpatResult::Incomplete
+    } else if c.failed == 0 && c.tuned > 0 {
+        OpatResult::Successful
+    } else {
+        OpatResult::Failed
+    }
+}
+
+#[cfg(test)]
+mod decide_tests;
 
 #[cfg(test)]
 mod tests {

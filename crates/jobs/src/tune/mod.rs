@@ -6,9 +6,11 @@
 //!
 //! The plumbing they share: [`plan`] (a model's tuning units and tasks), [`TuneSettings`] and
 //! their checks, the worker pool (`pool.rs`: one runner per worker, the job's budget of trials
-//! and time, the cancel flag, panics contained per job), the one win rule and [`Decision`]
-//! (`decision.rs`), [`transfer`] (a search seeded from related bank records), `memory` (the
-//! worker cap) and [`report`] (AOE's result file and its tables).
+//! and time, the cancel flag, panics contained per job), the one win rule, the one decision
+//! function and [`Decision`], and the one outcome rule of a job (`decision.rs`), the one
+//! progress observer (`observe.rs`, public as `job::Observer`), [`transfer`] (a search seeded
+//! from related bank records), `memory` (the worker cap) and [`report`] (AOE's result file and
+//! its tables).
 
 use tunebank_bank::BankError;
 use tunebank_failure::FailureKind;
@@ -18,6 +20,7 @@ use tunebank_model::ModelError;
 pub mod decision;
 pub mod gdat;
 pub(crate) mod memory;
+pub(crate) mod observe;
 pub mod opat;
 mod plan;
 mod pool;
@@ -26,8 +29,9 @@ mod settings;
 pub mod sgat;
 pub mod transfer;
 
-pub(crate) use decision::Round;
+pub(crate) use decision::{decide, job_result, Findings, Offer, Round, SearchEnd, TaskCounts};
 pub use decision::{Decision, GainBound, WinRule};
+pub(crate) use observe::{Finished, Observer};
 pub use plan::{plan, TunePlan, TuneTask};
 pub(crate) use plan::{task_seed, unit_selected};
 pub use settings::TuneSettings;

@@ -2,16 +2,16 @@
 //! under `REPEAT_TUNE` a search from the exact optimum and HCCL's default; the best re-measured
 //! against the baseline — the bank's split on a hit, else HCCL's default — side by side; the
 //! two times judged by the drivers' one win rule as exact times ([`WIN_RULE`]: more than 1 %
-//! faster); a win written under the bank-write policy, a miss without one storing the default
-//! as confirmed, exactly as an op's tuning does). The outcome's [`Decision`] is the drivers'
-//! shared one.
+//! faster); then the drivers' one decision function, exactly as an op's tuning: a win written
+//! under the bank-write policy, a miss whose full search found none storing the default as
+//! confirmed). The outcome's [`Decision`] is the drivers' shared one.
 
 use std::collections::BTreeMap;
 use tunebank_key::StrategyMap;
 
 use serde::Serialize;
 
-use crate::tune::{Decision, GainBound, WinRule};
+use crate::tune::{decide, Decision, Findings, GainBound, Offer, SearchEnd, WinRule};
 use tunebank_bank::policy::WritePolicy;
 use tunebank_bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
 use tunebank_key::{BankKey, GradientDescriptor, GradientTopology, ResolvedOptions, SocSpec};
@@ -90,9 +90,12 @@ pub struct GdatOutcome {
     /// tuned split won and was added), update (a hit re-tuned under `REPEAT_TUNE` or a
     /// confirmed default searched again, the tuned split won and replaced the entry), reserved
     /// (a hit whose entry was kept: reused, or not beaten) or unsatisfied (a miss without a win;
-    /// HCCL's default was stored as confirmed). Serialised as `add`, `update`, `reserved`,
-    /// `unsatisfied`.
+    /// HCCL's default was stored as confirmed). A winner the bank-write policy refused (another
+    /// process stored a better record since the look-up) is reserved or unsatisfied.
+    /// Serialised as `add`, `update`, `reserved`, `unsatisfied`.
     pub decision: Decision,
+    /// A full search found no win and the bank stored the baseline as a confirmed default.
+    pub default_confirmed: bool,
     /// Whether a search ran (false: a hit reused).
     pub searched: bool,
     /// The split the job ends with (the bank's answer).
@@ -249,6 +252,7 @@ impl GdatPlan {
         let n = self.timeline.gradients.len();
         GdatOutcome {
             decision,
+            default_confirmed: false,
             searched,
             tuned: self.scenario(split),
             default: self.scenario(&self.default_split()),
@@ -263,7 +267,8 @@ impl GdatPlan {
 }
 
 /// Runs the job against `bank` with `runner` (the cluster model when `None`); see the module
-/// docs. The bank write decides inside its transaction under the bank-write policy.
+/// docs. The bank write decides inside its transaction under the bank-write policy, and the
+/// decision follows what it said (`tune::decide`).
 pub fn run_job(
     plan: &GdatPlan,
     bank: &Bank,
@@ -321,7 +326,17 @@ pub fn run_job(
         tunebank_measure::Outcome::Measurement { samples_us } => samples_us.clone(),
         _ => vec![best_us],
     };
-    let won = WIN_RULE.judge_deterministic(base_us, best_us).clear && found.split != baseline;
+    let findings = Findings {
+        hit: stored.is_some(),
+        reconfirm,
+        clear_win: WIN_RULE.judge_deterministic(base_us, best_us).clear && found.split != baseline,
+        baseline_measured: true,
+        search: SearchEnd::new(
+            found.trials as u64,
+            settings.budget as u64,
+            found.space_size as u64,
+        ),
+    };
     let provenance = || Provenance::tuned(&settings.strategy, found.trials as u64, settings.seed);
     let timing = |us, samples_us| Timing {
         us,
@@ -329,8 +344,8 @@ pub fn run_job(
         runner: identity.clone(),
     };
     let descriptor = || Descriptor::Gradient(plan.descriptor.clone());
-    let (decision, split) = if won {
-        let verdict = WritePolicy::after_tuning(stored.as_ref()).write(
+    let verdict = match decide(&findings, None).offer {
+        Offer::Winner => Some(WritePolicy::after_tuning(stored.as_ref()).write(
             bank,
             &Record::tuned(
                 descriptor(),
@@ -340,39 +355,34 @@ pub fn run_job(
                 timing(best_us, samples),
                 provenance(),
             ),
-        )?;
-        match (verdict.replace, stored.is_some()) {
-            (true, false) => (Decision::Add, found.split.clone()),
-            (true, true) => (Decision::Update, found.split.clone()),
-            (false, true) => (Decision::Reserved, baseline.clone()),
-            (false, false) => (Decision::Unsatisfied, baseline.clone()),
-        }
-    } else if stored.is_some() && !reconfirm {
-        (Decision::Reserved, baseline.clone())
-    } else {
-        // No win: the baseline (HCCL's default, or the confirmed default searched again under
-        // a larger budget) is stored as confirmed with this budget.
-        let confirmed = Record::confirmed(
-            descriptor(),
-            settings.options_given.clone(),
-            plan.strategy(&baseline),
-            timing(base_us, vec![base_us]),
-            settings.budget as u64,
-            provenance(),
-        );
-        WritePolicy::after_tuning(None).write(bank, &confirmed)?;
-        let decision = if stored.is_some() {
-            Decision::Reserved
-        } else {
-            Decision::Unsatisfied
-        };
-        (decision, baseline.clone())
+        )?),
+        // No win after a full search: the baseline (HCCL's default, or the confirmed default
+        // searched again under a larger budget) is offered as confirmed with this budget.
+        Offer::ConfirmedDefault => Some(WritePolicy::after_tuning(None).write(
+            bank,
+            &Record::confirmed(
+                descriptor(),
+                settings.options_given.clone(),
+                plan.strategy(&baseline),
+                timing(base_us, vec![base_us]),
+                settings.budget as u64,
+                provenance(),
+            ),
+        )?),
+        Offer::Nothing => None,
     };
-    Ok(report(
-        decision,
+    let decided = decide(&findings, verdict);
+    let split = match decided.decision {
+        Decision::Add | Decision::Update => &found.split,
+        Decision::Reserved | Decision::Unsatisfied => &baseline,
+    };
+    let mut outcome = report(
+        decided.decision,
         true,
-        &split,
+        split,
         found.trials,
         found.space_size,
-    ))
+    );
+    outcome.default_confirmed = decided.default_confirmed;
+    Ok(outcome)
 }

@@ -15,6 +15,7 @@ use std::time::SystemTime;
 use serde_json::{json, Value};
 
 use crate::tune::report::{improvement, timestamp_ms, ResultFile};
+use crate::tune::{job_result, TaskCounts};
 
 use super::job::{GdatOutcome, GdatPlan, Scenario};
 use super::split::{schedule, to_hccl_order, to_sizes};
@@ -132,8 +133,13 @@ pub(crate) fn result_json(
     let mode = o.decision.as_str();
     let mut summary = crate::tune::report::RepoSummary::default();
     o.decision.count(&mut summary);
+    // The job's one task finished and was tuned (a failure is an error, not a result).
+    let result = job_result(TaskCounts {
+        tuned: 1,
+        ..TaskCounts::default()
+    });
     let gdat = json!({
-        "gdat_tuning_result": "tuning successful",
+        "gdat_tuning_result": result.as_str(),
         "repo_key": plan.key.to_string(),
         "rank_size": plan.cluster.rank_size,
         "devices_per_server": plan.cluster.devices_per_server,

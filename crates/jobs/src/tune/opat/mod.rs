@@ -17,25 +17,28 @@
 //!   is stored. The win rule is the one rule of the three drivers: SGAT and GDAT judge their
 //!   models' exact times with `WinRule::judge_deterministic`, and all three report the same
 //!   [`Decision`];
-//! - only a clear win is written as a tuned strategy
-//!   ([`Record::tuned`](tunebank_bank::Record::tuned)): `add` (no entry before) or `update` (entry
-//!   before); otherwise the task is `reserved` (hit) or `unsatisfied` (miss). So
-//!   `hit = update + reserved` and `total = add + hit + unsatisfied` always hold, also for a job
-//!   stopped part way;
-//! - a miss whose search ran its whole per-op budget without a clear win stores the default
-//!   strategy, re-measured, as *confirmed* (`Performance::default_confirmed`,
-//!   [`Record::confirmed`](tunebank_bank::Record::confirmed)). The task is still reported
-//!   `unsatisfied` and never listed as modified, but from then on it is a hit: a rerun measures
-//!   nothing and a converter finds every tuned op. `REPEAT_TUNE` searches it again and replaces
-//!   it only on a clear win (`update`). A search cut short by the job's overall budget, a
-//!   runner failure or an unsupported op confirms nothing;
+//! - the drivers' one decision function (`tune::decide`) turns the verdict into the record to
+//!   offer and the decision: only a clear win is offered as a tuned strategy
+//!   ([`Record::tuned`](tunebank_bank::Record::tuned)), reported `add` (no entry before) or
+//!   `update` (entry before) once the bank stored it; otherwise the task is `reserved` (hit) or
+//!   `unsatisfied` (miss). So `hit = update + reserved` and `total = add + hit + unsatisfied`
+//!   always hold, also for a job stopped part way;
+//! - a miss whose search was full (its whole per-op budget, or the whole space) without a clear
+//!   win stores the default strategy, re-measured, as *confirmed*
+//!   (`Performance::default_confirmed`, [`Record::confirmed`](tunebank_bank::Record::confirmed)).
+//!   The task is still reported `unsatisfied` and never listed as modified, but from then on it
+//!   is a hit: a rerun measures nothing and a converter finds every tuned op. `REPEAT_TUNE`
+//!   searches it again and replaces it only on a clear win (`update`). A search cut short (by
+//!   the job's overall budget or time, the per-op time or a strategy that stopped proposing),
+//!   a runner failure or an unsupported op confirms nothing;
 //! - a bank shared by several processes may change between a task's look-up and its write, so
 //!   the write decides inside its transaction (`Bank::write_batch_if`) against what the key
 //!   holds then, under the bank-write policy ([`tunebank_bank::policy`]): a winner replaces the
 //!   baseline it beat, a confirmed default, a damaged record, a record whose time comes from a
 //!   weaker measurement source, or a slower one from the same source; a confirmed default only
 //!   fills an empty key or replaces a damaged one. A better record another process stored
-//!   meanwhile stays (the report still says what this job found).
+//!   meanwhile stays, and this task is then reported `reserved` or `unsatisfied`: nothing of it
+//!   was added or updated.
 //!
 //! Tasks run on `workers` threads (`std::thread::scope`), each with its own runner built from
 //! the runner spec (runners need not be `Sync`). Results come back to the calling thread, which
@@ -45,12 +48,13 @@
 //! finished are left out, and the report says `tuning incomplete`.
 //!
 //! The parts: the shared plumbing in [`crate::tune`] (`plan.rs`: [`plan`], `settings.rs`:
-//! [`TuneSettings`], `pool.rs`: the worker pool, `decision.rs`: [`WinRule`], [`Decision`],
-//! `transfer/`) and, here, `task.rs` (one OPAT task: search, side-by-side re-measurement,
-//! win rule, the record to offer), `outcome.rs` ([`TaskOutcome`], [`Decision`], [`TuneStats`],
-//! [`TuneSummary`], and the calling thread's bookkeeping: report counts, result file, observer),
-//! `decision.rs` ([`WinRule`], `Judgement`), `memory.rs` (the worker cap) and `transfer/` (a search
-//! seeded from related bank records, read once when the job starts; see [`transfer`]).
+//! [`TuneSettings`], `pool.rs`: the worker pool, `decision.rs`: [`WinRule`], `Judgement`,
+//! `decide`, [`Decision`] and the outcome rule `job_result`, `observe.rs`: the observer,
+//! `transfer/`) and, here, `task.rs` (one OPAT task: search, side-by-side re-measurement, win
+//! rule, the record to offer), `outcome.rs` ([`TaskOutcome`], [`TuneStats`], [`TuneSummary`],
+//! and the calling thread's bookkeeping: report counts, result file, observer), `memory.rs`
+//! (the worker cap) and `transfer/` (a search seeded from related bank records, read once when
+//! the job starts; see [`transfer`]).
 //!
 //! Time spent inside [`Measure::measure`](tunebank_measure::Measure::measure) is accounted separately from everything else
 //! (strategy, space building, bank, report), see [`TuneStats`].
@@ -97,7 +101,7 @@ use std::time::Instant;
 use crate::tune::pool::{Budget, Pool, TimedRunner};
 use crate::tune::report::ResultFile;
 use crate::tune::{
-    check_settings, check_soc, transfer, TuneError, TunePlan, TuneSettings, TuneTask,
+    check_settings, check_soc, transfer, Observer, TuneError, TunePlan, TuneSettings, TuneTask,
 };
 #[cfg(doc)]
 use crate::tune::{plan, Decision, WinRule};
@@ -113,11 +117,10 @@ mod task;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use outcome::task_counts;
 pub use outcome::TuneStats;
 
 pub use outcome::TuneSummary;
-
-pub use outcome::TuneObserver;
 
 pub use outcome::TaskOutcome;
 pub use table::{shorten, TuneTable};
@@ -137,7 +140,7 @@ pub fn run(
     tuning_name: &str,
     result_file: Option<&ResultFile>,
     cancel: &AtomicBool,
-    observer: &mut dyn TuneObserver,
+    observer: &mut dyn Observer,
 ) -> Result<TuneSummary, TuneError> {
     check_settings(settings)?;
     if let Some(t) = plan.tasks.first() {

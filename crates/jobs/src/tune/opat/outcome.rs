@@ -1,21 +1,22 @@
 //! What a tuning job produces, and the calling thread's bookkeeping of it.
 //!
-//! A task's [`TaskOutcome`] carries its [`Decision`], times and the record it offers the bank.
-//! [`Progress`] takes finished outcomes in order: it counts them into the AOE report
-//! ([`Decision::count`], [`TaskOutcome::modified_ops`]), rewrites the result file, tells the
-//! [`TuneObserver`], accounts time in [`TuneStats`] and finally gives the [`TuneSummary`].
+//! A task's [`TaskOutcome`] carries its [`Decision`], times and the record it offers the bank;
+//! [`TaskOutcome::store`] writes the record and settles the decision (the drivers' one
+//! decision function, `tune::decide`). [`Progress`] takes finished outcomes in order: it counts
+//! them into the AOE report ([`Decision::count`], [`TaskOutcome::modified_ops`]), rewrites the
+//! result file, tells the job's observer (`job::Observer`), accounts time in [`TuneStats`] and
+//! finally gives the [`TuneSummary`], its result by the one outcome rule (`tune::job_result`).
 
 use std::time::{Duration, Instant};
 use tunebank_key::StrategyMap;
 
 use search_strategies::StopReason;
 
-use crate::tune::report::{
-    ModifiedOp, OpSeeded, OpatReport, OpatResult, ResultFile, SeededBy, TuneMode,
-};
+use crate::tune::report::{ModifiedOp, OpSeeded, OpatReport, ResultFile, SeededBy, TuneMode};
 use tunebank_bank::policy::{Verdict, WritePolicy};
 use tunebank_bank::{Bank, BankError, Record};
 
+use crate::tune::{decide, job_result, Findings, Finished, Observer, TaskCounts};
 use crate::tune::{Decision, TuneError, TunePlan, TuneTask};
 
 /// The result of one finished task.
@@ -23,7 +24,8 @@ use crate::tune::{Decision, TuneError, TunePlan, TuneTask};
 pub struct TaskOutcome {
     /// Index into [`TunePlan::tasks`].
     pub task: usize,
-    /// The decision.
+    /// The decision: `reserved` (a hit) or `unsatisfied` (a miss) until the bank has stored
+    /// the winner this task offers ([`TaskOutcome::store`]), `add` or `update` after.
     pub decision: Decision,
     /// Baseline median re-measured side by side, µs (`None` when nothing was measured).
     pub before_us: Option<f64>,
@@ -39,8 +41,9 @@ pub struct TaskOutcome {
     /// Why the runner does not tune this op at all (`MeasureError::Unsupported`), if so: a
     /// clear skip, counted as unsatisfied (or reserved on a hit), not a failure.
     pub unsupported: Option<String>,
-    /// The record written: the winner (add/update), or the default confirmed by a search
-    /// without a clear win on a miss (decision unsatisfied; see `TaskOutcome::default_confirmed`).
+    /// The record offered the bank: the winner, or the default confirmed by a full search
+    /// without a clear win on a miss (see `TaskOutcome::default_confirmed`). Whether the bank
+    /// stored it is [`TaskOutcome::bank_verdict`]'s.
     pub record: Option<Record>,
     /// The strategy the search's best was compared against: the bank entry on a hit, else
     /// the runner's default (`None` when no search ran).
@@ -48,8 +51,8 @@ pub struct TaskOutcome {
     /// How the bank-write policy (`WritePolicy`) judged `record` against what the key held
     /// when it was written (`None` when there was no record). A verdict that does not replace
     /// means the record was not stored: another process stored a record for the key since this
-    /// job looked it up, and the policy kept that one (the report still says what this job
-    /// found).
+    /// job looked it up, and the policy kept that one; the task is then reported `reserved` (a
+    /// hit) or `unsatisfied` (a miss), as nothing of it was added or updated.
     pub bank_verdict: Option<Verdict>,
     /// The related bank records whose strategies seeded the search (transfer, see
     /// [`super::transfer`]), in the order proposed; empty when the search started cold.
@@ -60,15 +63,18 @@ pub struct TaskOutcome {
     pub setup_time: Duration,
     /// Time of the whole task on its worker.
     pub task_time: Duration,
+    /// What the search and the win rule found, for the decision (`None`: no decision was
+    /// made, the task is left as its look-up found it).
+    pub(crate) findings: Option<Findings>,
 }
 
 impl TaskOutcome {
-    /// Whether the record written stores the default as confirmed (a miss without a clear
-    /// win; the decision is `unsatisfied`).
+    /// Whether the bank stored the default as confirmed (a miss, or a confirmed default
+    /// searched again, whose full search found no clear win; the decision is `unsatisfied` or
+    /// `reserved`).
     pub fn default_confirmed(&self) -> bool {
-        self.record
-            .as_ref()
-            .is_some_and(|r| r.performance.default_confirmed)
+        self.findings
+            .is_some_and(|f| decide(&f, self.bank_verdict).default_confirmed)
     }
 
     /// Task `task` left as it was: `reserved` on a hit, else `unsatisfied`; nothing measured,
@@ -94,6 +100,7 @@ impl TaskOutcome {
             measure_time: Duration::ZERO,
             setup_time: Duration::ZERO,
             task_time: Duration::ZERO,
+            findings: None,
         }
     }
 
@@ -108,14 +115,32 @@ impl TaskOutcome {
     }
 
     /// Writes the outcome's record, if any, under the bank-write policy with the baseline it
-    /// beat ([`WritePolicy::after_tuning`]), and keeps the verdict in
-    /// [`TaskOutcome::bank_verdict`].
+    /// beat ([`WritePolicy::after_tuning`]), keeps the verdict in
+    /// [`TaskOutcome::bank_verdict`] and settles the decision on it (`tune::decide`).
     pub(crate) fn store(&mut self, bank: &Bank) -> Result<(), BankError> {
         if let Some(r) = &self.record {
             let policy = WritePolicy::after_tuning(self.baseline.as_ref());
             self.bank_verdict = Some(policy.write(bank, r)?);
         }
+        if let Some(f) = &self.findings {
+            self.decision = decide(f, self.bank_verdict).decision;
+        }
         Ok(())
+    }
+
+    /// The observer's view of this finished task, named `name`: `done` of `total` finished.
+    pub(crate) fn finished<'a>(&'a self, name: &'a str, done: usize, total: usize) -> Finished<'a> {
+        Finished {
+            name,
+            decision: self.decision.as_str(),
+            before_us: self.before_us,
+            after_us: self.after_us,
+            failure: self.failure.as_deref(),
+            unsupported: self.unsupported.as_deref(),
+            default_confirmed: self.default_confirmed(),
+            done,
+            total,
+        }
     }
 
     /// The result file's `repo_modified_operators` entries of this outcome: one per op name of
@@ -212,15 +237,18 @@ pub struct TuneSummary {
     pub stats: TuneStats,
 }
 
-/// Told about progress, on the calling thread of [`super::run`].
-pub trait TuneObserver {
-    /// A task finished (its record, if any, is already in the bank and it is in the result
-    /// file). `done` of `total` tasks are finished.
-    fn finished(&mut self, plan: &TunePlan, outcome: &TaskOutcome, done: usize, total: usize);
-}
-
-impl TuneObserver for () {
-    fn finished(&mut self, _: &TunePlan, _: &TaskOutcome, _: usize, _: usize) {}
+/// How the tasks of a job of `total` tasks ended, from the outcomes of those that finished.
+pub(crate) fn task_counts(outcomes: &[TaskOutcome], total: usize) -> TaskCounts {
+    let failed = outcomes.iter().filter(|o| o.failure.is_some()).count();
+    let unsupported = outcomes
+        .iter()
+        .filter(|o| o.failure.is_none() && o.unsupported.is_some())
+        .count();
+    TaskCounts {
+        unfinished: total.saturating_sub(outcomes.len()),
+        failed,
+        tuned: outcomes.len() - failed - unsupported,
+    }
 }
 
 /// The calling thread's record of a job: the report as it grows, the finished outcomes, the
@@ -228,7 +256,7 @@ impl TuneObserver for () {
 pub(crate) struct Progress<'a> {
     plan: &'a TunePlan,
     result_file: Option<&'a ResultFile>,
-    observer: &'a mut dyn TuneObserver,
+    observer: &'a mut dyn Observer,
     report: OpatReport,
     outcomes: Vec<TaskOutcome>,
     /// Time accounting so far.
@@ -241,7 +269,7 @@ impl<'a> Progress<'a> {
         plan: &'a TunePlan,
         tuning_name: &str,
         result_file: Option<&'a ResultFile>,
-        observer: &'a mut dyn TuneObserver,
+        observer: &'a mut dyn Observer,
     ) -> Result<Self, TuneError> {
         let progress = Progress {
             plan,
@@ -283,29 +311,18 @@ impl<'a> Progress<'a> {
         self.outcomes.push(o);
         let done = self.outcomes.len();
         let last = self.outcomes.last().expect("just pushed");
+        let name = &self.plan.tasks[last.task].op_names[0];
         self.observer
-            .finished(self.plan, last, done, self.plan.tasks.len());
+            .finished(&last.finished(name, done, self.plan.tasks.len()));
         Ok(())
     }
 
-    /// Ends the job begun at `start`: the result (`incomplete` when a task did not finish),
+    /// Ends the job begun at `start`: the result (the one outcome rule, `tune::job_result`),
     /// the tuning time of a complete job, the final result file and the summary.
     pub(crate) fn finish(mut self, start: Instant) -> Result<TuneSummary, TuneError> {
-        let interrupted = self.outcomes.len() < self.plan.tasks.len();
-        // An op counts as tuned when it was searched and decided, or found in the bank; a job
-        // that tuned none (no ops, or the runner supports none of them) did not succeed.
-        let tuned = self
-            .outcomes
-            .iter()
-            .filter(|o| o.unsupported.is_none() && o.failure.is_none())
-            .count();
-        self.report.result = if interrupted {
-            OpatResult::Incomplete
-        } else if self.report.failed_ops.is_empty() && tuned > 0 {
-            OpatResult::Successful
-        } else {
-            OpatResult::Failed
-        };
+        let counts = task_counts(&self.outcomes, self.plan.tasks.len());
+        let interrupted = counts.unfinished > 0;
+        self.report.result = job_result(counts);
         let t = Instant::now();
         if !interrupted {
             self.report.tuning_time_s = Some(start.elapsed().as_secs_f64());

@@ -18,8 +18,7 @@ use tunebank_measure::{Measure, MeasureError, Outcome, RunnerObjective, TaskSpac
 use super::outcome::TaskOutcome;
 use crate::tune::pool::{Budget, Cancellable, JobResult, TimedRunner};
 use crate::tune::transfer::{transfer_strategy, Related, Snapshot};
-use crate::tune::Decision;
-use crate::tune::Round;
+use crate::tune::{decide, Findings, Offer, Round, SearchEnd};
 use crate::tune::{task_seed, TuneError, TunePlan, TuneSettings, TuneTask};
 
 /// A queued task: its index and the bank entry it had (strategy, stored time), if any.
@@ -192,15 +191,26 @@ impl Opat<'_> {
         };
         let best_strategy = space.strategy(best.id);
         let same = best_strategy == baseline;
-        // The search had the whole per-op budget it was given: the job's overall trials or
-        // time did not cut it short. Only such a search may confirm the default.
-        let full_search = granted >= self.settings.trials_per_op as u64 && self.budget.time_left();
-        if same && ((hit && !job.reconfirm) || !full_search) {
-            return Ok(()); // nothing to compare and nothing to store
+        let search = SearchEnd::new(
+            out.trials,
+            self.settings.trials_per_op as u64,
+            space.len() as u64,
+        );
+        // The best is the baseline itself: no win, so unless the decision would confirm the
+        // baseline (measured), there is nothing to compare and nothing to store.
+        let unbeaten = Findings {
+            hit,
+            reconfirm: job.reconfirm,
+            clear_win: false,
+            baseline_measured: true,
+            search,
+        };
+        if same && decide(&unbeaten, None).offer == Offer::Nothing {
+            return Ok(());
         }
         let best = (!same).then_some(best_strategy);
         let measured = self.side_by_side(runner, &task, &baseline, best.as_ref())?;
-        let stored = self.decide(out, job, full_search, baseline, best, measured);
+        let stored = self.decide(out, job, search, baseline, best, measured);
         out.record = stored.map(|m| self.record(t, runner.identity(), out.trials, m));
         Ok(())
     }
@@ -289,14 +299,15 @@ impl Opat<'_> {
         Ok(m)
     }
 
-    /// Applies the win rule to the side-by-side samples: sets the outcome's times and decision
-    /// and returns what to store — the winner on a clear win, or on a miss whose full search
-    /// found none, the default (the baseline), measured just now, as confirmed.
+    /// Applies the win rule to the side-by-side samples and the drivers' one decision
+    /// function to its verdict (`tune::decide`): sets the outcome's times, findings and
+    /// decision (settled once the bank has answered) and returns what to offer the bank — the
+    /// winner on a clear win, or the default (the baseline), measured just now, as confirmed.
     fn decide(
         &self,
         out: &mut TaskOutcome,
         job: &Job,
-        full_search: bool,
+        search: SearchEnd,
         baseline: StrategyMap,
         best: Option<StrategyMap>,
         m: SideBySide,
@@ -319,22 +330,32 @@ impl Opat<'_> {
             ),
         };
         out.before_us = before;
-        match (clear, before, after, best) {
-            (true, Some(b), Some(a), Some(best)) => {
-                out.decision = if hit { Decision::Update } else { Decision::Add };
-                Some(Measured {
-                    strategy: best,
-                    baseline_us: b,
-                    tuned_us: a,
-                    samples_us: m.best.concat(),
-                    default_confirmed: false,
-                })
-            }
-            // A miss whose finished search found no clear win over the default: the default
-            // is stored as confirmed (reported unsatisfied), so the task is a hit from now on;
-            // a confirmed default searched again with a larger budget is confirmed anew with
-            // it (reported reserved). Any other hit without a win keeps its entry untouched.
-            (false, Some(b), _, _) if (!hit || job.reconfirm) && full_search => Some(Measured {
+        let winner = match (clear, before, after, best) {
+            (true, Some(b), Some(a), Some(best)) => Some((b, a, best)),
+            _ => None,
+        };
+        let findings = Findings {
+            hit,
+            reconfirm: job.reconfirm,
+            clear_win: winner.is_some(),
+            baseline_measured: base_median.is_some(),
+            search,
+        };
+        out.findings = Some(findings);
+        let decided = decide(&findings, None);
+        out.decision = decided.decision;
+        match (decided.offer, winner, base_median) {
+            (Offer::Winner, Some((b, a, best)), _) => Some(Measured {
+                strategy: best,
+                baseline_us: b,
+                tuned_us: a,
+                samples_us: m.best.concat(),
+                default_confirmed: false,
+            }),
+            // No clear win over the default, after a full search: the default is offered as
+            // confirmed (reported unsatisfied on a miss, reserved when a confirmed default is
+            // confirmed anew), so the task is a hit from now on.
+            (Offer::ConfirmedDefault, _, Some(b)) => Some(Measured {
                 strategy: baseline,
                 baseline_us: b,
                 tuned_us: b,

@@ -10,15 +10,17 @@
 //! baseline (the bank entry on a hit, else the unfused strategy) are judged by the win rule as
 //! exact times (`WinRule::judge_deterministic`: the
 //! model is deterministic, so one time per side decides, without rounds and without the
-//! significance test); a clear win is written (add/update, [`Record::tuned`]), a miss whose
-//! full search found none stores the unfused strategy as confirmed (unsatisfied, then a hit on
-//! reruns; [`Record::confirmed`]). Records are
+//! significance test); the drivers' one decision function (`tune::decide`) makes the rest as
+//! for ops: a clear win is offered (add/update once the bank stored it, [`Record::tuned`]), a
+//! miss whose full search found none stores the unfused strategy as confirmed (unsatisfied,
+//! then a hit on reruns; [`Record::confirmed`]). Records are
 //! [`RecordKind::Graph`](tunebank_key::RecordKind::Graph) with the strategy in the agreed schema
 //! (ARCHITECTURE.md, "SGAT strategy schema").
 //!
 //! The result file ([`SgatReport`]) is rewritten after every finished task; the model's
 //! baseline and result times sum every subgraph instance (tasks not finished count at their
-//! baseline).
+//! baseline). Its result is the jobs' one outcome rule (`tune::job_result`), and the job's
+//! observer (`job::Observer`) is told of every subgraph as it finishes.
 
 mod apply;
 mod report;
@@ -30,7 +32,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 use tunebank_key::StrategyMap;
 
-use search_strategies::{strategies::by_name, StopReason};
+use search_strategies::strategies::by_name;
 
 pub use apply::PostSgat;
 
@@ -42,10 +44,9 @@ pub use space::{SgatSpace, SpaceBuildError};
 
 use super::pool::{Budget, Pool};
 use super::{check_settings, check_soc, plan, TuneError, TunePlan, TuneSettings};
-use crate::tune::opat::TaskOutcome;
-use crate::tune::opat::TuneStats;
-use crate::tune::report::{OpatResult, ResultFile};
-use crate::tune::{task_seed, Decision};
+use crate::tune::opat::{task_counts, TaskOutcome, TuneStats};
+use crate::tune::report::ResultFile;
+use crate::tune::{decide, job_result, task_seed, Decision, Findings, Observer, Offer, SearchEnd};
 use tunebank_bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
 use tunebank_failure::FailureKind;
 use tunebank_key::{BankKey, GraphDescriptor, ResolvedOptions, SocSpec};
@@ -186,22 +187,12 @@ struct Prepared {
     baseline_us: f64,
 }
 
-/// What a running SGAT job tells its caller: each subgraph as it finishes (its record, if any,
-/// is already in the bank and it is in the result file), `done` of `total`. Reused hits are
-/// told first, before any search.
-pub trait SgatObserver {
-    /// A subgraph task finished.
-    fn finished(&mut self, plan: &SgatPlan, outcome: &TaskOutcome, done: usize, total: usize);
-}
-
-impl SgatObserver for () {
-    fn finished(&mut self, _: &SgatPlan, _: &TaskOutcome, _: usize, _: usize) {}
-}
-
 /// Tunes every task of `plan` into the graph bank `bank`, with node op strategies from
-/// `op_bank` (hits) when given; rewrites `result_file` after each finished task. Contract as
-/// [`crate::tune::opat::run`]: only clear wins are written as tuned, a finished task's record is in
-/// the bank before it is in the result file, the summary satisfies AOE's invariants.
+/// `op_bank` (hits) when given; rewrites `result_file` after each finished task and then tells
+/// `observer` of it, named by its first subgraph (reused hits first, before any search).
+/// Contract as [`crate::tune::opat::run`]: only clear wins are written as tuned, a finished
+/// task's record is in the bank before it is in the result file, the summary satisfies AOE's
+/// invariants.
 #[allow(clippy::too_many_arguments)]
 pub fn run_sgat(
     plan: &SgatPlan,
@@ -211,7 +202,7 @@ pub fn run_sgat(
     tuning_name: &str,
     result_file: Option<&ResultFile>,
     cancel: &AtomicBool,
-    observer: &mut dyn SgatObserver,
+    observer: &mut dyn Observer,
 ) -> Result<SgatSummary, SgatError> {
     check_settings(settings)?;
     if !settings
@@ -265,8 +256,9 @@ pub fn run_sgat(
     }
     st.write(None)?;
     let total = plan.tasks.len();
+    let name = |o: &TaskOutcome| plan.tasks[o.task].names[0].as_str();
     for (k, o) in st.outcomes.iter().enumerate() {
-        observer.finished(plan, o, k + 1, total);
+        observer.finished(&o.finished(name(o), k + 1, total));
     }
     let budget = Budget::new(
         settings.total_trials,
@@ -297,7 +289,8 @@ pub fn run_sgat(
             let t = Instant::now();
             st.stats.add_task(&o);
             o.store(bank)?;
-            if let (Some(r), Some(p)) = (&o.record, &prepared[o.task]) {
+            let stored = o.bank_verdict.is_some_and(|v| v.replace);
+            if let (Some(r), Some(p), true) = (&o.record, &prepared[o.task], stored) {
                 let now = strategy_time(&p.ops, &r.strategy, &plan.tasks[o.task]);
                 st.times_us[o.task].1 = now.unwrap_or(st.times_us[o.task].1);
             }
@@ -305,7 +298,8 @@ pub fn run_sgat(
             st.write(None)?;
             st.stats.bank_report += t.elapsed();
             let done = st.outcomes.len();
-            observer.finished(plan, &st.outcomes[done - 1], done, total);
+            let o = &st.outcomes[done - 1];
+            observer.finished(&o.finished(name(o), done, total));
             Ok(())
         },
     );
@@ -406,14 +400,7 @@ impl State<'_> {
             .sum::<f64>()
             / 1e3;
         if let Some((start, interrupted)) = done {
-            r.result = if interrupted {
-                OpatResult::Incomplete
-            } else if !r.failed.is_empty() || self.outcomes.iter().all(|o| o.unsupported.is_some())
-            {
-                OpatResult::Failed
-            } else {
-                OpatResult::Successful
-            };
+            r.result = job_result(task_counts(&self.outcomes, self.plan.tasks.len()));
             r.tuning_time_s = (!interrupted).then(|| start.elapsed().as_secs_f64());
         }
         if let Some(f) = self.result_file {
@@ -472,7 +459,7 @@ impl Ctx<'_> {
             }
             None => SgatStrategy::unfused(n),
         };
-        let (best, full, measure) = self.search(&mut out, t, &space, &p.ops, granted);
+        let (best, search, measure) = self.search(&mut out, t, &space, &p.ops, granted);
         out.measure_time = measure;
         let base_us = p.ops.time(&baseline).map(|g| g.total_us).ok();
         let best_us = best
@@ -483,7 +470,7 @@ impl Ctx<'_> {
             &mut out,
             t,
             job,
-            full,
+            search,
             (baseline, base_us),
             best.zip(best_us),
         );
@@ -491,8 +478,8 @@ impl Ctx<'_> {
         out
     }
 
-    /// Runs the search within `granted` trials; the best strategy, whether the search was
-    /// complete (its budget or the space used up), and the time inside the model.
+    /// Runs the search within `granted` trials; the best strategy, how the search ended
+    /// (full: the per-subgraph budget or the space used up), and the time inside the model.
     fn search(
         &self,
         out: &mut TaskOutcome,
@@ -500,11 +487,12 @@ impl Ctx<'_> {
         space: &SgatSpace,
         ops: &GraphOps,
         granted: u64,
-    ) -> (Option<SgatStrategy>, bool, Duration) {
+    ) -> (Option<SgatStrategy>, SearchEnd, Duration) {
         let seed = task_seed(self.settings.seed, &t.key);
+        let budget = self.settings.trials_per_op as u64;
         let Some(inner) = by_name(&self.settings.strategy, seed) else {
             out.failure = Some(format!("unknown strategy {}", self.settings.strategy));
-            return (None, false, Duration::ZERO);
+            return (None, SearchEnd::new(0, budget, 0), Duration::ZERO);
         };
         let limits = (
             granted,
@@ -513,24 +501,22 @@ impl Ctx<'_> {
         );
         let res = search_subgraph(space, ops, inner, limits, self.cancel);
         out.trials = res.trials;
-        let full = matches!(
-            res.stop,
-            StopReason::BudgetExhausted | StopReason::SpaceExhausted
-        ) && out.trials >= granted.min(space.len() as u64);
         out.stop = Some(res.stop);
-        (res.best.map(|b| b.0), full, res.in_model)
+        let search = SearchEnd::new(out.trials, budget, space.len() as u64);
+        (res.best.map(|b| b.0), search, res.in_model)
     }
 
     /// The win rule on the model's exact times
     /// ([`WinRule::judge_deterministic`](super::WinRule::judge_deterministic): the model is
-    /// deterministic, so one time per side decides, no rounds), the decision and the record
-    /// to offer.
+    /// deterministic, so one time per side decides, no rounds), then the drivers' one decision
+    /// function (`tune::decide`): the decision (settled once the bank has answered) and the
+    /// record to offer.
     fn decide(
         &self,
         out: &mut TaskOutcome,
         t: &SgatTask,
         job: &Job,
-        full: bool,
+        search: SearchEnd,
         (baseline, base_us): (SgatStrategy, Option<f64>),
         best: Option<(SgatStrategy, f64)>,
     ) {
@@ -544,31 +530,28 @@ impl Ctx<'_> {
             .win
             .judge_deterministic(base_us, best.as_ref().map_or(base_us, |x| x.1));
         out.before_us = Some(base_us);
-        match best.filter(|_| j.clear) {
-            Some((s, us)) => {
-                out.after_us = Some(us);
-                out.decision = if job.hit.is_some() {
-                    Decision::Update
-                } else {
-                    Decision::Add
-                };
-                out.record = Some(self.record(t, s.to_strategy(), base_us, us, out.trials, false));
+        let winner = best.filter(|_| j.clear);
+        let findings = Findings {
+            hit: job.hit.is_some(),
+            reconfirm: job.reconfirm,
+            clear_win: winner.is_some(),
+            baseline_measured: true,
+            search,
+        };
+        out.findings = Some(findings);
+        let decided = decide(&findings, None);
+        out.decision = decided.decision;
+        out.after_us = Some(winner.as_ref().map_or(base_us, |w| w.1));
+        let (trials, unfused) = (out.trials, baseline.to_strategy());
+        out.record = match (decided.offer, winner) {
+            (Offer::Winner, Some((s, us))) => {
+                Some(self.record(t, s.to_strategy(), base_us, us, trials, false))
             }
-            None => {
-                out.after_us = Some(base_us);
-                if (job.hit.is_none() || job.reconfirm) && full && out.trials > 0 {
-                    let r = self.record(
-                        t,
-                        baseline.to_strategy(),
-                        base_us,
-                        base_us,
-                        out.trials,
-                        true,
-                    );
-                    out.record = Some(r);
-                }
+            (Offer::ConfirmedDefault, _) => {
+                Some(self.record(t, unfused, base_us, base_us, trials, true))
             }
-        }
+            _ => None,
+        };
     }
 
     /// A graph record of `t` with `strategy` at `us` against a baseline at `base_us`: the
