@@ -9,7 +9,8 @@
 //! Runners:
 //! - [`sim::SimRunner`] (`sim`): an analytic pipeline model of the Ascend DaVinci AI core
 //!   (Ascend910B2, Ascend310P3), chosen by the task's SoC version.
-//! - [`cpu::CpuRunner`] (`cpu`): real kernels on the host whose tiling comes from the strategy.
+//! - `cpu::CpuRunner` (`cpu`, cargo feature `cpu`, on by default): real kernels on the host whose
+//!   tiling comes from the strategy.
 //! - `exec::ExecRunner` (`exec:COMMAND`): a user's process speaking the JSON-lines protocol of
 //!   docs/interfaces.md ("External runner protocol").
 //!
@@ -53,6 +54,7 @@ use serde::{Deserialize, Serialize};
 use tunebank_failure::FailureKind;
 use tunebank_key::{DType, OpDescriptor};
 
+#[cfg(feature = "cpu")]
 pub mod cpu;
 pub mod exec;
 pub mod sim;
@@ -238,6 +240,7 @@ impl TuningTask {
     }
 
     /// Shape of output `i` as unsigned dims.
+    #[cfg_attr(not(feature = "cpu"), allow(dead_code))]
     pub(crate) fn output_shape(&self, i: usize) -> Result<Vec<u64>, MeasureError> {
         let t = self.op.outputs.get(i).ok_or_else(|| {
             MeasureError::InvalidTask(format!("{} has no output {i}", self.op.op_type))
@@ -441,6 +444,7 @@ pub(crate) fn get_int(strategy: &StrategyMap, name: &str) -> Result<i64, String>
 }
 
 /// Reads a string strategy parameter, or explains what is wrong.
+#[cfg_attr(not(feature = "cpu"), allow(dead_code))]
 pub(crate) fn get_str<'a>(strategy: &'a StrategyMap, name: &str) -> Result<&'a str, String> {
     match strategy.get(name) {
         Some(v) => v

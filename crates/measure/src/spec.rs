@@ -5,7 +5,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::{cpu, exec, sim, Measure, MeasureError, TimingSettings};
+#[cfg(feature = "cpu")]
+use super::cpu;
+use super::{exec, sim, Measure, MeasureError, TimingSettings};
 
 /// A runner spec: `sim`, `sim:SEED` (the simulator with seeded noise), `cpu` (host kernels) or
 /// `exec:COMMAND` (an external runner speaking the protocol of [`exec`]). Its `Display` is the
@@ -94,7 +96,16 @@ impl RunnerSpec {
                     .with_noise(*seed, 0.02)
                     .with_timing(timing),
             ),
+            #[cfg(feature = "cpu")]
             RunnerSpec::Cpu => Box::new(cpu::CpuRunner::new().with_timing(timing)),
+            #[cfg(not(feature = "cpu"))]
+            RunnerSpec::Cpu => {
+                return Err(MeasureError::Unsupported {
+                    runner: "cpu".into(),
+                    what: "this build (no CPU runner: cargo feature `cpu` of tunebank-measure)"
+                        .into(),
+                })
+            }
             RunnerSpec::Exec { command } => {
                 Box::new(exec::ExecRunner::new(command)?.with_timing(timing))
             }
