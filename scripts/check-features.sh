@@ -5,7 +5,8 @@
 # - the converter example links the key and the bank only: no importer, simulator, job crate,
 #   PostgreSQL client or command-line crate;
 # and compiles (cargo check) the two builds the workspace's all-features build never makes: the
-# bank without PostgreSQL (the converter example) and the model crate without its importers.
+# bank without PostgreSQL (the converter example), the model crate without its importers and the
+# runners without the CPU runner.
 # Then it checks that the Python wheel's build resolves every dependency with features the workspace
 # build also has (see the note in python/Cargo.toml): `pip install ./python` (maturin builds the
 # tunebank-python package alone, without dev-dependencies) then reuses the compiled dependencies
@@ -33,6 +34,7 @@ links tunebank-converter-example \
   "a converter's look-ups need the key and the bank only"
 cargo check --locked --quiet -p tunebank-converter-example
 cargo check --locked --quiet -p tunebank-model --no-default-features
+cargo check --locked --quiet -p tunebank-measure --no-default-features
 echo "check-features.sh: the C ABI, the Python extension and the converter example link what they should"
 tree() { cargo tree --locked -e features,normal,build --prefix none -f '{p} [{f}]' "$@" |
   sed 's/ (\*)//' | grep -v ' feature ' | sort -u; }
