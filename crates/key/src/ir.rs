@@ -14,8 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::resolve::layout;
-use crate::{AttrValue, Format, GraphNode, OpDescriptor, OpOrigin, TensorDesc};
+use crate::{AttrValue, DType, Format, GraphNode, OpDescriptor, OpOrigin, TensorDesc};
 
 /// ONNX op type → Ascend IR op type, as ATC's ONNX parser maps them (sorted by ONNX name). A
 /// type not listed keeps its name (`Relu`, `Add`, `Gelu` … are spelled alike in both). `MatMul`
@@ -319,7 +318,7 @@ fn select_formats(d: &mut OpDescriptor) {
         if !fits {
             return;
         }
-        if let Ok(shape) = layout("", "", &t.ori_shape, t.ori_format, to, t.dtype) {
+        if let Ok(shape) = layout(&t.ori_shape, t.ori_format, to, t.dtype) {
             t.shape = shape;
             t.format = to;
         }
@@ -334,6 +333,58 @@ fn select_formats(d: &mut OpDescriptor) {
             convert(t, to);
         }
     }
+}
+
+fn ceil_div(a: i64, b: i64) -> i64 {
+    a / b + i64::from(a % b != 0)
+}
+
+/// The runtime shape of a tensor laid out in `to`, from its shape `ori` in `from` (C0 is 32 for
+/// 8-bit dtypes, else 16). A conversion that does not fit the tensor is an error saying what it
+/// needs (an NCHW or NHWC 4-D original shape; a runtime format this knows).
+pub(crate) fn layout(
+    ori: &[i64],
+    from: Format,
+    to: Format,
+    dtype: DType,
+) -> Result<Vec<i64>, &'static str> {
+    if from == to {
+        return Ok(ori.to_vec());
+    }
+    let c0 = if matches!(dtype, DType::Int8 | DType::Uint8) {
+        32
+    } else {
+        16
+    };
+    if to == Format::FractalNz {
+        let r = ori.len();
+        let (batch, m, n) = match r {
+            0 => (&[][..], 1, 1),
+            1 => (&[][..], 1, ori[0]),
+            _ => (&ori[..r - 2], ori[r - 2], ori[r - 1]),
+        };
+        let mut s = batch.to_vec();
+        s.extend([ceil_div(n, c0), ceil_div(m, 16), 16, c0]);
+        return Ok(s);
+    }
+    let nchw = match (from, ori.len()) {
+        (Format::NCHW, 4) => [ori[0], ori[1], ori[2], ori[3]],
+        (Format::NHWC, 4) => [ori[0], ori[3], ori[1], ori[2]],
+        _ => return Err("an NCHW or NHWC 4-D original shape for this conversion"),
+    };
+    let [n, c, h, w] = nchw;
+    Ok(match to {
+        Format::NCHW => vec![n, c, h, w],
+        Format::NHWC => vec![n, h, w, c],
+        Format::NC1HWC0 => vec![n, ceil_div(c, c0), h, w, c0],
+        Format::FractalZ => vec![
+            ceil_div(c, c0).saturating_mul(h).saturating_mul(w),
+            ceil_div(n, 16),
+            16,
+            c0,
+        ],
+        _ => return Err("a runtime format NCHW, NHWC, NC1HWC0, FRACTAL_Z or FRACTAL_NZ"),
+    })
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ir;
 use crate::options::{Dynamic, OptionError};
 use crate::precision::is_cube;
 use crate::soc::SocFacts;
@@ -273,7 +274,7 @@ pub fn resolve_op(
         cube_math = CubeMath::Native;
     }
 
-    Ok(crate::ir::to_ir(OpDescriptor {
+    Ok(ir::to_ir(OpDescriptor {
         op_type: template.op_type.clone(),
         fused_ops: template.fused_ops.clone(),
         inputs,
@@ -506,12 +507,9 @@ fn fill_dims(
     Ok(out)
 }
 
-fn ceil_div(a: i64, b: i64) -> i64 {
-    a / b + i64::from(a % b != 0)
-}
-
-/// The runtime shape of a tensor laid out in `to`, from its shape in `from`.
-pub(crate) fn layout(
+/// The runtime shape of a tensor laid out in `to`, from its shape in `from` (`ir::layout`); a
+/// conversion that does not fit the tensor is a [`ResolveError::Layout`] naming it.
+fn layout(
     node: &str,
     what: &str,
     ori: &[i64],
@@ -519,58 +517,13 @@ pub(crate) fn layout(
     to: Format,
     dtype: DType,
 ) -> Result<Vec<i64>, ResolveError> {
-    if from == to {
-        return Ok(ori.to_vec());
-    }
-    let c0 = if matches!(dtype, DType::Int8 | DType::Uint8) {
-        32
-    } else {
-        16
-    };
-    let err = |expected: &str| ResolveError::Layout {
+    ir::layout(ori, from, to, dtype).map_err(|expected| ResolveError::Layout {
         node: node.to_string(),
         tensor: what.to_string(),
         shape: ori.to_vec(),
         from,
         to,
         expected: expected.to_string(),
-    };
-    if to == Format::FractalNz {
-        let r = ori.len();
-        let (batch, m, n) = match r {
-            0 => (&[][..], 1, 1),
-            1 => (&[][..], 1, ori[0]),
-            _ => (&ori[..r - 2], ori[r - 2], ori[r - 1]),
-        };
-        let mut s = batch.to_vec();
-        s.extend([ceil_div(n, c0), ceil_div(m, 16), 16, c0]);
-        return Ok(s);
-    }
-    let nchw = match (from, ori.len()) {
-        (Format::NCHW, 4) => [ori[0], ori[1], ori[2], ori[3]],
-        (Format::NHWC, 4) => [ori[0], ori[3], ori[1], ori[2]],
-        _ => {
-            return Err(err(
-                "an NCHW or NHWC 4-D original shape for this conversion",
-            ))
-        }
-    };
-    let [n, c, h, w] = nchw;
-    Ok(match to {
-        Format::NCHW => vec![n, c, h, w],
-        Format::NHWC => vec![n, h, w, c],
-        Format::NC1HWC0 => vec![n, ceil_div(c, c0), h, w, c0],
-        Format::FractalZ => vec![
-            ceil_div(c, c0).saturating_mul(h).saturating_mul(w),
-            ceil_div(n, 16),
-            16,
-            c0,
-        ],
-        _ => {
-            return Err(err(
-                "a runtime format NCHW, NHWC, NC1HWC0, FRACTAL_Z or FRACTAL_NZ",
-            ))
-        }
     })
 }
 
