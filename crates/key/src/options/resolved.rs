@@ -13,7 +13,7 @@ use super::files::{
     FileContent, FileReader, FusionSwitches, KeepDtype, MemFiles, MixPatch, OpPrecisionTable,
 };
 use super::table::{graph_extension_specs, graph_option_specs, option_spec, OptionSpec, OPTIONS};
-use super::values::{self, invalid, Checked, Parsed, DIMS_FORM, SHAPE_FORM};
+use super::values::{self, invalid, Checked, Dynamic, Parsed, DIMS_FORM, SHAPE_FORM};
 use crate::precision::Mixlist;
 use crate::soc::{soc_facts, SocFacts, AI_CORE, VECTOR_CORE};
 use crate::{Format, SocSpec};
@@ -79,20 +79,6 @@ impl ImplModeOption {
             _ => ImplModeOption::HighPerformance,
         }
     }
-}
-
-/// The dynamic-shape option in force, with its profiles.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Dynamic {
-    /// Static shapes.
-    #[default]
-    None,
-    /// `dynamic_batch_size` profiles.
-    Batch(Vec<i64>),
-    /// `dynamic_image_size` profiles (h, w).
-    ImageSize(Vec<(i64, i64)>),
-    /// `dynamic_dims` profiles, each one value per -1 in `input_shape`, in order.
-    Dims(Vec<Vec<i64>>),
 }
 
 /// A validated, normalised option set: what op resolution and subgraph keys consume.

@@ -8,9 +8,22 @@ use std::collections::BTreeSet;
 
 use super::error::OptionError;
 use super::files::{read_option_file, FileContent, FileReader};
-use super::resolved::Dynamic;
 use super::table::{OptionSpec, ValueKind};
 use crate::soc::soc_facts;
+
+/// The dynamic-shape option in force, with its profiles.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Dynamic {
+    /// Static shapes.
+    #[default]
+    None,
+    /// `dynamic_batch_size` profiles.
+    Batch(Vec<i64>),
+    /// `dynamic_image_size` profiles (h, w).
+    ImageSize(Vec<(i64, i64)>),
+    /// `dynamic_dims` profiles, each one value per -1 in `input_shape`, in order.
+    Dims(Vec<Vec<i64>>),
+}
 
 const OUTPUT_TYPES: &[&str] = &["FP32", "FP16", "UINT8", "INT8"];
 
