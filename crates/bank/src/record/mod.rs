@@ -442,8 +442,9 @@ pub use codec::{
 };
 pub use codec::{encode, encode_v1};
 
+pub use fast::{PackedStrategy, ScalarRef};
 use tunebank_failure::FailureKind;
-pub use view::{AnswerRef, PackedStrategy, ScalarRef, StrategyRef};
+pub use view::{AnswerRef, StrategyRef};
 
 impl RecordError {
     /// A damaged record is damage; a record of a newer format is the request's (upgrade).

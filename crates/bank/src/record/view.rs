@@ -8,90 +8,12 @@
 //! declines an encoding, the answer is decoded the generic way and held owned
 //! ([`StrategyRef::Owned`]); callers see no difference but speed.
 
-use serde_json::{Number, Value};
+use serde_json::Value;
 use tunebank_key::StrategyMap;
 
-use super::fast::Cursor;
+use super::fast::{PackedStrategy, ScalarRef};
 use super::{Answer, Performance};
 use tunebank_key::RecordKind;
-
-/// One scalar strategy value, borrowed from the stored bytes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ScalarRef<'a> {
-    /// `null`.
-    Null,
-    /// A boolean.
-    Bool(bool),
-    /// A non-negative integer.
-    U64(u64),
-    /// A negative integer (or one the writer stored signed).
-    I64(i64),
-    /// A float; a non-finite one reads as `null`, as serde_json reads it.
-    F64(f64),
-    /// A string.
-    Str(&'a str),
-}
-
-impl ScalarRef<'_> {
-    /// The value as serde_json's `Value` holds it (a non-finite float is `Null`).
-    pub(crate) fn to_value(self) -> Value {
-        match self {
-            ScalarRef::Null => Value::Null,
-            ScalarRef::Bool(b) => Value::Bool(b),
-            ScalarRef::U64(n) => Value::Number(n.into()),
-            ScalarRef::I64(n) => Value::Number(n.into()),
-            ScalarRef::F64(x) => Number::from_f64(x).map_or(Value::Null, Value::Number),
-            ScalarRef::Str(s) => Value::String(s.to_owned()),
-        }
-    }
-
-    /// Appends the value's JSON text, exactly as serde_json writes [`ScalarRef::to_value`].
-    fn write_json(self, out: &mut Vec<u8>) {
-        let written = match self {
-            ScalarRef::Str(s) => serde_json::to_writer(&mut *out, s),
-            // Non-string values own nothing: converting them allocates nothing.
-            other => serde_json::to_writer(&mut *out, &other.to_value()),
-        };
-        written.expect("writing JSON into a Vec cannot fail");
-    }
-}
-
-/// A strategy map in the writer's msgpack encoding, already validated (names strictly
-/// ascending, scalar values), borrowed from the stored value.
-#[derive(Clone, Copy, Debug)]
-pub struct PackedStrategy<'a> {
-    len: usize,
-    entries: &'a [u8],
-}
-
-impl<'a> PackedStrategy<'a> {
-    /// `entries` holds exactly `len` validated name/value pairs (the hit path's parser checked
-    /// them).
-    pub(super) fn new(len: usize, entries: &'a [u8]) -> Self {
-        PackedStrategy { len, entries }
-    }
-
-    /// The parameters in ascending name order.
-    pub fn iter(&self) -> impl Iterator<Item = (&'a str, ScalarRef<'a>)> + 'a {
-        let mut c = Cursor {
-            bytes: self.entries,
-            at: 0,
-        };
-        (0..self.len).map(move |_| {
-            // Validated when the value was read: re-reading the same bytes cannot fail.
-            let name = c.str().expect("validated strategy name");
-            let value = c.scalar().expect("validated strategy value");
-            (name, value)
-        })
-    }
-
-    /// The owned strategy map.
-    pub(crate) fn to_strategy(self) -> StrategyMap {
-        self.iter()
-            .map(|(name, value)| (name.to_owned(), value.to_value()))
-            .collect()
-    }
-}
 
 /// A stored strategy as a look-up reads it: in place when the hit path's parser knows the
 /// encoding, else decoded (see the module docs).
@@ -107,7 +29,7 @@ impl StrategyRef<'_> {
     /// Number of parameters.
     pub fn len(&self) -> usize {
         match self {
-            StrategyRef::Packed(p) => p.len,
+            StrategyRef::Packed(p) => p.len(),
             StrategyRef::Owned(s) => s.len(),
         }
     }
