@@ -3,11 +3,21 @@
 //! N = Cout; load3d expands the im2col rows from the feature map rows held in L1.
 
 use super::cube::{ASource, GemmProblem};
-use super::ops::OpModel;
 use super::soc::SocModel;
 use super::{bounded, bounded_align};
 use crate::{MeasureError, TuningTask};
 use tunebank_key::{DType, Format};
+
+/// A convolution as the cube runs it: its (implicit) GEMM, and the FLOPs of the op before
+/// padding (for the roofline). The op model (`ops.rs`) takes it as a cube op with no layout
+/// conversions around it.
+#[derive(Clone, Debug)]
+pub(crate) struct ConvGemm {
+    /// The GEMM.
+    pub(crate) problem: GemmProblem,
+    /// FLOPs of the op before padding.
+    pub(crate) useful_flops: f64,
+}
 
 /// Geometry of a 2-D convolution in NCHW terms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,7 +200,7 @@ impl ConvGeometry {
 }
 
 /// The cube model of a Conv2D task.
-pub fn model(task: &TuningTask, soc: &SocModel, runner: &str) -> Result<OpModel, MeasureError> {
+pub fn model(task: &TuningTask, soc: &SocModel, runner: &str) -> Result<ConvGemm, MeasureError> {
     let g = ConvGeometry::from_task(task)?;
     let in_bytes = match task.input_dtype(0) {
         DType::Float16 => 2,
@@ -249,9 +259,8 @@ pub fn model(task: &TuningTask, soc: &SocModel, runner: &str) -> Result<OpModel,
     let useful_flops = [g.n, ho, wo, g.cout, g.cin / g.groups, g.kh, g.kw]
         .iter()
         .fold(2.0, |f, &d| f * d as f64);
-    Ok(OpModel::Cube {
+    Ok(ConvGemm {
         problem,
-        trans: Vec::new(),
         useful_flops,
     })
 }
@@ -319,7 +328,7 @@ pub fn backprop_input_model(
     task: &TuningTask,
     soc: &SocModel,
     runner: &str,
-) -> Result<OpModel, MeasureError> {
+) -> Result<ConvGemm, MeasureError> {
     let op = task.op.op_type.as_str();
     let transpose = matches!(op, "ConvTranspose" | "Conv2DTranspose");
     let (dy_at, w_at) = if transpose { (0, 1) } else { (2, 1) };
@@ -377,9 +386,8 @@ pub fn backprop_input_model(
     let useful_flops = [dy[0], dy[2], dy[3], o, c_g, kh, kw]
         .iter()
         .fold(2.0, |f, &d| f * d as f64);
-    Ok(OpModel::Cube {
+    Ok(ConvGemm {
         problem,
-        trans: Vec::new(),
         useful_flops,
     })
 }
@@ -394,7 +402,7 @@ pub fn backprop_filter_model(
     task: &TuningTask,
     soc: &SocModel,
     runner: &str,
-) -> Result<OpModel, MeasureError> {
+) -> Result<ConvGemm, MeasureError> {
     let op = task.op.op_type.as_str();
     let x = dims4(task, task.op.inputs.first(), "input")?;
     let dy = dims4(task, task.op.inputs.get(1), "gradient")?;
@@ -430,9 +438,8 @@ pub fn backprop_filter_model(
     let useful_flops = [dy[0], dy[2], dy[3], o, c_g, kh, kw]
         .iter()
         .fold(2.0, |f, &d| f * d as f64);
-    Ok(OpModel::Cube {
+    Ok(ConvGemm {
         problem,
-        trans: Vec::new(),
         useful_flops,
     })
 }

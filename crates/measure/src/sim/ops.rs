@@ -1,5 +1,6 @@
 //! From an op descriptor to the simulator's problem: which unit runs it and with what shape.
 
+use super::conv::ConvGemm;
 use super::cube::{ASource, GemmProblem};
 use super::soc::SocModel;
 use super::vector::{ElemProblem, RowProblem};
@@ -23,6 +24,15 @@ pub enum OpModel {
     Elem(ElemProblem),
     /// A row stream.
     Row(RowProblem),
+}
+
+/// A convolution's GEMM as the op model: a cube op with no TransData around it.
+fn conv_gemm(c: ConvGemm) -> OpModel {
+    OpModel::Cube {
+        problem: c.problem,
+        trans: Vec::new(),
+        useful_flops: c.useful_flops,
+    }
 }
 
 /// Bytes of an element of `d`, if the simulated SoC computes in it.
@@ -389,17 +399,17 @@ fn matmul(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
 
 /// Conv2D: an implicit GEMM (see `conv.rs`).
 fn conv(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
-    super::conv::model(cx.task, cx.soc, cx.runner)
+    super::conv::model(cx.task, cx.soc, cx.runner).map(conv_gemm)
 }
 
 /// Conv2DBackpropInput and the transposed convolutions: an implicit GEMM (see `conv.rs`).
 fn backprop_input(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
-    super::conv::backprop_input_model(cx.task, cx.soc, cx.runner)
+    super::conv::backprop_input_model(cx.task, cx.soc, cx.runner).map(conv_gemm)
 }
 
 /// Conv2DBackpropFilter: the weight-gradient GEMM (see `conv.rs`).
 fn backprop_filter(cx: &Ctx<'_>) -> Result<OpModel, MeasureError> {
-    super::conv::backprop_filter_model(cx.task, cx.soc, cx.runner)
+    super::conv::backprop_filter_model(cx.task, cx.soc, cx.runner).map(conv_gemm)
 }
 
 /// Vector passes over each element of an elementwise op.
