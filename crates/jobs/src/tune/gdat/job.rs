@@ -21,8 +21,8 @@ use tunebank_model::Model;
 use super::cluster::{Cluster, LinearCost};
 use super::search::{self, ModelRunner};
 use super::split::{hccl_default, optimum, schedule, to_sizes, Schedule, MAX_SEGMENTS};
-use super::timeline::{model_structure, resolved_units, timeline, Timeline};
-use super::GdatError;
+use super::timeline::{model_structure, resolved_units, timeline};
+use super::{GdatError, Timeline};
 
 /// A tuned split must beat its baseline by more than this fraction to be written: the
 /// `min_gain` of [`WIN_RULE`].

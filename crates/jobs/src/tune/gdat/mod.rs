@@ -3,8 +3,9 @@
 //! overlaps backward compute and the iteration's tail — from the last backward op to the end of
 //! the last all-reduce — is shortest.
 //!
-//! The parts: `timeline` (the model's backward timeline: gradients in production order, their
-//! bytes and ready times, from the model import and the op simulator), `cluster` (the α–β
+//! The parts: `timeline` (the model's backward timeline, [`Timeline`]: gradients in production
+//! order, their bytes and ready times, from the model import and the op simulator; `step` for a
+//! training step graph; `clock` times their problems), `cluster` (the α–β
 //! all-reduce model of a topology, linear in bytes), `split` (splits, their schedule and tail,
 //! the exact dynamic program, HCCL's default, index ⇄ size), [`search`] (the search through the
 //! `Measure` trait, started from the optimum and the default), `job` (look-up, search,
@@ -14,6 +15,7 @@
 //! `--timeline-out`), `render` (text and SVG Gantt) and `why` (a gradient-key miss
 //! explained by the nearest stored records).
 
+mod clock;
 pub(crate) mod cluster;
 pub mod job;
 pub mod render;
@@ -28,9 +30,60 @@ pub mod why;
 pub use cluster::{Cluster, LinearCost, Link};
 pub use job::*;
 pub use split::{is_valid, optimum, schedule};
-pub use timeline::{BackwardOp, Gradient, Timeline};
+use serde::Serialize;
 use tunebank_failure::FailureKind;
 pub use why::{why_gradient, GradientWhy};
+
+/// One gradient, as backward produces it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Gradient {
+    /// The parameter's initializer name.
+    pub name: String,
+    /// Its size in bytes (elements × the resolved dtype's size).
+    pub bytes: u64,
+    /// When backward has finished it, µs after backward starts.
+    pub ready_us: f64,
+    /// The graph op that produces it, for a training step graph (its backward op); `None`
+    /// when the backward pass is estimated from the forward one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub producer: Option<String>,
+}
+
+/// One fused unit's backward span, for the Gantt picture.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BackwardOp {
+    /// The unit's name (AOE's op name).
+    pub name: String,
+    /// Start, µs after backward starts.
+    pub start_us: f64,
+    /// End, µs after backward starts.
+    pub end_us: f64,
+}
+
+/// A model's training-step timeline: forward time, backward spans and gradients.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Timeline {
+    /// Gradients in production order; `ready_us` is non-decreasing.
+    pub gradients: Vec<Gradient>,
+    /// When the last backward op ends, µs after backward starts.
+    pub backward_end_us: f64,
+    /// The forward pass (sum of the units' simulated times), µs.
+    pub forward_us: f64,
+    /// Backward spans, in backward order.
+    pub ops: Vec<BackwardOp>,
+}
+
+impl Timeline {
+    /// The gradients' sizes in production order.
+    pub fn bytes(&self) -> Vec<u64> {
+        self.gradients.iter().map(|g| g.bytes).collect()
+    }
+
+    /// Total gradient bytes.
+    pub fn total_bytes(&self) -> u64 {
+        self.gradients.iter().map(|g| g.bytes).sum()
+    }
+}
 
 /// Why a GDAT job cannot run. Every variant but [`GdatError::Bank`] is the request's fault.
 #[derive(Debug, thiserror::Error)]

@@ -19,9 +19,9 @@ use tunebank_bank::Bank;
 use tunebank_key::SocSpec;
 use tunebank_model::{Model, ResolvedUnit};
 
-use super::timeline::{dtype_size, BackwardOp, Clock, Gradient, Timeline};
+use super::clock::{dtype_size, Clock};
 use super::updates::{is_gradient_op, is_write, step_updates, StepUpdates, LOSSES};
-use super::GdatError;
+use super::{BackwardOp, GdatError, Gradient, Timeline};
 
 /// The step timeline when `model` is a training step: `None` for an inference graph (no loss
 /// and no backward op); [`GdatError::NoGradients`] when backward ops are there but no
