@@ -114,7 +114,7 @@ pub fn run(args: TuneArgs, atc: &[String]) -> Result<ExitCode> {
             bail!("--queue: only operator tuning (--job_type=2) is queued");
         }
         let job = resolve(&spec, &env)?;
-        return super::tune_queue::run(&args, &job, url);
+        return super::tune_queue::run(args.detach, &job, url);
     }
     let job = resolve(&spec, &env)?;
     // Nothing is written before this point.

@@ -14,12 +14,12 @@ use tunebank_jobs::queue;
 use tunebank_jobs::tune::report::{OpatResult, ResultFile};
 
 use super::progress::{install_signal_handlers, CANCEL};
-use super::tune::TuneArgs;
 
-/// Submits the OPAT job to the queue at `url`; exit 0 when it finished successfully (or was
-/// detached), 1 when an op failed or nothing was tuned, 130 when the wait was interrupted (the
-/// job goes on; `tunebank job status` follows it).
-pub fn run(args: &TuneArgs, job: &Job, url: &str) -> Result<ExitCode> {
+/// Submits the OPAT job to the queue at `url` and, unless `detach` (`--detach`: print the job id
+/// and return), waits for it; exit 0 when it finished successfully (or was detached), 1 when an
+/// op failed or nothing was tuned, 130 when the wait was interrupted (the job goes on;
+/// `tunebank job status` follows it).
+pub fn run(detach: bool, job: &Job, url: &str) -> Result<ExitCode> {
     let mut client = queue::connect(url)?;
     queue::migrate(&mut client, url)?;
     let e = job.enqueue(&mut client)?;
@@ -32,7 +32,7 @@ pub fn run(args: &TuneArgs, job: &Job, url: &str) -> Result<ExitCode> {
         e.queued,
         job.settings().runner
     );
-    if args.detach {
+    if detach {
         writeln!(std::io::stdout().lock(), "{}", e.job_id)?;
         return Ok(ExitCode::SUCCESS);
     }
