@@ -68,17 +68,25 @@ enum TunebankStatus
   // A layer holds a record for the key, but it is not valid under this build (its key schema
   // version or kind differs), and no lower layer answered.
   TUNEBANK_STATUS_REJECTED_HIT = 2,
-  // An argument is unusable: a NULL pointer where one is required, invalid UTF-8, malformed
-  // JSON, an unknown option value, a profile index out of range, a write to a read-only
-  // handle. Nothing was changed.
+  // The request is at fault (failure kind `Input`): a NULL pointer where one is required,
+  // invalid UTF-8, malformed JSON, an unknown option value, a profile index out of range, a
+  // write to a read-only handle, a `TUNE_BANK_PATH` that does not exist or is not a
+  // directory, a bank file that does not exist, is not a bank or is of a backend this build
+  // lacks, a bank or record of a newer format. Nothing was changed.
   TUNEBANK_STATUS_BAD_INPUT = 3,
-  // A stored record (or the bank file's structure) is damaged; no part of it was used.
+  // The bank is damaged (failure kind `Damaged`): a stored record fails its checksum or does
+  // not decode, the bank file's structure is corrupt, or a bank left by a crashed writer
+  // needs a recovery a read-only open may not run; no part of it was used.
   TUNEBANK_STATUS_DAMAGED_RECORD = 4,
-  // The operating system or the storage engine failed (missing or unreadable bank path,
-  // permission denied, disk full …).
+  // The operating system failed a read, write, sync or directory creation (failure kind
+  // `Io`: permission denied, a `TUNE_BANK_PATH` without rwx permission, disk full …), or a
+  // `postgres://` bank's server cannot be reached or did not answer in time (failure kind
+  // `Unreachable`); retrying later may work for the latter.
   TUNEBANK_STATUS_IO_ERROR = 5,
-  // The bank is held exclusively by another process (a sled bank, served to one process at a
-  // time, or a redb file another program opened exclusively; tunebank's own redb opens share).
+  // The bank is held by another process (failure kind `Busy`: a sled bank, served to one
+  // process at a time, or a redb file another program opened exclusively, tunebank's own
+  // redb opens share; a `postgres://` bank's transaction that kept conflicting with others);
+  // retrying later may work.
   TUNEBANK_STATUS_BUSY = 6,
   // The caller's buffer is too small; the required size was stored in the length out-param
   // and the buffer was not written.

@@ -1,6 +1,8 @@
 //! Rust errors as the exceptions of `tunebank.errors`, chosen by
-//! [`tunebank::failure::FailureKind`] (the library's classification by type), with the whole
-//! source chain in the message.
+//! [`tunebank::failure::FailureKind`] (the library's classification by type): the class is the
+//! kind's row of the library's error table (`tunebank::failure::TABLE`, `python_exception`,
+//! which also gives the command lines' exit code and the C ABI's status for the kind), with
+//! the whole source chain in the message.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -48,17 +50,11 @@ impl Classified for search_strategies::space::SpaceError {
     }
 }
 
-/// The `tunebank.errors` class for `kind`.
+/// The `tunebank.errors` class for `kind`: the one the error table names.
 fn class_of(py: Python<'_>, kind: FailureKind) -> PyResult<Bound<'_, PyType>> {
     static MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
     let module = MODULE.get_or_try_init(py, || py.import("tunebank.errors").map(Bound::unbind))?;
-    let name = match kind {
-        FailureKind::Input => "InputError",
-        FailureKind::Io => "BankIOError",
-        FailureKind::Busy => "BankBusyError",
-        FailureKind::Damaged => "BankDamagedError",
-        FailureKind::Unreachable => "BankUnreachableError",
-    };
+    let name = kind.answer().python_exception;
     Ok(module.bind(py).getattr(name)?.cast_into::<PyType>()?)
 }
 

@@ -1,7 +1,9 @@
 """The exceptions tunebank raises, one class per kind of failure.
 
 Every error from the Rust library is classified by its type (``tunebank::failure::FailureKind``),
-never by its message text, so callers can act on the class:
+never by its message text, so callers can act on the class. Each kind's class is the one the
+library's error table names (``tunebank::failure::TABLE``), the table that also gives the kind's
+exit code of the ``tunebank`` command line and its status in the C ABI:
 
 - :class:`InputError` — the request is at fault (an argument, option, model or file); retrying
   the same request fails the same way; nothing was written. Also a :class:`ValueError`.

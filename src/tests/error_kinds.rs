@@ -1,5 +1,7 @@
-//! The kind (hence the exit code) of every variant of every library error type, each classified
-//! explicitly; the binaries' exit codes themselves are `tests/it/cli_exit_codes.rs`.
+//! The kind (hence the exit code, C status and Python exception, from the library's error
+//! table `failure::TABLE`) of every variant of every library error type, each classified
+//! explicitly, and the table against the C header and the Python package; the binaries' exit
+//! codes themselves are `tests/it/cli_exit_codes.rs`.
 
 use std::path::PathBuf;
 
@@ -422,6 +424,57 @@ fn every_library_error_variant_has_its_kind() {
             .iter()
             .any(|(t, vs)| t == ty && (v.is_empty() || vs.iter().any(|x| x == v)));
         assert!(found, "{name} is not in the source");
+    }
+}
+
+/// Every variant gets the same kind however a front end finds it: the cause-chain walk of the
+/// command lines (`classify::error_kind`) gives the error's own kind, which the C ABI's
+/// statuses and Python's exceptions answer by; so every front end answers a variant from the
+/// same row of the error table. And the reference table meets every kind.
+#[test]
+fn every_front_end_finds_the_same_kind_for_every_variant() {
+    use tunebank::classify::error_kind;
+    use tunebank::failure::FailureKind;
+    let cases = every_variant();
+    for (name, e, want) in &cases {
+        let err: &(dyn std::error::Error + 'static) = &**e;
+        assert_eq!(error_kind(err), *want, "{name}: {e}");
+        assert_eq!(want.answer().kind, *want, "{name}");
+    }
+    for kind in FailureKind::ALL {
+        assert!(cases.iter().any(|c| c.2 == kind), "no case of {kind:?}");
+    }
+}
+
+/// The error table's C statuses are the C header's (name and value), its Python exceptions are
+/// classes of the Python package under `TunebankError`, exported by `tunebank`, and README shows
+/// the table as it is.
+#[test]
+fn the_error_table_is_the_c_headers_the_python_packages_and_readmes() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let header = read("capi/include/tunebank.h");
+    let errors_py = read("python/tunebank/errors.py");
+    let init_py = read("python/tunebank/__init__.py");
+    let readme = read("README.md").replace('`', "");
+    for a in tunebank::failure::TABLE {
+        let row = format!(
+            "({:?}) | {} | {} ({}) | tunebank.{} |",
+            a.kind, a.exit_code, a.c_status_name, a.c_status, a.python_exception
+        );
+        assert!(readme.contains(&row), "README's error table lacks {row}");
+        let enumerator = format!("\n  {} = {},\n", a.c_status_name, a.c_status);
+        assert!(header.contains(&enumerator), "{a:?}: not in tunebank.h");
+        let class = format!("\nclass {}(TunebankError", a.python_exception);
+        assert!(
+            errors_py.contains(&class),
+            "{a:?}: not in tunebank/errors.py"
+        );
+        let quoted = format!("\"{}\"", a.python_exception);
+        assert!(
+            errors_py.contains(&quoted) && init_py.contains(&quoted),
+            "{a:?}: not in the __all__ of tunebank.errors and tunebank"
+        );
     }
 }
 

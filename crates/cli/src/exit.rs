@@ -1,17 +1,19 @@
 //! Exit codes of both command lines: the table ([`EXIT_CODES`], the one source of the `--help`
 //! text; README's "Exit codes" table repeats it and `tests/it/cli_exit_codes.rs` holds the two
 //! equal) and the classification of a failed command's error into its code ([`failure_code`]),
-//! by the library's typed errors ([`tunebank_failure::FailureKind`]), never by message text.
+//! by the library's typed errors ([`tunebank_failure::FailureKind`]), never by message text. A
+//! failure kind's code is the library's error table's ([`tunebank_failure::TABLE`], which also
+//! gives the C ABI's status and the Python package's exception for the kind); this module adds
+//! only the codes of outcomes that are not failures (0, [`NEGATIVE`]) and the help's wording.
 
-use std::error::Error as StdError;
-
-use tunebank_failure::{io_kind, FailureKind};
-use tunebank_jobs::classify::library_kind;
+use tunebank_failure::FailureKind;
+use tunebank_jobs::classify::error_kind;
 
 /// The command ran and its answer is negative (a check found problems, a look-up missed).
 pub const NEGATIVE: u8 = 1;
 
-/// Every exit code both tools share, with its meaning, in order.
+/// Every exit code both tools share, with its meaning, in order: success, a negative answer,
+/// then one code per failure kind, each the error table's ([`code_of`]).
 pub const EXIT_CODES: [(u8, &str); 7] = [
     (0, "success"),
     (
@@ -20,53 +22,46 @@ pub const EXIT_CODES: [(u8, &str); 7] = [
          missed under --error-on-miss (each subcommand's help says when)",
     ),
     (
-        2,
+        code_of(FailureKind::Input),
         "bad input: arguments, options, environment values or files that do not parse or do \
          not exist; nothing written",
     ),
     (
-        3,
+        code_of(FailureKind::Io),
         "I/O failure: a read, write, sync or directory creation failed (disk full, permission \
          denied, I/O error)",
     ),
     (
-        4,
+        code_of(FailureKind::Busy),
         "bank busy: another process holds the bank and excludes this one (a sled bank is \
          served to one process at a time; a redb bank while a process holds the file \
          exclusively); retry later",
     ),
     (
-        5,
+        code_of(FailureKind::Damaged),
         "bank damaged: a record fails its checksum or does not decode, the bank file's \
          structures are corrupt, or a bank left by a crashed writer needs a recovery this \
          read-only command may not run (bank verify runs it)",
     ),
     (
-        6,
+        code_of(FailureKind::Unreachable),
         "bank server unreachable: the PostgreSQL server of a postgres:// bank refused the \
          connection, could not be reached or did not answer in time; retry later",
     ),
 ];
 
-/// The exit code of a failure of this kind.
-pub fn code_of(kind: FailureKind) -> u8 {
-    match kind {
-        FailureKind::Input => 2,
-        FailureKind::Io => 3,
-        FailureKind::Busy => 4,
-        FailureKind::Damaged => 5,
-        FailureKind::Unreachable => 6,
-    }
+/// The exit code of a failure of this kind: its row of the library's error table
+/// ([`tunebank_failure::TABLE`]).
+pub const fn code_of(kind: FailureKind) -> u8 {
+    kind.answer().exit_code
 }
 
 /// The kind of a failed command's error: the first kind other than bad input met walking the
 /// cause chain from the outside in (each library error answers for what it wraps, so a context
-/// message around a busy bank is still busy), else bad input.
+/// message around a busy bank is still busy), else bad input
+/// ([`tunebank_jobs::classify::error_kind`], each link by its type).
 pub fn classify(e: &anyhow::Error) -> FailureKind {
-    e.chain()
-        .map(kind_of)
-        .find(|k| *k != FailureKind::Input)
-        .unwrap_or(FailureKind::Input)
+    error_kind(e.as_ref())
 }
 
 /// The exit code of a failed command's error ([`classify`], then [`code_of`]).
@@ -80,19 +75,6 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
-}
-
-/// One link of a cause chain, by its type: a library error by its own kind
-/// ([`library_kind`], which knows every library error type), an I/O error by [`io_kind`]; only
-/// what is neither (a plain message, another crate's error) is bad input.
-fn kind_of(e: &(dyn StdError + 'static)) -> FailureKind {
-    if let Some(k) = library_kind(e) {
-        return k;
-    }
-    match e.downcast_ref::<std::io::Error>() {
-        Some(io) => io_kind(io),
-        None => FailureKind::Input,
-    }
 }
 
 /// The "Exit codes:" text of a tool's `--help`: the shared table, then the tool's own `extra`
@@ -313,14 +295,61 @@ mod tests {
             );
         }
         assert!(text.lines().all(|l| l.len() <= 100), "{text}");
-        for kind in [
-            FailureKind::Input,
-            FailureKind::Io,
-            FailureKind::Busy,
-            FailureKind::Damaged,
-            FailureKind::Unreachable,
-        ] {
-            assert!(EXIT_CODES.iter().any(|(c, _)| *c == code_of(kind)));
+    }
+
+    /// A representative error of each kind, as a command meets it (behind a context message).
+    fn one_of_each_kind() -> [(FailureKind, anyhow::Error); 5] {
+        [
+            (
+                FailureKind::Input,
+                anyhow::Error::new(BankError::NotFound {
+                    path: PathBuf::from("b.redb"),
+                }),
+            ),
+            (
+                FailureKind::Io,
+                anyhow::Error::new(io(ErrorKind::PermissionDenied)).context("reading"),
+            ),
+            (
+                FailureKind::Busy,
+                anyhow::Error::new(BankError::Store(busy())).context("opening"),
+            ),
+            (
+                FailureKind::Damaged,
+                anyhow::Error::new(BankError::Record(damaged())),
+            ),
+            (
+                FailureKind::Unreachable,
+                anyhow::Error::new(QueueError::Pg(unreachable())),
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_failure_kind_exits_with_the_error_tables_code() {
+        let cases = one_of_each_kind();
+        assert_eq!(cases.each_ref().map(|c| c.0), FailureKind::ALL);
+        for (kind, e) in &cases {
+            let answer = tunebank_failure::TABLE
+                .iter()
+                .find(|a| a.kind == *kind)
+                .expect("every kind has a row");
+            assert_eq!(classify(e), *kind, "{e:#}");
+            assert_eq!(failure_code(e), answer.exit_code, "{e:#}");
+            assert_eq!(code_of(*kind), answer.exit_code);
+            // The help lists the code once, described as a failure of this kind.
+            let rows: Vec<_> = EXIT_CODES
+                .iter()
+                .filter(|(c, _)| *c == answer.exit_code)
+                .collect();
+            assert_eq!(rows.len(), 1, "{kind:?}");
         }
+        // The help's failure rows are exactly the table's codes, after 0 and 1.
+        let failure_codes: Vec<u8> = EXIT_CODES[2..].iter().map(|r| r.0).collect();
+        let table_codes: Vec<u8> = tunebank_failure::TABLE
+            .iter()
+            .map(|a| a.exit_code)
+            .collect();
+        assert_eq!(failure_codes, table_codes);
     }
 }

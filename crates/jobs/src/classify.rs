@@ -1,7 +1,9 @@
-//! The kind of any of the library's errors behind a `dyn Error`: `library_kind` knows every
-//! public error type (each classifies itself with its own `kind()`, beside its definition). It
-//! sits above every module, since it names their error types; [`tunebank_failure`] below them
-//! holds only the vocabulary ([`FailureKind`], `failure::io_kind`).
+//! The kind of any of the library's errors behind a `dyn Error`: [`library_kind`] knows every
+//! public error type (each classifies itself with its own `kind()`, beside its definition), and
+//! [`error_kind`] classifies a whole cause chain (the command lines' exit codes). It sits above
+//! every module, since it names their error types; [`tunebank_failure`] below them holds the
+//! vocabulary ([`FailureKind`], `failure::io_kind`) and the one table of what each front end
+//! answers for each kind (`failure::TABLE`: exit code, C status, Python exception).
 
 use crate::inspect::InspectError;
 use crate::job::JobError;
@@ -81,6 +83,29 @@ pub fn library_kind(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind
     None
 }
 
+/// The kind of a failure whose error is `e`: the first kind other than bad input met walking
+/// `e`'s cause chain (`source()`) from the outside in, else bad input. Each link is classified
+/// by its type: a library error by its own kind ([`library_kind`]; it answers for what it
+/// wraps, so a context message around a busy bank is still busy), an `std::io::Error` by
+/// [`tunebank_failure::io_kind`]; a link that is neither (a plain message, another crate's
+/// error) is bad input. For a library error this is its own `kind()` (the kind the C ABI and
+/// the Python package answer by); `src/tests/error_kinds.rs` holds the two equal for every
+/// variant.
+pub fn error_kind(e: &(dyn std::error::Error + 'static)) -> FailureKind {
+    let mut link = Some(e);
+    while let Some(l) = link {
+        let kind = library_kind(l).unwrap_or_else(|| match l.downcast_ref::<std::io::Error>() {
+            Some(io) => tunebank_failure::io_kind(io),
+            None => FailureKind::Input,
+        });
+        if kind != FailureKind::Input {
+            return kind;
+        }
+        link = l.source();
+    }
+    FailureKind::Input
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +117,44 @@ mod tests {
             path: PathBuf::from("b.redb"),
             source: Error::from(kind),
         }
+    }
+
+    /// A plain message around `inner`, as a caller's context adds one.
+    #[derive(Debug)]
+    struct Context(Box<dyn std::error::Error + 'static>);
+
+    impl std::fmt::Display for Context {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("while doing something")
+        }
+    }
+
+    impl std::error::Error for Context {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&*self.0)
+        }
+    }
+
+    #[test]
+    fn a_chain_is_its_first_kind_other_than_bad_input() {
+        let busy = StoreError::Busy {
+            path: PathBuf::from("b"),
+            reason: "held",
+        };
+        assert_eq!(error_kind(&Context(Box::new(busy))), FailureKind::Busy);
+        let full = Context(Box::new(Context(Box::new(Error::from(
+            ErrorKind::StorageFull,
+        )))));
+        assert_eq!(error_kind(&full), FailureKind::Io);
+        assert_eq!(
+            error_kind(&Context(Box::new(Error::from(ErrorKind::NotFound)))),
+            FailureKind::Input
+        );
+        assert_eq!(
+            error_kind(&Context(Box::new(BankError::NotWritable))),
+            FailureKind::Input
+        );
+        assert_eq!(error_kind(&store_io(ErrorKind::Other)), FailureKind::Io);
     }
 
     #[test]
