@@ -49,8 +49,8 @@ class Bank:
         """Opens the op bank for ``soc_version``: the custom layer ``path`` (created unless
         ``read_only``; ``None`` = AOE's path rules), the ``builtin`` files, then the default
         built-in bank unless ``default_builtin=False``. Raises :class:`tunebank.InputError`,
-        :class:`tunebank.BankIOError`, :class:`tunebank.BankBusyError` or
-        :class:`tunebank.BankDamagedError`."""
+        :class:`tunebank.BankIOError`, :class:`tunebank.BankBusyError`,
+        :class:`tunebank.BankDamagedError` or :class:`tunebank.BankUnreachableError`."""
     @property
     def soc_version(self) -> str:
         """The SoC the bank was opened for."""
@@ -63,15 +63,19 @@ class Bank:
         ops: Optional[Sequence[Dict[str, Any]]] = None,
         *,
         model: Optional[_Path] = None,
+        graph_bank: Optional[_Path] = None,
         nearest: int = 3,
         **atc_options: Any,
     ) -> Dict[str, Any]:
-        """``bank-inspect why`` for op templates or a model, as the ``--json`` dict."""
+        """``bank-inspect why`` for op templates or a model, as the ``--json`` dict. A model's
+        units are a converter's (``input_format``'s framework default, the graph bank
+        ``graph_bank``, else AOE's resolution, applied first), as ``why --model``."""
     def why_text(
         self,
         ops: Optional[Sequence[Dict[str, Any]]] = None,
         *,
         model: Optional[_Path] = None,
+        graph_bank: Optional[_Path] = None,
         nearest: int = 3,
         **atc_options: Any,
     ) -> str:
