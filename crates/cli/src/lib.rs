@@ -1,10 +1,11 @@
-//! The command lines, `tunebank` and `bank-inspect`: flag parsing, printing and exit codes over
-//! the library. The binaries in `src/bin/` are one call each into this module; it lives in the
-//! library so that what only the command line needs (its subcommands' wiring, its tables and
-//! progress bar, the flags-to-job plumbing) stays crate-private instead of widening the public
-//! API. Nothing else in the crate names this module: it is the top layer.
+//! The command lines, `tunebank` and `bank-inspect`: flag parsing, printing, the progress bar and
+//! exit codes over the library crates. The root package's binaries (`src/bin/`, behind its
+//! default `cli` feature) are one call each into this crate. It is the top of the crate graph and
+//! the only crate that depends on the terminal's crates (clap, indicatif, console, comfy-table
+//! through tunebank-jobs' `fit`): an embedder that leaves the `cli` feature off links none of them.
+//! Its modules stay private; its public API is the two entry points below.
 //!
-//! Exit codes: the table in `cli/exit.rs` (`--help` prints it).
+//! Exit codes: the table in `exit.rs` (`--help` prints it), from `tunebank_failure::TABLE`.
 #![deny(missing_docs)]
 #![warn(unnameable_types)]
 
