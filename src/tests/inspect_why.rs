@@ -420,6 +420,68 @@ fn an_entry_for_another_soc_is_found_when_this_soc_has_none() {
     );
 }
 
+/// A miss's stored entries are ranked by the one descriptor distance transfer uses: shape
+/// log-ratios plus its penalties, an entry of another dtype class after every related one.
+#[test]
+fn nearest_entries_are_ranked_by_the_descriptor_distance() {
+    use tunebank::key::{CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc};
+    let matmul = |m: i64, dtype: DType| {
+        let t = |s: &[i64]| TensorDesc {
+            shape: s.to_vec(),
+            ori_shape: s.to_vec(),
+            dtype,
+            format: Format::ND,
+            ori_format: Format::ND,
+        };
+        OpDescriptor {
+            op_type: "MatMulV2".into(),
+            fused_ops: Vec::new(),
+            inputs: vec![t(&[m, 64]), t(&[64, 32])],
+            outputs: vec![t(&[m, 32])],
+            attrs: BTreeMap::new(),
+            impl_mode: ImplMode::HighPerformance,
+            cube_math: CubeMath::Native,
+            soc: SocSpec::from_version(SOC).unwrap(),
+            origin: None,
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bank = open(&dir.path().join("b.redb"));
+    let given = options(&[]);
+    let stored = [
+        matmul(16, DType::Int8),     // another dtype class: unrelated, 100 + 1
+        matmul(16, DType::Float32),  // another float width: 1
+        matmul(32, DType::Float16),  // one dim twice as large: ln 2
+        matmul(512, DType::Float16), // one dim 32 times as large: ln 32
+    ];
+    let records: Vec<Record> = stored
+        .iter()
+        .map(|d| record(d.clone(), &given, 5.0))
+        .collect();
+    bank.write_batch(&records).unwrap();
+    let config = WhyConfig {
+        nearest: 4,
+        ..WhyConfig::default()
+    };
+    let now = matmul(16, DType::Float16);
+    let report = why_descriptor(&bank, &now, None, &config, &|_| true).unwrap();
+    let Verdict::Miss(m) = &report.ops[0].verdict else {
+        panic!("expected a miss");
+    };
+    let got: Vec<(BankKey, f64)> = m.nearest.iter().map(|n| (n.key, n.distance)).collect();
+    let want = [
+        (stored[2].key().unwrap(), 2f64.ln()),
+        (stored[1].key().unwrap(), 1.0),
+        (stored[3].key().unwrap(), 32f64.ln()),
+        (stored[0].key().unwrap(), 101.0),
+    ];
+    assert_eq!(got.len(), want.len(), "{got:?}");
+    for ((key, d), (want_key, want_d)) in got.iter().zip(&want) {
+        assert_eq!(key, want_key, "{got:?}");
+        assert!((d - want_d).abs() < 1e-12, "{got:?}");
+    }
+}
+
 /// A default confirmed by tuning is a hit, and `why` says which kind of hit it is.
 #[test]
 fn a_confirmed_default_is_a_hit_labelled_as_such() {

@@ -1,5 +1,5 @@
-//! Field-by-field comparison of two op descriptors: the exact differences, for people, and a
-//! distance that ranks stored entries by how near they are to the one looked up.
+//! Field-by-field comparison of two op descriptors: the exact differences, for people (how near
+//! two descriptors are is `tune::transfer::distance`'s `descriptor_distance`).
 
 use serde::Serialize;
 
@@ -233,85 +233,4 @@ pub(crate) fn descriptor_diffs(stored: &OpDescriptor, current: &OpDescriptor) ->
         }
     }
     out
-}
-
-fn dims_distance(a: &[i64], b: &[i64]) -> f64 {
-    if a.len() != b.len() {
-        return 3.0 + a.len().abs_diff(b.len()) as f64;
-    }
-    a.iter()
-        .zip(b)
-        .filter(|(x, y)| x != y)
-        .map(|(&x, &y)| {
-            // One per differing dim, plus a little for how far apart (ties go to the closer).
-            let ratio = ((x.max(1) as f64) / (y.max(1) as f64)).ln().abs();
-            1.0 + ratio.min(10.0) / 20.0
-        })
-        .sum()
-}
-
-fn tensors_distance(a: &[TensorDesc], b: &[TensorDesc]) -> f64 {
-    let mut d = 20.0 * a.len().abs_diff(b.len()) as f64;
-    for (s, c) in a.iter().zip(b) {
-        d += dims_distance(&s.shape, &c.shape);
-        if s.ori_shape != c.ori_shape && s.shape == c.shape {
-            d += 1.0;
-        }
-        if s.dtype != c.dtype {
-            d += 4.0;
-        }
-        if s.format != c.format {
-            d += 3.0;
-        }
-        if s.ori_format != c.ori_format {
-            d += 2.0;
-        }
-    }
-    d
-}
-
-/// How far a stored descriptor is from the one looked up: 0 for equal descriptors, growing with
-/// each differing field (op type and SoC weigh most, then tensor counts, dtypes, impl mode,
-/// formats, attributes, and one per differing dim). Allocation-free: it ranks many candidates.
-pub(crate) fn mismatch_distance(stored: &OpDescriptor, current: &OpDescriptor) -> f64 {
-    let mut d = 0.0;
-    if !stored.op_type.eq_ignore_ascii_case(&current.op_type) {
-        d += 100.0;
-    }
-    if stored.fused_ops.len() != current.fused_ops.len()
-        || stored
-            .fused_ops
-            .iter()
-            .zip(&current.fused_ops)
-            .any(|(a, b)| !a.eq_ignore_ascii_case(b))
-    {
-        d += 50.0;
-    }
-    if stored.soc.version != current.soc.version {
-        d += 50.0;
-    }
-    if stored.soc.core_count != current.soc.core_count
-        || stored.soc.core_type != current.soc.core_type
-    {
-        d += 10.0;
-    }
-    if stored.impl_mode != current.impl_mode {
-        d += 4.0;
-    }
-    if stored.cube_math != current.cube_math {
-        d += 3.0;
-    }
-    d += tensors_distance(&stored.inputs, &current.inputs);
-    d += tensors_distance(&stored.outputs, &current.outputs);
-    for (k, v) in &stored.attrs {
-        if current.attrs.get(k) != Some(v) {
-            d += 2.0;
-        }
-    }
-    for k in current.attrs.keys() {
-        if !stored.attrs.contains_key(k) {
-            d += 2.0;
-        }
-    }
-    d
 }

@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::inspect::fields::{descriptor_diffs, mismatch_distance, FieldClass, FieldDiff};
+use crate::inspect::fields::{descriptor_diffs, FieldClass, FieldDiff};
+use crate::tune::transfer::distance::descriptor_distance;
 use tunebank_bank::record::Descriptor;
 use tunebank_bank::LayerId;
 use tunebank_key::options::option_spec;
@@ -211,59 +212,58 @@ fn explain(
             .collect()
     };
     // Re-resolves with `names` taken from the stored options and records what that explains.
-    let attempt =
-        |names: &[&str], out: &mut Vec<Explanation>| {
-            let mut pairs = current.given().clone();
-            for n in names {
-                match stored_given.get(*n) {
-                    Some(v) => {
-                        pairs.insert((*n).to_owned(), v.clone());
-                    }
-                    None => {
-                        pairs.remove(*n);
-                    }
+    let attempt = |names: &[&str], out: &mut Vec<Explanation>| {
+        let mut pairs = current.given().clone();
+        for n in names {
+            match stored_given.get(*n) {
+                Some(v) => {
+                    pairs.insert((*n).to_owned(), v.clone());
+                }
+                None => {
+                    pairs.remove(*n);
                 }
             }
-            let Ok(hybrid) = ResolvedOptions::from_pairs(&pairs, &FsReader) else {
-                return false;
-            };
-            let Ok(resolved) = derive_op_keys(t, &hybrid, soc) else {
-                return false;
-            };
-            let Some(best) = resolved.iter().map(|r| &r.descriptor).min_by(|a, b| {
-                mismatch_distance(stored, a).total_cmp(&mismatch_distance(stored, b))
-            }) else {
-                return false;
-            };
-            let hybrid_diffs = descriptor_diffs(stored, best);
-            let label = names.join("+");
-            let tuned: Vec<String> = names.iter().map(|n| option_text(n, stored_given)).collect();
-            let conv: Vec<String> = names
-                .iter()
-                .map(|n| option_text(n, current.given()))
-                .collect();
-            let mut any = false;
-            for d in differences {
-                if matches!(d.class, FieldClass::KeySchema | FieldClass::Soc)
-                    || out.iter().any(|e| e.field == d.field)
-                {
-                    continue;
-                }
-                // Explained when the stored options reproduce the stored value of this field.
-                if !hybrid_diffs.iter().any(|h| h.field == d.field) {
-                    out.push(Explanation {
-                        option: label.clone(),
-                        field: d.field.clone(),
-                        tuned_with: tuned.join(", "),
-                        stored: d.stored.clone(),
-                        converted_with: conv.join(", "),
-                        current: d.current.clone(),
-                    });
-                    any = true;
-                }
-            }
-            any
+        }
+        let Ok(hybrid) = ResolvedOptions::from_pairs(&pairs, &FsReader) else {
+            return false;
         };
+        let Ok(resolved) = derive_op_keys(t, &hybrid, soc) else {
+            return false;
+        };
+        let Some(best) = resolved.iter().map(|r| &r.descriptor).min_by(|a, b| {
+            descriptor_distance(stored, a).total_cmp(&descriptor_distance(stored, b))
+        }) else {
+            return false;
+        };
+        let hybrid_diffs = descriptor_diffs(stored, best);
+        let label = names.join("+");
+        let tuned: Vec<String> = names.iter().map(|n| option_text(n, stored_given)).collect();
+        let conv: Vec<String> = names
+            .iter()
+            .map(|n| option_text(n, current.given()))
+            .collect();
+        let mut any = false;
+        for d in differences {
+            if matches!(d.class, FieldClass::KeySchema | FieldClass::Soc)
+                || out.iter().any(|e| e.field == d.field)
+            {
+                continue;
+            }
+            // Explained when the stored options reproduce the stored value of this field.
+            if !hybrid_diffs.iter().any(|h| h.field == d.field) {
+                out.push(Explanation {
+                    option: label.clone(),
+                    field: d.field.clone(),
+                    tuned_with: tuned.join(", "),
+                    stored: d.stored.clone(),
+                    converted_with: conv.join(", "),
+                    current: d.current.clone(),
+                });
+                any = true;
+            }
+        }
+        any
+    };
     for name in &op_diffs {
         attempt(&[name], &mut out);
     }

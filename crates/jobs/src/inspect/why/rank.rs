@@ -1,8 +1,9 @@
-//! Ranking a miss's candidates: each is scored by [`mismatch_distance`] to the op looked up (an index
-//! entry keyed under another key schema half a point further), and the nearest are kept,
-//! nearest first, ties broken by key and then layer so the order never depends on read order.
+//! Ranking a miss's candidates: each is scored by [`descriptor_distance`] to the op looked up
+//! (an index entry keyed under another key schema half a point further), and the nearest are
+//! kept, nearest first, ties broken by key and then layer so the order never depends on read
+//! order.
 
-use crate::inspect::fields::mismatch_distance;
+use crate::tune::transfer::distance::descriptor_distance;
 use tunebank_bank::record::Descriptor;
 use tunebank_key::{OpDescriptor, KEY_SCHEMA_VERSION};
 
@@ -25,7 +26,7 @@ pub(super) fn nearest(now: &OpDescriptor, found: Vec<Found>, nearest: usize) -> 
             let Descriptor::Op(d) = &c.record.descriptor else {
                 return None;
             };
-            let mut dist = mismatch_distance(d, now);
+            let mut dist = descriptor_distance(d, now);
             if !found.probed && c.record.key_schema_version != KEY_SCHEMA_VERSION {
                 dist += 0.5;
             }

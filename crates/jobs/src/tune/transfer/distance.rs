@@ -1,5 +1,7 @@
 //! What "related" means between two op descriptors, and how far apart they are: the one place
-//! that defines it (see [`transfer_distance`] for the rule and its constants).
+//! that defines it (see [`transfer_distance`] for the rule and its constants). Transfer picks the
+//! records a search starts from by [`transfer_distance`]; `bank-inspect why` ranks the stored
+//! entries nearest to a miss by [`descriptor_distance`], the same sum over any two descriptors.
 
 use std::collections::BTreeSet;
 
@@ -12,8 +14,9 @@ pub(crate) const OTHER_SOC_SAME_FAMILY: f64 = 1.0;
 /// Added for a record of a SoC of another family: other buffer sizes (L0C, L1, UB), another cube
 /// data path (ND on 910B, FRACTAL_NZ elsewhere), other memory.
 pub(crate) const OTHER_SOC_FAMILY: f64 = 3.0;
-/// Added once when the float dtypes differ (float16 against float32 or bfloat16): the tiling's
-/// alignment (C0) and every buffer's capacity in elements change with the element size.
+/// Added once when the dtypes differ; between related ops, whose dtypes are all float, that is
+/// another float width (float16 against float32 or bfloat16): the tiling's alignment (C0) and
+/// every buffer's capacity in elements change with the element size.
 pub(crate) const FLOAT_WIDTH: f64 = 1.0;
 /// Added once when a tensor's runtime format differs (ND against FRACTAL_NZ, …).
 pub(crate) const FORMAT: f64 = 0.5;
@@ -26,6 +29,9 @@ pub(crate) const FUSED: f64 = 0.5;
 pub(crate) const ATTR: f64 = 0.5;
 /// Added per input that only one side has (a MatMul with and without a bias input): ln 2.
 pub(crate) const UNMATCHED_INPUT: f64 = std::f64::consts::LN_2;
+/// Added by [`descriptor_distance`] when the two are not related (another IR op type or another
+/// dtype class): as far as one dim e¹⁰⁰ ≈ 2.7 · 10⁴³ times larger, so the related come first.
+pub(crate) const UNRELATED: f64 = 100.0;
 
 /// The distance from the task `target` to the stored op `source`, or `None` when they are not
 /// related. The rule, all of it:
@@ -49,9 +55,26 @@ pub(crate) const UNMATCHED_INPUT: f64 = std::f64::consts::LN_2;
 /// the same shape on another SoC family (3.0), and a shape 16 times larger in one dim (5.5)
 /// is farther than the same shape on another SoC of the family (1.0).
 pub(crate) fn transfer_distance(target: &OpDescriptor, source: &OpDescriptor) -> Option<f64> {
-    if !target.op_type.eq_ignore_ascii_case(&source.op_type) {
-        return None;
+    let (related, same_dtypes) = relation(target, source);
+    related.then(|| terms(target, source, same_dtypes))
+}
+
+/// The distance between any two op descriptors: [`transfer_distance`] when they are related,
+/// else [`UNRELATED`] plus the same terms ([`FLOAT_WIDTH`] counting whenever the dtype sets
+/// differ). Symmetric, ≥ 0, and 0 only where [`transfer_distance`] is.
+pub(crate) fn descriptor_distance(a: &OpDescriptor, b: &OpDescriptor) -> f64 {
+    let (related, same_dtypes) = relation(a, b);
+    let d = terms(a, b, same_dtypes);
+    if related {
+        d
+    } else {
+        d + UNRELATED
     }
+}
+
+/// Whether the two are related (the same op type, ASCII case-insensitive, and the same dtype
+/// class), and whether their sets of dtypes are equal.
+fn relation(target: &OpDescriptor, source: &OpDescriptor) -> (bool, bool) {
     let dtypes = |d: &OpDescriptor| -> BTreeSet<DType> {
         d.inputs.iter().chain(&d.outputs).map(|t| t.dtype).collect()
     };
@@ -59,9 +82,12 @@ pub(crate) fn transfer_distance(target: &OpDescriptor, source: &OpDescriptor) ->
     let all_float = |v: &BTreeSet<DType>| v.iter().all(|d| is_float(*d));
     let same_dtypes = td == sd;
     let both_float = all_float(&td) && all_float(&sd);
-    if !(same_dtypes || both_float) {
-        return None;
-    }
+    let same_type = target.op_type.eq_ignore_ascii_case(&source.op_type);
+    (same_type && (same_dtypes || both_float), same_dtypes)
+}
+
+/// The shape term and the penalties of [`transfer_distance`], summed in its order.
+fn terms(target: &OpDescriptor, source: &OpDescriptor, same_dtypes: bool) -> f64 {
     let mut d = 0.0;
     for (a, b) in target.inputs.iter().zip(&source.inputs) {
         d += shape_distance(&a.ori_shape, &b.ori_shape);
@@ -91,7 +117,7 @@ pub(crate) fn transfer_distance(target: &OpDescriptor, source: &OpDescriptor) ->
         d += FLOAT_WIDTH;
     }
     d += soc_distance(&target.soc.version, &source.soc.version);
-    Some(d)
+    d
 }
 
 /// The SoC term of [`transfer_distance`]: 0 for the same version (ASCII case-insensitive),

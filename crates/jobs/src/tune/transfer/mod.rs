@@ -18,7 +18,7 @@
 
 mod carry;
 pub mod compare;
-mod distance;
+pub(crate) mod distance;
 mod gather;
 #[cfg(test)]
 mod tests;

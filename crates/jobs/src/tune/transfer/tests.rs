@@ -107,6 +107,44 @@ fn attributes_fusion_and_a_missing_bias_add_their_penalties() {
     assert!((d - (ATTR + FUSED + UNMATCHED_INPUT)).abs() < 1e-12, "{d}");
 }
 
+/// `why`'s ranking distance is transfer's for related ops, to the bit, and puts unrelated ops
+/// (another IR type, another dtype class) after them, ordered by the same terms.
+#[test]
+fn the_descriptor_distance_is_the_transfer_distance_and_ranks_the_unrelated_last() {
+    let target = fp16(128, 768, 768, "Ascend910B2");
+    let related = [
+        fp16(128, 768, 768, "Ascend910B2"),
+        fp16(128, 1536, 768, "Ascend910B2"),
+        fp16(256, 768, 3072, "Ascend310P3"),
+        matmul(128, 768, 768, DType::Float32, "Ascend910B3"),
+        fp16(128, 768, 768 * 1024, "Ascend910B2"),
+    ];
+    for r in &related {
+        let d = descriptor_distance(&target, r);
+        assert_eq!(
+            Some(d.to_bits()),
+            transfer_distance(&target, r).map(f64::to_bits)
+        );
+        assert_eq!(d, descriptor_distance(r, &target));
+    }
+    let mut batch = target.clone();
+    batch.op_type = "BatchMatMulV2".into();
+    assert_eq!(descriptor_distance(&target, &batch), UNRELATED);
+    let int8 = matmul(128, 768, 768, DType::Int8, "Ascend910B2");
+    assert_eq!(descriptor_distance(&target, &int8), UNRELATED + FLOAT_WIDTH);
+    let far_int8 = matmul(128, 1536, 768, DType::Int8, "Ascend910B2");
+    let far = descriptor_distance(&target, &far_int8);
+    assert!(
+        (far - (UNRELATED + FLOAT_WIDTH + 2.0 * 2f64.ln())).abs() < 1e-12,
+        "{far}"
+    );
+    let farthest_related = related
+        .iter()
+        .map(|r| descriptor_distance(&target, r))
+        .fold(0.0, f64::max);
+    assert!(farthest_related < UNRELATED, "{farthest_related}");
+}
+
 #[test]
 fn soc_families() {
     assert_eq!(soc_family("Ascend910B2C"), soc_family("Ascend910B4"));
