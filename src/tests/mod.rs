@@ -14,6 +14,7 @@ mod bank_interchange;
 mod bank_layers;
 mod bank_policy;
 mod corruption;
+mod decisions_agree;
 mod error_kinds;
 mod full_data;
 mod gdat;

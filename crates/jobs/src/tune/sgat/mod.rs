@@ -285,20 +285,11 @@ pub fn run_sgat(
             let why = format!("subgraph model panicked: {what}");
             TaskOutcome::failed(job.task, job.hit.is_some(), why, took)
         },
-        &mut |mut o| {
+        &mut |o| {
             let t = Instant::now();
-            st.stats.add_task(&o);
-            o.store(bank)?;
-            let stored = o.bank_verdict.is_some_and(|v| v.replace);
-            if let (Some(r), Some(p), true) = (&o.record, &prepared[o.task], stored) {
-                let now = strategy_time(&p.ops, &r.strategy, &plan.tasks[o.task]);
-                st.times_us[o.task].1 = now.unwrap_or(st.times_us[o.task].1);
-            }
-            st.outcomes.push(o);
-            st.write(None)?;
+            st.finish_task(o, bank, &prepared)?;
             st.stats.bank_report += t.elapsed();
-            let done = st.outcomes.len();
-            let o = &st.outcomes[done - 1];
+            let (done, o) = (st.outcomes.len(), st.outcomes.last().expect("just pushed"));
             observer.finished(&o.finished(name(o), done, total));
             Ok(())
         },
@@ -362,6 +353,26 @@ struct State<'a> {
 }
 
 impl State<'_> {
+    /// Takes a finished task: its times counted, its record offered the bank (in the bank
+    /// before it is in the result file), the model's time now of the strategy the bank stored,
+    /// the result file rewritten.
+    fn finish_task(
+        &mut self,
+        mut o: TaskOutcome,
+        bank: &Bank,
+        prepared: &[Option<Prepared>],
+    ) -> Result<(), TuneError> {
+        self.stats.add_task(&o);
+        o.store(bank)?;
+        let stored = o.bank_verdict.is_some_and(|v| v.replace);
+        if let (Some(r), Some(p), true) = (&o.record, &prepared[o.task], stored) {
+            let now = strategy_time(&p.ops, &r.strategy, &self.plan.tasks[o.task]);
+            self.times_us[o.task].1 = now.unwrap_or(self.times_us[o.task].1);
+        }
+        self.outcomes.push(o);
+        self.write(None)
+    }
+
     /// Rebuilds the report from the outcomes so far and rewrites the result file; `done`
     /// (start, interrupted) finishes it.
     fn write(&mut self, done: Option<(Instant, bool)>) -> Result<(), TuneError> {
