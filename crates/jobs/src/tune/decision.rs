@@ -43,12 +43,12 @@
 //!
 //! ## From the verdict to the bank and the report
 //!
-//! [`decide`] is the one decision function of the three drivers: from the look-up, the
-//! search's end ([`SearchEnd`]), the win rule's verdict and what the bank-write policy said
-//! about the record offered, it gives the record to offer ([`Offer`]), the [`Decision`] AOE's
-//! result file reports and whether a default was confirmed. [`job_result`] is the one outcome
-//! rule: a job's `tuning successful`, `tuning failed` or `tuning incomplete` from its tasks'
-//! ends ([`TaskCounts`]), for OPAT, SGAT, GDAT and the queue's job report alike.
+//! `decide` is the one decision function of the three drivers: from the look-up, the search's
+//! end (`SearchEnd`), the win rule's verdict and what the bank-write policy said about the
+//! record offered, it gives the record to offer (`Offer`), the [`Decision`] AOE's result file
+//! reports and whether a default was confirmed. `job_result` is the one outcome rule: a job's
+//! `tuning successful`, `tuning failed` or `tuning incomplete` from its tasks' ends
+//! (`TaskCounts`), for OPAT, SGAT, GDAT and the queue's job report alike.
 
 use crate::tune::report::{OpatResult, RepoSummary, UpdateMode};
 use tunebank_bank::policy::Verdict;

@@ -25,7 +25,7 @@ pub struct TaskOutcome {
     /// Index into [`TunePlan::tasks`].
     pub task: usize,
     /// The decision: `reserved` (a hit) or `unsatisfied` (a miss) until the bank has stored
-    /// the winner this task offers ([`TaskOutcome::store`]), `add` or `update` after.
+    /// the winner this task offers (`TaskOutcome::store`), `add` or `update` after.
     pub decision: Decision,
     /// Baseline median re-measured side by side, µs (`None` when nothing was measured).
     pub before_us: Option<f64>,
