@@ -3,28 +3,14 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::{is_url, redact, tls, Client, PgError};
+use crate::tls::{self, TlsMode};
+use crate::{is_url, redact, Client, PgError};
 
 /// Default connect timeout when the URL gives no `connect_timeout`.
 pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Default statement timeout (milliseconds) when the URL gives no `statement_timeout`.
 pub(crate) const DEFAULT_STATEMENT_TIMEOUT_MS: u64 = 60_000;
-
-/// How the connection is encrypted.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum TlsMode {
-    /// No TLS (`sslmode=disable` or none given).
-    Disable,
-    /// TLS; the server certificate is not checked (`sslmode=require` without `sslrootcert`).
-    Unverified,
-    /// TLS with the certificate chain and host name checked against the roots of `ca_file`, or
-    /// the Mozilla roots when `None`.
-    Verified {
-        /// The `sslrootcert` PEM file.
-        ca_file: Option<String>,
-    },
-}
 
 /// A parsed PostgreSQL URL: the client configuration, TLS mode, statement timeout and the bank
 /// named by the fragment. Its `Debug` and [`PgUrl::redacted`] never show the password.

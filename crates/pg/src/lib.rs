@@ -30,13 +30,13 @@ pub mod schema;
 #[cfg(feature = "client")]
 mod tls;
 
-#[cfg(all(feature = "client", test))]
-pub(crate) use client::TlsMode;
 #[cfg(feature = "client")]
 pub use client::{connect, PgUrl};
 pub use error::PgError;
 #[cfg(feature = "client")]
 pub use postgres::Client;
+#[cfg(all(feature = "client", test))]
+pub(crate) use tls::TlsMode;
 
 /// Whether `s` is a PostgreSQL URL (`postgres://…` or `postgresql://…`) rather than a file path.
 pub fn is_url(s: &str) -> bool {

@@ -11,7 +11,20 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::client::TlsMode;
+/// How the connection is encrypted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TlsMode {
+    /// No TLS (`sslmode=disable` or none given).
+    Disable,
+    /// TLS; the server certificate is not checked (`sslmode=require` without `sslrootcert`).
+    Unverified,
+    /// TLS with the certificate chain and host name checked against the roots of `ca_file`, or
+    /// the Mozilla roots when `None`.
+    Verified {
+        /// The `sslrootcert` PEM file.
+        ca_file: Option<String>,
+    },
+}
 
 /// The connector for `mode` (not [`TlsMode::Disable`]); the error says what failed.
 pub(super) fn connector(mode: &TlsMode) -> Result<MakeRustlsConnect, String> {

@@ -56,8 +56,6 @@ const KNOWN_LOOPS: &[(&str, &str, &str, &str)] = &[
     // jobs::job::{conversion, spec}: `spec` plans units through `conversion`, which takes a
     // `JobSpec`.
     ("crates/jobs/src", "job", "spec", "conversion"),
-    // pg::{client, tls}: `tls` reads `client`'s `TlsMode`, while `client` connects through `tls`.
-    ("crates/pg/src", "", "tls", "client"),
     // search-strategies: the two registries by name (`strategies::by_name`,
     // `transfer::with_prior`) name the strategies, which use `strategies`' and `transfer`'s
     // helpers.
