@@ -62,7 +62,7 @@ const PER_CORE_US: f64 = 0.01;
 
 impl VecTiling {
     /// Reads a tiling; `tile_name` is `tileNum` or `rowsPerTile`.
-    pub fn from_strategy(s: &StrategyMap, tile_name: &str) -> Result<VecTiling, String> {
+    pub(crate) fn from_strategy(s: &StrategyMap, tile_name: &str) -> Result<VecTiling, String> {
         let g = |n: &str| -> Result<u64, String> {
             let v = get_int(s, n)?;
             u64::try_from(v).map_err(|_| format!("parameter {n} = {v} is negative"))
@@ -112,7 +112,7 @@ impl ElemProblem {
     /// Checks, with checked arithmetic, that the sizes the model computes are at most
     /// `MAX_SIZE`: the vector work (elements · bytes · passes), the bytes
     /// read and written. The error names the first size over it.
-    pub fn check_size(&self) -> Result<(), String> {
+    pub(crate) fn check_size(&self) -> Result<(), String> {
         let eb = self.elem_bytes.max(self.out_bytes);
         bounded(
             "vector work (elements·bytes·passes)",
@@ -137,7 +137,7 @@ impl ElemProblem {
     }
 
     /// Checks the tiling; the error is a `build_fail` reason.
-    pub fn validate(&self, t: &VecTiling, soc: &SocModel, units: u32) -> Result<(), String> {
+    pub(crate) fn validate(&self, t: &VecTiling, soc: &SocModel, units: u32) -> Result<(), String> {
         t.check_common(units)?;
         let (_, tile_len) = self.lengths(t);
         let ub = [self.queues, t.buffer_num, tile_len, self.elem_bytes]
@@ -221,7 +221,7 @@ impl RowProblem {
     /// Checks, with checked arithmetic, that the sizes the model computes are at most
     /// `MAX_SIZE`: the vector work (rows · length · 4 bytes · passes) and the
     /// bytes read and written. The error names the first size over it.
-    pub fn check_size(&self) -> Result<(), String> {
+    pub(crate) fn check_size(&self) -> Result<(), String> {
         bounded(
             "vector work (rows·length·4·passes)",
             &[self.rows, self.len, 4, self.passes],
@@ -235,7 +235,7 @@ impl RowProblem {
     }
 
     /// Checks the tiling; the error is a `build_fail` reason.
-    pub fn validate(&self, t: &VecTiling, soc: &SocModel, units: u32) -> Result<(), String> {
+    pub(crate) fn validate(&self, t: &VecTiling, soc: &SocModel, units: u32) -> Result<(), String> {
         t.check_common(units)?;
         let la = self.row_len_aligned();
         // Input and output tiles per buffer, plus an fp32 working row block and 32 B per row
