@@ -42,9 +42,9 @@ use std::ffi::c_char;
 use std::ptr;
 
 use tunebank::bank::AnswerRef;
-use tunebank::bank::{Bank, Found, Lookup, Record};
+use tunebank::bank::{Access, Bank, BankRequest, CustomLayer, Found, Lookup, Record};
 use tunebank::key::StrategyMap;
-use tunebank::key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
+use tunebank::key::{BankKey, Environment, RecordKind, KEY_SCHEMA_VERSION};
 
 use crate::args::{check_buffer, deliver, key_arg, text};
 use crate::registry::OpenBank;
@@ -262,23 +262,27 @@ pub unsafe extern "C" fn tunebank_open(
                 "builtin_paths is NULL but builtin_count > 0",
             ));
         }
-        let mut builder =
-            Bank::builder(RecordKind::Op, soc).read_only(flags & TUNEBANK_OPEN_READ_ONLY != 0);
-        if flags & TUNEBANK_OPEN_NO_DEFAULT_BUILTIN != 0 {
-            builder = builder.no_default_builtin();
-        }
+        let mut request = BankRequest {
+            access: if flags & TUNEBANK_OPEN_READ_ONLY != 0 {
+                Access::ReadOnly
+            } else {
+                Access::Writable
+            },
+            default_builtin: flags & TUNEBANK_OPEN_NO_DEFAULT_BUILTIN == 0,
+            ..BankRequest::new(RecordKind::Op, soc)
+        };
         if !bank_path.is_null() {
             // SAFETY: a non-NULL `bank_path` is a NUL-terminated string (this function's
             // contract).
-            builder = builder.custom_path(unsafe { text(bank_path, "bank_path") }?);
+            request.custom = CustomLayer::Path(unsafe { text(bank_path, "bank_path") }?.into());
         }
         for i in 0..builtin_count {
             // SAFETY: `builtin_paths` is not NULL here (checked above for a non-zero count) and
             // points to `builtin_count` NUL-terminated strings (this function's contract).
             let path = unsafe { text(*builtin_paths.add(i), "builtin_paths[i]") }?;
-            builder = builder.builtin_path(path);
+            request.builtin.push(path.into());
         }
-        let bank = builder.open()?;
+        let bank = Bank::open(&Environment::process(), &request)?;
         let handle = registry::insert(OpenBank {
             bank,
             soc: soc.to_owned(),

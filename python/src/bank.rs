@@ -13,9 +13,9 @@ use std::sync::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tunebank::bank::AnswerRef;
-use tunebank::bank::{Bank as RustBank, Found, HitRef, LayerId};
+use tunebank::bank::{Access, Bank as RustBank, BankRequest, Found, HitRef, LayerId};
 use tunebank::inspect::{why_resolved, why_templates, WhyConfig};
-use tunebank::key::{BankKey, OpTemplate, RecordKind, ResolvedOp, KEY_SCHEMA_VERSION};
+use tunebank::key::{BankKey, Environment, OpTemplate, RecordKind, ResolvedOp, KEY_SCHEMA_VERSION};
 
 use crate::convert::from_json;
 use crate::errors::{self, to_py};
@@ -154,17 +154,18 @@ impl Bank {
             .map_err(|e| errors::input(format!("soc_version: {e}")))?;
         let bank = py
             .detach(|| {
-                let mut b = RustBank::builder(RecordKind::Op, &soc_version).read_only(read_only);
-                if !default_builtin {
-                    b = b.no_default_builtin();
-                }
-                if let Some(p) = &path {
-                    b = b.custom_path(p);
-                }
-                for p in &builtin {
-                    b = b.builtin_path(p);
-                }
-                b.open()
+                let request = BankRequest {
+                    custom: path.clone().into(),
+                    builtin: builtin.clone(),
+                    default_builtin,
+                    access: if read_only {
+                        Access::ReadOnly
+                    } else {
+                        Access::Writable
+                    },
+                    ..BankRequest::new(RecordKind::Op, &soc_version)
+                };
+                RustBank::open(&Environment::process(), &request)
             })
             .map_err(to_py)?;
         Ok(Bank {

@@ -19,8 +19,8 @@ pub(crate) mod verify;
 
 pub use backend::Backend;
 pub use layered::{
-    descriptor_key, index_key, Bank, BankBuilder, BankError, Counters, Found, Hit, HitRef, LayerId,
-    Lookup,
+    descriptor_key, index_key, Access, Bank, BankBuilder, BankError, BankRequest, Counters,
+    CustomLayer, Found, Hit, HitRef, LayerId, Lookup,
 };
 pub use layered::{GroupRecord, IndexGroup, LayerRecords};
 pub use maintenance::*;

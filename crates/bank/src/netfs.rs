@@ -2,15 +2,11 @@
 //! file locks and shared memory semantics that NFS, SMB/CIFS and other network filesystems do
 //! not give reliably, so a bank there could be damaged by writers on two hosts. The filesystem
 //! is classified by its `statfs` magic number ([`network_fs_name`]); a team shares a bank through
-//! the PostgreSQL store instead. `TUNEBANK_ALLOW_NETWORK_FS=1` overrides the refusal for a
-//! bank that only one process on one host writes.
+//! the PostgreSQL store instead. `TUNEBANK_ALLOW_NETWORK_FS=1` in the environment snapshot
+//! ([`Environment::allow_network_fs`](tunebank_key::Environment::allow_network_fs)) overrides
+//! the refusal for a bank that only one process on one host writes.
 
 use std::path::Path;
-
-use crate::layered::BankError;
-
-/// The environment variable that allows a read-write redb bank on a network filesystem.
-pub const ALLOW_ENV: &str = "TUNEBANK_ALLOW_NETWORK_FS";
 
 /// The network filesystems by `statfs` magic number (`linux/magic.h`).
 pub const NETWORK_FS: [(u32, &str); 10] = [
@@ -59,29 +55,19 @@ fn magic_of(s: &rustix::fs::StatFs) -> i64 {
     s.f_type as i64
 }
 
-/// Refuses a read-write redb bank at `path` on a network filesystem unless `allow`; `magic`
-/// gives the filesystem's magic number (injectable for tests). A filesystem that cannot be
-/// examined is not refused: opening the bank reports what is wrong with the path.
-pub fn check(
+/// The name of the network filesystem that refuses a read-write redb bank at `path`, unless
+/// `allow`; `magic` gives the filesystem's magic number (injectable for tests). A filesystem
+/// that cannot be examined is not refused: opening the bank reports what is wrong with the
+/// path.
+pub fn refusal(
     path: &Path,
     allow: bool,
     magic: impl Fn(&Path) -> std::io::Result<i64>,
-) -> Result<(), BankError> {
+) -> Option<&'static str> {
     if allow {
-        return Ok(());
+        return None;
     }
-    match magic(path).ok().and_then(network_fs_name) {
-        Some(fs) => Err(BankError::NetworkFilesystem {
-            path: path.to_owned(),
-            fs,
-        }),
-        None => Ok(()),
-    }
-}
-
-/// Whether the environment allows a network filesystem ([`ALLOW_ENV`] set to `1`).
-pub fn allowed_by_env() -> bool {
-    std::env::var(ALLOW_ENV).is_ok_and(|v| v == "1")
+    magic(path).ok().and_then(network_fs_name)
 }
 
 #[cfg(test)]
@@ -106,20 +92,13 @@ mod tests {
     #[test]
     fn a_bank_on_nfs_is_refused_unless_allowed() {
         let path = Path::new("/mnt/team/op.redb");
-        let err = check(path, false, |_| Ok(0x6969)).unwrap_err();
-        assert!(matches!(
-            err,
-            BankError::NetworkFilesystem { fs: "NFS", .. }
-        ));
-        let message = err.to_string();
-        assert!(
-            message.contains("postgres://") && message.contains(ALLOW_ENV),
-            "{message}"
+        assert_eq!(refusal(path, false, |_| Ok(0x6969)), Some("NFS"));
+        assert_eq!(refusal(path, true, |_| Ok(0x6969)), None);
+        assert_eq!(refusal(path, false, |_| Ok(0xEF53)), None);
+        assert_eq!(
+            refusal(path, false, |_| Err(std::io::Error::other("no statfs"))),
+            None
         );
-        assert_eq!(err.kind(), tunebank_failure::FailureKind::Input);
-        check(path, true, |_| Ok(0x6969)).unwrap();
-        check(path, false, |_| Ok(0xEF53)).unwrap();
-        check(path, false, |_| Err(std::io::Error::other("no statfs"))).unwrap();
     }
 
     #[test]

@@ -46,13 +46,6 @@ impl From<&Environment> for BankEnv {
     }
 }
 
-impl BankEnv {
-    /// Reads the variables from the process environment ([`Environment::process`]).
-    pub fn from_process() -> Self {
-        BankEnv::from(&Environment::process())
-    }
-}
-
 /// Which rule chose a bank directory (reported to users so a surprising path can be explained).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PathSource {

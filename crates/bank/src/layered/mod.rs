@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::backend::{open_store, Backend};
+use crate::backend::Backend;
 use crate::paths::{self, BankEnv, BankLocation, PathError};
 use crate::record::{self, Answer, Descriptor, Record, RecordError};
 use crate::store::{IndexKey, Store, StoreEntry, StoreError};
@@ -16,9 +16,13 @@ use tunebank_key::{BankKey, KeyError, RecordKind};
 mod batch;
 mod group;
 mod inplace;
+mod open;
+mod stores;
 
 pub use group::{GroupRecord, IndexGroup, LayerRecords};
 pub use inplace::{Found, HitRef};
+pub use open::{Access, BankRequest, CustomLayer};
+use stores::open_store;
 use tunebank_failure::FailureKind;
 
 /// Which layer of a [`Bank`] a record came from.
@@ -213,12 +217,21 @@ pub struct BankBuilder {
     read_only: bool,
     recover: bool,
     error_on_miss: bool,
+    allow_network_fs: bool,
 }
 
 impl BankBuilder {
-    /// Uses these environment values instead of the process environment.
+    /// Resolves the custom and default built-in layers with these environment values (none by
+    /// default; [`Bank::open`] takes them from an environment snapshot).
     pub fn env(mut self, env: BankEnv) -> Self {
         self.env = env;
+        self
+    }
+
+    /// Opens a read-write redb custom layer on a network filesystem too (see `bank::netfs`);
+    /// by default that is [`BankError::NetworkFilesystem`].
+    pub fn allow_network_fs(mut self, yes: bool) -> Self {
+        self.allow_network_fs = yes;
         self
     }
 
@@ -296,7 +309,7 @@ impl BankBuilder {
                 if paths::bank_exists(&loc.file) {
                     layers.push(Layer {
                         id: LayerId::Custom,
-                        store: open_store(&loc.file, true, self.recover)?,
+                        store: open_store(&loc.file, true, self.recover, false)?,
                         writable: false,
                     });
                 }
@@ -314,7 +327,7 @@ impl BankBuilder {
                 }
                 layers.push(Layer {
                     id: LayerId::Custom,
-                    store: open_store(&loc.file, false, false)?,
+                    store: open_store(&loc.file, false, false, self.allow_network_fs)?,
                     writable: true,
                 });
             }
@@ -334,7 +347,7 @@ impl BankBuilder {
             if paths::bank_exists(file) {
                 layers.push(Layer {
                     id: LayerId::BuiltIn(n),
-                    store: open_store(file, true, false)?,
+                    store: open_store(file, true, false, false)?,
                     writable: false,
                 });
             }
@@ -373,19 +386,22 @@ impl fmt::Debug for Bank {
 }
 
 impl Bank {
-    /// Starts opening a bank of `kind` for `soc` (e.g. `Ascend910B2`), with the custom layer
-    /// resolved from the process environment and the default built-in layer.
+    /// Starts opening a bank of `kind` for `soc` (e.g. `Ascend910B2`) from explicit values:
+    /// the custom layer and the default built-in layer are resolved by AOE's rules from the
+    /// [`BankBuilder::env`] given, and with none (the default) only from explicit paths. The
+    /// way from an environment snapshot and a request is [`Bank::open`].
     pub fn builder(kind: RecordKind, soc: &str) -> BankBuilder {
         BankBuilder {
             kind,
             soc: soc.to_owned(),
-            env: BankEnv::from_process(),
+            env: BankEnv::default(),
             custom: Some(None),
             builtin: Vec::new(),
             default_builtin: true,
             read_only: false,
             recover: false,
             error_on_miss: false,
+            allow_network_fs: false,
         }
     }
 
@@ -406,7 +422,7 @@ impl Bank {
             custom_file: Some(paths::redacted(path)),
             layers: vec![Layer {
                 id: LayerId::Custom,
-                store: open_store(path, true, false)?,
+                store: open_store(path, true, false, false)?,
                 writable: false,
             }],
             error_on_miss: false,

@@ -3,11 +3,11 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use tunebank_bank::Origin;
+use tunebank_bank::{Access, Bank, Origin};
 use tunebank_jobs::inspect::{Filter, ListReport};
-use tunebank_key::RecordKind;
+use tunebank_key::{Environment, RecordKind};
 
-use super::{open_bank, BankArgs};
+use super::{request, BankArgs};
 use crate::entry::print_report;
 
 /// Flags of `bank-inspect list`.
@@ -57,7 +57,10 @@ fn parse_enum<T: serde::de::DeserializeOwned>(flag: &str, v: &str, expected: &st
 /// Lists the matching records.
 pub fn run(args: ListArgs, atc: &[String]) -> Result<ExitCode> {
     let filter = args.filter()?;
-    let bank = open_bank(&args.bank, atc)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &request(&args.bank, atc, RecordKind::Op, Access::ReadOnly)?,
+    )?;
     print_report(&ListReport::of(&bank, &filter)?, args.json)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,7 @@
 //! failure; 4 bank busy; 5 bank damaged.
 //!
 //! This module is the argument wiring: each subcommand is a child module (its flags and a short
-//! `run`); here is what they share: the bank flags and opening the bank read-only.
+//! `run`); here is what they share: the bank flags and the bank they name, read-only.
 
 pub mod diff;
 pub mod list;
@@ -18,11 +18,11 @@ pub mod why;
 pub(crate) use crate::entry::{bank_soc, BankArgs};
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use crate::{entry, exit};
-use tunebank_bank::Bank;
+use tunebank_bank::{Access, BankRequest};
 use tunebank_key::RecordKind;
 
 /// bank-inspect: explain missed bank hits; show, list, count, verify and compare banks.
@@ -72,49 +72,22 @@ pub(crate) fn main() -> ExitCode {
     entry::main::<Cli>("bank-inspect", &["model"], run)
 }
 
-/// Opens the bank read-only: `--bank` and `--builtin-bank`, or the custom bank the environment
-/// names for the SoC of the ATC options. A bank that does not exist is bad input.
-pub fn open_bank(args: &BankArgs, atc: &[String]) -> Result<Bank> {
-    open_bank_with(args, atc, false)
-}
-
-/// [`open_bank`]; with `recover`, a custom bank left by a crashed writer is recovered first
-/// (`verify` only: the other commands never write).
-pub fn open_bank_with(args: &BankArgs, atc: &[String], recover: bool) -> Result<Bank> {
-    open_bank_of_kind(args, atc, recover, RecordKind::Op)
-}
-
-/// [`open_bank_with`] for the bank of `kind` (its default file when no `--bank` is given).
-pub fn open_bank_of_kind(
+/// bank-inspect's request for the bank of `kind` ([`BankArgs::request`]): `--bank` and
+/// `--builtin-bank`, which must exist, or the custom bank the environment names for the SoC of
+/// the ATC options; no default built-in bank; never written (`access`: read-only, or
+/// recovering a bank left by a crashed writer for `verify`); a bank that does not exist is bad
+/// input.
+pub fn request(
     args: &BankArgs,
     atc: &[String],
-    recover: bool,
     kind: RecordKind,
-) -> Result<Bank> {
-    for p in args.bank.iter().chain(&args.builtin) {
-        if !tunebank_bank::paths::bank_exists(p) {
-            bail!("bank file {} does not exist", p.display());
-        }
-    }
+    access: Access,
+) -> Result<BankRequest> {
     let soc = bank_soc(args, atc)?;
-    let mut b = Bank::builder(kind, &soc)
-        .read_only(true)
-        .recover_custom(recover)
-        .no_default_builtin();
-    if let Some(p) = &args.bank {
-        b = b.custom_path(p);
-    }
-    for p in &args.builtin {
-        b = b.builtin_path(p);
-    }
-    let bank = b.open()?;
-    if bank.layer_paths().is_empty() {
-        bail!(
-            "no bank found at {}: give --bank FILE",
-            bank.custom_file()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "the default location".into())
-        );
-    }
-    Ok(bank)
+    Ok(BankRequest {
+        default_builtin: false,
+        must_exist: true,
+        require_layer: true,
+        ..args.request(kind, &soc, access)
+    })
 }

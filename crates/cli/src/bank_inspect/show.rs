@@ -3,10 +3,11 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use tunebank_bank::{Access, Bank};
 use tunebank_jobs::inspect::ShowReport;
-use tunebank_key::BankKey;
+use tunebank_key::{BankKey, Environment, RecordKind};
 
-use super::{open_bank, BankArgs};
+use super::{request, BankArgs};
 use crate::entry::{failed_if, print_report};
 
 /// Flags of `bank-inspect show`.
@@ -24,7 +25,10 @@ pub struct ShowArgs {
 /// Shows the key's records; exit 1 when no layer holds it or a layer holds it damaged.
 pub fn run(args: ShowArgs, atc: &[String]) -> Result<ExitCode> {
     let key: BankKey = args.key.parse()?;
-    let bank = open_bank(&args.bank, atc)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &request(&args.bank, atc, RecordKind::Op, Access::ReadOnly)?,
+    )?;
     let report = ShowReport::find(&bank, &key)?;
     print_report(&report, args.json)?;
     Ok(failed_if(!report.is_clean()))

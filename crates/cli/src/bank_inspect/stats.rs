@@ -3,9 +3,11 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use tunebank_bank::{Access, Bank};
 use tunebank_jobs::inspect::StatsReport;
+use tunebank_key::{Environment, RecordKind};
 
-use super::{open_bank, BankArgs};
+use super::{request, BankArgs};
 use crate::entry::print_report;
 
 /// Flags of `bank-inspect stats`.
@@ -20,7 +22,10 @@ pub struct StatsArgs {
 
 /// Counts every layer.
 pub fn run(args: StatsArgs, atc: &[String]) -> Result<ExitCode> {
-    let bank = open_bank(&args.bank, atc)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &request(&args.bank, atc, RecordKind::Op, Access::ReadOnly)?,
+    )?;
     print_report(&StatsReport::of(&bank)?, args.json)?;
     Ok(ExitCode::SUCCESS)
 }

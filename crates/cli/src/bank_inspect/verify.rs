@@ -4,8 +4,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{open_bank_with, BankArgs};
+use super::{request, BankArgs};
 use crate::entry::{failed_if, print_report};
+use tunebank_bank::{Access, Bank};
+use tunebank_key::{Environment, RecordKind};
 
 /// Flags of `bank-inspect verify`.
 #[derive(clap::Args, Debug)]
@@ -19,7 +21,8 @@ pub struct VerifyArgs {
 
 /// Verifies every layer; exit 1 on damage.
 pub fn run(args: VerifyArgs, atc: &[String]) -> Result<ExitCode> {
-    let report = open_bank_with(&args.bank, atc, true)?.verification();
+    let request = request(&args.bank, atc, RecordKind::Op, Access::ReadOnlyRecovering)?;
+    let report = Bank::open(&Environment::process(), &request)?.verification();
     print_report(&report, args.json)?;
     Ok(failed_if(!report.is_clean()))
 }

@@ -9,15 +9,18 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
+use tunebank_bank::{Access, Bank};
 use tunebank_jobs::inspect::{
     why_descriptor, why_resolved, why_subgraphs, why_templates, SubgraphWhyReport, WhyConfig,
     WhyReport, WhyText,
 };
-use tunebank_jobs::job::{Environment, JobSpec, JobType};
+use tunebank_jobs::job::{JobSpec, JobType};
 use tunebank_jobs::tune::gdat::{why_gradient, GradientWhy};
-use tunebank_key::{FsReader, OpDescriptor, OpTemplate, RecordKind, ResolvedOp, ResolvedOptions};
+use tunebank_key::{
+    Environment, FsReader, OpDescriptor, OpTemplate, RecordKind, ResolvedOp, ResolvedOptions,
+};
 
-use super::{open_bank, open_bank_of_kind, BankArgs};
+use super::{request, BankArgs};
 use crate::entry::{print_report, read_templates, stdout_width};
 
 /// Flags of `bank-inspect why`.
@@ -119,12 +122,18 @@ fn diagnose(args: &WhyArgs, atc: &[String], options: &ResolvedOptions) -> Result
     Ok(match (&args.model, &args.ops, &args.op_descriptor) {
         (Some(model), _, _) => {
             let resolved = model_ops(model, atc, args.graph_bank.as_deref())?;
-            let bank = open_bank(&args.bank, atc)?;
+            let bank = Bank::open(
+                &Environment::process(),
+                &request(&args.bank, atc, RecordKind::Op, Access::ReadOnly)?,
+            )?;
             why_resolved(&bank, &resolved, options, &config, &all)?
         }
         (None, Some(path), _) => {
             let templates = read_templates(path)?;
-            let bank = open_bank(&args.bank, atc)?;
+            let bank = Bank::open(
+                &Environment::process(),
+                &request(&args.bank, atc, RecordKind::Op, Access::ReadOnly)?,
+            )?;
             why_templates(&bank, &templates, options, &config, &all)?
         }
         (None, None, Some(path)) => {
@@ -132,7 +141,10 @@ fn diagnose(args: &WhyArgs, atc: &[String], options: &ResolvedOptions) -> Result
                 path,
                 "one resolved op descriptor {op_type, inputs, outputs, impl_mode, soc, ...}",
             )?;
-            let bank = open_bank(&args.bank, atc)?;
+            let bank = Bank::open(
+                &Environment::process(),
+                &request(&args.bank, atc, RecordKind::Op, Access::ReadOnly)?,
+            )?;
             let opts = (!atc.is_empty()).then_some(options);
             why_descriptor(&bank, &d, opts, &config, &all)?
         }
@@ -152,7 +164,10 @@ fn diagnose_subgraphs(args: &WhyArgs, atc: &[String]) -> Result<SubgraphWhyRepor
     let plan = job
         .sgat_plan()
         .context("a subgraph job has a subgraph plan")?;
-    let bank = open_bank_of_kind(&args.bank, atc, false, RecordKind::Graph)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &request(&args.bank, atc, RecordKind::Graph, Access::ReadOnly)?,
+    )?;
     Ok(why_subgraphs(&bank, &plan.subgraphs, &args.config())?)
 }
 
@@ -168,7 +183,10 @@ fn gradient(args: &WhyArgs, model: &Path, rank_size: u32, atc: &[String]) -> Res
     let plan = job
         .gdat_plan()
         .context("a gradient job has a gradient plan")?;
-    let bank = open_bank_of_kind(&args.bank, atc, false, RecordKind::Gradient)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &request(&args.bank, atc, RecordKind::Gradient, Access::ReadOnly)?,
+    )?;
     let limit = if args.exhaustive {
         usize::MAX
     } else {

@@ -5,10 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use tunebank_bank::manual_records;
-use tunebank_bank::{AddReport, ManualTiming};
-use tunebank_key::StrategyMap;
+use tunebank_bank::{Access, AddReport, Bank, ManualTiming};
+use tunebank_key::{Environment, RecordKind, StrategyMap};
 
-use super::{now_unix, open_bank, BankArgs, Conversion, OpArgs};
+use super::{now_unix, BankArgs, Conversion, OpArgs};
 use crate::entry::{print_report, read_templates};
 
 /// Flags of `tunebank bank add`.
@@ -70,7 +70,12 @@ pub fn run(args: AddArgs, atc: &[String]) -> Result<ExitCode> {
         &timing,
         now_unix(),
     )?;
-    let bank = open_bank(&args.bank, &ctx.soc.version, false)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &args
+            .bank
+            .request(RecordKind::Op, &ctx.soc.version, Access::Writable),
+    )?;
     print_report(&AddReport::write(&bank, &records)?, false)?;
     Ok(ExitCode::SUCCESS)
 }

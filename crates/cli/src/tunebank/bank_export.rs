@@ -5,9 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use super::{bank_soc, open_bank, open_bank_of_kind, BankArgs};
+use super::{bank_soc, BankArgs};
 use crate::entry::failed_if;
-use tunebank_key::RecordKind;
+use tunebank_bank::{Access, Bank};
+use tunebank_key::{Environment, RecordKind};
 
 /// Flags of `tunebank bank export`.
 #[derive(clap::Args, Debug)]
@@ -32,10 +33,16 @@ pub struct ExportArgs {
 pub fn run(args: ExportArgs, atc: &[String]) -> Result<ExitCode> {
     let soc = bank_soc(&args.bank, atc)?;
     if args.aoe_graph {
-        let bank = open_bank_of_kind(&args.bank, RecordKind::Graph, &soc, true)?;
+        let bank = Bank::open(
+            &Environment::process(),
+            &args.bank.request(RecordKind::Graph, &soc, Access::ReadOnly),
+        )?;
         return export_aoe_graph(&args, bank.custom_layer()?);
     }
-    let bank = open_bank(&args.bank, &soc, true)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &args.bank.request(RecordKind::Op, &soc, Access::ReadOnly),
+    )?;
     let layer = bank.custom_layer()?;
     if args.aoe {
         return export_aoe(&args, layer);

@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use tunebank_bank::interchange::{aoe, aoe_graph, merge_into};
 use tunebank_bank::{read_aoe_file, read_export_file};
-use tunebank_bank::{ImportReport, Origin};
-use tunebank_key::RecordKind;
+use tunebank_bank::{Access, Bank, ImportReport, Origin};
+use tunebank_key::{Environment, RecordKind};
 
-use super::{bank_soc, now_unix, open_bank, open_bank_of_kind, BankArgs, Conversion};
+use super::{bank_soc, now_unix, BankArgs, Conversion};
 use crate::entry::{failed_if, print_report};
 
 /// Flags of `tunebank bank import`.
@@ -61,7 +61,12 @@ pub fn run(args: ImportArgs, atc: &[String]) -> Result<ExitCode> {
 fn import_aoe(args: &ImportArgs, atc: &[String]) -> Result<ImportReport> {
     let ctx = Conversion::from_atc(atc).context("an AOE import needs --soc_version")?;
     let parsed = read_aoe_file(&args.file, &ctx.soc, args.aoe_core_count)?;
-    let bank = open_bank(&args.bank, &ctx.soc.version, false)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &args
+            .bank
+            .request(RecordKind::Op, &ctx.soc.version, Access::Writable),
+    )?;
     let origin = if args.as_builtin {
         Origin::BuiltIn
     } else {
@@ -75,7 +80,12 @@ fn import_aoe(args: &ImportArgs, atc: &[String]) -> Result<ImportReport> {
 fn import_aoe_graph(args: &ImportArgs, atc: &[String]) -> Result<aoe_graph::AoeGraphImportReport> {
     let ctx = Conversion::from_atc(atc).context("an AOE graph-bank import needs --soc_version")?;
     let parsed = aoe_graph::read_aoe_graph_file(&args.file)?;
-    let bank = open_bank_of_kind(&args.bank, RecordKind::Graph, &ctx.soc.version, false)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &args
+            .bank
+            .request(RecordKind::Graph, &ctx.soc.version, Access::Writable),
+    )?;
     let origin = if args.as_builtin {
         Origin::BuiltIn
     } else {
@@ -94,6 +104,9 @@ fn import_aoe_graph(args: &ImportArgs, atc: &[String]) -> Result<aoe_graph::AoeG
 fn import_export(args: &ImportArgs, atc: &[String]) -> Result<ImportReport> {
     let soc = bank_soc(&args.bank, atc)?;
     let records = read_export_file(&args.file)?;
-    let bank = open_bank(&args.bank, &soc, false)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &args.bank.request(RecordKind::Op, &soc, Access::Writable),
+    )?;
     Ok(ImportReport::Export(merge_into(&bank, records)?))
 }

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use tunebank_bank::{MergeRun, MergeSource};
-use tunebank_key::RecordKind;
+use tunebank_bank::{Access, Bank, MergeRun, MergeSource};
+use tunebank_key::{Environment, RecordKind};
 
-use super::{bank_soc, kind_of_sources, open_bank_of_kind, BankArgs};
+use super::{bank_soc, kind_of_sources, BankArgs};
 use crate::entry::{failed_if, print_report};
 
 /// Flags of `tunebank bank merge`.
@@ -38,7 +38,10 @@ pub fn run(args: MergeArgs, atc: &[String]) -> Result<ExitCode> {
         sources.push(source);
     }
     let kind = kind_of_sources(&sources.iter().collect::<Vec<_>>())?;
-    let bank = open_bank_of_kind(&args.bank, kind, &soc, false)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &args.bank.request(kind, &soc, Access::Writable),
+    )?;
     let mut merged = MergeRun::default();
     for source in sources {
         let done = merged.merge(&bank, source)?;

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use tunebank_bank::migrate::migrate_into;
-use tunebank_bank::MergeSource;
-use tunebank_key::RecordKind;
+use tunebank_bank::{Access, Bank, MergeSource};
+use tunebank_key::{Environment, RecordKind};
 
-use super::{bank_soc, kind_of_sources, open_bank_of_kind, BankArgs};
+use super::{bank_soc, kind_of_sources, BankArgs};
 use crate::entry::{failed_if, print_report};
 
 /// Flags of `tunebank bank migrate`.
@@ -35,7 +35,10 @@ pub fn run(args: MigrateArgs, atc: &[String]) -> Result<ExitCode> {
         eprintln!("tunebank: {}: skipped {d}", args.source.display());
     }
     let kind = kind_of_sources(&[&source])?;
-    let bank = open_bank_of_kind(&args.bank, kind, &soc, false)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &args.bank.request(kind, &soc, Access::Writable),
+    )?;
     let report = migrate_into(&bank, source.records)?;
     print_report(&report, args.json)?;
     Ok(failed_if(

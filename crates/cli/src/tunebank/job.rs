@@ -57,7 +57,7 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
             .map(std::path::Path::to_path_buf),
     ) {
         (Some(d), _) => d.clone(),
-        (None, Some(w)) => w.into(),
+        (None, Some(w)) => w,
         (None, None) => std::env::current_dir()?,
     };
     std::fs::create_dir_all(&dir)?;

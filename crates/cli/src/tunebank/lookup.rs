@@ -3,9 +3,11 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use tunebank_bank::{Access, Bank};
 use tunebank_jobs::inspect::LookupReport;
+use tunebank_key::{Environment, RecordKind};
 
-use super::{open_bank, BankArgs, Conversion, OpArgs};
+use super::{BankArgs, Conversion, OpArgs};
 use crate::entry::{failed_if, print_report, read_templates};
 
 /// Flags of `tunebank lookup`.
@@ -24,7 +26,12 @@ pub struct LookupArgs {
 pub fn run(args: LookupArgs, atc: &[String]) -> Result<ExitCode> {
     let ctx = Conversion::from_atc(atc)?;
     let templates = read_templates(&args.ops.op)?;
-    let bank = open_bank(&args.bank, &ctx.soc.version, true)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &args
+            .bank
+            .request(RecordKind::Op, &ctx.soc.version, Access::ReadOnly),
+    )?;
     let report = LookupReport::run(&bank, &templates, &ctx.options, &ctx.soc)?;
     print_report(&report, args.ops.json)?;
     Ok(failed_if(args.error_on_miss && report.missed()))

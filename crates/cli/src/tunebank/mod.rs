@@ -8,7 +8,7 @@
 //!
 //! This module is the argument wiring: each subcommand is a child module (its flags and a short
 //! `run`); here are what they share: the op-file and bank flags, this invocation's ATC options
-//! ([`Conversion`]), and opening the layered bank from the flags.
+//! ([`Conversion`]), and the bank the flags name ([`BankArgs::request`]).
 
 pub mod bank_add;
 pub mod bank_export;
@@ -38,7 +38,9 @@ use clap::{Parser, Subcommand};
 use crate::{entry, exit};
 
 pub(crate) use crate::entry::{bank_soc, BankArgs};
-use tunebank_bank::{Bank, MergeSource};
+#[cfg(doc)]
+use tunebank_bank::Bank;
+use tunebank_bank::{Access, BankRequest, MergeSource};
 use tunebank_key::{RecordKind, ResolvedOptions, SocSpec};
 
 /// tunebank: a content-addressed tuning-knowledge bank for Ascend-style operator tuning.
@@ -208,43 +210,19 @@ impl Conversion {
     }
 }
 
-/// Opens the layered bank of `args` for `soc`: `--bank` or the custom bank the environment
-/// names, over `--builtin-bank` files and the default built-in bank.
-pub fn open_bank(args: &BankArgs, soc: &str, read_only: bool) -> Result<Bank> {
-    open_bank_with(args, soc, read_only, false)
-}
-
-/// [`open_bank`]; with `recover`, a read-only custom bank left by a crashed writer is recovered
-/// first (the maintenance commands may write the user's own bank; built-in banks never are).
-pub fn open_bank_with(args: &BankArgs, soc: &str, read_only: bool, recover: bool) -> Result<Bank> {
-    let mut b = Bank::builder(RecordKind::Op, soc)
-        .read_only(read_only)
-        .recover_custom(recover);
-    if let Some(p) = &args.bank {
-        b = b.custom_path(p);
+impl BankArgs {
+    /// The bank these flags name for `soc`, holding records of `kind`: `--bank`, else the
+    /// custom bank AOE's rules name from the environment, over the `--builtin-bank` files and
+    /// the default built-in bank, opened with `access` (the one way to open it is
+    /// [`Bank::open`], with the process's environment).
+    pub fn request(&self, kind: RecordKind, soc: &str, access: Access) -> BankRequest {
+        BankRequest {
+            custom: self.bank.clone().into(),
+            builtin: self.builtin.clone(),
+            access,
+            ..BankRequest::new(kind, soc)
+        }
     }
-    for p in &args.builtin {
-        b = b.builtin_path(p);
-    }
-    Ok(b.open()?)
-}
-
-/// Opens the layered bank of `args` for `soc` holding records of `kind` (the graph bank of an
-/// AOE graph-bank import or export; [`open_bank`] is the op bank).
-pub fn open_bank_of_kind(
-    args: &BankArgs,
-    kind: RecordKind,
-    soc: &str,
-    read_only: bool,
-) -> Result<Bank> {
-    let mut b = Bank::builder(kind, soc).read_only(read_only);
-    if let Some(p) = &args.bank {
-        b = b.custom_path(p);
-    }
-    for p in &args.builtin {
-        b = b.builtin_path(p);
-    }
-    Ok(b.open()?)
 }
 
 /// The kind of record the sources hold, which the bank they are written into must hold: a

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
-use tunebank_bank::Bank;
+use tunebank_bank::{Access, Bank, BankRequest};
 use tunebank_jobs::queue::{Worker, WorkerConfig, HOLD_FIRST_TASK_ENV};
 use tunebank_key::platform::{self, PlatformSearch};
 use tunebank_key::{Environment, FsReader, RecordKind, ResolvedOptions, Var};
@@ -103,11 +103,12 @@ pub fn run(args: WorkerArgs, atc: &[String]) -> Result<ExitCode> {
         poll: Duration::from_millis(args.poll_ms.max(10)),
         hold_first,
     };
-    let mut b = Bank::builder(RecordKind::Op, &soc).read_only(false);
-    if let Some(p) = &args.bank {
-        b = b.custom_path(p);
-    }
-    let bank = b.open()?;
+    let request = BankRequest {
+        custom: args.bank.clone().into(),
+        access: Access::Writable,
+        ..BankRequest::new(RecordKind::Op, &soc)
+    };
+    let bank = Bank::open(&env, &request)?;
     let mut worker = Worker::connect(config.clone())?;
     install_signal_handlers();
     eprintln!(

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::tune::sgat::{post_sgat_plan, PostSgat};
 use crate::tune::{self, TunePlan};
-use tunebank_bank::paths::BankEnv;
-use tunebank_bank::Bank;
+use tunebank_bank::{Bank, BankError, BankRequest, CustomLayer};
 use tunebank_key::{RecordKind, ResolvedOptions, SocSpec};
 use tunebank_model::Model;
 
@@ -35,55 +34,50 @@ pub(super) fn plan_units(
     }
 }
 
-/// The graph bank for `soc`, read-only: `explicit` (which must exist), else the resolved one;
-/// `None` when no graph bank file exists. A resolution that fails (`TUNE_BANK_PATH` naming no
-/// usable directory) means no custom graph bank: the op bank's own resolution reports that
-/// setting where it matters, and an explicit `--bank` still wins over it.
+/// The graph bank for `soc`, read-only: `explicit` (which must exist), else the resolved one
+/// over the default built-in one; `None` when no graph bank file exists. A resolution that
+/// fails (`TUNE_BANK_PATH` naming no usable directory) means no custom graph bank: the op
+/// bank's own resolution reports that setting where it matters, and an explicit `--bank` still
+/// wins over it.
 fn open_graph_bank(
     explicit: Option<&Path>,
     soc: &str,
     env: &Environment,
 ) -> Result<Option<Bank>, JobError> {
-    let mut builder = Bank::builder(RecordKind::Graph, soc)
-        .env(BankEnv::from(env))
-        .read_only(true);
-    if let Some(p) = explicit {
-        if !tunebank_bank::paths::bank_exists(p) {
+    let request = BankRequest {
+        custom: explicit.map_or(CustomLayer::ResolvedIfValid, |p| {
+            CustomLayer::Path(p.to_path_buf())
+        }),
+        default_builtin: explicit.is_none(),
+        must_exist: true,
+        ..BankRequest::new(RecordKind::Graph, soc)
+    };
+    let bank = match Bank::open(env, &request) {
+        Err(BankError::NotFound { path }) => {
             return Err(JobError::invalid(
-                format!("--graph-bank {}", p.display()),
+                format!("--graph-bank {}", path.display()),
                 "an existing graph bank file",
-            ));
+            ))
         }
-        builder = builder.custom_path(p).no_default_builtin();
-    } else if builder.custom_location().is_err() {
-        builder = builder.no_custom();
-    }
-    let bank = builder.open()?;
+        opened => opened?,
+    };
     Ok((!bank.layer_paths().is_empty()).then_some(bank))
 }
 
 /// The op bank `explicit` or AOE's path rules name, read-only, when it exists (SGAT's and
-/// GDAT's node strategies).
+/// GDAT's node strategies); no built-in bank.
 pub(super) fn open_op_bank(
     soc: &str,
     explicit: Option<&Path>,
     env: &Environment,
 ) -> Result<Option<Bank>, JobError> {
-    let mut builder = Bank::builder(RecordKind::Op, soc)
-        .env(BankEnv::from(env))
-        .no_default_builtin();
-    if let Some(p) = explicit {
-        builder = builder.custom_path(p);
-    }
-    let location = builder
-        .custom_location()
-        .map_err(|e| JobError::Bank(e.into()))?;
-    match location {
-        Some(loc) if tunebank_bank::paths::bank_exists(&loc.file) => {
-            Ok(Some(builder.read_only(true).open()?))
-        }
-        _ => Ok(None),
-    }
+    let request = BankRequest {
+        custom: explicit.map(Path::to_path_buf).into(),
+        default_builtin: false,
+        ..BankRequest::new(RecordKind::Op, soc)
+    };
+    let bank = Bank::open(env, &request)?;
+    Ok((!bank.layer_paths().is_empty()).then_some(bank))
 }
 
 /// A bank's files, for messages: its layers' paths joined with `, `.
@@ -165,16 +159,12 @@ impl Conversion {
     /// Every unit looked up in the layered op bank (the spec's `bank` or AOE's custom bank,
     /// over its `builtin_banks` and the default built-in bank), read-only.
     pub fn look_up(&self) -> Result<crate::inspect::ConvertReport, JobError> {
-        let mut builder = Bank::builder(RecordKind::Op, &self.soc.version)
-            .env(BankEnv::from(&self.env))
-            .read_only(true);
-        if let Some(p) = &self.bank {
-            builder = builder.custom_path(p);
-        }
-        for p in &self.builtin_banks {
-            builder = builder.builtin_path(p);
-        }
-        let bank = builder.open()?;
+        let request = BankRequest {
+            custom: self.bank.clone().into(),
+            builtin: self.builtin_banks.clone(),
+            ..BankRequest::new(RecordKind::Op, &self.soc.version)
+        };
+        let bank = Bank::open(&self.env, &request)?;
         let plan = &self.plan;
         let mut report = crate::inspect::ConvertReport::run(
             &bank,

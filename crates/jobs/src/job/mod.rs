@@ -42,8 +42,7 @@ pub use tunebank_key::Environment;
 use crate::tune::gdat::{GdatError, GdatPlan};
 use crate::tune::sgat::{SgatError, SgatPlan};
 use crate::tune::{TuneError, TunePlan, TuneSettings};
-use tunebank_bank::paths::BankEnv;
-use tunebank_bank::{Bank, BankError};
+use tunebank_bank::{Access, Bank, BankError, BankRequest};
 use tunebank_failure::{io_kind, FailureKind};
 use tunebank_key::{OptionError, RecordKind, ResolveError, ResolvedOptions, SocSpec};
 use tunebank_model::ModelError;
@@ -429,12 +428,11 @@ impl Job {
             JobType::Subgraph => self.spec.graph_bank.as_ref().or(self.spec.bank.as_ref()),
             _ => self.spec.bank.as_ref(),
         };
-        let mut builder = Bank::builder(self.job_type.record_kind(), &self.soc.version)
-            .env(BankEnv::from(&self.env))
-            .read_only(false);
-        if let Some(p) = explicit {
-            builder = builder.custom_path(p);
-        }
-        Ok(builder.open()?)
+        let request = BankRequest {
+            custom: explicit.cloned().into(),
+            access: Access::Writable,
+            ..BankRequest::new(self.job_type.record_kind(), &self.soc.version)
+        };
+        Ok(Bank::open(&self.env, &request)?)
     }
 }
