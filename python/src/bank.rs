@@ -15,9 +15,10 @@ use pyo3::types::PyDict;
 use tunebank::bank::AnswerRef;
 use tunebank::bank::{Access, Bank as RustBank, BankRequest, Found, HitRef, LayerId};
 use tunebank::inspect::{why_resolved, why_templates, WhyConfig};
-use tunebank::key::{BankKey, Environment, OpTemplate, RecordKind, ResolvedOp, KEY_SCHEMA_VERSION};
+use tunebank::job::JobSpec;
+use tunebank::key::{BankKey, Environment, OpTemplate, RecordKind, KEY_SCHEMA_VERSION};
 
-use crate::convert::from_json;
+use crate::convert::{atc_args, from_json};
 use crate::errors::{self, to_py};
 use crate::keys::{options_of, template_of};
 
@@ -215,33 +216,40 @@ impl Bank {
     }
 
     /// Explains hits and misses, as `bank-inspect why` does: for `ops` (a list of op-template
-    /// dicts) or `model` (an ONNX file), under the ATC options (`soc_version` defaults to the
-    /// bank's). Returns the report as a dict (the `--json` form); `str()` of
-    /// `why_text(...)` is the printed form.
-    #[pyo3(signature = (ops=None, *, model=None, nearest=3, **atc_options))]
+    /// dicts) or `model` (an ONNX, Caffe or TensorFlow model), under the ATC options
+    /// (`soc_version` defaults to the bank's). A model's units are a converter's
+    /// ([`tunebank::job::JobSpec::conversion`]): the framework's `input_format` default, and
+    /// the graph bank applied first (`graph_bank`, else AOE's resolution of the custom graph
+    /// bank plus the built-in one), as `bank-inspect why --model [--graph-bank]`. Returns the
+    /// report as a dict (the `--json` form); `str()` of `why_text(...)` is the printed form.
+    #[pyo3(signature = (ops=None, *, model=None, graph_bank=None, nearest=3, **atc_options))]
     fn why<'py>(
         &self,
         py: Python<'py>,
         ops: Option<Vec<Bound<'py, PyAny>>>,
         model: Option<PathBuf>,
+        graph_bank: Option<PathBuf>,
         nearest: usize,
         atc_options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (json, _) = self.why_report(py, ops, model, nearest, atc_options)?;
+        let input = WhyInput::of(ops, model, graph_bank)?;
+        let (json, _) = self.why_report(py, input, nearest, atc_options)?;
         from_json(py, &json)
     }
 
     /// The `why` report as `bank-inspect why` prints it (text).
-    #[pyo3(signature = (ops=None, *, model=None, nearest=3, **atc_options))]
+    #[pyo3(signature = (ops=None, *, model=None, graph_bank=None, nearest=3, **atc_options))]
     fn why_text<'py>(
         &self,
         py: Python<'py>,
         ops: Option<Vec<Bound<'py, PyAny>>>,
         model: Option<PathBuf>,
+        graph_bank: Option<PathBuf>,
         nearest: usize,
         atc_options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<String> {
-        Ok(self.why_report(py, ops, model, nearest, atc_options)?.1)
+        let input = WhyInput::of(ops, model, graph_bank)?;
+        Ok(self.why_report(py, input, nearest, atc_options)?.1)
     }
 
     /// Benchmark support: seconds taken by `n` look-ups of `key` in Rust alone (the C API's
@@ -294,13 +302,41 @@ impl Bank {
     }
 }
 
+/// What a `why` explains: op-template dicts, or a model (with the graph bank applied first).
+enum WhyInput<'py> {
+    Ops(Vec<Bound<'py, PyAny>>),
+    Model {
+        path: PathBuf,
+        graph_bank: Option<PathBuf>,
+    },
+}
+
+impl<'py> WhyInput<'py> {
+    /// Exactly one of `ops` or `model`; `graph_bank` only with `model`.
+    fn of(
+        ops: Option<Vec<Bound<'py, PyAny>>>,
+        model: Option<PathBuf>,
+        graph_bank: Option<PathBuf>,
+    ) -> PyResult<WhyInput<'py>> {
+        match (ops, model, graph_bank) {
+            (Some(ops), None, None) => Ok(WhyInput::Ops(ops)),
+            (None, Some(path), graph_bank) => Ok(WhyInput::Model { path, graph_bank }),
+            (Some(_), None, Some(_)) => Err(errors::input(
+                "why: graph_bank applies to a model; give model=PATH with it",
+            )),
+            _ => Err(errors::input(
+                "why: expected exactly one of ops=[...] (op templates) or model=PATH",
+            )),
+        }
+    }
+}
+
 impl Bank {
-    /// The why report of `ops` or `model`: (JSON, text).
+    /// The why report of the ops or the model: (JSON, text).
     fn why_report(
         &self,
         py: Python<'_>,
-        ops: Option<Vec<Bound<'_, PyAny>>>,
-        model: Option<PathBuf>,
+        input: WhyInput<'_>,
         nearest: usize,
         atc_options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<(serde_json::Value, String)> {
@@ -317,28 +353,40 @@ impl Bank {
                 d
             }
         };
-        let (options, soc) = options_of(Some(&with_soc))?;
-        let templates: Option<Vec<OpTemplate>> = ops
-            .map(|list| list.iter().map(template_of).collect::<PyResult<_>>())
-            .transpose()?;
+        let (options, _) = options_of(Some(&with_soc))?;
+        let what = match input {
+            WhyInput::Ops(list) => Explained::Ops(
+                list.iter()
+                    .map(template_of)
+                    .collect::<PyResult<Vec<OpTemplate>>>()?,
+            ),
+            WhyInput::Model { path, graph_bank } => {
+                let mut atc = atc_args(Some(&with_soc))?;
+                atc.push(format!("--model={}", path.display()));
+                let mut spec = JobSpec::new(atc);
+                spec.graph_bank = graph_bank;
+                Explained::Model(Box::new(spec))
+            }
+        };
         let config = WhyConfig {
             nearest,
             ..WhyConfig::default()
         };
         self.with(py, move |bank| {
             let all = |_: &_| true;
-            let report = match (templates, model) {
-                (Some(t), None) => {
+            let report = match what {
+                Explained::Ops(t) => {
                     why_templates(bank, &t, &options, &config, &all).map_err(to_py)?
                 }
-                (None, Some(path)) => {
-                    let resolved = model_ops(&path, &options, &soc)?;
+                Explained::Model(spec) => {
+                    let conversion = spec.conversion(&Environment::process()).map_err(to_py)?;
+                    let resolved: Vec<_> = conversion
+                        .plan
+                        .units
+                        .into_iter()
+                        .map(|u| (u.unit.template, u.resolved))
+                        .collect();
                     why_resolved(bank, &resolved, &options, &config, &all).map_err(to_py)?
-                }
-                _ => {
-                    return Err(errors::input(
-                        "why: expected exactly one of ops=[...] (op templates) or model=PATH",
-                    ))
                 }
             };
             let json = serde_json::to_value(&report)
@@ -348,29 +396,10 @@ impl Bank {
     }
 }
 
-/// Every (template, resolved op) of a model under the options, per profile, as
-/// `bank-inspect why --model` resolves them.
-fn model_ops(
-    path: &std::path::Path,
-    options: &tunebank::key::ResolvedOptions,
-    soc: &tunebank::key::SocSpec,
-) -> PyResult<Vec<(OpTemplate, ResolvedOp)>> {
-    let given = options.given();
-    let files = tunebank::model::ModelFiles::new(
-        &path.to_string_lossy(),
-        given.get("framework").map(String::as_str),
-        given.get("weight").map(String::as_str),
-    )
-    .map_err(to_py)?;
-    let model = files.load().map_err(to_py)?;
-    let mut resolved = Vec::new();
-    for profile in model.tuning_units(options).map_err(to_py)? {
-        let units =
-            tunebank::model::resolve_units(&profile.units, &profile.graph.profile, options, soc)
-                .map_err(to_py)?;
-        resolved.extend(units.into_iter().map(|u| (u.unit.template, u.resolved)));
-    }
-    Ok(resolved)
+/// A why request read from Python, ready to run without the GIL.
+enum Explained {
+    Ops(Vec<OpTemplate>),
+    Model(Box<JobSpec>),
 }
 
 /// Adds `Bank` and `Hit` to the module.
