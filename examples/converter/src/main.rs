@@ -13,8 +13,10 @@
 
 use std::process::ExitCode;
 
-use tunebank_bank::{Bank, Lookup};
-use tunebank_key::{derive_op_keys, FsReader, OpTemplate, RecordKind, ResolvedOptions};
+use tunebank_bank::{Bank, BankRequest, CustomLayer, Lookup};
+use tunebank_key::{
+    derive_op_keys, Environment, FsReader, OpTemplate, RecordKind, ResolvedOptions,
+};
 
 /// The parsed command line.
 struct Args {
@@ -60,11 +62,13 @@ fn run(args: Args) -> Result<(), Failed> {
             args.ops
         ))
     })?;
-    let mut builder = Bank::builder(RecordKind::Op, &soc.version).read_only(true);
+    // The process environment is read here, once, as every front end does.
+    let mut request = BankRequest::new(RecordKind::Op, &soc.version);
     if let Some(b) = &args.bank {
-        builder = builder.custom_path(b);
+        request.custom = CustomLayer::Path(b.into());
     }
-    let bank = builder.open().map_err(|e| Failed(1, e.to_string()))?;
+    let bank =
+        Bank::open(&Environment::process(), &request).map_err(|e| Failed(1, e.to_string()))?;
     for op in &ops {
         let resolved = derive_op_keys(op, &options, &soc)
             .map_err(|e| input(format!("{}: op {:?}: {e}", args.ops, op.node_name)))?;

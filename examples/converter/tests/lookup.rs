@@ -5,8 +5,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use tunebank_bank::{Bank, Descriptor, Origin, Performance, Provenance, Record};
-use tunebank_key::{derive_op_keys, FsReader, OpTemplate, RecordKind, ResolvedOptions};
+use tunebank_bank::{
+    Access, Bank, BankRequest, CustomLayer, Descriptor, Origin, Performance, Provenance, Record,
+};
+use tunebank_key::{
+    derive_op_keys, Environment, FsReader, OpTemplate, RecordKind, ResolvedOptions,
+};
 
 const OPS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -15,17 +19,27 @@ const OPS: &str = concat!(
 const SOC: &str = "--soc_version=Ascend910B2";
 
 fn converter(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_converter-lookup"))
-        .args(args)
-        // No bank from the environment: only the bank the test names answers.
-        .env_remove("TUNE_BANK_PATH")
-        .env("TUNEBANK_BUILTIN_PATH", "/nonexistent")
-        .output()
-        .unwrap()
+    converter_in(args, None)
 }
 
-/// Writes a tuned record for the fixture's first op (`fc1`) and returns its key's text.
-fn bank_with_fc1(file: &Path) -> String {
+/// Runs the example with `TUNE_BANK_PATH` set to `tune_bank_path`, or unset; no built-in bank
+/// and no `$HOME` bank.
+fn converter_in(args: &[&str], tune_bank_path: Option<&Path>) -> std::process::Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_converter-lookup"));
+    cmd.args(args)
+        .env_remove("TUNE_BANK_PATH")
+        .env_remove("ASCEND_CACHE_PATH")
+        .env("HOME", "/nonexistent")
+        .env("TUNEBANK_BUILTIN_PATH", "/nonexistent");
+    if let Some(d) = tune_bank_path {
+        cmd.env("TUNE_BANK_PATH", d);
+    }
+    cmd.output().unwrap()
+}
+
+/// Writes a tuned record for the fixture's first op (`fc1`) into the bank `custom` names under
+/// `env` and returns its key's text.
+fn bank_with_fc1(env: &Environment, custom: CustomLayer) -> String {
     let options = ResolvedOptions::from_args([SOC], &FsReader).unwrap();
     let soc = options.soc().unwrap();
     let ops: Vec<OpTemplate> =
@@ -56,11 +70,11 @@ fn bank_with_fc1(file: &Path) -> String {
             origin: Origin::Tuned,
         },
     };
-    let bank = Bank::builder(RecordKind::Op, &soc.version)
-        .custom_path(file)
-        .no_default_builtin()
-        .open()
-        .unwrap();
+    let mut request = BankRequest::new(RecordKind::Op, &soc.version);
+    request.custom = custom;
+    request.default_builtin = false;
+    request.access = Access::Writable;
+    let bank = Bank::open(env, &request).unwrap();
     bank.write_batch(&[record]).unwrap();
     resolved[0].key.to_string()
 }
@@ -69,7 +83,7 @@ fn bank_with_fc1(file: &Path) -> String {
 fn the_tuned_op_hits_with_its_strategy_and_the_other_misses() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("op.redb");
-    let key = bank_with_fc1(&file);
+    let key = bank_with_fc1(&Environment::empty(), CustomLayer::Path(file.clone()));
     let out = converter(&["--bank", file.to_str().unwrap(), OPS, SOC]);
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(
@@ -85,6 +99,28 @@ fn the_tuned_op_hits_with_its_strategy_and_the_other_misses() {
         !lines[1].contains(&key),
         "gelu1 has a key of its own: {stdout}"
     );
+}
+
+/// Without `--bank`, the custom bank is the one AOE's rules name from `TUNE_BANK_PATH`.
+#[test]
+fn without_a_bank_flag_the_environment_names_the_bank() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Environment::empty().with("TUNE_BANK_PATH", dir.path());
+    let key = bank_with_fc1(&env, CustomLayer::Resolved);
+    let out = converter_in(&[OPS, SOC], Some(dir.path()));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with(&format!("hit fc1 {key} custom ")),
+        "{stdout}"
+    );
+    // Unset, the same look-up misses: the bank came from the environment.
+    let out = converter_in(&[OPS, SOC], None);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("miss fc1 "));
 }
 
 #[test]
