@@ -48,7 +48,7 @@ pub(crate) mod encode;
 mod env;
 pub mod ir;
 mod node;
-pub mod options;
+mod options;
 pub mod platform;
 pub(crate) mod precision;
 pub(crate) mod resolve;

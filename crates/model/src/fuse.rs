@@ -26,11 +26,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::graph::Model;
 use crate::infer::{InferredGraph, SkippedOp};
 use crate::ModelError;
-use tunebank_key::options::{FusionKind, FusionSwitches};
 use tunebank_key::{
     resolve_op, BankKey, DType, OpTemplate, Profile, ResolveError, ResolvedOp, ResolvedOptions,
     SocSpec, TemplateTensor,
 };
+use tunebank_key::{FusionKind, FusionSwitches};
 
 /// ATC's graph fusion pass that folds a following `BatchNormalization` into a `Conv`
 /// (CANN 8.0 "Graph Fusion and UB Fusion Patterns": ConvBatchnormFusionPass).

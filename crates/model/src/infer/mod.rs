@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::graph::{ElemType, Model, Node};
 use crate::ModelError;
-use tunebank_key::options::Dynamic;
+use tunebank_key::Dynamic;
 use tunebank_key::{AttrValue, Format, Profile, ResolvedOptions};
 
 mod attrs;

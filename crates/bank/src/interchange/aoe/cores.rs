@@ -29,7 +29,7 @@ use tunebank_key::SocSpec;
 pub(crate) const CORE_COUNT_OPTION: &str = "aoe_core_count";
 
 /// The core types AOE names its bank files by (`key::soc`'s `core_type` values).
-const CORE_TYPES: [&str; 2] = [tunebank_key::soc::AI_CORE, tunebank_key::soc::VECTOR_CORE];
+const CORE_TYPES: [&str; 2] = [tunebank_key::AI_CORE, tunebank_key::VECTOR_CORE];
 
 /// What a file name in AOE's pattern `<SoC>_<N>_<core type>_…` says, as written: `soc` and
 /// `count` are empty when the name has nothing before the core type.

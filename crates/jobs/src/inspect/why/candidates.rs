@@ -10,7 +10,7 @@ use crate::inspect::InspectError;
 use tunebank_bank::record::{Descriptor, Record};
 use tunebank_bank::IndexGroup;
 use tunebank_bank::{Bank, LayerId};
-use tunebank_key::options::option_spec;
+use tunebank_key::option_spec;
 use tunebank_key::{
     derive_op_keys, BankKey, FsReader, OpTemplate, RecordKind, ResolvedOptions, SocSpec,
     KEY_SCHEMA_VERSION,
@@ -105,7 +105,7 @@ pub(super) fn gather(
         // Same op type on other SoCs only when this SoC has none.
         if s == 0 && !found_same_soc && found.is_empty() {
             socs.extend(
-                tunebank_key::soc::socs()
+                tunebank_key::socs()
                     .iter()
                     .map(|f| f.version.to_owned())
                     .filter(|v| *v != q.descriptor.soc.version),
@@ -199,7 +199,7 @@ fn probe_variants(options: &ResolvedOptions) -> Vec<ResolvedOptions> {
         let Some(spec) = option_spec(name) else {
             continue;
         };
-        let tunebank_key::options::ValueKind::OneOf(values) = spec.kind else {
+        let tunebank_key::ValueKind::OneOf(values) = spec.kind else {
             continue;
         };
         for value in values {

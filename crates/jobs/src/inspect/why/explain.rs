@@ -8,7 +8,7 @@ use crate::inspect::fields::{descriptor_diffs, FieldClass, FieldDiff};
 use crate::tune::transfer::distance::descriptor_distance;
 use tunebank_bank::record::Descriptor;
 use tunebank_bank::LayerId;
-use tunebank_key::options::option_spec;
+use tunebank_key::option_spec;
 use tunebank_key::{
     derive_op_keys, FsReader, KeyEffect, OpDescriptor, OpTemplate, ResolvedOptions,
     KEY_SCHEMA_VERSION, OPTIONS,
