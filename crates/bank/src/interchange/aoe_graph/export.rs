@@ -54,7 +54,7 @@ impl std::fmt::Display for AoeGraphExportReport {
 }
 
 /// One graph line (without its newline) from its parts; `subgraphs` are `(struct, group)`.
-pub fn graph_line(
+pub(crate) fn graph_line(
     graph_id: &PyJson,
     model_name: &PyJson,
     end2end_time: &PyJson,

@@ -21,13 +21,13 @@ use std::path::{Path, PathBuf};
 
 use crate::interchange::pyjson::PyJson;
 
-pub mod export;
-pub mod import;
+mod export;
+mod import;
 pub(crate) mod map;
 
-pub use export::export_aoe_graph;
+pub use export::{export_aoe_graph, AoeGraphExportReport};
 pub use import::OCCURRENCES_OPTION;
-pub use import::{import_aoe_graph, AoeGraphImportReport};
+pub use import::{import_aoe_graph, AoeGraphImportReport, NotReproducible, UnmappedSubgraph};
 pub(crate) use map::{map_subgraph, struct_of};
 pub use map::{MappedGraph, MappedSubgraph, SubgraphUnmapped};
 use tunebank_failure::{io_kind, FailureKind};
