@@ -308,8 +308,8 @@ fn attrs(v: Option<&PyJson>) -> Result<BTreeMap<String, AttrValue>, String> {
     Ok(out)
 }
 
-/// An AOE `info_dict` that does not map onto a descriptor this build can key: the reason names
-/// the field and what was expected.
+/// An AOE entry that does not map: its `info_dict` onto a descriptor this build can key, or its
+/// TBE `knowledge` onto the simulator's tiling. The reason names the field and what was expected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("AOE entry does not map: {reason}")]
 pub struct NotMapped {
@@ -332,7 +332,7 @@ pub fn mapped_descriptor(info_dict: &PyJson, soc: &SocSpec) -> Result<OpDescript
 /// [`mapped_descriptor`] with the reason as text, as the importer records it.
 fn map_descriptor(info_dict: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, String> {
     if tbe::is_tbe_cube(info_dict) {
-        return tbe::matmul_descriptor(info_dict, soc);
+        return tbe::matmul_descriptor(info_dict, soc).map_err(|e| e.reason);
     }
     let op_type = info_dict
         .get("op_type")
@@ -639,7 +639,7 @@ pub fn import_aoe(
         }
         match tbe::entry_tiling(&entry.info_dict, &entry.knowledge) {
             Some(Ok(_)) => report.tilings += 1,
-            Some(Err(why)) => report.untiled.push((entry.md5.clone(), why)),
+            Some(Err(why)) => report.untiled.push((entry.md5.clone(), why.reason)),
             None => {}
         }
         let rec = aoe_record(entry, soc, parsed.core_count, origin, unix_time);

@@ -37,6 +37,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::interchange::aoe::NotMapped;
 use crate::interchange::pyjson::PyJson;
 use tunebank_key::{
     ir, AttrValue, CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc,
@@ -96,7 +97,12 @@ pub fn is_tbe_cube(info: &PyJson) -> bool {
 }
 
 /// The GEMM of a TBE MatMul `info_dict`, or why it is not one this decoder reads.
-pub fn gemm_of(info: &PyJson) -> Result<TbeGemm, String> {
+pub fn gemm_of(info: &PyJson) -> Result<TbeGemm, NotMapped> {
+    gemm(info).map_err(|reason| NotMapped { reason })
+}
+
+/// [`gemm_of`] with the reason as text.
+pub(super) fn gemm(info: &PyJson) -> Result<TbeGemm, String> {
     let op = info.get("op_type").and_then(PyJson::as_str).unwrap_or("");
     if !op.eq_ignore_ascii_case("matmul") && !op.eq_ignore_ascii_case("batchmatmul") {
         return Err(format!(
@@ -170,9 +176,14 @@ fn nd(shape: Vec<i64>, dtype: DType) -> TensorDesc {
 
 /// The Ascend IR descriptor of a TBE MatMul `info_dict` on `soc`: `MatMulV2` `[M, K]·[K, N]`
 /// (`BatchMatMulV2` `[batch, M, K]·[K, N]` for batch_type 2), a `[N]` bias when `bias_flag`,
-/// formats as ATC selects them for the SoC.
-pub fn matmul_descriptor(info: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, String> {
-    let g = gemm_of(info)?;
+/// formats as ATC selects them for the SoC; or why the `info_dict` does not map.
+pub fn matmul_descriptor(info: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, NotMapped> {
+    descriptor(info, soc).map_err(|reason| NotMapped { reason })
+}
+
+/// [`matmul_descriptor`] with the reason as text.
+fn descriptor(info: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, String> {
+    let g = gemm(info)?;
     let (a, b) = (dtype(info, "A_dtype")?, dtype(info, "B_dtype")?);
     if a != b {
         return Err(format!("A_dtype {a:?} and B_dtype {b:?} differ"));
@@ -234,17 +245,18 @@ pub fn matmul_descriptor(info: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, S
     Ok(d)
 }
 
-pub mod knowledge;
+mod knowledge;
 pub mod space;
 
-pub use knowledge::{info_dict_of, knowledge_of, tiling_of};
+pub use knowledge::tiling_of;
+pub(crate) use knowledge::{info_dict_of, knowledge_of};
 
 /// The simulator's tiling of an AOE entry's `knowledge`, when its `info_dict` is a decoded TBE
-/// MatMul: `None` for another schema, else the tiling or why it does not map.
+/// MatMul: `None` for another schema, else the tiling or why the entry does not map.
 pub fn entry_tiling(
     info: &PyJson,
     knowledge: &PyJson,
-) -> Option<Result<tunebank_key::StrategyMap, String>> {
+) -> Option<Result<tunebank_key::StrategyMap, NotMapped>> {
     if !is_tbe_cube(info) {
         return None;
     }

@@ -1,8 +1,9 @@
 //! TBE MatMul `knowledge` ↔ the simulator's tiling parameters, and a descriptor ↔ TBE
 //! `info_dict`, both ways (the field meanings are in the parent module's docs).
 
+use crate::interchange::aoe::NotMapped;
 use crate::interchange::pyjson::PyJson;
-use crate::interchange::tbe::{gemm_of, TbeGemm};
+use crate::interchange::tbe::{gemm, TbeGemm};
 use tunebank_key::StrategyMap;
 use tunebank_key::CUBE_TILING_PARAMS;
 use tunebank_key::{AttrValue, DType, OpDescriptor};
@@ -61,7 +62,12 @@ fn stays_in_l1(shape: &[i64], k_elems: i64, tiles: i64) -> bool {
 
 /// The simulator's tiling (the parameters of [`CUBE_TILING_PARAMS`]) of a TBE MatMul `knowledge`
 /// for the GEMM `g`, or why it does not map.
-pub fn tiling_of(knowledge: &PyJson, g: &TbeGemm) -> Result<StrategyMap, String> {
+pub fn tiling_of(knowledge: &PyJson, g: &TbeGemm) -> Result<StrategyMap, NotMapped> {
+    tiling(knowledge, g).map_err(|reason| NotMapped { reason })
+}
+
+/// [`tiling_of`] with the reason as text.
+fn tiling(knowledge: &PyJson, g: &TbeGemm) -> Result<StrategyMap, String> {
     let bd = list(knowledge, "block_dim")?;
     if bd.len() < 4 || bd.iter().take(4).any(|&d| d <= 0) {
         return Err(format!(
@@ -158,7 +164,7 @@ fn ilist(v: &[i64]) -> PyJson {
 /// [`tiling_of`] on the parameters it maps; L1 holds one M (N) tile, batch split 1; iterateOrder
 /// 1 is written as A held whole in L1, which it can be only when one L1 load of A spans K).
 /// Keys in the order AOE writes them.
-pub fn knowledge_of(s: &StrategyMap, g: &TbeGemm) -> Result<PyJson, String> {
+pub(crate) fn knowledge_of(s: &StrategyMap, g: &TbeGemm) -> Result<PyJson, String> {
     let p = |n| get(s, n);
     let (base_m, base_n, base_k) = (p("baseM")?, p("baseN")?, p("baseK")?);
     if base_m % 16 != 0 || base_n % 16 != 0 || base_k % g.k0 != 0 {
@@ -232,7 +238,7 @@ fn dtype_name(d: DType) -> String {
 /// `BatchMatMulV2` `[batch, M, K]·[K, N]`, untransposed, optional `[N]` bias, sizes multiples of
 /// the fractal), keys in the order AOE writes them, or why the op has no TBE form. Decoding it
 /// gives the descriptor back ([`crate::interchange::tbe::matmul_descriptor`]).
-pub fn info_dict_of(d: &OpDescriptor) -> Result<(PyJson, TbeGemm), String> {
+pub(crate) fn info_dict_of(d: &OpDescriptor) -> Result<(PyJson, TbeGemm), String> {
     let batched = match d.op_type.as_str() {
         "MatMulV2" => false,
         "BatchMatMulV2" => true,
@@ -319,6 +325,6 @@ pub fn info_dict_of(d: &OpDescriptor) -> Result<(PyJson, TbeGemm), String> {
         v.push(("bias_dtype".into(), s(bias.dtype)));
     }
     let info = PyJson::Dict(v);
-    gemm_of(&info)?;
+    gemm(&info)?;
     Ok((info, g))
 }

@@ -16,7 +16,7 @@
 //! - every ping-pong flag 1 or 2.
 //!
 //! Every stored tiling of the 26 records of AOE's 910B1 MatMul bank is a point of this space
-//! ([`TbeSpace::contains`], checked on the full data), which is what makes the rule AOE's and
+//! ([`TbeSpace::broken_rule`], checked on the full data), which is what makes the rule AOE's and
 //! not a guess: 26 of 26 stored L0 K tiles divide K1 (K1 = 535, 61, 125 among them), and the
 //! N tile of a prime N1 (41, 83) is 1.
 
@@ -202,10 +202,16 @@ impl TbeSpace {
         ])
     }
 
-    /// Whether a stored `knowledge` is a point of the space (buffer limits aside: the board ran
-    /// it), or the rule it breaks. A `BL0_matrix` of `[]` (B's tile spans the core) and
-    /// different A and B L0 K tiles, both of which AOE stores, are accepted.
-    pub fn contains(&self, k: &PyJson) -> Result<(), String> {
+    /// The rule of the space a stored `knowledge` breaks, or `None` when it is a point of the
+    /// space (buffer limits aside: the board ran it); a `knowledge` missing a field of the
+    /// tiling is outside it, the field named. A `BL0_matrix` of `[]` (B's tile spans the core)
+    /// and different A and B L0 K tiles, both of which AOE stores, are accepted.
+    pub fn broken_rule(&self, k: &PyJson) -> Option<String> {
+        self.check(k).err()
+    }
+
+    /// [`TbeSpace::broken_rule`] as a result: `Err` with the rule broken.
+    fn check(&self, k: &PyJson) -> Result<(), String> {
         let g = &self.g;
         let bd = list(k, "block_dim")?;
         let (n_dim, m_dim) = match bd.as_slice() {
@@ -264,7 +270,7 @@ impl TbeSpace {
 mod tests {
     use super::*;
     use crate::interchange::aoe::parse_unified_bank;
-    use crate::interchange::tbe::{gemm_of, knowledge::tiling_of};
+    use crate::interchange::tbe::{gemm_of, tiling_of};
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
@@ -300,13 +306,13 @@ mod tests {
         for e in entries() {
             let g = gemm_of(&e.info_dict).unwrap();
             let space = TbeSpace::new(&g, 25, 2, B1);
-            assert_eq!(space.contains(&e.knowledge), Ok(()), "{}", e.md5);
+            assert_eq!(space.broken_rule(&e.knowledge), None, "{}", e.md5);
             let (mut next, mut tiles) = (draws(7), std::collections::BTreeSet::new());
             for _ in 0..300 {
                 let k = space
                     .sample(&mut next, 50)
                     .unwrap_or_else(|| panic!("{}: no tiling fits", e.md5));
-                assert_eq!(space.contains(&k), Ok(()), "{} {}", e.md5, k.dumps());
+                assert_eq!(space.broken_rule(&k), None, "{} {}", e.md5, k.dumps());
                 let t = tiling_of(&k, &g).unwrap();
                 let v = |n: &str| t[n].as_i64().unwrap();
                 let (bm, bn) = (v("blockDimM"), v("blockDimN"));
@@ -357,7 +363,7 @@ mod tests {
     }
 
     /// A stored tiling with a K tile that does not divide K1, or an L1 chunk of K that is not a
-    /// whole number of L0 tiles, is outside the space, and the error names the rule.
+    /// whole number of L0 tiles, is outside the space, and the rule it breaks is named.
     #[test]
     fn a_tile_that_does_not_divide_is_outside_the_space() {
         let e = entries()
@@ -375,14 +381,14 @@ mod tests {
         };
         // K1 = 64: an L0 K of 24 fractals does not divide it.
         let k = with("AL0_matrix", ints(&[4, 24, 16, 16, 1, 1, 0]));
-        let err = space.contains(&k).unwrap_err();
+        let err = space.broken_rule(&k).unwrap();
         assert!(err.contains("A's K tile 24 does not divide 64"), "{err}");
         // An L1 chunk of 24 fractals of K over L0 K tiles of 16.
         let k = with("AL1_shape", ints(&[384, 1, 1, 1, 0]));
-        let err = space.contains(&k).unwrap_err();
+        let err = space.broken_rule(&k).unwrap();
         assert!(err.starts_with("AL1_shape [384, 1]"), "{err}");
         // K split over cores: not a tiling of this space.
         let k = with("block_dim", ints(&[1, 1, 25, 2, 0]));
-        assert!(space.contains(&k).unwrap_err().starts_with("block_dim"));
+        assert!(space.broken_rule(&k).unwrap().starts_with("block_dim"));
     }
 }

@@ -43,6 +43,7 @@ fn matmul_info_dicts_decode_to_ir_descriptors() {
     }
     assert!(matmul_descriptor(&conv, &soc)
         .unwrap_err()
+        .reason
         .contains("conv2d"));
 }
 

@@ -135,7 +135,7 @@ fn row(
     let task = match tbe::matmul_descriptor(&entry.info_dict, soc) {
         Ok(d) => TuningTask::new(d),
         Err(e) => {
-            row.reason = Some(format!("no descriptor: {e}"));
+            row.reason = Some(format!("no descriptor: {}", e.reason));
             return row;
         }
     };
@@ -180,7 +180,7 @@ fn row(
         row.best_us = best;
         if let Some((space, g)) = &tbe_space {
             row.tbe_best_us = tbe_best(space, g, &task, samples, &mut state)?;
-            row.stored_outside_tbe_space = space.contains(&entry.knowledge).err();
+            row.stored_outside_tbe_space = space.broken_rule(&entry.knowledge);
         }
         match tbe::entry_tiling(&entry.info_dict, &entry.knowledge) {
             Some(Ok(tiling)) => match sim_us(&task, &tiling)? {
@@ -189,7 +189,7 @@ fn row(
                     row.reason = Some(format!("stored tiling invalid on the simulator: {why}"))
                 }
             },
-            Some(Err(why)) => row.reason = Some(format!("tiling not mapped: {why}")),
+            Some(Err(why)) => row.reason = Some(format!("tiling not mapped: {}", why.reason)),
             None => row.reason = Some("not a TBE MatMul entry".into()),
         }
         Ok(())
@@ -215,7 +215,7 @@ fn tbe_best(
         let Some(k) = space.sample(&mut next, 50) else {
             continue;
         };
-        if let Ok(tiling) = tbe::knowledge::tiling_of(&k, g) {
+        if let Ok(tiling) = tbe::tiling_of(&k, g) {
             if let Ok(us) = sim_us(task, &tiling)? {
                 best = Some(best.map_or(us, |b| b.min(us)));
             }
