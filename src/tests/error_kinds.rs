@@ -54,6 +54,7 @@ fn every_variant() -> Vec<Case> {
         BankKey, Format, KeyError, NodeError, OptionError, ParseKeyError, PlatformError, RecordKind, ResolveError, UnknownSoc,
     };
     use tunebank::bank::interchange::aoe::NotMapped;
+    use tunebank::bank::migrate::MigrateError;
     use tunebank::measure::cpu::{InvalidTiling, OutputMismatch};
     use tunebank::measure::exec::{CommandLineError, ProtocolError};
     use tunebank::measure::sim::cube::TooLarge;
@@ -274,6 +275,9 @@ fn every_variant() -> Vec<Case> {
         case!(Input, struct InvalidTiling { reason: s("mc: missing") }),
         case!(Input, struct OutputMismatch { reason: s("output[1]") }),
         case!(Input, struct TooLarge { what: s("A bytes") }),
+        // MigrateError
+        case!(Input, MigrateError::UnknownSchema { version: 9 }),
+        case!(Input, MigrateError::Gradient { from: 2 }),
         // ProtocolError
         case!(Input, ProtocolError::NotJson(s("["))),
         case!(Input, ProtocolError::Version(s("9"))),
@@ -335,7 +339,7 @@ const NOT_PUBLIC: [(&str, &str); 1] = [(
 /// Every error type of the library, counted by hand (a pinned list, not read by [`scan`]): the
 /// scanner must find exactly these, so a derive form it cannot read fails the test, and so
 /// does a new error type until it is added here (and given its cases above).
-const ERROR_TYPES: [&str; 36] = [
+const ERROR_TYPES: [&str; 37] = [
     "AoeGraphError",
     "ApplyError",
     "BankError",
@@ -350,6 +354,7 @@ const ERROR_TYPES: [&str; 36] = [
     "KeyError",
     "MaintenanceError",
     "MeasureError",
+    "MigrateError",
     "ModelError",
     "NodeError",
     "NotMapped",

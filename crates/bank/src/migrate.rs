@@ -20,20 +20,46 @@ use crate::interchange::{merge_into, InterchangeError, MergeReport};
 use crate::layered::{descriptor_key, Bank};
 use crate::policy::{Held, WritePolicy};
 use crate::record::{Descriptor, Record};
+use tunebank_failure::FailureKind;
 use tunebank_key::{ir, BankKey, KEY_SCHEMA_V1, KEY_SCHEMA_V2, KEY_SCHEMA_VERSION};
+
+/// Why a record cannot be re-keyed to the current key schema.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MigrateError {
+    /// The record's key schema is neither the current one nor one this build migrates from
+    /// (a newer build's schema).
+    #[error("key schema {version} is not one this build can migrate from")]
+    UnknownSchema {
+        /// The record's key schema version.
+        version: u32,
+    },
+    /// A gradient record names its model by a subgraph key of its old schema, which cannot be
+    /// recomputed from the record: the split must be tuned again.
+    #[error("a gradient record names its model by a schema-{from} subgraph key, which cannot be recomputed; tune it again")]
+    Gradient {
+        /// The record's key schema version.
+        from: u32,
+    },
+}
+
+impl MigrateError {
+    /// Both are the request's: the record it names is one no migration can re-key.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            MigrateError::UnknownSchema { .. } => FailureKind::Input,
+            MigrateError::Gradient { .. } => FailureKind::Input,
+        }
+    }
+}
 
 /// The record under the current key schema, or why it cannot be migrated. A record of the
 /// current schema is returned unchanged.
-pub fn migrate_record(record: &Record) -> Result<Record, String> {
+pub fn migrate_record(record: &Record) -> Result<Record, MigrateError> {
     let from = record.key_schema_version;
     match from {
         KEY_SCHEMA_VERSION => return Ok(record.clone()),
         KEY_SCHEMA_V1 | KEY_SCHEMA_V2 => {}
-        v => {
-            return Err(format!(
-                "key schema {v} is not one this build can migrate from"
-            ))
-        }
+        version => return Err(MigrateError::UnknownSchema { version }),
     }
     let mut out = record.clone();
     out.key_schema_version = KEY_SCHEMA_VERSION;
@@ -48,12 +74,7 @@ pub fn migrate_record(record: &Record) -> Result<Record, String> {
             }
             Descriptor::Graph(g)
         }
-        Descriptor::Gradient(_) => {
-            return Err(format!(
-                "a gradient record names its model by a schema-{from} subgraph key, which \
-                 cannot be recomputed; tune it again"
-            ))
-        }
+        Descriptor::Gradient(_) => return Err(MigrateError::Gradient { from }),
     };
     Ok(out)
 }
@@ -116,10 +137,12 @@ pub fn migrate_into(
     let mut out: BTreeMap<BankKey, Record> = BTreeMap::new();
     for (key, rec) in records {
         let current = rec.key_schema_version == KEY_SCHEMA_VERSION;
-        match migrate_record(&rec).and_then(|m| {
-            let k = descriptor_key(&m.descriptor).map_err(|e| e.to_string())?;
-            Ok((k, m))
-        }) {
+        match migrate_record(&rec)
+            .map_err(|e| e.to_string())
+            .and_then(|m| {
+                let k = descriptor_key(&m.descriptor).map_err(|e| e.to_string())?;
+                Ok((k, m))
+            }) {
             Ok(pair) => {
                 if current {
                     report.current += 1;
@@ -141,4 +164,67 @@ pub fn migrate_into(
     }
     report.merge = merge_into(bank, out.into_iter().collect())?;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Origin;
+    use tunebank_key::{GradientDescriptor, SocSpec, StrategyMap};
+
+    /// A gradient record of the current schema.
+    fn gradient_record() -> Record {
+        let descriptor = GradientDescriptor {
+            soc: SocSpec::from_version("Ascend910B2").unwrap(),
+            model_structure: BankKey([7; 32]),
+            gradient_bytes: vec![4096, 1024],
+            world_size: 8,
+            topology: None,
+        };
+        Record::imported(
+            Descriptor::Gradient(descriptor),
+            BTreeMap::new(),
+            StrategyMap::new(),
+            12.5,
+            "test",
+            Origin::Imported,
+            0,
+        )
+    }
+
+    /// A current record comes back as it is; an old gradient record and a record of a schema
+    /// this build does not know are refused, each with the reason the migration reports.
+    #[test]
+    fn records_no_migration_can_rekey_are_refused_with_their_reason() {
+        let mut rec = gradient_record();
+        assert_eq!(migrate_record(&rec), Ok(rec.clone()));
+        rec.key_schema_version = KEY_SCHEMA_V2;
+        let e = migrate_record(&rec).unwrap_err();
+        assert_eq!(
+            e,
+            MigrateError::Gradient {
+                from: KEY_SCHEMA_V2
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "a gradient record names its model by a schema-2 subgraph key, which cannot be \
+             recomputed; tune it again"
+        );
+        rec.key_schema_version = KEY_SCHEMA_VERSION + 1;
+        let e = migrate_record(&rec).unwrap_err();
+        assert_eq!(
+            e,
+            MigrateError::UnknownSchema {
+                version: KEY_SCHEMA_VERSION + 1
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "key schema {} is not one this build can migrate from",
+                KEY_SCHEMA_VERSION + 1
+            )
+        );
+    }
 }

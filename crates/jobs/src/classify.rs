@@ -14,6 +14,7 @@ use crate::tune::TuneError;
 use tunebank_bank::interchange::aoe::NotMapped;
 use tunebank_bank::interchange::aoe_graph::AoeGraphError;
 use tunebank_bank::interchange::InterchangeError;
+use tunebank_bank::migrate::MigrateError;
 use tunebank_bank::paths::PathError;
 use tunebank_bank::store::StoreError;
 use tunebank_bank::{BankError, MaintenanceError, RecordError};
@@ -67,6 +68,7 @@ pub fn library_kind(e: &(dyn std::error::Error + 'static)) -> Option<FailureKind
         ProtocolError,
         CommandLineError,
         NotMapped,
+        MigrateError,
         InvalidTiling,
         OutputMismatch,
         TooLarge,
