@@ -13,10 +13,10 @@ use tunebank_bank::store::{IndexPrefix, Store};
 use tunebank_bank::{index_key, Bank};
 use tunebank_key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 
-pub mod reports;
+mod reports;
 
 pub use reports::DiffReport;
-pub use reports::{ListReport, ShowReport, StatsReport};
+pub use reports::{LayerStats, ListReport, ShowReport, StatsReport};
 
 /// The record under `key` in every layer that holds it, in look-up order. A damaged record is
 /// returned as its error, so `show` can say so instead of failing.

@@ -6,22 +6,23 @@
 //! the stored options explain a field, the option with both values ([`Explanation`]): "tuned
 //! with precision_mode=allow_fp32_to_fp16 → float16; this conversion uses
 //! precision_mode=must_keep_origin_dtype → float32". Rejected hits and stale entries are causes
-//! of their own. `catalog` lists, shows, counts and compares stored records; `lookup` gives
-//! the converter's view (keys, look-ups, a model's units).
+//! of their own. [`ShowReport`], [`ListReport`], [`StatsReport`] and [`DiffReport`] show, list,
+//! count and compare stored records; [`KeyListing`], [`LookupReport`] and [`ConvertReport`]
+//! give the converter's view (keys, look-ups, a model's units).
 //!
 //! A model importer plugs in by producing `&[OpTemplate]`; nothing here reads models.
 
 pub mod calibrate;
-pub mod catalog;
+mod catalog;
 pub(crate) mod fields;
-pub mod lookup;
+mod lookup;
 pub(crate) mod why;
 
-pub use catalog::{BankDiff, DiffReport, Listed};
-pub use catalog::{Filter, ListReport, ShowReport, StatsReport};
+pub use catalog::{BankDiff, BankStats, DiffReport, Listed};
+pub use catalog::{Filter, LayerStats, ListReport, ShowReport, StatsReport};
 pub use fields::{FieldClass, FieldDiff};
 pub use lookup::{ConvertReport, ConvertRow};
-pub use lookup::{KeyListing, LookupReport};
+pub use lookup::{KeyListing, KeyRow, LookupAnswer, LookupReport, LookupRow};
 pub use why::why_descriptor;
 pub use why::{
     why_resolved, why_subgraphs, why_templates, Explanation, GraphDiff, GraphDiffKind,
