@@ -26,8 +26,8 @@ use super::{connect, from_json, migrate, to_json, Client, JobSettings, QueueErro
 
 /// Test hook: a worker with this variable set (seconds) sleeps that long after claiming its
 /// first task, holding the task (and renewing its lease) — so a test can kill it while it holds
-/// one.
-pub const HOLD_FIRST_TASK_ENV: &str = "TUNEBANK_TEST_WORKER_HOLD_S";
+/// one. The front end reads it from its environment snapshot ([`tunebank_key::Var`]).
+pub const HOLD_FIRST_TASK_ENV: &str = tunebank_key::Var::WorkerHoldFirst.name();
 
 /// How a worker runs.
 #[derive(Clone, Debug)]
