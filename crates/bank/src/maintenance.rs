@@ -158,61 +158,6 @@ impl Bank {
     }
 }
 
-/// Record counts per layer (`tunebank bank stats`).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct LayerCounts {
-    /// Per opened layer, in look-up order.
-    pub layers: Vec<LayerCount>,
-}
-
-/// One layer's record count.
-#[derive(Clone, Debug, Serialize)]
-pub struct LayerCount {
-    /// The layer.
-    #[serde(serialize_with = "crate::json::layer")]
-    pub layer: LayerId,
-    /// Its file.
-    pub path: PathBuf,
-    /// Records it holds.
-    pub records: u64,
-}
-
-impl LayerCounts {
-    /// Counts the records of every layer of `bank`.
-    pub fn of(bank: &Bank) -> Result<LayerCounts, BankError> {
-        let layers = bank
-            .layers()
-            .into_iter()
-            .map(|l| {
-                Ok(LayerCount {
-                    layer: l.id(),
-                    path: l.path().to_owned(),
-                    records: l.len()?,
-                })
-            })
-            .collect::<Result<_, BankError>>()?;
-        Ok(LayerCounts { layers })
-    }
-}
-
-impl fmt::Display for LayerCounts {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.layers.is_empty() {
-            writeln!(f, "no bank layer exists yet")?;
-        }
-        for l in &self.layers {
-            writeln!(
-                f,
-                "{:<10}{:>10} records  {}",
-                l.layer,
-                l.records,
-                l.path.display()
-            )?;
-        }
-        Ok(())
-    }
-}
-
 /// Reads a `bank export` file whole (every line checked, see
 /// [`interchange::read_export`](crate::interchange::read_export)).
 pub fn read_export_file(path: &Path) -> Result<Vec<(BankKey, Record)>, MaintenanceError> {

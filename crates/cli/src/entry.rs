@@ -107,6 +107,25 @@ pub fn stdout_width() -> Option<u16> {
     console::Term::stdout().size_checked().map(|(_, cols)| cols)
 }
 
+/// `tunebank bank verify` and `bank-inspect verify`: opens the bank `request` names (the
+/// process environment resolving its paths) and checks every layer's records and index; prints
+/// the report (`--json` when `json`) and exits 1 on damage.
+pub fn verify(request: &tunebank_bank::BankRequest, json: bool) -> anyhow::Result<ExitCode> {
+    let env = tunebank_key::Environment::process();
+    let report = tunebank_bank::Bank::open(&env, request)?.verification();
+    print_report(&report, json)?;
+    Ok(failed_if(!report.is_clean()))
+}
+
+/// `tunebank bank stats` and `bank-inspect stats`: opens the bank `request` names and prints
+/// every layer's counts (records, damaged, stale, by group and origin) and file.
+pub fn stats(request: &tunebank_bank::BankRequest, json: bool) -> anyhow::Result<ExitCode> {
+    let env = tunebank_key::Environment::process();
+    let bank = tunebank_bank::Bank::open(&env, request)?;
+    print_report(&tunebank_jobs::inspect::StatsReport::of(&bank)?, json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Exit status 1 (a check failed) when `failed`, else success.
 pub fn failed_if(failed: bool) -> ExitCode {
     if failed {

@@ -3,12 +3,10 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use tunebank_bank::{Access, Bank};
-use tunebank_jobs::inspect::StatsReport;
-use tunebank_key::{Environment, RecordKind};
+use tunebank_bank::Access;
+use tunebank_key::RecordKind;
 
 use super::{request, BankArgs};
-use crate::entry::print_report;
 
 /// Flags of `bank-inspect stats`.
 #[derive(clap::Args, Debug)]
@@ -20,12 +18,8 @@ pub struct StatsArgs {
     pub json: bool,
 }
 
-/// Counts every layer.
+/// Counts every layer ([`crate::entry::stats`], as `tunebank bank stats`).
 pub fn run(args: StatsArgs, atc: &[String]) -> Result<ExitCode> {
-    let bank = Bank::open(
-        &Environment::process(),
-        &request(&args.bank, atc, RecordKind::Op, Access::ReadOnly)?,
-    )?;
-    print_report(&StatsReport::of(&bank)?, args.json)?;
-    Ok(ExitCode::SUCCESS)
+    let request = request(&args.bank, atc, RecordKind::Op, Access::ReadOnly)?;
+    crate::entry::stats(&request, args.json)
 }

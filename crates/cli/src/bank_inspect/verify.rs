@@ -5,9 +5,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::{request, BankArgs};
-use crate::entry::{failed_if, print_report};
-use tunebank_bank::{Access, Bank};
-use tunebank_key::{Environment, RecordKind};
+use tunebank_bank::Access;
+use tunebank_key::RecordKind;
 
 /// Flags of `bank-inspect verify`.
 #[derive(clap::Args, Debug)]
@@ -19,10 +18,8 @@ pub struct VerifyArgs {
     pub json: bool,
 }
 
-/// Verifies every layer; exit 1 on damage.
+/// Verifies every layer; exit 1 on damage ([`crate::entry::verify`], as `tunebank bank verify`).
 pub fn run(args: VerifyArgs, atc: &[String]) -> Result<ExitCode> {
     let request = request(&args.bank, atc, RecordKind::Op, Access::ReadOnlyRecovering)?;
-    let report = Bank::open(&Environment::process(), &request)?.verification();
-    print_report(&report, args.json)?;
-    Ok(failed_if(!report.is_clean()))
+    crate::entry::verify(&request, args.json)
 }

@@ -119,7 +119,8 @@ enum JobCommand {
 
 #[derive(Subcommand, Debug)]
 enum BankCommand {
-    /// Record counts per layer, and the layers' files.
+    /// Record counts per layer (damaged, stale, by SoC, kind, op type and origin) and the
+    /// layers' files: `bank-inspect stats`'s report.
     Stats(BankArgs),
     /// Check every record's checksum and decoding and the index, from one snapshot; exit 1 on
     /// damage. A custom bank left by a crashed writer is recovered first (no record rewritten).

@@ -213,6 +213,9 @@ impl fmt::Display for StatsReport {
     /// Per layer its totals and file, then the counts by group, by origin, and of confirmed
     /// defaults.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.layers.is_empty() {
+            writeln!(f, "no bank layer exists yet")?;
+        }
         for LayerStats { layer, path, stats } in &self.layers {
             let s = stats;
             writeln!(
