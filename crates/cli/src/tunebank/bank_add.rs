@@ -8,8 +8,9 @@ use tunebank_bank::manual_records;
 use tunebank_bank::{Access, AddReport, Bank, ManualTiming};
 use tunebank_key::{Environment, RecordKind, StrategyMap};
 
-use super::{now_unix, BankArgs, Conversion, OpArgs};
+use super::{BankArgs, Conversion, OpArgs};
 use crate::entry::{print_report, read_templates};
+use tunebank_bank::now_unix;
 
 /// Flags of `tunebank bank add`.
 #[derive(clap::Args, Debug)]

@@ -10,8 +10,9 @@ use tunebank_bank::{read_aoe_file, read_export_file};
 use tunebank_bank::{Access, Bank, ImportReport, Origin};
 use tunebank_key::{Environment, RecordKind};
 
-use super::{bank_soc, now_unix, BankArgs, Conversion};
+use super::{bank_soc, BankArgs, Conversion};
 use crate::entry::{failed_if, print_report};
+use tunebank_bank::now_unix;
 
 /// Flags of `tunebank bank import`.
 #[derive(clap::Args, Debug)]

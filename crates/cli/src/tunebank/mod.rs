@@ -254,11 +254,3 @@ pub fn kind_of_sources(sources: &[&MergeSource]) -> Result<RecordKind> {
         ),
     }
 }
-
-/// Seconds since 1970 (0 if the clock is before it): the write time of hand-made records.
-pub fn now_unix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
