@@ -32,7 +32,8 @@
 //! }))?;
 //! let resolved = derive_op_keys(&op, &options, &soc)?; // one entry per dynamic profile
 //!
-//! // Open the bank (here an explicit file; by default TUNE_BANK_PATH and friends decide).
+//! // Open the bank (here an explicit file; `Bank::open` with the process's `Environment`
+//! // resolves TUNE_BANK_PATH and friends as AOE does).
 //! let bank = Bank::builder(RecordKind::Op, &soc.version)
 //!     .custom_path(&bank_file)
 //!     .no_default_builtin()
