@@ -11,7 +11,7 @@ pub mod migrate;
 pub(crate) mod netfs;
 pub mod paths;
 pub mod policy;
-pub mod record;
+pub(crate) mod record;
 pub mod store;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;

@@ -169,7 +169,7 @@ mod tests {
         assert_eq!(InspectError::Store(busy()).kind(), FailureKind::Busy);
         let damaged = RecordError::Damaged {
             key: tunebank_key::BankKey([7; 32]),
-            reason: tunebank_bank::record::Damage::ChecksumMismatch,
+            reason: tunebank_bank::Damage::ChecksumMismatch,
         };
         assert_eq!(
             TuneError::Bank(BankError::Record(damaged.clone())).kind(),

@@ -8,8 +8,8 @@ use std::ops::ControlFlow;
 use serde::Serialize;
 
 use crate::inspect::InspectError;
-use tunebank_bank::record::{self, Descriptor, Origin, Record};
 use tunebank_bank::store::{IndexPrefix, Store};
+use tunebank_bank::{decode, Descriptor, Origin, Record};
 use tunebank_bank::{index_key, Bank};
 use tunebank_key::{BankKey, RecordKind, KEY_SCHEMA_VERSION};
 
@@ -122,7 +122,7 @@ pub(crate) fn list_records(
         )?;
         for key in keys {
             let mut rec = None;
-            store.get_with(&key, &mut |b| rec = Some(record::decode(&key, b)))?;
+            store.get_with(&key, &mut |b| rec = Some(decode(&key, b)))?;
             // A key the index names but the store no longer holds was deleted meanwhile.
             if let Some(r) = rec.transpose()? {
                 let l = listed(&key, &r);
@@ -133,7 +133,7 @@ pub(crate) fn list_records(
         }
     } else {
         let mut damaged = None;
-        store.scan(&mut |key, value| match record::decode(key, value) {
+        store.scan(&mut |key, value| match decode(key, value) {
             Ok(r) => {
                 let l = listed(key, &r);
                 if keep(&l) {
@@ -175,7 +175,7 @@ pub(crate) fn stats(store: &dyn Store) -> Result<BankStats, InspectError> {
     let mut s = BankStats::default();
     store.scan(&mut |key, value| {
         s.records += 1;
-        match record::decode(key, value) {
+        match decode(key, value) {
             Ok(r) => {
                 let l = listed(key, &r);
                 if r.key_schema_version < KEY_SCHEMA_VERSION {
@@ -225,7 +225,7 @@ impl BankDiff {
 fn read_all(store: &dyn Store) -> Result<BTreeMap<BankKey, Option<Record>>, InspectError> {
     let mut out = BTreeMap::new();
     store.scan(&mut |key, value| {
-        out.insert(*key, record::decode(key, value).ok());
+        out.insert(*key, decode(key, value).ok());
         ControlFlow::Continue(())
     })?;
     Ok(out)

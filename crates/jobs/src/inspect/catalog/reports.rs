@@ -11,8 +11,8 @@ use serde::{Serialize, Serializer};
 use super::{diff_stores, find_record, list_records, stats, BankDiff, BankStats, Filter, Listed};
 use crate::inspect::InspectError;
 use tunebank_bank::interchange::aoe::Cores;
-use tunebank_bank::record::{Record, RecordError};
 use tunebank_bank::{Bank, LayerId};
+use tunebank_bank::{Record, RecordError};
 use tunebank_key::{BankKey, RecordKind};
 
 /// The record under one key in every layer that holds it (`show`).

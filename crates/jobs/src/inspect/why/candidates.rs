@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use crate::inspect::InspectError;
-use tunebank_bank::record::{Descriptor, Record};
 use tunebank_bank::IndexGroup;
 use tunebank_bank::{Bank, LayerId};
+use tunebank_bank::{Descriptor, Record};
 use tunebank_key::option_spec;
 use tunebank_key::{
     derive_op_keys, BankKey, FsReader, OpTemplate, RecordKind, ResolvedOptions, SocSpec,

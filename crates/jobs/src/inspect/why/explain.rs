@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::inspect::fields::{descriptor_diffs, FieldClass, FieldDiff};
 use crate::tune::transfer::distance::descriptor_distance;
-use tunebank_bank::record::Descriptor;
+use tunebank_bank::Descriptor;
 use tunebank_bank::LayerId;
 use tunebank_key::option_spec;
 use tunebank_key::{

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::inspect::fields::{descriptor_diffs, tensor_diffs, FieldDiff};
 use crate::inspect::InspectError;
-use tunebank_bank::record::Descriptor;
+use tunebank_bank::Descriptor;
 use tunebank_bank::IndexGroup;
 use tunebank_bank::{Bank, LayerId, Lookup};
 use tunebank_key::{BankKey, GraphDescriptor, RecordKind, TensorSource};

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::inspect::fields::{FieldClass, FieldDiff};
 use crate::inspect::InspectError;
-use tunebank_bank::record::{Answer, Origin};
+use tunebank_bank::{Answer, Origin};
 use tunebank_bank::{Bank, LayerId, Lookup};
 use tunebank_key::{
     derive_op_keys, BankKey, OpDescriptor, OpTemplate, Profile, ResolvedOp, ResolvedOptions,

@@ -4,7 +4,7 @@
 //! order.
 
 use crate::tune::transfer::distance::descriptor_distance;
-use tunebank_bank::record::Descriptor;
+use tunebank_bank::Descriptor;
 use tunebank_key::{OpDescriptor, KEY_SCHEMA_VERSION};
 
 use super::candidates::Found;
