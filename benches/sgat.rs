@@ -40,7 +40,7 @@ fn tune_once(plan: &SgatPlan, soc: &str) -> tunebank::tune::sgat::SgatSummary {
         .open()
         .expect("bank");
     let settings = TuneSettings {
-        runner: "sim".into(),
+        runner: "sim".parse().unwrap(),
         ..TuneSettings::default()
     };
     run_sgat(

@@ -32,7 +32,7 @@ pub fn settings(
     budget: usize,
 ) -> TuneSettings {
     TuneSettings {
-        runner: "sim".into(),
+        runner: "sim".parse().unwrap(),
         strategy: strategy.into(),
         seed,
         trials_per_op: budget,

@@ -116,7 +116,9 @@ fn tune(
         .map(|j| JobType::parse("job_type", &j.to_string()))
         .transpose()
         .map_err(to_py)?;
-    spec.runner = runner;
+    spec.runner = runner
+        .parse()
+        .map_err(|e| to_py(tunebank::tune::TuneError::from(e)))?;
     spec.strategy = strategy;
     spec.budget = budget;
     spec.seed = seed;

@@ -22,7 +22,7 @@ use tunebank::job::{Finished, Observer};
 use tunebank::key::{BankKey, FsReader, RecordKind, ResolvedOptions, StrategyMap};
 use tunebank::measure::{Measure, MeasureError, Outcome, TaskSpace, TuningTask};
 use tunebank::model::load_onnx;
-use tunebank::tune::gdat::{plan_job, run_job, Cluster, GdatPlan, GdatSettings};
+use tunebank::tune::gdat::{plan_job, run_job, Cluster, GdatPlan};
 use tunebank::tune::opat::TaskOutcome;
 use tunebank::tune::sgat::{run_sgat, sgat_plan, SgatPlan};
 use tunebank::tune::{self, Decision, TunePlan, TuneSettings, WinRule};
@@ -148,7 +148,7 @@ fn opat_plan(only: Option<&[&str]>) -> TunePlan {
 
 fn opat_settings(budget: usize) -> TuneSettings {
     TuneSettings {
-        runner: "sim".into(),
+        runner: "sim".parse().unwrap(),
         strategy: "random".into(),
         trials_per_op: budget,
         workers: 1,
@@ -292,13 +292,14 @@ fn gdat_fixture() -> GdatPlan {
     plan_job(&m, &o, &soc, cluster, 8, None).unwrap()
 }
 
-fn gdat_settings(budget: usize) -> GdatSettings {
-    GdatSettings {
+fn gdat_settings(budget: usize) -> TuneSettings {
+    TuneSettings {
         strategy: "ensemble".into(),
-        budget,
+        trials_per_op: budget,
         seed: 1,
         repeat_tune: false,
         options_given: BTreeMap::new(),
+        ..TuneSettings::default()
     }
 }
 

@@ -8,13 +8,16 @@ use std::path::Path;
 use tunebank::key::StrategyMap;
 
 use tunebank::bank::Bank;
+use tunebank::job::{Environment, Job, JobSpec};
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
-use tunebank::measure::{Measure, MeasureError, Outcome, TaskSpace, TuningTask};
+use tunebank::measure::{
+    Measure, MeasureError, Outcome, RunnerSpec, TaskSpace, TimingSettings, TuningTask,
+};
 use tunebank::model::load_onnx;
 use tunebank::tune::gdat::{is_valid, optimum, schedule};
-use tunebank::tune::gdat::{plan_job, run_job, Cluster, GdatPlan, GdatSettings, LinearCost};
+use tunebank::tune::gdat::{plan_job, run_job, Cluster, GdatPlan, LinearCost};
 use tunebank::tune::gdat::{MIN_IMPROVEMENT, WIN_RULE};
-use tunebank::tune::Decision;
+use tunebank::tune::{Decision, TuneSettings};
 
 fn plan(model: &str, rank: u32) -> GdatPlan {
     let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
@@ -33,13 +36,14 @@ fn bank(dir: &Path) -> Bank {
         .unwrap()
 }
 
-fn settings(repeat_tune: bool) -> GdatSettings {
-    GdatSettings {
+fn settings(repeat_tune: bool) -> TuneSettings {
+    TuneSettings {
         strategy: "ensemble".into(),
-        budget: 64,
+        trials_per_op: 64,
         seed: 1,
         repeat_tune,
         options_given: BTreeMap::new(),
+        ..TuneSettings::default()
     }
 }
 
@@ -254,8 +258,8 @@ fn a_confirmed_default_is_searched_again_only_under_a_larger_budget() {
     let p = plan("bert_layer", 64);
     let dir = tempfile::tempdir().unwrap();
     let b = bank(dir.path());
-    let with_budget = |budget| GdatSettings {
-        budget,
+    let with_budget = |trials_per_op| TuneSettings {
+        trials_per_op,
         ..settings(false)
     };
     let first = run_job(&p, &b, &with_budget(4), None).unwrap();
@@ -495,4 +499,152 @@ fn gdat_decisions_at_the_one_percent_boundary_come_from_the_shared_rule() {
             assert_eq!(o.tuned.split, stored);
         }
     }
+}
+
+/// A gradient job of the BERT layer through the job API on `runner` (16 ranks, at most
+/// `max_segments` segments), its bank and result file under `dir`.
+fn gradient_job(dir: &Path, runner: RunnerSpec, max_segments: usize) -> Job {
+    let mut spec = JobSpec::new([
+        format!(
+            "--model={}/fixtures/models/bert_layer.onnx",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+        "--soc_version=Ascend910B2".into(),
+        "--job_type=4".into(),
+    ]);
+    spec.runner = runner;
+    spec.gradient.rank_size = Some(16);
+    spec.gradient.max_segments = max_segments;
+    spec.bank = Some(dir.join("gradient.redb"));
+    spec.output_dir = Some(dir.join("out"));
+    spec.resolve(&Environment::empty().with("HOME", dir))
+        .unwrap()
+}
+
+/// The record the job's bank holds for its gradient key.
+fn stored(job: &Job) -> tunebank::bank::Answer {
+    let key = &job.gdat_plan().unwrap().key;
+    match job.open_bank().unwrap().lookup(key).unwrap() {
+        tunebank::bank::Lookup::Hit(hit) => hit.answer.clone(),
+        miss => panic!("no record for {key}: {miss:?}"),
+    }
+}
+
+/// GDAT measures on the runner its job names: `sim` is the cluster model as before
+/// (`sim:gdat:v1`, one sample per split), `sim:SEED` that model with the simulator's seeded
+/// noise — its identity in the outcome and the record, `RUN_LOOP`'s samples per split, and the
+/// same outcome again for the same seed.
+#[test]
+fn a_gradient_job_measures_on_the_seeded_simulator_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, runner: &str| {
+        let job = gradient_job(&dir.path().join(name), runner.parse().unwrap(), 8);
+        let outcome = job.run(&mut ()).unwrap().gdat().unwrap().1.clone();
+        (outcome, stored(&job))
+    };
+    let (plain, plain_record) = run("plain", "sim");
+    assert_eq!(plain.runner, "sim:gdat:v1");
+    assert_eq!(plain_record.performance.runner, "sim:gdat:v1");
+    assert_eq!(plain_record.performance.samples_us.len(), 1);
+    let (noisy, noisy_record) = run("noisy", "sim:7");
+    assert_eq!(noisy.runner, "sim:gdat:v1:noise=0.02:seed=7");
+    assert_eq!(noisy_record.performance.runner, noisy.runner);
+    assert_eq!(noisy.decision, Decision::Add, "{noisy:?}");
+    let samples = &noisy_record.performance.samples_us;
+    assert_eq!(samples.len(), TimingSettings::default().repeats as usize);
+    let tail = noisy.tuned.schedule.tail_us;
+    assert!(samples.iter().all(|&s| s >= tail), "{samples:?} {tail}");
+    assert!(
+        samples.iter().any(|&s| s > tail),
+        "noise: {samples:?} {tail}"
+    );
+    let (again, _) = run("again", "sim:7");
+    assert_eq!(again, noisy, "the same seed, the same outcome");
+}
+
+/// GDAT measures on an external runner its job names (`exec:`, the replay runner of
+/// `fixtures/runners/` with a table of three splits of at most two segments): the runner's
+/// times decide — one segment, which the cluster model never prefers, is tuned and stored with
+/// the runner's identity and times.
+#[test]
+fn a_gradient_job_measures_on_the_external_runner_it_is_given() {
+    let python = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !python {
+        crate::common::skip_or_fail(
+            "python3 is not on PATH (the external runner fixture is a Python script)",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("splits.json");
+    let command = format!(
+        "python3 '{}/fixtures/runners/replay_runner.py' '{}'",
+        env!("CARGO_MANIFEST_DIR"),
+        table.display()
+    );
+    let runner = RunnerSpec::parse(&format!("exec:{command}")).unwrap();
+    let job = gradient_job(dir.path(), runner, 2);
+    let plan = job.gdat_plan().unwrap();
+    let n = plan.timeline.gradients.len();
+    let (default, optimum, one) = (plan.default_split(), plan.optimum(), vec![n]);
+    assert!(default != one && optimum != one, "{default:?} {optimum:?}");
+    assert!(plan.scenario(&one).schedule.tail_us > plan.scenario(&optimum).schedule.tail_us);
+    // Two segments at most: the one boundary `b1` (N: none).
+    let b1 = |split: &[usize]| if split.len() == 2 { split[0] } else { n };
+    let rows = [(&default, 100.0), (&optimum, 90.0), (&one, 40.0)];
+    let mut values: Vec<usize> = rows.iter().map(|(s, _)| b1(s)).collect();
+    values.sort_unstable();
+    values.dedup();
+    let table_json = serde_json::json!({
+        "params": [{"name": "b1", "values": values}],
+        "restrictions": [],
+        "constants": {},
+        "default": {"b1": b1(&default)},
+        "device": {},
+        "rows": rows.iter().map(|(s, us)| serde_json::json!({
+            "strategy": {"b1": b1(s)}, "samples_us": [us, us, us],
+        })).collect::<Vec<_>>(),
+    });
+    std::fs::write(&table, table_json.to_string()).unwrap();
+    let report = job.run(&mut ()).unwrap();
+    let o = report.gdat().unwrap().1;
+    assert_eq!(o.runner, format!("exec:{command}"));
+    assert_eq!((o.decision, &o.tuned.split), (Decision::Add, &one), "{o:?}");
+    let record = stored(&job);
+    assert_eq!(record.performance.runner, o.runner);
+    assert_eq!(
+        (record.performance.tuned_us, record.performance.baseline_us),
+        (40.0, 100.0)
+    );
+}
+
+/// A runner GDAT cannot measure a split on is refused when the job is resolved, as bad input
+/// naming it: `cpu` (host kernels). An unknown runner never reaches a job: its text does not
+/// parse, naming it.
+#[test]
+fn a_runner_gdat_cannot_use_is_bad_input_naming_it_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = JobSpec::new([
+        format!(
+            "--model={}/fixtures/models/bert_layer.onnx",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+        "--soc_version=Ascend910B2".into(),
+        "--job_type=4".into(),
+    ]);
+    spec.runner = RunnerSpec::Cpu;
+    spec.gradient.rank_size = Some(16);
+    spec.output_dir = Some(dir.path().join("out"));
+    let e = spec
+        .resolve(&Environment::empty().with("HOME", dir.path()))
+        .unwrap_err();
+    assert_eq!(e.kind(), tunebank::failure::FailureKind::Input, "{e}");
+    assert!(e.to_string().contains("--runner cpu"), "{e}");
+    assert!(!dir.path().join("out").exists());
+    let e = "gpu".parse::<RunnerSpec>().unwrap_err();
+    assert_eq!(e.kind(), tunebank::failure::FailureKind::Input);
+    assert!(e.to_string().contains("\"gpu\""), "{e}");
 }

@@ -14,7 +14,7 @@ use tunebank::bank::Bank;
 use tunebank::key::{FsReader, RecordKind, ResolvedOptions};
 use tunebank::model::load_onnx;
 use tunebank::queue::{self, Submission, TaskResult};
-use tunebank::tune::{self, TuneSettings};
+use tunebank::tune::{self, TuneSettings, WinRule};
 
 fn fixture(name: &str) -> String {
     format!("{}/fixtures/models/{name}", env!("CARGO_MANIFEST_DIR"))
@@ -22,23 +22,39 @@ fn fixture(name: &str) -> String {
 
 /// A one-task job (ResNet-50's Gemm) submitted through the library, with `runner`.
 fn gemm_job(client: &mut queue::Client, bank: &Bank, runner: &str) -> i64 {
+    let (plan, settings) = gemm_plan(runner);
+    submit(client, bank, &plan, &settings)
+}
+
+/// ResNet-50's Gemm alone on Ascend910B2, and how it is tuned (`runner`, random, 8 trials).
+fn gemm_plan(runner: &str) -> (tune::TunePlan, TuneSettings) {
     let model = load_onnx(fixture("resnet50.onnx")).unwrap();
     let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
     let only: BTreeSet<String> = ["Gemm".to_string()].into();
     let plan = tune::plan(&model, &options, &options.soc().unwrap(), Some(&only)).unwrap();
     assert_eq!(plan.tasks.len(), 1);
     let settings = TuneSettings {
-        runner: runner.into(),
+        runner: runner.parse().unwrap(),
         strategy: "random".into(),
         trials_per_op: 8,
         options_given: options.given().clone(),
         ..TuneSettings::default()
     };
+    (plan, settings)
+}
+
+/// Submits the one-task `plan` with `settings`; the job's id.
+fn submit(
+    client: &mut queue::Client,
+    bank: &Bank,
+    plan: &tune::TunePlan,
+    settings: &TuneSettings,
+) -> i64 {
     let spec = Submission {
         tuning_name: "resnet50",
         model: "resnet50.onnx",
-        plan: &plan,
-        settings: &settings,
+        plan,
+        settings,
     };
     let e = queue::enqueue(client, bank, &spec).unwrap();
     assert_eq!((e.queued, e.reused), (1, 0));
@@ -227,7 +243,7 @@ fn tune_gemm(bank: &Bank, soc: &str, transfer: bool) -> tune::opat::TuneSummary 
     let only: BTreeSet<String> = ["Gemm".to_string()].into();
     let plan = tune::plan(&model, &options, &options.soc().unwrap(), Some(&only)).unwrap();
     let settings = TuneSettings {
-        runner: "sim".into(),
+        runner: "sim".parse().unwrap(),
         strategy: "random".into(),
         trials_per_op: 8,
         options_given: options.given().clone(),
@@ -358,4 +374,91 @@ fn a_worker_cut_off_before_marking_its_task_done_loses_the_lease_and_the_task_is
     a_cut_worker_loses_its_lease_and_the_task_is_done_once(common::proxy::Cut::BeforeMessage(
         "state = 'done'",
     ));
+}
+
+/// A worker tunes a queued task with the settings the job was submitted with, its win rule
+/// included: ResNet-50's Gemm is a win under the default rule (1 %) and none under one asking
+/// 99 %, on a worker exactly as in a local tune of the same settings.
+#[test]
+fn a_queued_task_is_decided_by_the_win_rule_it_was_submitted_with() {
+    let Some((_server, url)) = PgServer::database() else {
+        return;
+    };
+    let mut client = queue::connect(&url).unwrap();
+    queue::migrate(&mut client, &url).unwrap();
+    let cancel = AtomicBool::new(false);
+    let mut decisions = Vec::new();
+    for min_gain in [0.01, 0.99] {
+        let (plan, mut settings) = gemm_plan("sim");
+        settings.win = WinRule {
+            min_gain,
+            ..WinRule::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("local")).unwrap();
+        let local = tune::opat::run(
+            &plan,
+            &fresh_bank(&dir.path().join("local")),
+            &settings,
+            "resnet50",
+            None,
+            &cancel,
+            &mut (),
+        )
+        .unwrap();
+        let bank = fresh_bank(dir.path());
+        let job = submit(&mut client, &bank, &plan, &settings);
+        let mut w = worker(&url, "w", "Ascend910B2", "sim");
+        w.run(&bank, &cancel, &mut |_| {}).unwrap();
+        let status = queue::job_status(&mut client, job).unwrap();
+        let queued = status.tasks[0].decision.clone().expect("done");
+        assert_eq!(queued, local.outcomes[0].decision.as_str(), "{min_gain}");
+        decisions.push(queued);
+    }
+    assert_eq!(decisions, ["add", "unsatisfied"]);
+}
+
+/// A job row whose settings column has the earlier form (no runner, win rule, worker count,
+/// job-wide budgets or transfer flag) is still run: with the row's runner and the defaults a
+/// worker then ran it with.
+#[test]
+fn a_job_row_of_the_earlier_settings_form_is_run_with_the_rows_runner() {
+    let Some(GemmQueue {
+        _server,
+        url,
+        _dir,
+        bank,
+        mut client,
+        job,
+    }) = gemm_queue("sim:7")
+    else {
+        return;
+    };
+    client
+        .execute(
+            "UPDATE tunebank_queue_jobs SET settings = settings - 'runner' - 'win' - 'workers'
+                 - 'total_trials' - 'total_time_s' - 'transfer' WHERE id = $1",
+            &[&job],
+        )
+        .unwrap();
+    let settings: serde_json::Value = client
+        .query_one(
+            "SELECT settings FROM tunebank_queue_jobs WHERE id = $1",
+            &[&job],
+        )
+        .unwrap()
+        .get(0);
+    assert!(settings.get("runner").is_none() && settings.get("win").is_none());
+    let cancel = AtomicBool::new(false);
+    let e = worker(&url, "w", "Ascend910B2", "sim:7")
+        .run_one(&bank, &cancel)
+        .unwrap()
+        .expect("the task");
+    assert!(matches!(e.result, TaskResult::Done { .. }), "{e}");
+    let key = gemm_plan("sim:7").0.tasks[0].key;
+    let answer = match bank.lookup(&key).unwrap() {
+        tunebank::bank::Lookup::Hit(h) => h.answer.clone(),
+        miss => panic!("{miss:?}"),
+    };
+    assert!(answer.performance.runner.contains("seed=7"), "{answer:?}");
 }

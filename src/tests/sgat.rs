@@ -50,7 +50,7 @@ fn graph_bank(dir: &Path, soc: &str) -> Bank {
 
 fn sim_settings() -> TuneSettings {
     TuneSettings {
-        runner: "sim".into(),
+        runner: "sim".parse().unwrap(),
         ..TuneSettings::default()
     }
 }

@@ -154,7 +154,7 @@ fn under_noise_only_clear_wins_are_written() {
     assert_eq!(plan.tasks.len(), 3);
     let bank = bank(&dir);
     let settings = TuneSettings {
-        runner: "sim:7".into(),
+        runner: "sim:7".parse().unwrap(),
         trials_per_op: 32,
         ..settings(&options)
     };
@@ -417,7 +417,7 @@ fn a_win_is_decided_on_at_least_min_rounds_whatever_confirm_rounds_says() {
         let dir = tempfile::tempdir().unwrap();
         let bank = bank(&dir);
         let settings = TuneSettings {
-            runner: "sim:7".into(),
+            runner: "sim:7".parse().unwrap(),
             trials_per_op: 32,
             confirm_rounds,
             timing: tunebank::measure::TimingSettings {
@@ -469,7 +469,7 @@ fn sgat_decisions_do_not_depend_on_confirm_rounds() {
             .open()
             .unwrap();
         let settings = TuneSettings {
-            runner: "sim".into(),
+            runner: "sim".parse().unwrap(),
             trials_per_op: 16,
             confirm_rounds,
             ..TuneSettings::default()

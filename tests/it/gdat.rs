@@ -264,7 +264,7 @@ fn bad_input_exits_2_naming_it_and_writes_nothing() {
     .unwrap();
     let m = model_arg("resnet50");
     let relu_arg = format!("--model={}", relu.display());
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 8] = [
         (&[&relu_arg, "--rank_size", "8"], "no trainable parameters"),
         (&[&m, "--rank_size", "1"], "rank_size 1"),
         (
@@ -280,6 +280,11 @@ fn bad_input_exits_2_naming_it_and_writes_nothing() {
             "--cluster bad.json",
         ),
         (&[&m], "--rank_size"),
+        (
+            &[&m, "--rank_size", "8", "--runner", "gpu"],
+            "unknown runner \"gpu\"",
+        ),
+        (&[&m, "--rank_size", "8", "--runner", "cpu"], "--runner cpu"),
     ];
     for (args, named) in cases {
         let out = tune(dir.path(), args, &[]);

@@ -174,7 +174,7 @@ fn bad_inputs_name_the_input_and_what_was_expected() {
     assert!(i.contains("selects no op"), "{i}");
     // SGAT off the simulator.
     let mut s = spec(&["--job_type=1"]);
-    s.runner = "cpu".into();
+    s.runner = "cpu".parse().unwrap();
     let e = s.resolve(&env(home, &[])).unwrap_err();
     assert!(matches!(e, JobError::Unsupported { .. }), "{e:?}");
     assert!(e.to_string().contains("runs on the simulator"), "{e}");

@@ -241,7 +241,7 @@ fn plan(model: &str, soc: &str) -> (TunePlan, ResolvedOptions) {
 
 fn settings(options: &ResolvedOptions, budget: usize) -> TuneSettings {
     TuneSettings {
-        runner: "sim".into(),
+        runner: "sim".parse().unwrap(),
         strategy: "ensemble".into(),
         seed: 3,
         trials_per_op: budget,

@@ -60,8 +60,7 @@ pub mod exec;
 pub mod sim;
 mod spec;
 
-pub use spec::runner_from_spec;
-pub use spec::{runner_with_timing, RunnerSpec};
+pub use spec::{runner_from_spec, RunnerSpec, SIM_NOISE_SIGMA};
 
 /// AOE's failure taxonomy: why a candidate produced no time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -153,7 +153,7 @@ pub fn worker_with_lease(
         url: url.into(),
         worker_id: id.into(),
         soc: soc.into(),
-        runner: runner.into(),
+        runner: runner.parse().unwrap(),
         lease,
         max_attempts: 3,
         max_tasks: None,

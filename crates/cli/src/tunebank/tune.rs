@@ -15,6 +15,7 @@ use tunebank_jobs::job::{
     Observer, Started,
 };
 use tunebank_jobs::tune::opat::TuneTable;
+use tunebank_measure::RunnerSpec;
 
 use super::progress::{install_signal_handlers, Progress, CANCEL};
 /// tunebank's own flags of `tune` (the model, job type, framework, SoC and every ATC option
@@ -23,7 +24,7 @@ use super::progress::{install_signal_handlers, Progress, CANCEL};
 pub struct TuneArgs {
     /// Runner: sim, sim:SEED (simulator with seeded noise), cpu, or exec:COMMAND.
     #[arg(long, default_value = "sim")]
-    pub runner: String,
+    pub runner: RunnerSpec,
     /// The simulator's SoC description: a CANN `platform_config/<SoC>.ini` file, or a folder
     /// of them; it takes precedence over the installed toolkit's file (under the first of
     /// $ASCEND_TOOLKIT_HOME, $ASCEND_HOME_PATH, $HOME/Ascend/ascend-toolkit/latest and

@@ -23,7 +23,7 @@ pub struct WorkerArgs {
     /// Runner of this host: sim, sim:SEED, cpu or exec:COMMAND; only tasks queued for this
     /// runner are claimed.
     #[arg(long, default_value = "sim")]
-    pub runner: String,
+    pub runner: tunebank_measure::RunnerSpec,
     /// The shared bank; default TUNE_BANK_PATH / ASCEND_CACHE_PATH / the $HOME default.
     #[arg(long)]
     pub bank: Option<PathBuf>,
@@ -70,7 +70,7 @@ fn host_name() -> String {
 /// an exit condition holds; exit 0, 130 when stopped by a signal.
 pub fn run(args: WorkerArgs, atc: &[String]) -> Result<ExitCode> {
     let soc = ResolvedOptions::from_args(atc, &FsReader)?.soc()?.version;
-    tunebank_measure::runner_from_spec(&args.runner)?;
+    args.runner.available()?;
     if args.max_attempts < 1 {
         bail!("--max-attempts {}: expected at least 1", args.max_attempts);
     }

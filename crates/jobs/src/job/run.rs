@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime};
 
 use serde::ser::SerializeMap;
 
-use crate::tune::gdat::{self, GdatOutcome, GdatPlan, GdatSettings};
+use crate::tune::gdat::{self, GdatOutcome, GdatPlan};
 use crate::tune::opat::TuneSummary;
 use crate::tune::opat::{shorten, TuneTable};
 use crate::tune::report::{improvement, OpatResult, ResultFile};
@@ -113,14 +113,7 @@ impl Job {
                 (Ran::Subgraph(s), doc)
             }
             JobPlan::Gradient(plan) => {
-                let settings = GdatSettings {
-                    strategy: self.settings.strategy.clone(),
-                    budget: self.settings.trials_per_op,
-                    seed: self.settings.seed,
-                    repeat_tune: self.settings.repeat_tune,
-                    options_given: self.settings.options_given.clone(),
-                };
-                let outcome = gdat::run_job(plan, &bank, &settings, None)?;
+                let outcome = gdat::run_job(plan, &bank, &self.settings, None)?;
                 let doc = gdat::report::result_json(
                     &result.report_id,
                     &self.name,

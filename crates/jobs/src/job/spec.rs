@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::tune::gdat::{self, Cluster};
 use crate::tune::sgat::sgat_plan;
-use crate::tune::{self, memory, TuneError, TuneSettings};
+use crate::tune::{self, memory, TuneSettings};
 use tunebank_key::platform::{self, PlatformSearch};
 use tunebank_key::{
     derive_op_keys, Environment, FsReader, OpTemplate, ResolvedOp, ResolvedOptions, SocSpec, Var,
@@ -54,8 +54,10 @@ pub struct JobSpec {
     pub atc: Vec<String>,
     /// The job type; `None`: `--job_type` of `JobSpec::atc`, else `AOE_MODE`, else OPAT.
     pub job_type: Option<JobType>,
-    /// Runner spec: `sim`, `sim:SEED`, `cpu` or `exec:COMMAND`.
-    pub runner: String,
+    /// The runner, parsed by the front end (`sim`, `sim:SEED`, `cpu` or `exec:COMMAND`:
+    /// [`RunnerSpec::parse`]). SGAT runs on `sim`; GDAT on its cluster model (`sim`, `sim:SEED`
+    /// with seeded noise) or an external runner (`exec:`).
+    pub runner: RunnerSpec,
     /// Search strategy name.
     pub strategy: String,
     /// Candidates measured per op (subgraph, job) at most.
@@ -113,7 +115,7 @@ impl JobSpec {
         JobSpec {
             atc: atc.into_iter().map(Into::into).collect(),
             job_type: None,
-            runner: "sim".into(),
+            runner: RunnerSpec::default(),
             strategy: "ensemble".into(),
             budget: 64,
             time_budget: None,
@@ -197,17 +199,7 @@ impl JobSpec {
             }
             JobType::Gradient => {}
         }
-        let on_simulator = settings
-            .runner_spec()
-            .map_err(TuneError::from)?
-            .is_simulator();
-        if job_type == JobType::Subgraph && !on_simulator {
-            return Err(JobError::Unsupported {
-                input: format!("--runner {}", settings.runner),
-                reason: "subgraph tuning (--job_type=1) runs on the simulator (--runner sim)"
-                    .into(),
-            });
-        }
+        check_runner(job_type, &settings.runner)?;
         let model_path = model_path(&options)?;
         let requested = self.requested_workers(env, ini.as_ref())?;
         let per_worker = worker_memory_bytes(&settings.runner, env)?;
@@ -452,15 +444,32 @@ pub(crate) fn tuning_name(model_path: &str) -> String {
         .unwrap_or_else(|| "model".into())
 }
 
+/// The runners a job type runs on: SGAT on the simulator (`sim`, `sim:SEED`), GDAT on its
+/// cluster model (`sim`, `sim:SEED`) or an external runner (`exec:`), which it gives the
+/// gradient split to measure; anything else is [`JobError::Unsupported`] naming the runner.
+fn check_runner(job_type: JobType, runner: &RunnerSpec) -> Result<(), JobError> {
+    let refused = match (job_type, runner) {
+        (JobType::Subgraph, r) if !r.is_simulator() => {
+            "subgraph tuning (--job_type=1) runs on the simulator (--runner sim)"
+        }
+        (JobType::Gradient, RunnerSpec::Cpu) => {
+            "gradient tuning (--job_type=4) runs on the cluster model (--runner sim or sim:SEED) or an external runner (--runner exec:COMMAND)"
+        }
+        _ => return Ok(()),
+    };
+    Err(JobError::Unsupported {
+        input: format!("--runner {runner}"),
+        reason: refused.into(),
+    })
+}
+
 /// Per-worker memory estimate by runner: a simulator is small; host kernels and device
 /// compilations are not. `TUNEBANK_WORKER_MEMORY_MB` overrides it.
-fn worker_memory_bytes(runner: &str, env: &Environment) -> Result<u64, JobError> {
+fn worker_memory_bytes(runner: &RunnerSpec, env: &Environment) -> Result<u64, JobError> {
     if let Some(mb) = env::positive(env, Var::WorkerMemoryMb)? {
         return Ok(mb as u64 * (1 << 20));
     }
-    Ok(RunnerSpec::parse(runner)
-        .map_err(TuneError::from)?
-        .worker_memory_bytes())
+    Ok(runner.worker_memory_bytes())
 }
 
 /// The workers a job runs with: the request, capped by available memory.

@@ -5,7 +5,7 @@ use crate::tune::opat::{job_snapshot, look_up};
 use crate::tune::{check_settings, check_soc, TunePlan, TuneSettings};
 use tunebank_bank::Bank;
 
-use super::{to_json, Client, JobSettings, QueueError};
+use super::{to_json, Client, QueueError, QueuedJob};
 
 /// A job as the queue takes it: its plan and how it tunes ([`crate::job::Job::enqueue`] makes
 /// one of a resolved job).
@@ -16,7 +16,8 @@ pub struct Submission<'a> {
     pub model: &'a str,
     /// The plan ([`crate::job::Job::plan`]: the graph bank applied).
     pub plan: &'a TunePlan,
-    /// How it tunes; `settings.runner` is the runner a worker must have.
+    /// How it tunes: stored with the job as they are, and what each task is tuned with
+    /// (`settings.runner` is the runner a worker must have).
     pub settings: &'a TuneSettings,
 }
 
@@ -60,8 +61,11 @@ pub fn enqueue(
     )?;
     // The related records of the misses, read now (as a local tune reads them when it starts)
     // and stored with the job: workers never see records written after this point.
-    let mut job_settings = JobSettings::from_settings(settings);
-    job_settings.related = job_snapshot(bank, spec.plan, &jobs, settings)?;
+    let queued = QueuedJob {
+        settings: settings.clone(),
+        related: job_snapshot(bank, spec.plan, &jobs, settings)?,
+    };
+    let runner = settings.runner.to_string();
     let mut tx = client.transaction()?;
     let job_id: i64 = tx
         .query_one(
@@ -73,10 +77,10 @@ pub fn enqueue(
                 &spec.tuning_name,
                 &spec.model,
                 &soc,
-                &settings.runner,
+                &runner,
                 &(settings.seed as i64),
                 &settings.repeat_tune,
-                &to_json(&job_settings),
+                &to_json(&queued),
                 &(spec.plan.tasks.len() as i32),
                 &(spec.plan.units.len() as i32),
                 &(reused.len() as i32),
@@ -103,7 +107,7 @@ pub fn enqueue(
                 &to_json(&t.op_names),
                 &to_json(&t.op_types),
                 &t.descriptor.soc.version,
-                &settings.runner,
+                &runner,
                 &hit_strategy,
                 &hit_us,
                 &j.reconfirm,

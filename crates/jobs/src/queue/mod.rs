@@ -22,16 +22,12 @@ mod schema;
 pub mod status;
 mod worker;
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 
 use crate::tune::transfer::Snapshot;
 use crate::tune::{TuneError, TuneSettings};
 use tunebank_bank::BankError;
 use tunebank_failure::FailureKind;
-use tunebank_measure::TimingSettings;
 use tunebank_pg::PgError;
 
 pub use enqueue::{enqueue, Enqueued, Submission};
@@ -107,32 +103,15 @@ pub fn connect(url: &str) -> Result<Client, QueueError> {
     Ok(tunebank_pg::connect(url)?)
 }
 
-/// How a job tunes, as stored in its row: what a worker needs to tune each task exactly as a
-/// local OPAT tune of the same job would (the runner is the task's, see [`TaskStatus`]).
+/// A job's settings column: the job's own [`TuneSettings`] as it was submitted (their stored
+/// form, flat), with the related records of its tasks. A worker runs each task with exactly
+/// these settings (the job-wide trial and time budgets and the worker count apply to a local
+/// run; a task is one op on one worker thread, [`QueuedJob::task_settings`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct JobSettings {
-    /// Search strategy name.
-    pub strategy: String,
-    /// Seed of the searches.
-    pub seed: u64,
-    /// Candidates per op at most.
-    pub trials_per_op: usize,
-    /// Seconds of search per op at most.
-    pub time_per_op_s: Option<f64>,
-    /// `REPEAT_TUNE`.
-    pub repeat_tune: bool,
-    /// Candidates per search round.
-    pub batch: usize,
-    /// Side-by-side rounds.
-    pub confirm_rounds: usize,
-    /// Untimed runs before timing.
-    pub warmup: u32,
-    /// Timed runs per candidate.
-    pub repeats: u32,
-    /// Wall-clock limit per candidate, ms.
-    pub timeout_ms: u64,
-    /// The options as the user gave them (stored in records).
-    pub options_given: BTreeMap<String, String>,
+pub(crate) struct QueuedJob {
+    /// How the job tunes.
+    #[serde(flatten)]
+    pub settings: TuneSettings,
     /// The related bank records of each queued task (by its ordinal, the plan's task index),
     /// read when the job was enqueued: a worker seeds its search from them and from no record
     /// written since, so each task is tuned as a local tune of the job would tune it (absent
@@ -141,48 +120,28 @@ pub(crate) struct JobSettings {
     pub related: Snapshot,
 }
 
-impl JobSettings {
-    /// What a job stores of `s` (the job-wide trial and time budgets and the worker count are
-    /// the submitter's and do not apply to a queue).
-    pub fn from_settings(s: &TuneSettings) -> Self {
-        JobSettings {
-            strategy: s.strategy.clone(),
-            seed: s.seed,
-            trials_per_op: s.trials_per_op,
-            time_per_op_s: s.time_per_op.map(|d| d.as_secs_f64()),
-            repeat_tune: s.repeat_tune,
-            batch: s.batch,
-            confirm_rounds: s.confirm_rounds,
-            warmup: s.timing.warmup,
-            repeats: s.timing.repeats,
-            timeout_ms: s.timing.timeout_ms,
-            options_given: s.options_given.clone(),
-            related: Snapshot::default(),
+impl QueuedJob {
+    /// Decodes a job row's settings column `v`; `runner` is the row's runner column, the
+    /// runner of a column written before the settings carried their own.
+    pub fn from_row(
+        mut v: serde_json::Value,
+        runner: &str,
+        what: &str,
+    ) -> Result<Self, QueueError> {
+        if let Some(m) = v.as_object_mut() {
+            m.entry("runner").or_insert_with(|| runner.into());
         }
+        from_json(v, what)
     }
 
-    /// The tuning settings a worker runs a task of this job with, on `runner`: one worker
-    /// thread, no job-wide budget.
-    pub fn to_settings(&self, runner: &str) -> TuneSettings {
+    /// The settings a worker tunes one task of the job with: the job's, on one worker thread,
+    /// without the job-wide trial and time budgets (they bound a local run of the whole job).
+    pub fn task_settings(&self) -> TuneSettings {
         TuneSettings {
-            runner: runner.to_owned(),
-            strategy: self.strategy.clone(),
-            seed: self.seed,
-            trials_per_op: self.trials_per_op,
-            time_per_op: self.time_per_op_s.map(Duration::from_secs_f64),
+            workers: 1,
             total_trials: None,
             total_time: None,
-            repeat_tune: self.repeat_tune,
-            workers: 1,
-            batch: self.batch,
-            confirm_rounds: self.confirm_rounds,
-            options_given: self.options_given.clone(),
-            timing: TimingSettings {
-                warmup: self.warmup,
-                repeats: self.repeats,
-                timeout_ms: self.timeout_ms,
-            },
-            ..TuneSettings::default()
+            ..self.settings.clone()
         }
     }
 }
@@ -206,23 +165,66 @@ fn to_json<T: Serialize>(v: &T) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tune::{GainBound, WinRule};
+    use std::time::Duration;
+    use tunebank_measure::RunnerSpec;
 
+    /// A job's settings survive its row (the win rule included); a task runs them on one
+    /// thread without the job-wide budgets.
     #[test]
     fn settings_round_trip_through_a_job_row() {
         let s = TuneSettings {
+            runner: RunnerSpec::parse("sim:3").unwrap(),
             strategy: "random".into(),
             seed: 7,
             trials_per_op: 8,
             repeat_tune: true,
+            total_trials: Some(5),
+            total_time: Some(Duration::from_secs(9)),
+            workers: 4,
+            win: WinRule {
+                min_gain: 0.5,
+                alpha: 0.05,
+                gain_bound: GainBound::Exclusive,
+            },
             ..TuneSettings::default()
         };
-        let j = JobSettings::from_settings(&s);
-        let back: JobSettings = from_json(to_json(&j), "job").unwrap();
-        let t = back.to_settings("sim");
+        let j = QueuedJob {
+            settings: s.clone(),
+            related: Snapshot::default(),
+        };
+        let back = QueuedJob::from_row(to_json(&j), "sim:3", "job").unwrap();
+        assert_eq!(back, j);
+        let t = back.task_settings();
+        assert_eq!((t.workers, t.total_trials, t.total_time), (1, None, None));
         assert_eq!(
-            (t.strategy.as_str(), t.seed, t.trials_per_op, t.repeat_tune),
-            ("random", 7, 8, true)
+            TuneSettings {
+                workers: 4,
+                total_trials: Some(5),
+                total_time: Some(Duration::from_secs(9)),
+                ..t
+            },
+            s
         );
-        assert_eq!(t.timing.repeats, s.timing.repeats);
+    }
+
+    /// A settings column of the earlier form (no runner, no win rule) reads with the row's
+    /// runner and the default win rule, which is what a worker then ran it with.
+    #[test]
+    fn an_earlier_settings_column_reads_with_the_rows_runner() {
+        let old = serde_json::json!({
+            "strategy": "random", "seed": 7, "trials_per_op": 8, "time_per_op_s": 2.5,
+            "repeat_tune": true, "batch": 8, "confirm_rounds": 7, "warmup": 2,
+            "repeats": 10, "timeout_ms": 10000, "options_given": {"soc_version": "Ascend910B2"}
+        });
+        let j = QueuedJob::from_row(old, "exec:./r.sh", "job 1 settings").unwrap();
+        let s = &j.settings;
+        assert_eq!(s.runner.to_string(), "exec:./r.sh");
+        assert_eq!(s.win, WinRule::default());
+        assert_eq!(s.time_per_op, Some(Duration::from_millis(2500)));
+        assert!(s.repeat_tune && s.transfer);
+        assert!(j.related.is_empty());
+        let bad = QueuedJob::from_row(serde_json::json!({"seed": 1}), "sim", "job 2 settings");
+        assert!(matches!(bad, Err(QueueError::Row { what, .. }) if what == "job 2 settings"));
     }
 }

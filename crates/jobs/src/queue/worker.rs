@@ -20,9 +20,10 @@ use crate::tune::opat::{run_task, SingleTask, TaskOutcome};
 use crate::tune::TuneTask;
 use tunebank_bank::Bank;
 use tunebank_key::{BankKey, OpDescriptor};
+use tunebank_measure::RunnerSpec;
 
 use super::status::StoredOutcome;
-use super::{connect, from_json, migrate, to_json, Client, JobSettings, QueueError};
+use super::{connect, from_json, migrate, to_json, Client, QueueError, QueuedJob};
 
 /// Test hook: a worker with this variable set (seconds) sleeps that long after claiming its
 /// first task, holding the task (and renewing its lease) — so a test can kill it while it holds
@@ -38,8 +39,8 @@ pub struct WorkerConfig {
     pub worker_id: String,
     /// The SoC it measures: it claims only tasks of this SoC.
     pub soc: String,
-    /// Its runner spec: it claims only tasks of this runner.
-    pub runner: String,
+    /// Its runner: it claims only tasks queued for this runner (its text).
+    pub runner: RunnerSpec,
     /// The lease a claim holds; the heartbeat renews it every third of it.
     pub lease: Duration,
     /// A task whose attempts reach this many failures is marked failed.
@@ -135,7 +136,8 @@ struct Claim {
     reconfirm: bool,
     /// The task's ordinal: its index in the job's plan.
     ordinal: i32,
-    settings: JobSettings,
+    /// The job's settings as submitted.
+    job: QueuedJob,
 }
 
 /// A worker: its configuration and its queue connection.
@@ -233,6 +235,7 @@ impl Worker {
     /// lock.
     fn claim(&mut self) -> Result<Option<Claim>, QueueError> {
         let c = &self.config;
+        let runner = c.runner.to_string();
         let lease = c.lease.as_secs_f64();
         let mut tx = self.client.transaction()?;
         tx.execute(
@@ -246,7 +249,7 @@ impl Worker {
                      AND t2.lease_until < now() AND (t2.attempts >= $3 OR j.state = 'cancelled')
                    FOR UPDATE OF t2 SKIP LOCKED) s
              WHERE t.id = s.id",
-            &[&c.soc, &c.runner, &c.max_attempts],
+            &[&c.soc, &runner, &c.max_attempts],
         )?;
         let Some(row) = tx.query_opt(
             "SELECT t.id FROM tunebank_queue_tasks t JOIN tunebank_queue_jobs j ON j.id = t.job_id
@@ -254,7 +257,7 @@ impl Worker {
                AND (t.state = 'queued' OR (t.state = 'running' AND t.lease_until < now()))
              ORDER BY t.job_id, t.ordinal LIMIT 1
              FOR UPDATE OF t SKIP LOCKED",
-            &[&c.soc, &c.runner],
+            &[&c.soc, &runner],
         )?
         else {
             tx.commit()?;
@@ -274,13 +277,12 @@ impl Worker {
             &[&task_id, &c.worker_id, &lease],
         )?;
         let job_id: i64 = r.get(0);
-        let settings: serde_json::Value = tx
-            .query_one(
-                "SELECT settings FROM tunebank_queue_jobs WHERE id = $1",
-                &[&job_id],
-            )?
-            .get(0);
+        let job_row = tx.query_one(
+            "SELECT settings, runner FROM tunebank_queue_jobs WHERE id = $1",
+            &[&job_id],
+        )?;
         tx.commit()?;
+        let job_runner: String = job_row.get(1);
         let what = |col: &str| format!("task {task_id} {col}");
         let key_hex: String = r.get(2);
         let key: BankKey = key_hex.parse().map_err(|e| QueueError::Row {
@@ -307,7 +309,11 @@ impl Worker {
             hit,
             reconfirm: r.get(8),
             ordinal: r.get(9),
-            settings: from_json(settings, &format!("job {job_id} settings"))?,
+            job: QueuedJob::from_row(
+                job_row.get(0),
+                &job_runner,
+                &format!("job {job_id} settings"),
+            )?,
         }))
     }
 
@@ -341,7 +347,7 @@ impl Worker {
         bank: &Bank,
         cancel: &AtomicBool,
     ) -> Result<TaskResult, QueueError> {
-        let mut outcome = match tune(claim, &self.config.runner, cancel) {
+        let mut outcome = match tune(claim, cancel) {
             Ok(o) => o,
             Err(why) => return self.attempt_failed(claim, why, None),
         };
@@ -430,12 +436,12 @@ impl Worker {
 }
 
 /// Tunes the claimed op exactly as a local OPAT job does ([`crate::tune::opat::run_task`]: same
-/// task function, settings and seed), on a fresh runner, with the related records the enqueuer
-/// read for this task.
-fn tune(claim: &Claim, runner: &str, cancel: &AtomicBool) -> Result<TaskOutcome, String> {
-    let settings = claim.settings.to_settings(runner);
+/// task function, and the settings the job was submitted with, its runner, seed and win rule
+/// included), on a fresh runner, with the related records the enqueuer read for this task.
+fn tune(claim: &Claim, cancel: &AtomicBool) -> Result<TaskOutcome, String> {
+    let settings = claim.job.task_settings();
     let related = usize::try_from(claim.ordinal)
-        .map(|o| claim.settings.related.get(o).to_vec())
+        .map(|o| claim.job.related.get(o).to_vec())
         .unwrap_or_default();
     let task = SingleTask {
         task: claim.task.clone(),

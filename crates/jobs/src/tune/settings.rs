@@ -1,19 +1,28 @@
 //! How a tuning job tunes: runner, search strategy, budgets, workers, win rule
-//! ([`TuneSettings`]), and the check of runner and strategy before anything runs.
+//! ([`TuneSettings`]: the one settings type of OPAT, SGAT, GDAT and the queue, whose stored form
+//! is its serde JSON), and the check of runner and strategy before anything runs.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use search_strategies::strategies::by_name;
+use serde::{Deserialize, Serialize};
 
-use tunebank_measure::{runner_from_spec, RunnerSpec, TimingSettings};
+use tunebank_measure::{RunnerSpec, TimingSettings};
 
-use super::{TuneError, WinRule};
+use super::{GainBound, TuneError, WinRule};
 
-/// How a job tunes.
-#[derive(Clone, Debug)]
+/// How a job tunes: what [`crate::job::JobSpec::resolve`] makes of the caller's spec, what the
+/// three drivers read, and what a queued job stores (serde: one flat JSON object whose fields
+/// are the ones below, except `time_per_op_s` and `total_time_s` in seconds and `timing`'s
+/// `warmup`, `repeats` and `timeout_ms` at the top level; fields added later have defaults, so
+/// an object written by an older version reads as the settings it was run with).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(into = "Stored", from = "Stored")]
 pub struct TuneSettings {
-    /// Runner spec (`RunnerSpec::parse`: `sim`, `sim:SEED`, `cpu`, `exec:CMD`).
-    pub runner: String,
+    /// The runner, parsed by the front end (`sim`, `sim:SEED`, `cpu`, `exec:CMD`). GDAT reads
+    /// `sim` as its cluster model and `sim:SEED` as that model with seeded noise.
+    pub runner: RunnerSpec,
     /// Search strategy name ([`search_strategies::strategies::by_name`]).
     pub strategy: String,
     /// Seed of the searches; each task's search is seeded from it and the task's key.
@@ -36,10 +45,11 @@ pub struct TuneSettings {
     /// least `WinRule::min_rounds` whatever this says. SGAT measures no rounds: its model's
     /// exact times are judged directly (`WinRule::judge_deterministic`).
     pub confirm_rounds: usize,
-    /// The win rule.
+    /// The win rule of OPAT and SGAT. GDAT decides by its own fixed rule
+    /// ([`super::gdat::WIN_RULE`]: more than 1 % faster).
     pub win: WinRule,
     /// The options as the user gave them (stored in records).
-    pub options_given: std::collections::BTreeMap<String, String>,
+    pub options_given: BTreeMap<String, String>,
     /// How each worker's runner times a candidate (`repeats`: AOE's `RUN_LOOP`).
     pub timing: TimingSettings,
     /// Transfer: a task's search (a miss, or a hit searched again) starts from the winners of
@@ -51,7 +61,7 @@ pub struct TuneSettings {
 impl Default for TuneSettings {
     fn default() -> Self {
         TuneSettings {
-            runner: "sim".into(),
+            runner: RunnerSpec::default(),
             strategy: "ensemble".into(),
             seed: 1,
             trials_per_op: 64,
@@ -70,18 +80,11 @@ impl Default for TuneSettings {
     }
 }
 
-impl TuneSettings {
-    /// The runner spec parsed ([`RunnerSpec::parse`]): what every decision about the runner
-    /// asks.
-    pub(crate) fn runner_spec(&self) -> Result<RunnerSpec, tunebank_measure::MeasureError> {
-        RunnerSpec::parse(&self.runner)
-    }
-}
-
-/// Checks the runner spec and the strategy name without running anything, so a job with a
-/// bad one fails before it opens the bank or writes a file.
+/// Checks that this build has the runner ([`RunnerSpec::available`]) and that the strategy
+/// name is known, without running anything, so a job with a bad one fails before it opens the
+/// bank or writes a file.
 pub(crate) fn check_settings(settings: &TuneSettings) -> Result<(), TuneError> {
-    runner_from_spec(&settings.runner)?;
+    settings.runner.available()?;
     if by_name(&settings.strategy, 0).is_none() {
         return Err(TuneError::UnknownStrategy {
             name: settings.strategy.clone(),
@@ -93,11 +96,11 @@ pub(crate) fn check_settings(settings: &TuneSettings) -> Result<(), TuneError> {
 /// Checks that the runner can tune SoC `soc` at all ([`RunnerSpec::supported_socs`]), so a
 /// job that would tune nothing is refused before it opens the bank or writes a file.
 pub(crate) fn check_soc(settings: &TuneSettings, soc: &str) -> Result<(), TuneError> {
-    match settings.runner_spec()?.supported_socs() {
+    match settings.runner.supported_socs() {
         Some(list) if !list.iter().any(|v| v.eq_ignore_ascii_case(soc)) => {
             Err(TuneError::UnsupportedSoc {
                 soc: soc.to_owned(),
-                runner: settings.runner.clone(),
+                runner: settings.runner.to_string(),
                 why: tunebank_measure::sim::SocModel::resolve(soc)
                     .err()
                     .map_or_else(|| "no model".into(), |e| e.to_string()),
@@ -105,5 +108,201 @@ pub(crate) fn check_soc(settings: &TuneSettings, soc: &str) -> Result<(), TuneEr
             })
         }
         _ => Ok(()),
+    }
+}
+
+/// The stored form of [`TuneSettings`]: flat, durations in seconds. The fields up to
+/// `options_given` are those of every version that stored settings; the rest default to what
+/// a worker of that version ran with (`runner` has no default: a reader of such an object
+/// supplies the runner it was stored beside).
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    strategy: String,
+    seed: u64,
+    trials_per_op: usize,
+    time_per_op_s: Option<f64>,
+    repeat_tune: bool,
+    batch: usize,
+    confirm_rounds: usize,
+    warmup: u32,
+    repeats: u32,
+    timeout_ms: u64,
+    options_given: BTreeMap<String, String>,
+    runner: RunnerSpec,
+    #[serde(default)]
+    total_trials: Option<u64>,
+    #[serde(default)]
+    total_time_s: Option<f64>,
+    #[serde(default = "one")]
+    workers: usize,
+    #[serde(default)]
+    win: StoredWin,
+    #[serde(default = "yes")]
+    transfer: bool,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// [`WinRule`] as stored: `gain_bound` is `inclusive` or `exclusive`.
+#[derive(Serialize, Deserialize)]
+struct StoredWin {
+    min_gain: f64,
+    alpha: f64,
+    gain_bound: StoredBound,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum StoredBound {
+    Inclusive,
+    Exclusive,
+}
+
+impl Default for StoredWin {
+    fn default() -> StoredWin {
+        StoredWin::from(WinRule::default())
+    }
+}
+
+impl From<WinRule> for StoredWin {
+    fn from(w: WinRule) -> StoredWin {
+        StoredWin {
+            min_gain: w.min_gain,
+            alpha: w.alpha,
+            gain_bound: match w.gain_bound {
+                GainBound::Inclusive => StoredBound::Inclusive,
+                GainBound::Exclusive => StoredBound::Exclusive,
+            },
+        }
+    }
+}
+
+impl From<StoredWin> for WinRule {
+    fn from(w: StoredWin) -> WinRule {
+        WinRule {
+            min_gain: w.min_gain,
+            alpha: w.alpha,
+            gain_bound: match w.gain_bound {
+                StoredBound::Inclusive => GainBound::Inclusive,
+                StoredBound::Exclusive => GainBound::Exclusive,
+            },
+        }
+    }
+}
+
+impl From<TuneSettings> for Stored {
+    fn from(s: TuneSettings) -> Stored {
+        Stored {
+            strategy: s.strategy,
+            seed: s.seed,
+            trials_per_op: s.trials_per_op,
+            time_per_op_s: s.time_per_op.map(|d| d.as_secs_f64()),
+            repeat_tune: s.repeat_tune,
+            batch: s.batch,
+            confirm_rounds: s.confirm_rounds,
+            warmup: s.timing.warmup,
+            repeats: s.timing.repeats,
+            timeout_ms: s.timing.timeout_ms,
+            options_given: s.options_given,
+            runner: s.runner,
+            total_trials: s.total_trials,
+            total_time_s: s.total_time.map(|d| d.as_secs_f64()),
+            workers: s.workers,
+            win: s.win.into(),
+            transfer: s.transfer,
+        }
+    }
+}
+
+impl From<Stored> for TuneSettings {
+    fn from(s: Stored) -> TuneSettings {
+        TuneSettings {
+            runner: s.runner,
+            strategy: s.strategy,
+            seed: s.seed,
+            trials_per_op: s.trials_per_op,
+            time_per_op: s.time_per_op_s.map(Duration::from_secs_f64),
+            total_trials: s.total_trials,
+            total_time: s.total_time_s.map(Duration::from_secs_f64),
+            repeat_tune: s.repeat_tune,
+            workers: s.workers,
+            batch: s.batch,
+            confirm_rounds: s.confirm_rounds,
+            win: s.win.into(),
+            options_given: s.options_given,
+            timing: TimingSettings {
+                warmup: s.warmup,
+                repeats: s.repeats,
+                timeout_ms: s.timeout_ms,
+            },
+            transfer: s.transfer,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every field survives the stored form, the runner as its text and the win rule included.
+    #[test]
+    fn settings_round_trip_through_their_stored_form() {
+        let s = TuneSettings {
+            runner: RunnerSpec::parse("exec:python3 r.py --x 1").unwrap(),
+            strategy: "random".into(),
+            seed: 7,
+            trials_per_op: 8,
+            time_per_op: Some(Duration::from_millis(1500)),
+            total_trials: Some(90),
+            total_time: Some(Duration::from_secs(60)),
+            repeat_tune: true,
+            workers: 3,
+            batch: 4,
+            confirm_rounds: 9,
+            win: WinRule {
+                min_gain: 0.05,
+                alpha: 0.001,
+                gain_bound: GainBound::Exclusive,
+            },
+            options_given: [("soc_version".into(), "Ascend910B2".into())].into(),
+            timing: TimingSettings {
+                warmup: 1,
+                repeats: 3,
+                timeout_ms: 500,
+            },
+            transfer: false,
+        };
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["runner"], "exec:python3 r.py --x 1");
+        assert_eq!(json["time_per_op_s"], 1.5);
+        assert_eq!(json["win"]["gain_bound"], "exclusive");
+        assert_eq!(serde_json::from_value::<TuneSettings>(json).unwrap(), s);
+    }
+
+    /// An object of the earlier stored form (no runner-independent field beyond
+    /// `options_given`) reads as what a worker of that version ran: the default win rule, one
+    /// worker, no job-wide budget, transfer on; its runner is the one stored beside it.
+    #[test]
+    fn the_earlier_stored_form_reads_with_the_defaults_it_ran_with() {
+        let old = serde_json::json!({
+            "strategy": "random", "seed": 7, "trials_per_op": 8, "time_per_op_s": null,
+            "repeat_tune": false, "batch": 8, "confirm_rounds": 7, "warmup": 2,
+            "repeats": 10, "timeout_ms": 10000, "options_given": {}, "runner": "sim:3"
+        });
+        let s: TuneSettings = serde_json::from_value(old).unwrap();
+        let want = TuneSettings {
+            runner: RunnerSpec::parse("sim:3").unwrap(),
+            strategy: "random".into(),
+            seed: 7,
+            trials_per_op: 8,
+            ..TuneSettings::default()
+        };
+        assert_eq!(s, want);
     }
 }

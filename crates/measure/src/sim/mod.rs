@@ -285,23 +285,7 @@ impl Measure for SimRunner {
                     let samples_us = match self.noise {
                         None => vec![us; repeats],
                         Some((seed, sigma)) => {
-                            let h = splitmix(
-                                seed ^ splitmix(self.calls)
-                                    ^ splitmix(hash_str(
-                                        &serde_json::to_string(s).unwrap_or_default(),
-                                    )),
-                            );
-                            (0..repeats as u64)
-                                .map(|i| {
-                                    let a = splitmix(h ^ (2 * i + 1));
-                                    let b = splitmix(h ^ (2 * i + 2));
-                                    let u1 = ((a >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-                                    let u2 = (b >> 11) as f64 / (1u64 << 53) as f64;
-                                    let z = (-2.0 * u1.ln()).sqrt()
-                                        * (2.0 * std::f64::consts::PI * u2).cos();
-                                    us * (1.0 + sigma * z.abs())
-                                })
-                                .collect()
+                            noisy_samples(us, (seed, sigma), self.calls, s, repeats)
                         }
                     };
                     Outcome::Measurement { samples_us }
@@ -309,6 +293,35 @@ impl Measure for SimRunner {
             })
             .collect())
     }
+}
+
+/// `repeats` noisy samples of a candidate whose model time is `us`: each is `us·(1 + sigma·|z|)`,
+/// `z` standard normal (Box–Muller) drawn from `seed`, the runner's `call` (its measure calls so
+/// far) and the candidate `strategy`: the seeded noise of [`SimRunner::with_noise`], for any
+/// model runner that adds it (so one seed gives one stream). Noise only slows a sample down.
+pub fn noisy_samples(
+    us: f64,
+    (seed, sigma): (u64, f64),
+    call: u64,
+    strategy: &StrategyMap,
+    repeats: usize,
+) -> Vec<f64> {
+    let h = splitmix(
+        seed ^ splitmix(call)
+            ^ splitmix(hash_str(
+                &serde_json::to_string(strategy).unwrap_or_default(),
+            )),
+    );
+    (0..repeats as u64)
+        .map(|i| {
+            let a = splitmix(h ^ (2 * i + 1));
+            let b = splitmix(h ^ (2 * i + 2));
+            let u1 = ((a >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+            let u2 = (b >> 11) as f64 / (1u64 << 53) as f64;
+            let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+            us * (1.0 + sigma * z.abs())
+        })
+        .collect()
 }
 
 fn hash_str(s: &str) -> u64 {

@@ -4,18 +4,18 @@
 //! two times judged by the drivers' one win rule as exact times ([`WIN_RULE`]: more than 1 %
 //! faster); then the drivers' one decision function, exactly as an op's tuning: a win written
 //! under the bank-write policy, a miss whose full search found none storing the default as
-//! confirmed). The outcome's [`Decision`] is the drivers' shared one.
+//! confirmed). The outcome's [`Decision`] is the drivers' shared one. A job reads the drivers'
+//! one [`TuneSettings`] and measures on the runner they name ([`GdatPlan::runner`]).
 
-use std::collections::BTreeMap;
 use tunebank_key::StrategyMap;
 
 use serde::Serialize;
 
-use crate::tune::{decide, Decision, Findings, GainBound, Offer, SearchEnd, WinRule};
+use crate::tune::{decide, Decision, Findings, GainBound, Offer, SearchEnd, TuneSettings, WinRule};
 use tunebank_bank::policy::WritePolicy;
 use tunebank_bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
 use tunebank_key::{BankKey, GradientDescriptor, GradientTopology, ResolvedOptions, SocSpec};
-use tunebank_measure::Measure;
+use tunebank_measure::{Measure, RunnerSpec, TimingSettings};
 use tunebank_model::Model;
 
 use super::cluster::{Cluster, LinearCost};
@@ -55,21 +55,6 @@ pub struct GdatPlan {
     pub descriptor: GradientDescriptor,
     /// The gradient key.
     pub key: BankKey,
-}
-
-/// How a job is run.
-#[derive(Clone, Debug)]
-pub struct GdatSettings {
-    /// Search strategy name (`search_strategies::strategies::by_name`).
-    pub strategy: String,
-    /// Candidates measured at most.
-    pub budget: usize,
-    /// Search seed.
-    pub seed: u64,
-    /// `REPEAT_TUNE`: search even on a bank hit.
-    pub repeat_tune: bool,
-    /// The options as the user gave them (kept in the record).
-    pub options_given: BTreeMap<String, String>,
 }
 
 /// One split and what it gives.
@@ -181,6 +166,25 @@ impl GdatPlan {
         hccl_default(&self.timeline.bytes())
     }
 
+    /// The runner `spec` names for this plan, timing candidates by `timing`: `sim` is the
+    /// cluster model ([`GdatPlan::model_runner`]), `sim:SEED` that model with the simulator's
+    /// seeded noise (`timing.repeats` samples per candidate); any other runner is the one
+    /// `spec` builds (an `exec:` runner is given [`search::task`]'s `GradientSplit` task, and
+    /// its space and times are its own).
+    pub fn runner(
+        &self,
+        spec: &RunnerSpec,
+        timing: TimingSettings,
+    ) -> Result<Box<dyn Measure + Send>, GdatError> {
+        Ok(match spec {
+            RunnerSpec::Sim { noise_seed: None } => Box::new(self.model_runner()),
+            RunnerSpec::Sim {
+                noise_seed: Some(seed),
+            } => Box::new(self.model_runner().with_noise(*seed, timing.repeats)),
+            other => other.build(timing)?,
+        })
+    }
+
     /// The cluster model as a runner, its space centred on the optimum.
     pub fn model_runner(&self) -> ModelRunner {
         let t = &self.timeline;
@@ -217,18 +221,18 @@ impl GdatPlan {
 }
 
 /// The strategy the gradient bank holds for the plan's key (if it is a split of this plan),
-/// and whether it is a default confirmed by a smaller budget than `settings.budget`, which is
+/// and whether it is a default confirmed by a smaller budget than `settings.trials_per_op`, which is
 /// searched again, as for ops and subgraphs.
 fn stored_split(
     plan: &GdatPlan,
     bank: &Bank,
-    settings: &GdatSettings,
+    settings: &TuneSettings,
 ) -> Result<(Option<StrategyMap>, bool), GdatError> {
     Ok(match bank.lookup(&plan.key)? {
         Lookup::Hit(hit) => {
             let p = &hit.answer.performance;
-            let reconfirm =
-                p.default_confirmed && p.confirmed_budget.unwrap_or(0) < settings.budget as u64;
+            let reconfirm = p.default_confirmed
+                && p.confirmed_budget.unwrap_or(0) < settings.trials_per_op as u64;
             (
                 Some(hit.answer.strategy.clone()).filter(|s| plan.split_of(s).is_some()),
                 reconfirm,
@@ -266,23 +270,30 @@ impl GdatPlan {
     }
 }
 
-/// Runs the job against `bank` with `runner` (the cluster model when `None`); see the module
-/// docs. The bank write decides inside its transaction under the bank-write policy, and the
-/// decision follows what it said (`tune::decide`).
+/// Runs the job against `bank` with `runner`, or when `None` the runner `settings.runner`
+/// names ([`GdatPlan::runner`]: `sim`, the default, is the cluster model); see the module docs.
+/// Of the settings it reads the runner and its timing, the strategy, seed and per-task budget
+/// (`trials_per_op`: splits measured at most), `repeat_tune` and the options given; it decides
+/// by [`WIN_RULE`]. The bank write decides inside its transaction under the bank-write policy,
+/// and the decision follows what it said (`tune::decide`).
 pub fn run_job(
     plan: &GdatPlan,
     bank: &Bank,
-    settings: &GdatSettings,
+    settings: &TuneSettings,
     runner: Option<&mut dyn Measure>,
 ) -> Result<GdatOutcome, GdatError> {
     let n = plan.timeline.gradients.len();
     let max = plan.max_segments;
+    let budget = settings.trials_per_op;
     let (stored, reconfirm) = stored_split(plan, bank, settings)?;
     let (default, opt) = (plan.default_split(), plan.optimum());
-    let mut model = plan.model_runner();
+    let mut own;
     let runner: &mut dyn Measure = match runner {
         Some(r) => r,
-        None => &mut model,
+        None => {
+            own = plan.runner(&settings.runner, settings.timing)?;
+            own.as_mut()
+        }
     };
     let identity = runner.identity();
     let report = |decision, searched, split: &[usize], trials, space_size| {
@@ -310,7 +321,7 @@ pub fn run_job(
         max,
         &settings.strategy,
         settings.seed,
-        settings.budget,
+        budget,
     )?;
     // Side by side: the best and the baseline, measured again together.
     let pair = [
@@ -331,11 +342,7 @@ pub fn run_job(
         reconfirm,
         clear_win: WIN_RULE.judge_deterministic(base_us, best_us).clear && found.split != baseline,
         baseline_measured: true,
-        search: SearchEnd::new(
-            found.trials as u64,
-            settings.budget as u64,
-            found.space_size as u64,
-        ),
+        search: SearchEnd::new(found.trials as u64, budget as u64, found.space_size as u64),
     };
     let provenance = || Provenance::tuned(&settings.strategy, found.trials as u64, settings.seed);
     let timing = |us, samples_us| Timing {
@@ -365,7 +372,7 @@ pub fn run_job(
                 settings.options_given.clone(),
                 plan.strategy(&baseline),
                 timing(base_us, vec![base_us]),
-                settings.budget as u64,
+                budget as u64,
                 provenance(),
             ),
         )?),

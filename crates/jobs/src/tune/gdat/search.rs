@@ -14,7 +14,10 @@ use search_strategies::{
 };
 
 use tunebank_key::{AttrValue, CubeMath, ImplMode, OpDescriptor, SocSpec};
-use tunebank_measure::{Measure, MeasureError, Outcome, RunnerObjective, TaskSpace, TuningTask};
+use tunebank_measure::sim::noisy_samples;
+use tunebank_measure::{
+    Measure, MeasureError, Outcome, RunnerObjective, TaskSpace, TuningTask, SIM_NOISE_SIGMA,
+};
 
 use super::cluster::LinearCost;
 use super::split::{is_valid, schedule};
@@ -76,7 +79,9 @@ pub fn from_strategy(s: &StrategyMap, n: usize, max: usize) -> Option<Vec<usize>
     is_valid(&split, n, max).then_some(split)
 }
 
-/// The cluster model as a runner: a candidate's "time" is its tail in µs.
+/// The cluster model as a runner: a candidate's "time" is its tail in µs (one sample), or with
+/// seeded noise ([`ModelRunner::with_noise`]: the runner `sim:SEED`) that many noisy samples
+/// of it.
 #[derive(Clone, Debug)]
 pub struct ModelRunner {
     bytes: Vec<u64>,
@@ -86,6 +91,10 @@ pub struct ModelRunner {
     max: usize,
     center: Vec<usize>,
     default: Vec<usize>,
+    /// The noise seed and samples per candidate.
+    noise: Option<(u64, usize)>,
+    /// Measure calls so far (the noise's stream).
+    calls: u64,
 }
 
 impl ModelRunner {
@@ -108,7 +117,17 @@ impl ModelRunner {
             max,
             center,
             default,
+            noise: None,
+            calls: 0,
         }
+    }
+
+    /// Adds the simulator's seeded noise (`sim:SEED`, [`noisy_samples`] with
+    /// [`SIM_NOISE_SIGMA`]): `repeats` samples per candidate (at least 1), each the tail slowed
+    /// by up to a few times 2 %, drawn from `seed`, the candidate and the calls so far.
+    pub fn with_noise(mut self, seed: u64, repeats: u32) -> Self {
+        self.noise = Some((seed, repeats.max(1) as usize));
+        self
     }
 
     fn values(&self, window: usize) -> Vec<Vec<i64>> {
@@ -132,7 +151,10 @@ impl ModelRunner {
 
 impl Measure for ModelRunner {
     fn identity(&self) -> String {
-        "sim:gdat:v1".into()
+        match self.noise {
+            None => "sim:gdat:v1".into(),
+            Some((seed, _)) => format!("sim:gdat:v1:noise={SIM_NOISE_SIGMA}:seed={seed}"),
+        }
     }
 
     fn space(&mut self, _task: &TuningTask) -> Result<TaskSpace, MeasureError> {
@@ -168,6 +190,7 @@ impl Measure for ModelRunner {
         candidates: &[StrategyMap],
     ) -> Result<Vec<Outcome>, MeasureError> {
         let n = self.bytes.len();
+        self.calls += 1;
         Ok(candidates
             .iter()
             .map(|c| match from_strategy(c, n, self.max) {
@@ -180,9 +203,14 @@ impl Measure for ModelRunner {
                         &split,
                     );
                     // The objective must be positive: the tail plus the backward it follows.
-                    Outcome::Measurement {
-                        samples_us: vec![s.tail_us.max(1e-9)],
-                    }
+                    let us = s.tail_us.max(1e-9);
+                    let samples_us = match self.noise {
+                        None => vec![us],
+                        Some((seed, repeats)) => {
+                            noisy_samples(us, (seed, SIM_NOISE_SIGMA), self.calls, c, repeats)
+                        }
+                    };
+                    Outcome::Measurement { samples_us }
                 }
                 None => Outcome::fail(
                     tunebank_measure::CandidateFailure::BuildFail,

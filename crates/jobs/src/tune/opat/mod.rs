@@ -78,7 +78,7 @@
 //!     .no_default_builtin()
 //!     .open()?;
 //! let settings = TuneSettings {
-//!     runner: "sim".into(),
+//!     runner: "sim".parse()?,
 //!     trials_per_op: 16,
 //!     options_given: options.given().clone(),
 //!     ..TuneSettings::default()
@@ -109,7 +109,6 @@ use outcome::Progress;
 pub(crate) use task::look_up;
 use task::{Job, Opat};
 use tunebank_bank::Bank;
-use tunebank_measure::runner_with_timing;
 
 mod outcome;
 mod table;
@@ -184,12 +183,7 @@ pub fn run(
     };
     pool.run(
         &jobs,
-        &|| {
-            Ok(TimedRunner::new(runner_with_timing(
-                &settings.runner,
-                settings.timing,
-            )?))
-        },
+        &|| Ok(TimedRunner::new(settings.runner.build(settings.timing)?)),
         &|job, runner, granted| opat.tune_one(job, runner, granted),
         &|job, what, took| {
             let why = format!("runner {} panicked: {what}", settings.runner);
@@ -249,7 +243,9 @@ pub(crate) fn run_task(
         hit: single.hit.clone(),
         reconfirm: single.reconfirm,
     };
-    let inner = runner_with_timing(&settings.runner, settings.timing).map_err(|e| e.to_string())?;
+    let inner = (settings.runner)
+        .build(settings.timing)
+        .map_err(|e| e.to_string())?;
     let mut runner = TimedRunner::new(inner);
     let granted = settings.trials_per_op as u64;
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

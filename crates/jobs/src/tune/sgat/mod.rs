@@ -205,12 +205,8 @@ pub fn run_sgat(
     observer: &mut dyn Observer,
 ) -> Result<SgatSummary, SgatError> {
     check_settings(settings)?;
-    if !settings
-        .runner_spec()
-        .map_err(TuneError::from)?
-        .is_simulator()
-    {
-        return Err(SgatError::Runner(settings.runner.clone()));
+    if !settings.runner.is_simulator() {
+        return Err(SgatError::Runner(settings.runner.to_string()));
     }
     if let Some(t) = plan.tasks.first() {
         check_soc(settings, &t.descriptor.soc.version)?;

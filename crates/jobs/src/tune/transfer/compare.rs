@@ -9,7 +9,7 @@ use search_strategies::{Driver, History};
 
 use crate::tune::task_seed;
 use crate::tune::{TuneError, TunePlan, TuneSettings};
-use tunebank_measure::{runner_from_spec, Measure, MeasureError, RunnerObjective, TuningTask};
+use tunebank_measure::{Measure, MeasureError, RunnerObjective, TimingSettings, TuningTask};
 
 use super::{transfer_strategy, Snapshot};
 
@@ -90,7 +90,7 @@ pub fn compare(
     snapshot: &Snapshot,
     settings: &TuneSettings,
 ) -> Result<Comparison, TuneError> {
-    let mut runner = runner_from_spec(&settings.runner)?;
+    let mut runner = settings.runner.build(TimingSettings::default())?;
     let mut out = Comparison {
         ops: Vec::new(),
         budget: settings.trials_per_op,
