@@ -3,7 +3,8 @@
 //!
 //! `cargo run --release --example soc_table`
 
-use tunebank::key::{platform_source, socs};
+use tunebank::key::platform::platform_source;
+use tunebank::key::socs;
 use tunebank::measure::sim::SocModel;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -48,7 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             Err(why) => println!("| {} | not modelled: {why} |||||||||", f.version),
         }
-        if source != tunebank::key::PlatformSource::Embedded {
+        if source != tunebank::key::platform::PlatformSource::Embedded {
             notes.push(format!("{}: read from {source}", f.version));
         }
     }

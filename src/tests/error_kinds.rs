@@ -51,8 +51,9 @@ fn every_variant() -> Vec<Case> {
     use tunebank::inspect::InspectError;
     use tunebank::job::JobError;
     use tunebank::key::{
-        BankKey, Format, KeyError, NodeError, OptionError, ParseKeyError, PlatformError, RecordKind, ResolveError, UnknownSoc,
+        BankKey, Format, KeyError, NodeError, OptionError, ParseKeyError, RecordKind, ResolveError, UnknownSoc,
     };
+    use tunebank::key::platform::PlatformError;
     use tunebank::bank::interchange::aoe::NotMapped;
     use tunebank::bank::migrate::MigrateError;
     use tunebank::measure::cpu::{InvalidTiling, OutputMismatch};

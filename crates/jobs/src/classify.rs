@@ -19,9 +19,8 @@ use tunebank_bank::paths::PathError;
 use tunebank_bank::store::StoreError;
 use tunebank_bank::{BankError, MaintenanceError, RecordError};
 use tunebank_failure::FailureKind;
-use tunebank_key::{
-    KeyError, NodeError, OptionError, ParseKeyError, PlatformError, ResolveError, UnknownSoc,
-};
+use tunebank_key::platform::PlatformError;
+use tunebank_key::{KeyError, NodeError, OptionError, ParseKeyError, ResolveError, UnknownSoc};
 use tunebank_measure::cpu::{InvalidTiling, OutputMismatch};
 use tunebank_measure::exec::{CommandLineError, ProtocolError};
 use tunebank_measure::sim::cube::TooLarge;

@@ -52,7 +52,7 @@ mod options;
 pub mod platform;
 pub(crate) mod precision;
 pub(crate) mod resolve;
-pub mod soc;
+mod soc;
 mod vocab;
 
 pub use descriptor::*;
@@ -60,7 +60,6 @@ pub use encode::KeyError;
 pub use env::{Environment, Var, DEFAULT_TOOLKIT_ROOT};
 pub use node::NodeError;
 pub use options::*;
-pub use platform::{platform_source, PlatformError, PlatformSource};
 pub use resolve::resolve_op;
 pub use resolve::{derive_op_keys, OpTemplate, Profile, ResolveError, ResolvedOp, TemplateTensor};
 pub use soc::*;

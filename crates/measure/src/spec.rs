@@ -77,7 +77,7 @@ impl RunnerSpec {
     /// ([`sim::SocModel::for_version`]).
     pub fn supported_socs(&self) -> Option<Vec<&'static str>> {
         self.is_simulator().then(|| {
-            tunebank_key::soc::socs()
+            tunebank_key::socs()
                 .iter()
                 .map(|s| s.version)
                 .filter(|v| sim::SocModel::for_version(v).is_some())

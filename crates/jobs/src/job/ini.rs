@@ -151,7 +151,7 @@ mod tests {
     #[test]
     fn aoe_ini_and_the_soc_files_are_searched_in_one_order() {
         use tunebank_key::platform::PlatformSearch;
-        use tunebank_key::PlatformSource;
+        use tunebank_key::platform::PlatformSource;
         const SOC: &str = "Ascend910B2";
         let soc_file = include_str!("../../../key/src/platform/cann81/Ascend910B2.ini");
         let roots = ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "HOME"];

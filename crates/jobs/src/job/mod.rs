@@ -326,7 +326,7 @@ impl Job {
     /// cannot be used.
     pub fn platform_source(
         &self,
-    ) -> Result<tunebank_key::PlatformSource, tunebank_key::PlatformError> {
+    ) -> Result<tunebank_key::platform::PlatformSource, tunebank_key::platform::PlatformError> {
         self.platform
             .resolve(&self.soc.version)
             .map(|p| p.source.clone())

@@ -500,7 +500,7 @@ impl WorkerCap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tunebank_key::PlatformSource;
+    use tunebank_key::platform::PlatformSource;
     use tunebank_measure::sim::SocModel;
 
     /// CANN 8.1's description of the Ascend910B1 (cube clock 1850 MHz).

@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 
 use tunebank_failure::FailureKind;
 use tunebank_key::platform::{self, SocPlatform};
-use tunebank_key::PlatformError;
+use tunebank_key::platform::PlatformError;
 
 /// Why the simulator has no model of a SoC.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

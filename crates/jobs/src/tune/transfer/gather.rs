@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use tunebank_key::StrategyMap;
 
 use tunebank_bank::{Bank, BankError, Descriptor, IndexGroup};
-use tunebank_key::soc::socs;
+use tunebank_key::socs;
 use tunebank_key::{BankKey, OpDescriptor, RecordKind, KEY_SCHEMA_VERSION};
 
 use super::distance::transfer_distance;
