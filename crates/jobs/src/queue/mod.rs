@@ -19,7 +19,7 @@
 
 mod enqueue;
 mod schema;
-pub mod status;
+pub(crate) mod status;
 mod worker;
 
 use serde::{Deserialize, Serialize};
@@ -32,7 +32,7 @@ use tunebank_pg::PgError;
 
 pub use enqueue::{enqueue, Enqueued, Submission};
 pub use schema::migrate;
-pub use status::cancel_job;
+pub use status::{cancel_job, Cancelled};
 pub use status::{job_report, job_status, JobStatus, StateCounts, TaskStatus};
 pub use worker::{TaskEvent, TaskResult, Worker, WorkerConfig, WorkerReport, HOLD_FIRST_TASK_ENV};
 

@@ -17,7 +17,7 @@ use tunebank_failure::FailureKind;
 use tunebank_measure::MeasureError;
 use tunebank_model::ModelError;
 
-pub mod decision;
+pub(crate) mod decision;
 pub mod gdat;
 pub(crate) mod memory;
 pub(crate) mod observe;
@@ -30,7 +30,7 @@ pub mod sgat;
 pub mod transfer;
 
 pub(crate) use decision::{decide, job_result, Findings, Offer, Round, SearchEnd, TaskCounts};
-pub use decision::{Decision, GainBound, WinRule};
+pub use decision::{Decision, GainBound, Judgement, WinRule};
 pub(crate) use observe::{Finished, Observer};
 pub use plan::{plan, TunePlan, TuneTask};
 pub(crate) use plan::{task_seed, unit_selected};

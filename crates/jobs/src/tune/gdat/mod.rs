@@ -17,22 +17,22 @@
 
 mod clock;
 pub(crate) mod cluster;
-pub mod job;
+pub(crate) mod job;
 pub mod render;
 pub mod report;
 pub mod search;
-pub mod split;
+pub(crate) mod split;
 mod step;
 pub(crate) mod timeline;
 mod updates;
-pub mod why;
+pub(crate) mod why;
 
 pub use cluster::{Cluster, LinearCost, Link};
 pub use job::*;
-pub use split::{is_valid, optimum, schedule};
 use serde::Serialize;
+pub use split::{is_valid, optimum, schedule, Schedule, Segment};
 use tunebank_failure::FailureKind;
-pub use why::{why_gradient, GradientWhy};
+pub use why::{why_gradient, GradientNearMiss, GradientWhy};
 
 /// One gradient, as backward produces it.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -24,7 +24,7 @@
 
 mod apply;
 mod report;
-pub mod search;
+pub(crate) mod search;
 mod space;
 
 use std::collections::HashMap;
@@ -39,7 +39,7 @@ pub use apply::PostSgat;
 pub use apply::post_sgat_plan;
 pub use apply::{AppliedSubgraph, ApplyError};
 pub use report::{SgatReport, SubgraphChange};
-pub use search::{search_subgraph, sgat_best, SgatBestError};
+pub use search::{search_subgraph, sgat_best, SgatBest, SgatBestError, SubgraphSearch};
 pub use space::{SgatSpace, SpaceBuildError};
 
 use super::pool::{Budget, Pool};
