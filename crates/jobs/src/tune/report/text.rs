@@ -78,7 +78,12 @@ pub(crate) fn text_table(
 /// columns), one space of padding each side of a cell but none at the left edge, so adjacent
 /// columns are two spaces apart; a row shorter than the header leaves its last cells blank.
 pub(crate) fn whole_table(header: &[&str], align: &[Align], rows: &[Vec<String>]) -> String {
-    let ncols = rows.iter().map(Vec::len).chain([header.len()]).max().unwrap_or(0);
+    let ncols = rows
+        .iter()
+        .map(Vec::len)
+        .chain([header.len()])
+        .max()
+        .unwrap_or(0);
     let mut widths = vec![0; ncols];
     let head: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
     for row in std::iter::once(&head).chain(rows) {
@@ -200,8 +205,18 @@ mod tests {
         let header = ["op", "before (us)", "after", "note"];
         let align = [Align::Left, Align::Right, Align::Right];
         let rows = vec![
-            vec!["卷积层一".to_owned(), "1.5".to_owned(), "".to_owned(), "x".to_owned()],
-            vec!["longer name".to_owned(), "10.25".to_owned(), "3".to_owned(), "".to_owned()],
+            vec![
+                "卷积层一".to_owned(),
+                "1.5".to_owned(),
+                "".to_owned(),
+                "x".to_owned(),
+            ],
+            vec![
+                "longer name".to_owned(),
+                "10.25".to_owned(),
+                "3".to_owned(),
+                "".to_owned(),
+            ],
             vec!["short".to_owned(), "7".to_owned()],
         ];
         let mut table = Table::new();
@@ -221,7 +236,10 @@ mod tests {
             col.set_padding(if i == 0 { (0, 1) } else { (1, 1) });
         }
         table.column_mut(3).unwrap().set_padding((1, 1));
-        let comfy: String = table.lines().map(|l| format!("{}\n", l.trim_end())).collect();
+        let comfy: String = table
+            .lines()
+            .map(|l| format!("{}\n", l.trim_end()))
+            .collect();
         assert_eq!(whole_table(&header, &align, &rows), comfy);
     }
 }
