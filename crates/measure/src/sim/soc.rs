@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use tunebank_failure::FailureKind;
-use tunebank_key::platform::{self, SocPlatform};
 use tunebank_key::platform::PlatformError;
+use tunebank_key::platform::{self, SocPlatform};
 
 /// Why the simulator has no model of a SoC.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
