@@ -39,6 +39,10 @@ def test_bad_models(tmp_path):
         tunebank.tune(FIXTURES / "models" / "resnet50.onnx", job_type=4, soc_version="Ascend910B2")
     with pytest.raises(tunebank.InputError, match="simulator"):
         tunebank.tune(FIXTURES / "models" / "resnet50.onnx", job_type=1, runner="cpu", soc_version="Ascend910B2")
+    with pytest.raises(tunebank.InputError, match='unknown runner "gpu"'):
+        tunebank.tune(FIXTURES / "models" / "resnet50.onnx", runner="gpu", soc_version="Ascend910B2")
+    with pytest.raises(tunebank.InputError, match="--runner cpu"):
+        tunebank.tune(FIXTURES / "models" / "resnet50.onnx", job_type=4, rank_size=8, runner="cpu", soc_version="Ascend910B2")
 
 
 def test_bad_keys_and_banks(tmp_path):
