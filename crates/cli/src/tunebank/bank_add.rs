@@ -6,9 +6,10 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use tunebank_bank::manual_records;
 use tunebank_bank::{Access, AddReport, Bank, ManualTiming};
+use tunebank_jobs::job::options_of;
 use tunebank_key::{Environment, RecordKind, StrategyMap};
 
-use super::{BankArgs, Conversion, OpArgs};
+use super::{BankArgs, OpArgs};
 use crate::entry::{print_report, read_templates};
 use tunebank_bank::now_unix;
 
@@ -60,22 +61,15 @@ impl AddArgs {
 
 /// Builds every record before the bank is opened for writing: bad input writes nothing.
 pub fn run(args: AddArgs, atc: &[String]) -> Result<ExitCode> {
-    let ctx = Conversion::from_atc(atc)?;
+    let (options, soc) = options_of(atc)?;
     let templates = read_templates(&args.ops.op)?;
     let (strategy, timing) = (args.strategy()?, args.timing()?);
-    let records = manual_records(
-        &templates,
-        &ctx.options,
-        &ctx.soc,
-        &strategy,
-        &timing,
-        now_unix(),
-    )?;
+    let records = manual_records(&templates, &options, &soc, &strategy, &timing, now_unix())?;
     let bank = Bank::open(
         &Environment::process(),
         &args
             .bank
-            .request(RecordKind::Op, &ctx.soc.version, Access::Writable),
+            .request(RecordKind::Op, &soc.version, Access::Writable),
     )?;
     print_report(&AddReport::write(&bank, &records)?, false)?;
     Ok(ExitCode::SUCCESS)

@@ -8,9 +8,10 @@ use anyhow::{Context, Result};
 use tunebank_bank::interchange::{aoe, aoe_graph, merge_into};
 use tunebank_bank::{read_aoe_file, read_export_file};
 use tunebank_bank::{Access, Bank, ImportReport, Origin};
+use tunebank_jobs::job::options_of;
 use tunebank_key::{Environment, RecordKind};
 
-use super::{bank_soc, BankArgs, Conversion};
+use super::{bank_soc, BankArgs};
 use crate::entry::{failed_if, print_report};
 use tunebank_bank::now_unix;
 
@@ -60,32 +61,32 @@ pub fn run(args: ImportArgs, atc: &[String]) -> Result<ExitCode> {
 
 /// An AOE `unified_bank` file, for the SoC of `--soc_version`.
 fn import_aoe(args: &ImportArgs, atc: &[String]) -> Result<ImportReport> {
-    let ctx = Conversion::from_atc(atc).context("an AOE import needs --soc_version")?;
-    let parsed = read_aoe_file(&args.file, &ctx.soc, args.aoe_core_count)?;
+    let (_, soc) = options_of(atc).context("an AOE import needs --soc_version")?;
+    let parsed = read_aoe_file(&args.file, &soc, args.aoe_core_count)?;
     let bank = Bank::open(
         &Environment::process(),
         &args
             .bank
-            .request(RecordKind::Op, &ctx.soc.version, Access::Writable),
+            .request(RecordKind::Op, &soc.version, Access::Writable),
     )?;
     let origin = if args.as_builtin {
         Origin::BuiltIn
     } else {
         Origin::Imported
     };
-    let report = aoe::import_aoe(&bank, &parsed, &ctx.soc, origin, now_unix())?;
+    let report = aoe::import_aoe(&bank, &parsed, &soc, origin, now_unix())?;
     Ok(ImportReport::Aoe(report))
 }
 
 /// An AOE graph-bank file, read whole and checked before the graph bank is opened for writing.
 fn import_aoe_graph(args: &ImportArgs, atc: &[String]) -> Result<aoe_graph::AoeGraphImportReport> {
-    let ctx = Conversion::from_atc(atc).context("an AOE graph-bank import needs --soc_version")?;
+    let (_, soc) = options_of(atc).context("an AOE graph-bank import needs --soc_version")?;
     let parsed = aoe_graph::read_aoe_graph_file(&args.file)?;
     let bank = Bank::open(
         &Environment::process(),
         &args
             .bank
-            .request(RecordKind::Graph, &ctx.soc.version, Access::Writable),
+            .request(RecordKind::Graph, &soc.version, Access::Writable),
     )?;
     let origin = if args.as_builtin {
         Origin::BuiltIn
@@ -95,7 +96,7 @@ fn import_aoe_graph(args: &ImportArgs, atc: &[String]) -> Result<aoe_graph::AoeG
     Ok(aoe_graph::import_aoe_graph(
         &bank,
         &parsed,
-        &ctx.soc,
+        &soc,
         origin,
         now_unix(),
     )?)

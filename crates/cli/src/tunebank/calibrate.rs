@@ -11,11 +11,11 @@ use tunebank_bank::interchange::aoe_graph::read_aoe_graph_file;
 use tunebank_bank::read_aoe_file;
 use tunebank_jobs::inspect::calibrate::calibrate;
 use tunebank_jobs::inspect::calibrate::graph::calibrate_graphs;
+use tunebank_jobs::job::options_of;
 use tunebank_jobs::tune::TuneSettings;
 use tunebank_key::platform::{self, PlatformSearch};
 use tunebank_key::Environment;
 
-use super::Conversion;
 use crate::entry::print_report;
 
 /// Flags of `tunebank calibrate`.
@@ -51,10 +51,10 @@ pub struct CalibrateArgs {
 /// named on standard error; with `--aoe-graph`, a malformed line is bad input (exit 2) and a
 /// graph line without times is listed with its reason.
 pub fn run(args: CalibrateArgs, atc: &[String]) -> Result<ExitCode> {
-    let ctx = Conversion::from_atc(atc).context("calibrate needs --soc_version")?;
+    let (_, soc) = options_of(atc).context("calibrate needs --soc_version")?;
     // The simulator models the SoC from the files this host's toolkit roots hold.
     let search = PlatformSearch::new(None, &Environment::process());
-    platform::select(&ctx.soc.version, &search).map_err(|c| anyhow!("{c}"))?;
+    platform::select(&soc.version, &search).map_err(|c| anyhow!("{c}"))?;
     if let Some(path) = &args.aoe_graph {
         let file = read_aoe_graph_file(path)?;
         // One graph line per thread at a time, on every core (the report does not depend on it).
@@ -62,20 +62,20 @@ pub fn run(args: CalibrateArgs, atc: &[String]) -> Result<ExitCode> {
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             ..TuneSettings::default()
         };
-        let report = calibrate_graphs(&file, &ctx.soc, &settings);
+        let report = calibrate_graphs(&file, &soc, &settings);
         print_report(&report, args.json)?;
         return Ok(ExitCode::SUCCESS);
     }
     let path = args
         .aoe
         .context("calibrate needs --aoe FILE or --aoe-graph FILE")?;
-    let parsed = read_aoe_file(&path, &ctx.soc, args.aoe_core_count)?;
+    let parsed = read_aoe_file(&path, &soc, args.aoe_core_count)?;
     for r in &parsed.rejected {
         eprintln!("tunebank: left out {}[{}]: {}", r.md5, r.index, r.reason);
     }
     // The board's cores: the bank file's count when known (a 25-core part's bank simulated on
     // 25 cores), else the SoC spec's.
-    let mut soc = ctx.soc.clone();
+    let mut soc = soc.clone();
     if let Some(n) = parsed.core_count {
         soc.core_count = n;
     }

@@ -4,15 +4,16 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use tunebank_jobs::inspect::KeyListing;
+use tunebank_jobs::job::options_of;
 
-use super::{Conversion, OpArgs};
+use super::OpArgs;
 use crate::entry::{print_report, read_templates};
 
 /// Derives and prints the keys of the op file's templates.
 pub fn run(args: OpArgs, atc: &[String]) -> Result<ExitCode> {
-    let ctx = Conversion::from_atc(atc)?;
+    let (options, soc) = options_of(atc)?;
     let templates = read_templates(&args.op)?;
-    let listing = KeyListing::derive(&templates, &ctx.options, &ctx.soc)?;
+    let listing = KeyListing::derive(&templates, &options, &soc)?;
     print_report(&listing, args.json)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,9 +5,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 use tunebank_bank::{Access, Bank};
 use tunebank_jobs::inspect::LookupReport;
+use tunebank_jobs::job::options_of;
 use tunebank_key::{Environment, RecordKind};
 
-use super::{BankArgs, Conversion, OpArgs};
+use super::{BankArgs, OpArgs};
 use crate::entry::{failed_if, print_report, read_templates};
 
 /// Flags of `tunebank lookup`.
@@ -24,15 +25,15 @@ pub struct LookupArgs {
 
 /// Looks every profile of every op up; exit 1 on a miss with `--error-on-miss`.
 pub fn run(args: LookupArgs, atc: &[String]) -> Result<ExitCode> {
-    let ctx = Conversion::from_atc(atc)?;
+    let (options, soc) = options_of(atc)?;
     let templates = read_templates(&args.ops.op)?;
     let bank = Bank::open(
         &Environment::process(),
         &args
             .bank
-            .request(RecordKind::Op, &ctx.soc.version, Access::ReadOnly),
+            .request(RecordKind::Op, &soc.version, Access::ReadOnly),
     )?;
-    let report = LookupReport::run(&bank, &templates, &ctx.options, &ctx.soc)?;
+    let report = LookupReport::run(&bank, &templates, &options, &soc)?;
     print_report(&report, args.ops.json)?;
     Ok(failed_if(args.error_on_miss && report.missed()))
 }

@@ -41,7 +41,7 @@ pub(crate) use crate::entry::{bank_soc, BankArgs};
 #[cfg(doc)]
 use tunebank_bank::Bank;
 use tunebank_bank::{Access, BankRequest, MergeSource};
-use tunebank_key::{RecordKind, ResolvedOptions, SocSpec};
+use tunebank_key::RecordKind;
 
 /// tunebank: a content-addressed tuning-knowledge bank for Ascend-style operator tuning.
 ///
@@ -192,23 +192,6 @@ pub struct OpArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-/// This invocation's ATC options, validated with their defaults, and the SoC they name: what
-/// every op is resolved under, as a converter with these options would resolve it.
-pub struct Conversion {
-    /// The resolved options.
-    pub options: ResolvedOptions,
-    /// The SoC of `--soc_version`.
-    pub soc: SocSpec,
-}
-
-impl Conversion {
-    /// Resolves the ATC options ([`tunebank_jobs::job::options_of`]); `--soc_version` is required.
-    pub fn from_atc(atc: &[String]) -> Result<Conversion> {
-        let (options, soc) = tunebank_jobs::job::options_of(atc)?;
-        Ok(Conversion { options, soc })
-    }
 }
 
 impl BankArgs {
