@@ -1,11 +1,13 @@
 """``tunebank.tune(platform_config=…)`` is ``tunebank tune --platform-config``: the job's own
 SoC description file, which the simulator models the SoC from (the same times as the CLI's with
 the same file, other times than the built-in file's), and a file of another SoC is bad input
-naming it. Each case uses a SoC no other test of this process simulates: the simulator keeps
-one model per SoC for the life of a process."""
+naming it. The simulator keeps one model per SoC for the life of a process, so the job with its
+own file runs in a Python process of its own."""
 
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -42,10 +44,15 @@ def test_the_jobs_platform_config_is_the_simulators(tmp_path, cli, clean_env):
     assert "cube_freq=1500" in text
     slow = tmp_path / "slow.ini"
     slow.write_text(text.replace("cube_freq=1500", "cube_freq=750"))
-    common = {"soc_version": soc, "budget": 2, "seed": 1}
-    result = tunebank.tune(BERT, output_dir=tmp_path / "py", bank=tmp_path / "py.redb",
-                           platform_config=slow, **common)
-    python = before_us(result.report)
+    kwargs = {"soc_version": soc, "budget": 2, "seed": 1, "output_dir": str(tmp_path / "py"),
+              "bank": str(tmp_path / "py.redb"), "platform_config": str(slow)}
+    script = ("import json, sys, tunebank\n"
+              "r = tunebank.tune(sys.argv[1], **json.loads(sys.argv[2]))\n"
+              "print(json.dumps(r.report))\n")
+    done = subprocess.run([sys.executable, "-c", script, str(BERT), json.dumps(kwargs)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    python = before_us(json.loads(done.stdout))
 
     def cli_times(*flags):
         out = tmp_path / f"cli{len(flags)}"
