@@ -5,7 +5,8 @@ Usage (from the repository root):
 
     RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="-Z unstable-options --output-format json" \
         cargo doc --workspace --all-features --no-deps
-    python3 scripts/public-api.py target/doc/tunebank.json target/doc/tunebank_*.json [--max-items N]
+    python3 scripts/public-api.py target/doc/tunebank.json \
+        target/doc/tunebank_{failure,key,model,pg,bank,measure,jobs,cli}.json [--max-items N]
 
 Each crate is counted on its own (the root crate `tunebank` re-exports the others, which rustdoc
 leaves out of its JSON, so nothing is counted twice) and the total is what `--max-items` bounds.
