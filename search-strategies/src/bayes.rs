@@ -74,6 +74,7 @@ impl Default for BayesConfig {
 /// as the worst objective seen, so the model learns to avoid failing regions.
 #[derive(Debug, Clone)]
 pub struct BayesOpt {
+    seed: u64,
     rng: ChaCha8Rng,
     cfg: BayesConfig,
     hyper: Hyper,
@@ -91,6 +92,7 @@ impl BayesOpt {
     /// Bayesian optimisation with explicit settings.
     pub fn with_config(seed: u64, cfg: BayesConfig) -> Self {
         Self {
+            seed,
             rng: seeded_rng(seed, 5),
             cfg,
             hyper: Hyper::isotropic(0, 0.5, 1e-3),
@@ -226,6 +228,67 @@ impl BayesOpt {
         )
     }
 
+    /// The surrogate over the observations and, as the constant liar, the `pending` proposals
+    /// of this batch valued at the best log objective so far. With `refit`, the hyperparameters
+    /// are refitted when due (often while data is scarce, then geometrically less often).
+    /// `None` when the GP cannot be fitted.
+    fn model(
+        &mut self,
+        ctx: &SearchContext<'_>,
+        pending: &[ConfigId],
+        refit: bool,
+    ) -> Option<Model> {
+        let space = ctx.space;
+        let d = space.feature_dims();
+        let (ids, mut y) = self.training(ctx);
+        // Constant liar: pending proposals of this batch count as the best value so far.
+        let lie = y.iter().copied().fold(f64::INFINITY, f64::min);
+        let mut all_ids = ids;
+        for &p in pending {
+            all_ids.push(p);
+            y.push(lie);
+        }
+        let mean = y.iter().sum::<f64>() / y.len() as f64;
+        let var = y.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / y.len() as f64;
+        let sd = var.sqrt().max(1e-9);
+        let mut ys: Vec<f64> = y.iter().map(|v| (v - mean) / sd).collect();
+        // Transfer: the GP models the residual from the prior mean, weighted by how well
+        // the prior predicts the observations (pending lies excluded).
+        let offset = self.prior_means(space, &all_ids).map(|ps| {
+            let told = ps.len() - pending.len();
+            let beta = prior_slope(&ps[..told], &ys[..told]);
+            let centre = ps[..told].iter().sum::<f64>() / told.max(1) as f64;
+            (beta, centre)
+        });
+        let prior = self.prior.clone();
+        let shift = |id: ConfigId| prior_shift(offset, prior.as_deref(), space, id);
+        for (y, &id) in ys.iter_mut().zip(&all_ids) {
+            *y -= shift(id);
+        }
+        let x = gather(space, &all_ids);
+        if self.hyper.lengthscales.len() != d {
+            self.hyper = self.start_hyper(d);
+        }
+        let len = ctx.history.len();
+        let due = self.fitted_at + self.cfg.refit_every.max(self.fitted_at / 6);
+        if refit && (self.fitted_at == 0 || len >= due) {
+            self.hyper = fit_hyper(&x, d, &ys, &self.hyper, 30);
+            self.fitted_at = len;
+        }
+        let gp = Gp::fit(&x, d, &ys, self.hyper.clone())?;
+        let best = ys
+            .iter()
+            .zip(&all_ids)
+            .map(|(y, &id)| y + shift(id))
+            .fold(f64::INFINITY, f64::min);
+        Some(Model {
+            gp,
+            best,
+            sd,
+            offset,
+        })
+    }
+
     /// Expected-improvement candidates: neighbours of the best, random configurations and,
     /// with `prior_top`, the prior's best configurations.
     fn candidates(
@@ -284,7 +347,8 @@ impl BayesOpt {
 }
 
 /// The candidate of `cands` with the highest expected improvement over `best` under `gp` plus
-/// `shift` (the prior's part of the mean), ties to the smaller id; `None` when `cands` is empty.
+/// `shift` (the prior's part of the mean), ties to the smaller id, with that expected
+/// improvement (standardised units); `None` when `cands` is empty.
 /// Branch and bound: EI grows with the variance, which is at most 1, so EI(mean, 1) bounds a
 /// candidate's EI from the cheap mean alone; exact EI (an O(n²) solve) is computed in bound
 /// order until no bound can beat the best.
@@ -295,7 +359,7 @@ fn best_by_ei(
     best: f64,
     xi: f64,
     shift: &dyn Fn(ConfigId) -> f64,
-) -> Option<ConfigId> {
+) -> Option<(ConfigId, f64)> {
     let mut bounded: Vec<(f64, ConfigId)> = cands
         .iter()
         .map(|&c| {
@@ -317,7 +381,7 @@ fn best_by_ei(
             pick = Some((c, ei));
         }
     }
-    pick.map(|p| p.0)
+    pick
 }
 
 /// The trust region of [`BayesConfig::local`]: the unmeasured configurations (not in `taken`)
@@ -369,6 +433,39 @@ pub fn local_moves(ctx: &SearchContext<'_>, taken: &[ConfigId]) -> Vec<ConfigId>
         }
     }
     out
+}
+
+/// The surrogate one proposal is chosen with: the GP on the standardised log objectives (the
+/// prior's weighted part removed), the standardised best, and the scale back to log units.
+struct Model {
+    gp: Gp,
+    /// The best standardised log objective (lies of pending proposals included).
+    best: f64,
+    /// The standard deviation of the log objectives: one standardised unit in log units.
+    sd: f64,
+    /// Transfer: the prior's learned weight and centre, when there is a prior for this space.
+    offset: Option<(f64, f64)>,
+}
+
+impl Model {
+    /// The prior's part of the standardised mean at `id` (0 without a prior).
+    fn shift(&self, prior: Option<&Prior>, space: &Space, id: ConfigId) -> f64 {
+        prior_shift(self.offset, prior, space, id)
+    }
+}
+
+/// The prior's part of the standardised mean at `id` under the learned weight and centre
+/// `offset` (0 without either).
+fn prior_shift(
+    offset: Option<(f64, f64)>,
+    prior: Option<&Prior>,
+    space: &Space,
+    id: ConfigId,
+) -> f64 {
+    match (offset, prior) {
+        (Some((beta, centre)), Some(p)) => beta * (p.mean(space, id) - centre),
+        _ => 0.0,
+    }
 }
 
 fn gather(space: &Space, ids: &[ConfigId]) -> Vec<f64> {
@@ -430,57 +527,18 @@ impl Strategy for BayesOpt {
                 }
                 continue;
             }
-            let (ids, mut y) = self.training(ctx);
-            // Constant liar: pending proposals of this batch count as the best value so far.
-            let lie = y.iter().copied().fold(f64::INFINITY, f64::min);
-            let mut all_ids = ids;
-            for &p in &out {
-                all_ids.push(p);
-                y.push(lie);
-            }
-            let mean = y.iter().sum::<f64>() / y.len() as f64;
-            let var = y.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / y.len() as f64;
-            let sd = var.sqrt().max(1e-9);
-            let mut ys: Vec<f64> = y.iter().map(|v| (v - mean) / sd).collect();
-            // Transfer: the GP models the residual from the prior mean, weighted by how well
-            // the prior predicts the observations (pending lies excluded).
-            let offset = self.prior_means(space, &all_ids).map(|ps| {
-                let told = ps.len() - out.len();
-                let beta = prior_slope(&ps[..told], &ys[..told]);
-                let centre = ps[..told].iter().sum::<f64>() / told.max(1) as f64;
-                (beta, centre)
-            });
-            let prior = self.prior.clone();
-            let shift = |id: ConfigId| match (&offset, &prior) {
-                (Some((beta, centre)), Some(p)) => beta * (p.mean(space, id) - centre),
-                _ => 0.0,
-            };
-            for (y, &id) in ys.iter_mut().zip(&all_ids) {
-                *y -= shift(id);
-            }
-            let x = gather(space, &all_ids);
-            let len = ctx.history.len();
-            if self.hyper.lengthscales.len() != d {
-                self.hyper = self.start_hyper(d);
-            }
-            // Refit often while data is scarce, then geometrically less often.
-            let due = self.fitted_at + self.cfg.refit_every.max(self.fitted_at / 6);
-            if self.fitted_at == 0 || len >= due {
-                self.hyper = fit_hyper(&x, d, &ys, &self.hyper, 30);
-                self.fitted_at = len;
-            }
-            let Some(gp) = Gp::fit(&x, d, &ys, self.hyper.clone()) else {
+            let Some(model) = self.model(ctx, &out, true) else {
                 match random_unmeasured(ctx, &mut self.rng, &out) {
                     Some(id) => out.push(id),
                     None => break,
                 }
                 continue;
             };
-            let best = ys
-                .iter()
-                .zip(&all_ids)
-                .map(|(y, &id)| y + shift(id))
-                .fold(f64::INFINITY, f64::min);
+            let offset = model.offset;
+            let prior = self.prior.clone();
+            let shift = |id: ConfigId| model.shift(prior.as_deref(), space, id);
+            let best = model.best;
+            let gp = &model.gp;
             let cands = if self.cfg.local {
                 local_moves(ctx, &out)
             } else {
@@ -489,7 +547,7 @@ impl Strategy for BayesOpt {
             if cands.is_empty() {
                 break;
             }
-            let pick = best_by_ei(&gp, space, &cands, best, self.cfg.xi, &shift);
+            let pick = best_by_ei(gp, space, &cands, best, self.cfg.xi, &shift).map(|p| p.0);
             match pick {
                 Some(id) => out.push(id),
                 None => break,
@@ -499,6 +557,39 @@ impl Strategy for BayesOpt {
     }
 
     fn tell(&mut self, _: &SearchContext<'_>, _: &[Observation]) {}
+
+    /// What one more measurement could still gain, optimistically: the best observation
+    /// minus the lowest lower confidence bound (mean − 2σ, in log units) over the candidates
+    /// the next `ask` would score (drawn with a generator of their own, so asking changes no
+    /// proposal), as a fraction of the best: `1 - exp(-gap)`. A bound rather than the expected
+    /// improvement, because a GP fitted to few points is often too sure of itself: expected
+    /// improvement below 1 % while the optimum is still a step away. `None` in local mode, in
+    /// the initial design, before two successes, or when the GP cannot be fitted.
+    fn expected_gain(&mut self, ctx: &SearchContext<'_>) -> Option<f64> {
+        let n_ok = (ctx.history.observations().iter())
+            .filter(|o| o.value.is_some())
+            .count();
+        let d = ctx.space.feature_dims();
+        if self.cfg.local || n_ok < 2 || d == 0 || ctx.history.len() < self.cfg.initial {
+            return None;
+        }
+        let model = self.model(ctx, &[], false)?;
+        let own = seeded_rng(self.seed ^ ctx.history.len() as u64, 7);
+        let saved = std::mem::replace(&mut self.rng, own);
+        let trusted = model.offset.is_some_and(|o| o.0 > 0.0);
+        let cands = self.candidates(ctx, &[], trusted);
+        self.rng = saved;
+        let prior = self.prior.as_deref();
+        let mut scratch = Vec::new();
+        let lowest = (cands.iter())
+            .map(|&c| {
+                let (mu, v) = model.gp.predict(&ctx.space.features(c), &mut scratch);
+                mu + model.shift(prior, ctx.space, c) - 2.0 * v.max(0.0).sqrt()
+            })
+            .fold(f64::INFINITY, f64::min);
+        let gap = (model.best - lowest).max(0.0) * model.sd;
+        Some(1.0 - (-gap).exp())
+    }
 }
 
 #[cfg(test)]

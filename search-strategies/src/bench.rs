@@ -14,10 +14,7 @@ use crate::strategy::{Driver, Strategy};
 /// One replay run: `strategy` with `seed` on `replay` for `budget` evaluations. `None` for an
 /// unknown strategy name.
 pub fn run_one(replay: &ReplaySpace, strategy: &str, seed: u64, budget: usize) -> Option<Trace> {
-    let mut s = by_name(strategy, seed)?;
-    let mut objective = replay.objective();
-    let out = Driver::new(budget).run(&replay.space, s.as_mut(), &mut objective);
-    Some(out.history.observations().iter().map(|o| o.value).collect())
+    run_with(replay, strategy, seed, &Driver::new(budget), None)
 }
 
 /// [`run_one`] with transfer from `prior` (built for `replay.space`), through
@@ -29,9 +26,26 @@ pub fn run_one_with_prior(
     budget: usize,
     prior: std::sync::Arc<crate::transfer::Prior>,
 ) -> Option<Trace> {
-    let mut s = crate::transfer::by_name_with_prior(strategy, seed, prior)?;
+    run_with(replay, strategy, seed, &Driver::new(budget), Some(prior))
+}
+
+/// One replay run of the registry's `strategy` under `driver` (its budget, batch width and
+/// stopping rule), with transfer from `prior` when given. The trace is in measurement order,
+/// so with a batch width of `w` evaluation `k` (1-based) was measured in round `⌈k / w⌉`.
+/// `None` for an unknown strategy name.
+pub fn run_with(
+    replay: &ReplaySpace,
+    strategy: &str,
+    seed: u64,
+    driver: &Driver,
+    prior: Option<std::sync::Arc<crate::transfer::Prior>>,
+) -> Option<Trace> {
+    let mut s = match prior {
+        Some(p) => crate::transfer::by_name_with_prior(strategy, seed, p)?,
+        None => by_name(strategy, seed)?,
+    };
     let mut objective = replay.objective();
-    let out = Driver::new(budget).run(&replay.space, s.as_mut(), &mut objective);
+    let out = driver.run(&replay.space, s.as_mut(), &mut objective);
     Some(out.history.observations().iter().map(|o| o.value).collect())
 }
 
@@ -238,6 +252,12 @@ pub struct MatchRow {
     pub reference_evaluations: f64,
     /// Per run of ours, in order: evaluations to reach the target, `None` when not reached.
     pub reached: Vec<Option<usize>>,
+    /// Our batch width: configurations measured at once per round (1: one at a time).
+    pub batch: usize,
+    /// Per run of ours, in order: the evaluations it used (its trace's length).
+    pub used: Vec<usize>,
+    /// Our runs stopped by a stop rule (`--budget auto`): the table adds the evaluations used.
+    pub auto_stop: bool,
 }
 
 impl MatchRow {
@@ -255,7 +275,40 @@ impl MatchRow {
                 .iter()
                 .map(|t| evaluations_to_reach(t, target))
                 .collect(),
+            batch: 1,
+            used: ours.iter().map(Vec::len).collect(),
+            auto_stop: false,
         })
+    }
+
+    /// The same row for runs that a stop rule may have ended before their budget.
+    pub fn with_auto_stop(mut self) -> Self {
+        self.auto_stop = true;
+        self
+    }
+
+    /// The median over our runs of the evaluations they used.
+    pub fn median_used(&self) -> Option<f64> {
+        let xs: Vec<f64> = self.used.iter().map(|&k| k as f64).collect();
+        median(&xs)
+    }
+
+    /// The same row for runs that measured `batch` configurations per round (at least 1).
+    pub fn with_batch(mut self, batch: usize) -> Self {
+        self.batch = batch.max(1);
+        self
+    }
+
+    /// Per run of ours: the round in which the target was reached (`⌈evaluations / batch⌉`),
+    /// `None` when not reached.
+    pub fn rounds(&self) -> Vec<Option<usize>> {
+        rounds_of(&self.reached, self.batch)
+    }
+
+    /// The median over our runs of the rounds to reach the target, as
+    /// [`MatchRow::median_evaluations`] counts evaluations.
+    pub fn median_rounds(&self) -> Option<f64> {
+        median_reached(&self.rounds())
     }
 
     /// The median over our runs of the evaluations to reach the target, a run that never reaches
@@ -270,6 +323,11 @@ impl MatchRow {
     pub fn share_reached(&self) -> f64 {
         share(&self.reached)
     }
+}
+
+fn rounds_of(reached: &[Option<usize>], batch: usize) -> Vec<Option<usize>> {
+    let b = batch.max(1);
+    reached.iter().map(|r| r.map(|k| k.div_ceil(b))).collect()
 }
 
 fn median_reached(reached: &[Option<usize>]) -> Option<f64> {
@@ -293,6 +351,13 @@ fn share(reached: &[Option<usize>]) -> f64 {
 pub fn render_match(ours: &str, reference: &str, budget: usize, rows: &[MatchRow]) -> String {
     let mut s = String::new();
     let all: Vec<Option<usize>> = rows.iter().flat_map(|r| r.reached.clone()).collect();
+    let all_rounds: Vec<Option<usize>> = rows.iter().flat_map(|r| r.rounds()).collect();
+    let all_used: Vec<f64> = (rows.iter().flat_map(|r| r.used.iter()))
+        .map(|&k| k as f64)
+        .collect();
+    let auto = rows.iter().any(|r| r.auto_stop);
+    // One width for the table: the rounds column is printed when it differs from evaluations.
+    let batch = rows.iter().map(|r| r.batch).max().unwrap_or(1);
     let all_label = format!("all {} runs", all.len());
     let w = (rows.iter().map(|r| r.space.len()))
         .chain([all_label.len(), 5])
@@ -302,7 +367,7 @@ pub fn render_match(ours: &str, reference: &str, budget: usize, rows: &[MatchRow
         s,
         "== measurements for {ours} to match {reference} (target: the median over seeds of its best)"
     );
-    let _ = writeln!(
+    let _ = write!(
         s,
         "{:<w$} {:>10} {:>14} {:>12} {:>11}",
         "space",
@@ -311,9 +376,18 @@ pub fn render_match(ours: &str, reference: &str, budget: usize, rows: &[MatchRow
         "ours_median",
         format!("within_{budget}")
     );
+    if batch > 1 {
+        let _ = write!(s, " {:>14}", format!("rounds_of_{batch}"));
+    }
+    if auto {
+        let _ = write!(s, " {:>10}", "ours_used");
+    }
+    let _ = writeln!(s);
     let median_text = |m: Option<f64>| m.map_or(format!(">{budget}"), |m| format!("{m}"));
+    let rounds_text =
+        |m: Option<f64>| m.map_or(format!(">{}", budget.div_ceil(batch)), |m| format!("{m}"));
     for r in rows {
-        let _ = writeln!(
+        let _ = write!(
             s,
             "{:<w$} {:>10} {:>14.6} {:>12} {:>11.3}",
             r.space,
@@ -322,8 +396,15 @@ pub fn render_match(ours: &str, reference: &str, budget: usize, rows: &[MatchRow
             median_text(r.median_evaluations()),
             r.share_reached()
         );
+        if batch > 1 {
+            let _ = write!(s, " {:>14}", rounds_text(r.median_rounds()));
+        }
+        if auto {
+            let _ = write!(s, " {:>10}", r.median_used().unwrap_or(0.0));
+        }
+        let _ = writeln!(s);
     }
-    let _ = writeln!(
+    let _ = write!(
         s,
         "{:<w$} {:>10} {:>14} {:>12} {:>11.3}",
         all_label,
@@ -332,5 +413,12 @@ pub fn render_match(ours: &str, reference: &str, budget: usize, rows: &[MatchRow
         median_text(median_reached(&all)),
         share(&all)
     );
+    if batch > 1 {
+        let _ = write!(s, " {:>14}", rounds_text(median_reached(&all_rounds)));
+    }
+    if auto {
+        let _ = write!(s, " {:>10}", median(&all_used).unwrap_or(0.0));
+    }
+    let _ = writeln!(s);
     s
 }

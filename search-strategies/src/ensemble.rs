@@ -233,6 +233,12 @@ impl Strategy for Ensemble {
             arm.strategy.tell(ctx, results);
         }
     }
+
+    /// The first arm's (the Bayesian optimiser's, the strongest model): the ensemble's other
+    /// arms have no model of the whole space.
+    fn expected_gain(&mut self, ctx: &SearchContext<'_>) -> Option<f64> {
+        self.arms[0].strategy.expected_gain(ctx)
+    }
 }
 
 /// The first of `planned` not in `out`, removed with everything before it; `None` (and

@@ -119,6 +119,17 @@ pub trait Strategy {
 
     /// Learns from measured results.
     fn tell(&mut self, ctx: &SearchContext<'_>, results: &[Observation]);
+
+    /// What the strategy's model expects one more measurement to gain: the largest expected
+    /// improvement of the best objective over the configurations it would consider next, as a
+    /// fraction of the best (0.01: one more measurement is expected to make the best 1 %
+    /// faster). `None` when it has no model or too little data for one (the default): a
+    /// [`StopRule`] never stops such a strategy early. Must not change what the strategy
+    /// proposes next: a search that asks this is, proposal for proposal, the one that does not.
+    fn expected_gain(&mut self, ctx: &SearchContext<'_>) -> Option<f64> {
+        let _ = ctx;
+        None
+    }
 }
 
 /// Something that measures configurations: a replay table, a simulator or real hardware.
@@ -145,6 +156,46 @@ pub enum StopReason {
     TimeLimit,
     /// The strategy proposed nothing new.
     StrategyExhausted,
+    /// The [`StopRule`] held: the strategy's model expected less than the rule's threshold
+    /// from one more measurement, for the rule's patience of rounds in a row.
+    Converged,
+}
+
+impl StopReason {
+    /// A short stable name for reports: `budget`, `space_exhausted`, `time_limit`,
+    /// `strategy_exhausted`, `converged`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::BudgetExhausted => "budget",
+            StopReason::SpaceExhausted => "space_exhausted",
+            StopReason::TimeLimit => "time_limit",
+            StopReason::StrategyExhausted => "strategy_exhausted",
+            StopReason::Converged => "converged",
+        }
+    }
+}
+
+/// `--budget auto`: stop before the budget when the strategy's model expects little from more
+/// measurements ([`Strategy::expected_gain`]). The budget stays the cap.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StopRule {
+    /// Stop when the expected gain of one more measurement is below this fraction of the best.
+    pub threshold: f64,
+    /// Never stop before this many configurations are measured.
+    pub min_evaluations: usize,
+    /// The gain must stay below the threshold this many rounds in a row.
+    pub patience: usize,
+}
+
+impl Default for StopRule {
+    /// 1 % of the best, after at least 20 measurements, 3 rounds in a row.
+    fn default() -> Self {
+        Self {
+            threshold: 0.01,
+            min_evaluations: 20,
+            patience: 3,
+        }
+    }
 }
 
 /// The result of a search.
@@ -156,6 +207,9 @@ pub struct SearchOutcome {
     pub stop: StopReason,
     /// Proposals the driver discarded (invalid ids, repeats); zero for a correct strategy.
     pub discarded: usize,
+    /// With a [`StopRule`]: the last expected gain the strategy reported before the search
+    /// ended (`None` without a rule, or when it never reported one).
+    pub expected_gain: Option<f64>,
 }
 
 /// Owns the search loop: the budget, batch size, time limit and the stop reason.
@@ -168,6 +222,8 @@ pub struct Driver {
     pub batch: usize,
     /// Wall-clock limit for the whole search, if any (makes runs non-reproducible when hit).
     pub time_limit: Option<Duration>,
+    /// Stop early when the strategy's model expects little more (`None`: run to the budget).
+    pub stop_rule: Option<StopRule>,
 }
 
 impl Driver {
@@ -177,6 +233,7 @@ impl Driver {
             budget,
             batch: 1,
             time_limit: None,
+            stop_rule: None,
         }
     }
 
@@ -191,6 +248,8 @@ impl Driver {
         let start = Instant::now();
         let mut history = History::new(space.len());
         let mut discarded = 0;
+        let mut expected_gain = None;
+        let mut quiet_rounds = 0;
         let stop = loop {
             if history.len() >= self.budget {
                 break StopReason::BudgetExhausted;
@@ -200,6 +259,23 @@ impl Driver {
             }
             if self.time_limit.is_some_and(|t| start.elapsed() >= t) {
                 break StopReason::TimeLimit;
+            }
+            if let Some(rule) = self
+                .stop_rule
+                .filter(|r| history.len() >= r.min_evaluations)
+            {
+                let gain = strategy.expected_gain(&SearchContext {
+                    space,
+                    history: &history,
+                });
+                expected_gain = gain.or(expected_gain);
+                quiet_rounds = match gain {
+                    Some(g) if g < rule.threshold => quiet_rounds + 1,
+                    _ => 0,
+                };
+                if quiet_rounds >= rule.patience.max(1) {
+                    break StopReason::Converged;
+                }
             }
             let want = self
                 .batch
@@ -252,6 +328,7 @@ impl Driver {
             history,
             stop,
             discarded,
+            expected_gain,
         }
     }
 }

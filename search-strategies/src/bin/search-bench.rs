@@ -11,12 +11,13 @@ use std::sync::{Arc, Mutex};
 use clap::Parser;
 use search_strategies::aoe_ga::{AoeGa, AoeGaConfig};
 use search_strategies::bench::{
-    curves, render_match, run_one, run_one_with_prior, run_strategy, svg, MatchRow, Table,
+    curves, render_match, run_strategy, run_with, svg, MatchRow, Table,
 };
 use search_strategies::compare::{parse_peer_arg, render_versus, versus, Peer};
 use search_strategies::replay::ReplaySpace;
 use search_strategies::score::{Baseline, Trace, TraceFile};
 use search_strategies::strategies::{by_name, STRATEGY_NAMES};
+use search_strategies::strategy::{Driver, StopRule};
 use search_strategies::transfer::{Prior, Source};
 
 /// Replays search strategies on Kernel Tuner cache files and scores them.
@@ -36,9 +37,17 @@ struct Args {
     /// First seed.
     #[arg(long, default_value_t = 1000)]
     seed_base: u64,
-    /// Unique configurations measured per run.
-    #[arg(long, default_value_t = 200)]
-    budget: usize,
+    /// Unique configurations measured per run: a number, or `auto` (`auto:N`) to stop when
+    /// the strategy's model expects less than 1 % from one more measurement, three rounds in a
+    /// row after at least 20, capped at 200 (N). Scores and fractions are over the cap; a run
+    /// that stopped keeps its best.
+    #[arg(long, default_value = "200", value_parser = parse_budget)]
+    budget: Budget,
+    /// Configurations measured at once per round (a board's `TUNING_PARALLEL_NUM`): our
+    /// strategies are asked for this many per round. With `--match-aoe-ga` the table adds
+    /// the median rounds to match.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    batch: u64,
     /// Where to write the traces (JSON).
     #[arg(long)]
     traces: Option<PathBuf>,
@@ -72,12 +81,37 @@ struct Args {
     /// whole space if smaller); per run of ours, the first evaluation whose best-so-far is at
     /// least as good; the median over seeds and the share of runs that get there within
     /// `--budget`. Printed twice: for AOE's default settings (early stop on) and for the same
-    /// with the early stop off (every one of its trials used).
+    /// with the early stop off (every one of its trials used); with `--transfer` or
+    /// `--transfer-from`, also for the default with transfer.
     #[arg(long)]
     match_aoe_ga: bool,
     /// AOE-GA's evaluations per run for `--match-aoe-ga` (AOE's default trials per operator).
     #[arg(long, default_value_t = AoeGaConfig::default().trials)]
     aoe_ga_budget: usize,
+}
+
+/// `--budget`: the cap on measurements per run and whether a stop rule may end it sooner.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    cap: usize,
+    auto: bool,
+}
+
+fn parse_budget(s: &str) -> Result<Budget, String> {
+    let (auto, cap) = match s.strip_prefix("auto") {
+        Some("") => (true, "200"),
+        Some(rest) => match rest.strip_prefix(':') {
+            Some(n) => (true, n),
+            None => return Err(format!("expected a number, `auto` or `auto:N`, got `{s}`")),
+        },
+        None => (false, s),
+    };
+    match cap.parse::<usize>() {
+        Ok(cap) if cap > 0 => Ok(Budget { cap, auto }),
+        _ => Err(format!(
+            "expected a positive number of measurements, `auto` or `auto:N`, got `{s}`"
+        )),
+    }
 }
 
 fn main() -> ExitCode {
@@ -110,20 +144,20 @@ fn run(args: Args) -> Result<(), String> {
     }
     let baselines: Vec<(String, Baseline)> = spaces
         .iter()
-        .filter_map(|(name, r)| Baseline::new(&r.table, args.budget).map(|b| (name.clone(), b)))
+        .filter_map(|(name, r)| Baseline::new(&r.table, args.budget.cap).map(|b| (name.clone(), b)))
         .collect();
-    let mut table = Table::score(&file, &baselines, args.budget, "");
-    let mut lines = curves(&file, &baselines, args.budget, "");
+    let mut table = Table::score(&file, &baselines, args.budget.cap, "");
+    let mut lines = curves(&file, &baselines, args.budget.cap, "");
     let mut peers = Vec::new();
     for arg in &args.compare {
         let (label, path) = parse_peer_arg(arg);
         peers.push(Peer::load(&label, &path).map_err(|e| e.to_string())?);
     }
-    add_peers(&peers, &baselines, args.budget, &mut table, &mut lines);
+    add_peers(&peers, &baselines, args.budget.cap, &mut table, &mut lines);
     print!("{}", table.render());
     if strategies.contains(&args.versus) {
         for peer in &peers {
-            let duels = versus(&file, &args.versus, peer, &baselines, args.budget);
+            let duels = versus(&file, &args.versus, peer, &baselines, args.budget.cap);
             print!("\n{}", render_versus(&args.versus, &duels));
         }
     }
@@ -205,13 +239,16 @@ fn run_all(
                     break;
                 };
                 let name = &strategies[st];
-                let trace = match (name.strip_suffix("+transfer"), &priors[sp]) {
-                    (Some(base), Some(p)) => {
-                        run_one_with_prior(&spaces[sp].1, base, seed, args.budget, p.clone())
-                    }
-                    (Some(base), None) => run_one(&spaces[sp].1, base, seed, args.budget),
-                    (None, _) => run_one(&spaces[sp].1, name, seed, args.budget),
+                let (base, prior) = match name.strip_suffix("+transfer") {
+                    Some(base) => (base, priors[sp].clone()),
+                    None => (name.as_str(), None),
                 };
+                let driver = Driver {
+                    batch: args.batch as usize,
+                    stop_rule: args.budget.auto.then(StopRule::default),
+                    ..Driver::new(args.budget.cap)
+                };
+                let trace = run_with(&spaces[sp].1, base, seed, &driver, prior);
                 if let Ok(mut r) = results.lock() {
                     r[i] = trace;
                 }
@@ -261,19 +298,26 @@ fn print_aoe_ga_match(
     ];
     for (label, config) in variants {
         let reference = aoe_runs(spaces, seeds, args.aoe_ga_budget, args.jobs, &config)?;
-        let rows: Vec<MatchRow> = spaces
-            .iter()
-            .zip(&reference)
-            .filter_map(|((name, _), theirs)| {
-                let ours = file.get(name)?.get(default)?;
-                MatchRow::new(name, ours, theirs)
-            })
-            .collect();
-        let reference = format!("{label} at {}", args.aoe_ga_budget);
-        print!(
-            "\n{}",
-            render_match(default, &reference, args.budget, &rows)
-        );
+        let label = format!("{label} at {}", args.aoe_ga_budget);
+        let warm = format!("{default}+transfer");
+        for ours in [default, warm.as_str()] {
+            let rows: Vec<MatchRow> = spaces
+                .iter()
+                .zip(&reference)
+                .filter_map(|((name, _), theirs)| {
+                    let runs = file.get(name)?.get(ours)?;
+                    let row = MatchRow::new(name, runs, theirs)?.with_batch(args.batch as usize);
+                    Some(if args.budget.auto {
+                        row.with_auto_stop()
+                    } else {
+                        row
+                    })
+                })
+                .collect();
+            if !rows.is_empty() {
+                print!("\n{}", render_match(ours, &label, args.budget.cap, &rows));
+            }
+        }
     }
     Ok(())
 }

@@ -516,6 +516,10 @@ impl Strategy for WarmStart {
     fn tell(&mut self, ctx: &SearchContext<'_>, results: &[Observation]) {
         self.inner.tell(ctx, results);
     }
+
+    fn expected_gain(&mut self, ctx: &SearchContext<'_>) -> Option<f64> {
+        self.inner.expected_gain(ctx)
+    }
 }
 
 /// Up to `n` of `prior`'s seeds not yet measured nor in `taken`, in order. Empty when the prior

@@ -52,6 +52,7 @@ fn run(strategy: &mut dyn Strategy, space: &Space, budget: usize, batch: usize) 
         budget,
         batch,
         time_limit: None,
+        stop_rule: None,
     };
     let out = driver.run(space, strategy, &mut obj);
     assert_eq!(out.discarded, 0, "invalid or repeated proposals");
@@ -199,6 +200,7 @@ fn no_repeats_and_every_valid_configuration_in_the_end() {
             budget: s.len() + 100,
             batch,
             time_limit: None,
+            stop_rule: None,
         }
         .run(&s, &mut ga, &mut obj);
         assert_eq!(out.discarded, 0);

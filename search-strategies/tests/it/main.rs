@@ -15,6 +15,7 @@ mod plot_render;
 mod replay_files;
 mod replay_spaces;
 mod restrictions;
+mod stopping;
 mod strategies;
 mod tpe;
 mod transfer;

@@ -90,6 +90,7 @@ fn time_limit_stops_the_driver() {
         budget: 10,
         batch: 1,
         time_limit: Some(std::time::Duration::ZERO),
+        stop_rule: None,
     };
     let out = driver.run(&space, st.as_mut(), &mut obj);
     assert_eq!(out.stop, StopReason::TimeLimit);

@@ -52,6 +52,7 @@ fn run(name: &str, seed: u64, budget: usize, batch: usize) -> (Vec<ConfigId>, St
         budget,
         batch,
         time_limit: None,
+        stop_rule: None,
     };
     let out = driver.run(&s, strategy.as_mut(), &mut obj);
     let ids = out.history.observations().iter().map(|o| o.id).collect();

@@ -58,6 +58,7 @@ fn run(
         budget,
         batch,
         time_limit: None,
+        stop_rule: None,
     };
     let out = driver.run(&s, strategy, &mut obj);
     let obs = out.history.observations();

@@ -155,6 +155,9 @@ impl Strategy for Cancellable<'_> {
     fn tell(&mut self, ctx: &SearchContext<'_>, results: &[Observation]) {
         self.inner.tell(ctx, results)
     }
+    fn expected_gain(&mut self, ctx: &SearchContext<'_>) -> Option<f64> {
+        self.inner.expected_gain(ctx)
+    }
 }
 
 /// What a job's result tells the pool: how many of its granted trials it used (the rest go

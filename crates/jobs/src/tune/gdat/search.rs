@@ -244,6 +244,10 @@ impl Strategy for Seeded {
     fn tell(&mut self, ctx: &SearchContext<'_>, results: &[Observation]) {
         self.inner.tell(ctx, results);
     }
+
+    fn expected_gain(&mut self, ctx: &SearchContext<'_>) -> Option<f64> {
+        self.inner.expected_gain(ctx)
+    }
 }
 
 /// What the search found.
