@@ -78,12 +78,34 @@ impl TuneResult {
 /// `platform_config/<SoC>.ini`) or a folder of them, before the installed toolkit's and the
 /// built-in copy (`tunebank tune --platform-config`); `workers` and `repeat_tune` default to
 /// `TUNING_PARALLEL_NUM` and `REPEAT_TUNE`; `runner` is `sim`, `sim:SEED`, `cpu` or
-/// `exec:COMMAND`; `budget` candidates per op (subgraph, job); `transfer` (OPAT): a miss's
+/// `exec:COMMAND`; `budget` candidates per op (subgraph, job), or `"auto"` / `"auto:N"` (OPAT:
+/// an op's search stops when the model expects less than 1 % from one more measurement, at
+/// 200 (N) at most; `tunebank tune --budget auto`); `transfer` (OPAT): a miss's
 /// search starts from the winners of related bank records; `progress`, if given, is called
 /// with a dict per finished task; every other keyword is an ATC option (`soc_version`
 /// required).
+/// `tune(budget=…)`: a number of candidates, or the text `tunebank tune --budget` takes.
+#[derive(FromPyObject)]
+pub(crate) enum BudgetArg {
+    /// Candidates per op.
+    Count(usize),
+    /// `"auto"`, `"auto:N"` or a number as text.
+    Text(String),
+}
+
+impl BudgetArg {
+    fn resolve(self) -> PyResult<search_strategies::Budget> {
+        match self {
+            BudgetArg::Count(cap) => Ok(search_strategies::Budget { cap, auto: false }),
+            BudgetArg::Text(t) => t
+                .parse()
+                .map_err(|e: String| crate::errors::input(format!("budget: {e}"))),
+        }
+    }
+}
+
 #[pyfunction]
-#[pyo3(signature = (model, job_type=None, *, bank=None, graph_bank=None, op_bank=None, output_dir=None, config=None, platform_config=None, runner="sim".to_owned(), strategy="ensemble".to_owned(), budget=64, seed=1, workers=None, repeat_tune=None, transfer=true, rank_size=None, devices_per_server=8, cluster=None, max_segments=8, progress=None, **atc_options))]
+#[pyo3(signature = (model, job_type=None, *, bank=None, graph_bank=None, op_bank=None, output_dir=None, config=None, platform_config=None, runner="sim".to_owned(), strategy="ensemble".to_owned(), budget=BudgetArg::Count(64), seed=1, workers=None, repeat_tune=None, transfer=true, rank_size=None, devices_per_server=8, cluster=None, max_segments=8, progress=None, **atc_options))]
 #[allow(clippy::too_many_arguments)]
 fn tune(
     py: Python<'_>,
@@ -97,7 +119,7 @@ fn tune(
     platform_config: Option<PathBuf>,
     runner: String,
     strategy: String,
-    budget: usize,
+    budget: BudgetArg,
     seed: u64,
     workers: Option<usize>,
     repeat_tune: Option<bool>,
@@ -120,7 +142,9 @@ fn tune(
         .parse()
         .map_err(|e| to_py(tunebank::tune::TuneError::from(e)))?;
     spec.strategy = strategy;
-    spec.budget = budget;
+    let budget = budget.resolve()?;
+    spec.budget = budget.cap;
+    spec.auto_stop = budget.auto;
     spec.seed = seed;
     spec.workers = workers;
     spec.repeat_tune = repeat_tune;

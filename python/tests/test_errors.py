@@ -82,3 +82,16 @@ def test_the_extension_is_built_with_overflow_checks():
         _tunebank._overflow_probe(2**32 - 1, 1)
     assert type(caught.value).__name__ == "PanicException", caught.value
     assert "overflow" in str(caught.value)
+
+
+def test_budget_takes_a_number_or_auto(tmp_path):
+    model = FIXTURES / "models" / "bert_layer.onnx"
+    for bad in ["lots", "auto:x", "-1", "auto60"]:
+        with pytest.raises(tunebank.InputError, match="auto:N"):
+            tunebank.tune(model, budget=bad, bank=tmp_path / "never.db", soc_version="Ascend910B2")
+    assert not (tmp_path / "never.db").exists()
+    # `tunebank tune --budget auto:60`: the searches stop by the model's rule or at 60.
+    r = tunebank.tune(model, budget="auto:60", bank=tmp_path / "b.db", output_dir=tmp_path,
+                      soc_version="Ascend910B2")
+    assert r.result == "tuning successful", r
+    assert r.summary["repo_add_num"] + r.summary["repo_unsatisfied_num"] == r.tasks, r

@@ -78,6 +78,28 @@ fn bench(c: &mut Criterion) {
         )
     });
 
+    // A batch of 8 chosen jointly (each pick conditions the model on the earlier picks at the
+    // value it predicted for them: the Kriging believer), against the ask of 1 above.
+    c.bench_function("bayes_opt ask of 8 @500 observations", |b| {
+        b.iter_batched(
+            || warm.clone(),
+            |mut s| s.ask(&ctx, 8),
+            BatchSize::SmallInput,
+        )
+    });
+
+    // What `--budget auto` asks once per round: the expected gain of the next 20 measurements.
+    c.bench_function(
+        "bayes_opt expected_gain (horizon 20) @500 observations",
+        |b| {
+            b.iter_batched(
+                || warm.clone(),
+                |mut s| s.expected_gain(&ctx, 20),
+                BatchSize::SmallInput,
+            )
+        },
+    );
+
     // The same with the rank-only kernel (the default before the overlap term).
     let mut rank_only = BayesOpt::with_config(
         1,

@@ -81,6 +81,9 @@ pub struct BayesOpt {
     fitted_at: usize,
     /// Transfer: seeds proposed first, and a prior mean the GP models the residual of.
     prior: Option<Arc<Prior>>,
+    /// This `ask`'s model-chosen proposals and the log objective the model predicted for each
+    /// (the Kriging believer's lies for the rest of the batch).
+    believed: std::collections::HashMap<ConfigId, f64>,
 }
 
 impl BayesOpt {
@@ -98,6 +101,7 @@ impl BayesOpt {
             hyper: Hyper::isotropic(0, 0.5, 1e-3),
             fitted_at: 0,
             prior: None,
+            believed: Default::default(),
         }
     }
 
@@ -241,12 +245,14 @@ impl BayesOpt {
         let space = ctx.space;
         let d = space.feature_dims();
         let (ids, mut y) = self.training(ctx);
-        // Constant liar: pending proposals of this batch count as the best value so far.
+        // Pending proposals of this batch: a model-chosen one counts as the value the model
+        // predicted for it when it was chosen (the Kriging believer), any other (a design
+        // point, a seed) as the best value so far (the constant liar).
         let lie = y.iter().copied().fold(f64::INFINITY, f64::min);
         let mut all_ids = ids;
         for &p in pending {
             all_ids.push(p);
-            y.push(lie);
+            y.push(self.believed.get(&p).copied().unwrap_or(lie));
         }
         let mean = y.iter().sum::<f64>() / y.len() as f64;
         let var = y.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / y.len() as f64;
@@ -285,6 +291,7 @@ impl BayesOpt {
             gp,
             best,
             sd,
+            mean,
             offset,
         })
     }
@@ -384,6 +391,47 @@ fn best_by_ei(
     pick
 }
 
+/// The sum of the `k` largest expected improvements over `best` among `cands` (standardised
+/// units; see [`best_by_ei`] for `shift` and the bound that spares exact computations):
+/// roughly what `k` more measurements could gain if they improved independently. `None` when
+/// `cands` is empty.
+fn top_ei_sum(
+    gp: &Gp,
+    space: &Space,
+    cands: &[ConfigId],
+    best: f64,
+    shift: &dyn Fn(ConfigId) -> f64,
+    k: usize,
+) -> Option<f64> {
+    if cands.is_empty() {
+        return None;
+    }
+    let mut bounded: Vec<(f64, ConfigId)> = cands
+        .iter()
+        .map(|&c| {
+            let mu = gp.mean(&space.features(c)) + shift(c);
+            (expected_improvement(mu, 1.0, best, 0.0), c)
+        })
+        .collect();
+    bounded.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut scratch = Vec::new();
+    // The k largest exact values so far, ascending.
+    let mut top: Vec<f64> = Vec::with_capacity(k + 1);
+    for &(bound, c) in &bounded {
+        if top.len() == k.max(1) && bound <= top[0] {
+            break;
+        }
+        let (mu, v) = gp.predict(&space.features(c), &mut scratch);
+        let ei = expected_improvement(mu + shift(c), v, best, 0.0);
+        let at = top.partition_point(|&x| x < ei);
+        top.insert(at, ei);
+        if top.len() > k.max(1) {
+            top.remove(0);
+        }
+    }
+    Some(top.iter().sum())
+}
+
 /// The trust region of [`BayesConfig::local`]: the unmeasured configurations (not in `taken`)
 /// that differ from the best observation by one step in one parameter's value list, then
 /// those that differ by one step in each of two parameters, in that order, each once. When
@@ -443,6 +491,8 @@ struct Model {
     best: f64,
     /// The standard deviation of the log objectives: one standardised unit in log units.
     sd: f64,
+    /// The mean of the log objectives: standardised 0.
+    mean: f64,
     /// Transfer: the prior's learned weight and centre, when there is a prior for this space.
     offset: Option<(f64, f64)>,
 }
@@ -479,6 +529,7 @@ impl Strategy for BayesOpt {
 
     fn ask(&mut self, ctx: &SearchContext<'_>, n: usize) -> Vec<ConfigId> {
         let mut out: Vec<ConfigId> = Vec::with_capacity(n);
+        self.believed.clear();
         let space = ctx.space;
         let d = space.feature_dims();
         let n_ok = ctx
@@ -549,7 +600,12 @@ impl Strategy for BayesOpt {
             }
             let pick = best_by_ei(gp, space, &cands, best, self.cfg.xi, &shift).map(|p| p.0);
             match pick {
-                Some(id) => out.push(id),
+                Some(id) => {
+                    // Believed: the model's mean there, in log units.
+                    let mu = gp.mean(&space.features(id)) + shift(id);
+                    self.believed.insert(id, mu * model.sd + model.mean);
+                    out.push(id)
+                }
                 None => break,
             }
         }
@@ -558,14 +614,11 @@ impl Strategy for BayesOpt {
 
     fn tell(&mut self, _: &SearchContext<'_>, _: &[Observation]) {}
 
-    /// What one more measurement could still gain, optimistically: the best observation
-    /// minus the lowest lower confidence bound (mean − 2σ, in log units) over the candidates
-    /// the next `ask` would score (drawn with a generator of their own, so asking changes no
-    /// proposal), as a fraction of the best: `1 - exp(-gap)`. A bound rather than the expected
-    /// improvement, because a GP fitted to few points is often too sure of itself: expected
-    /// improvement below 1 % while the optimum is still a step away. `None` in local mode, in
-    /// the initial design, before two successes, or when the GP cannot be fitted.
-    fn expected_gain(&mut self, ctx: &SearchContext<'_>) -> Option<f64> {
+    /// The sum of the `horizon` largest expected improvements over the candidates the next
+    /// `ask` would score (drawn with a generator of their own, so asking changes no proposal),
+    /// as a fraction of the best: `1 - exp(-ΣEI)` with EI in log units. `None` in local mode,
+    /// in the initial design, before two successes, or when the GP cannot be fitted.
+    fn expected_gain(&mut self, ctx: &SearchContext<'_>, horizon: usize) -> Option<f64> {
         let n_ok = (ctx.history.observations().iter())
             .filter(|o| o.value.is_some())
             .count();
@@ -579,16 +632,10 @@ impl Strategy for BayesOpt {
         let trusted = model.offset.is_some_and(|o| o.0 > 0.0);
         let cands = self.candidates(ctx, &[], trusted);
         self.rng = saved;
-        let prior = self.prior.as_deref();
-        let mut scratch = Vec::new();
-        let lowest = (cands.iter())
-            .map(|&c| {
-                let (mu, v) = model.gp.predict(&ctx.space.features(c), &mut scratch);
-                mu + model.shift(prior, ctx.space, c) - 2.0 * v.max(0.0).sqrt()
-            })
-            .fold(f64::INFINITY, f64::min);
-        let gap = (model.best - lowest).max(0.0) * model.sd;
-        Some(1.0 - (-gap).exp())
+        let prior = self.prior.clone();
+        let shift = |id: ConfigId| model.shift(prior.as_deref(), ctx.space, id);
+        let ei = top_ei_sum(&model.gp, ctx.space, &cands, model.best, &shift, horizon)?;
+        Some(1.0 - (-ei * model.sd).exp())
     }
 }
 

@@ -236,8 +236,8 @@ impl Strategy for Ensemble {
 
     /// The first arm's (the Bayesian optimiser's, the strongest model): the ensemble's other
     /// arms have no model of the whole space.
-    fn expected_gain(&mut self, ctx: &SearchContext<'_>) -> Option<f64> {
-        self.arms[0].strategy.expected_gain(ctx)
+    fn expected_gain(&mut self, ctx: &SearchContext<'_>, horizon: usize) -> Option<f64> {
+        self.arms[0].strategy.expected_gain(ctx, horizon)
     }
 }
 

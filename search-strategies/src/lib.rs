@@ -117,8 +117,8 @@ pub mod transfer;
 pub use expr::{Restriction, RestrictionError, Value};
 pub use space::{Config, ConfigId, Features, Neighbourhood, Parameter, Space, SpaceError};
 pub use strategy::{
-    Driver, History, Objective, Observation, SearchContext, SearchOutcome, StopReason, StopRule,
-    Strategy,
+    Budget, Driver, History, Objective, Observation, SearchContext, SearchOutcome, StopReason,
+    StopRule, Strategy,
 };
 
 /// Checks that `source` is a well-formed restriction, accepting any identifier as a parameter;

@@ -120,14 +120,15 @@ pub trait Strategy {
     /// Learns from measured results.
     fn tell(&mut self, ctx: &SearchContext<'_>, results: &[Observation]);
 
-    /// What the strategy's model expects one more measurement to gain: the largest expected
-    /// improvement of the best objective over the configurations it would consider next, as a
-    /// fraction of the best (0.01: one more measurement is expected to make the best 1 %
-    /// faster). `None` when it has no model or too little data for one (the default): a
-    /// [`StopRule`] never stops such a strategy early. Must not change what the strategy
-    /// proposes next: a search that asks this is, proposal for proposal, the one that does not.
-    fn expected_gain(&mut self, ctx: &SearchContext<'_>) -> Option<f64> {
-        let _ = ctx;
+    /// What the strategy's model expects the next `horizon` measurements to gain: the sum of
+    /// the `horizon` largest expected improvements of the best objective over the
+    /// configurations it would consider next, as a fraction of the best (0.01: they are
+    /// expected to make the best 1 % faster). `None` when it has no model or too little data
+    /// for one (the default): a [`StopRule`] never stops such a strategy early. Must not change
+    /// what the strategy proposes next: a search that asks this is, proposal for proposal, the
+    /// one that does not.
+    fn expected_gain(&mut self, ctx: &SearchContext<'_>, horizon: usize) -> Option<f64> {
+        let _ = (ctx, horizon);
         None
     }
 }
@@ -176,26 +177,106 @@ impl StopReason {
 }
 
 /// `--budget auto`: stop before the budget when the strategy's model expects little from more
-/// measurements ([`Strategy::expected_gain`]). The budget stays the cap.
+/// measurements ([`Strategy::expected_gain`]) and the measurements agree: the best has not
+/// improved by the threshold over the last `stall` of them. The model alone is not enough: a
+/// GP fitted to few points can be sure of itself while the optimum is a step away. The budget
+/// stays the cap.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StopRule {
-    /// Stop when the expected gain of one more measurement is below this fraction of the best.
+    /// Stop when the expected gain of the next `horizon` measurements is below this fraction
+    /// of the best.
     pub threshold: f64,
+    /// The measurements whose expected gain is summed ([`Strategy::expected_gain`]).
+    pub horizon: usize,
     /// Never stop before this many configurations are measured.
     pub min_evaluations: usize,
     /// The gain must stay below the threshold this many rounds in a row.
     pub patience: usize,
+    /// And the best must not have improved by more than the threshold (as a fraction of it)
+    /// over this many of the last measurements.
+    pub stall: usize,
+}
+
+/// A search's budget as users write it: `N` measurements, or `auto` / `auto:N` for a
+/// [`StopRule`] under a cap of 200 (N). The one parser of `--budget` for `tunebank tune`,
+/// `search-bench` and Python's `tune(budget=…)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Measurements at most.
+    pub cap: usize,
+    /// `auto`: a [`StopRule`] may end the search before `cap`.
+    pub auto: bool,
+}
+
+impl Budget {
+    /// The cap of a bare `auto`.
+    pub const AUTO_CAP: usize = 200;
+
+    /// The stop rule this budget asks for (`None` for a plain number).
+    pub fn stop_rule(self) -> Option<StopRule> {
+        self.auto.then(StopRule::default)
+    }
+}
+
+impl std::str::FromStr for Budget {
+    type Err = String;
+
+    /// `N`, `auto` or `auto:N`; the error names the text and the accepted forms. A cap of 0 is
+    /// accepted here and left to the caller, which knows what it needs.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        let (auto, cap) = match t.strip_prefix("auto") {
+            Some("") => {
+                return Ok(Budget {
+                    cap: Self::AUTO_CAP,
+                    auto: true,
+                })
+            }
+            Some(rest) => match rest.strip_prefix(':') {
+                Some(n) => (true, n),
+                None => (false, t),
+            },
+            None => (false, t),
+        };
+        cap.parse::<usize>()
+            .map(|cap| Budget { cap, auto })
+            .map_err(|_| {
+                format!("expected a number of measurements, `auto` or `auto:N`, got `{s}`")
+            })
+    }
 }
 
 impl Default for StopRule {
-    /// 1 % of the best, after at least 20 measurements, 3 rounds in a row.
+    /// Less than 1 % of the best expected from the next 20 measurements, 3 rounds in a row,
+    /// after at least 20 measurements, with no improvement of 1 % over the last 40 (chosen on
+    /// the dev spaces' design seeds: search-strategies/README.md, "Stopping by the model").
     fn default() -> Self {
         Self {
             threshold: 0.01,
+            horizon: 20,
             min_evaluations: 20,
             patience: 3,
+            stall: 40,
         }
     }
+}
+
+/// True when the best of `history` is within `rule.threshold` (a fraction) of the best before
+/// its last `rule.stall` measurements: no real improvement lately. False while fewer than
+/// `rule.stall` measurements were made or nothing succeeded before them.
+fn stalled(history: &History, rule: StopRule) -> bool {
+    let obs = history.observations();
+    let Some(cut) = obs.len().checked_sub(rule.stall.max(1)) else {
+        return false;
+    };
+    let best_then = (obs[..cut].iter())
+        .filter_map(|o| o.value)
+        .fold(f64::INFINITY, f64::min);
+    let best_now = history
+        .best()
+        .and_then(|b| b.value)
+        .unwrap_or(f64::INFINITY);
+    best_then.is_finite() && best_now >= best_then * (1.0 - rule.threshold)
 }
 
 /// The result of a search.
@@ -264,16 +345,17 @@ impl Driver {
                 .stop_rule
                 .filter(|r| history.len() >= r.min_evaluations)
             {
-                let gain = strategy.expected_gain(&SearchContext {
+                let ctx = SearchContext {
                     space,
                     history: &history,
-                });
+                };
+                let gain = strategy.expected_gain(&ctx, rule.horizon);
                 expected_gain = gain.or(expected_gain);
                 quiet_rounds = match gain {
                     Some(g) if g < rule.threshold => quiet_rounds + 1,
                     _ => 0,
                 };
-                if quiet_rounds >= rule.patience.max(1) {
+                if quiet_rounds >= rule.patience.max(1) && stalled(&history, rule) {
                     break StopReason::Converged;
                 }
             }

@@ -613,3 +613,72 @@ fn total_time_budget_stops_between_ops() {
     assert!(basic.get("tuning_time(s)").is_none());
     assert!(summary(opat).total < 30);
 }
+
+/// The per-op rows of `tune`'s summary table: (after µs, trials), parsed from the right (op
+/// names may contain spaces).
+fn table_rows(out: &str) -> Vec<(f64, u64)> {
+    out.lines()
+        .skip_while(|l| !l.starts_with("op "))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let n = w.len();
+            (w[n - 3].parse().unwrap(), w[n - 1].parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn budget_auto_stops_converged_searches_and_loses_little() {
+    let run = |budget: &str| {
+        let sb = Sandbox::new();
+        let out_dir = sb.dir.path().join("out");
+        let bank = sb.bank();
+        let model = fixture("bert_layer.onnx");
+        let out = sb
+            .cmd(&[
+                "tune",
+                "--model",
+                &model,
+                "--job_type=2",
+                "--soc_version=Ascend910B2",
+                "--budget",
+                budget,
+                "--bank",
+                bank.to_str().unwrap(),
+                "--output-dir",
+                out_dir.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{budget}: {out:?}");
+        format!("{}{}", text(&out.stdout), text(&out.stderr))
+    };
+    let fixed = run("120");
+    let auto = run("auto:120");
+    let (f, a) = (table_rows(&fixed), table_rows(&auto));
+    assert_eq!(f.len(), a.len(), "{fixed}\n{auto}");
+    // The fixed budget measures 120 or the whole space (LayerNorm's has 96).
+    assert!(f.iter().all(|r| r.1 <= 120), "{fixed}");
+    assert!(f.iter().filter(|r| r.1 == 120).count() >= 10, "{fixed}");
+    assert!(a.iter().zip(&f).all(|(a, f)| a.1 <= f.1), "{auto}");
+    // Some searches stopped by the rule, and the summary says so and how many.
+    let stopped = a.iter().zip(&f).filter(|(a, f)| a.1 < f.1).count();
+    assert!(stopped >= 1, "{auto}");
+    let line = (auto.lines())
+        .find(|l| l.contains("stopped before the budget (--budget auto)"))
+        .unwrap_or_else(|| panic!("{auto}"));
+    assert!(line.starts_with(&format!("{stopped} op search")), "{line}");
+    assert!(!fixed.contains("--budget auto"), "{fixed}");
+    // A stopped search is a prefix of the full one (same seed): what it loses is what the
+    // rest of the budget would have found. Over the layer, at most 2 % of the tuned time.
+    let total = |rows: &[(f64, u64)]| rows.iter().map(|r| r.0).sum::<f64>();
+    assert!(
+        total(&a) <= 1.02 * total(&f),
+        "{} vs {}",
+        total(&a),
+        total(&f)
+    );
+    assert!(a.iter().map(|r| r.1).sum::<u64>() < f.iter().map(|r| r.1).sum::<u64>());
+}

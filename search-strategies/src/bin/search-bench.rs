@@ -17,7 +17,7 @@ use search_strategies::compare::{parse_peer_arg, render_versus, versus, Peer};
 use search_strategies::replay::ReplaySpace;
 use search_strategies::score::{Baseline, Trace, TraceFile};
 use search_strategies::strategies::{by_name, STRATEGY_NAMES};
-use search_strategies::strategy::{Driver, StopRule};
+use search_strategies::strategy::{Budget, Driver};
 use search_strategies::transfer::{Prior, Source};
 
 /// Replays search strategies on Kernel Tuner cache files and scores them.
@@ -90,28 +90,15 @@ struct Args {
     aoe_ga_budget: usize,
 }
 
-/// `--budget`: the cap on measurements per run and whether a stop rule may end it sooner.
-#[derive(Debug, Clone, Copy)]
-struct Budget {
-    cap: usize,
-    auto: bool,
-}
-
+/// `--budget`, with 0 refused: a run measures at least one configuration.
 fn parse_budget(s: &str) -> Result<Budget, String> {
-    let (auto, cap) = match s.strip_prefix("auto") {
-        Some("") => (true, "200"),
-        Some(rest) => match rest.strip_prefix(':') {
-            Some(n) => (true, n),
-            None => return Err(format!("expected a number, `auto` or `auto:N`, got `{s}`")),
-        },
-        None => (false, s),
-    };
-    match cap.parse::<usize>() {
-        Ok(cap) if cap > 0 => Ok(Budget { cap, auto }),
-        _ => Err(format!(
-            "expected a positive number of measurements, `auto` or `auto:N`, got `{s}`"
-        )),
+    let b: Budget = s.parse()?;
+    if b.cap == 0 {
+        return Err(format!(
+            "expected at least one measurement (`N`, `auto` or `auto:N`), got `{s}`"
+        ));
     }
+    Ok(b)
 }
 
 fn main() -> ExitCode {
@@ -245,7 +232,7 @@ fn run_all(
                 };
                 let driver = Driver {
                     batch: args.batch as usize,
-                    stop_rule: args.budget.auto.then(StopRule::default),
+                    stop_rule: args.budget.stop_rule(),
                     ..Driver::new(args.budget.cap)
                 };
                 let trace = run_with(&spaces[sp].1, base, seed, &driver, prior);

@@ -122,6 +122,24 @@ fn overlap_kernel_is_positive_definite_and_unit_diagonal() {
 }
 
 #[test]
+fn the_one_pass_kernel_is_the_two_pass_formula() {
+    let (x, _) = grid();
+    let h = Hyper {
+        overlap: vec![0.3, 2.0, 7.5],
+        ..Hyper::with_overlap(3, 0.4, 0.0, 1.0, 0.35)
+    };
+    let kern = Kernel::new(&h);
+    for i in 0..30 {
+        for j in 0..30 {
+            let (a, b) = (&x[i * 3..i * 3 + 3], &x[j * 3..j * 3 + 3]);
+            let want = 0.65 * matern52(scaled_dist(a, b, &kern.inv_l))
+                + 0.35 * (-kern.mismatch(a, b)).exp();
+            assert!((kern.eval(a, b) - want).abs() < 1e-14, "{i} {j}");
+        }
+    }
+}
+
+#[test]
 fn overlap_term_models_single_value_effects() {
     // One feature with 9 values; values 2 and 6 (a comb, far apart in rank) are good. With the
     // overlap term the fit predicts an unseen repeat of a good value as good; the rank kernel

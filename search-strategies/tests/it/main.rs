@@ -8,6 +8,7 @@ mod common;
 
 mod aoe_ga;
 mod aoe_match;
+mod batch_and_stop;
 mod compare_cli;
 mod int_path;
 mod kt_baseline;
@@ -15,7 +16,6 @@ mod plot_render;
 mod replay_files;
 mod replay_spaces;
 mod restrictions;
-mod stopping;
 mod strategies;
 mod tpe;
 mod transfer;

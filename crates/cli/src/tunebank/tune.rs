@@ -40,9 +40,11 @@ pub struct TuneArgs {
     pub strategy: String,
     /// Candidates measured per op at most. AOE's genetic tuner measures up to 500; the default
     /// strategy matches its 500-trial result after a median of 26 measurements on the dev
-    /// spaces (README, "Budgets against AOE's").
-    #[arg(long, default_value_t = 64)]
-    pub budget: usize,
+    /// spaces (README, "Budgets against AOE's"). `auto` (`auto:N`): an op's search stops when
+    /// the strategy's model expects less than 1 % from one more measurement, three rounds in a
+    /// row after at least 20, and at 200 (N) at most; the summary says how many stopped so.
+    #[arg(long, default_value = "64")]
+    pub budget: search_strategies::Budget,
     /// Seconds of search per op at most.
     #[arg(long = "time-budget-s")]
     pub time_budget_s: Option<f64>,
@@ -142,7 +144,8 @@ fn job_spec(args: &TuneArgs, atc: &[String]) -> Result<JobSpec> {
     let mut spec = JobSpec::new(atc);
     spec.runner = args.runner.clone();
     spec.strategy = args.strategy.clone();
-    spec.budget = args.budget;
+    spec.budget = args.budget.cap;
+    spec.auto_stop = args.budget.auto;
     spec.time_budget = seconds(args.time_budget_s, "--time-budget-s")?;
     spec.total_budget = args.total_budget;
     spec.total_time = seconds(args.total_time_s, "--total-time-s")?;

@@ -62,6 +62,11 @@ pub struct JobSpec {
     pub strategy: String,
     /// Candidates measured per op (subgraph, job) at most.
     pub budget: usize,
+    /// `--budget auto` (OPAT): an op's search may stop before `budget` (then the cap) when the
+    /// strategy's model expects less than 1 % from one more measurement, three rounds in a
+    /// row after at least 20 ([`search_strategies::StopRule::default`]). Strategies without a
+    /// model (`random`, `genetic`, `annealing`, `aoe-ga`) run to the cap.
+    pub auto_stop: bool,
     /// Search time per op at most.
     pub time_budget: Option<Duration>,
     /// Candidates measured over the whole job at most.
@@ -118,6 +123,7 @@ impl JobSpec {
             runner: RunnerSpec::default(),
             strategy: "ensemble".into(),
             budget: 64,
+            auto_stop: false,
             time_budget: None,
             total_budget: None,
             total_time: None,
@@ -350,6 +356,7 @@ impl JobSpec {
             strategy: self.strategy.clone(),
             seed: self.seed,
             trials_per_op: self.budget,
+            auto_stop: self.auto_stop,
             time_per_op: self.time_budget,
             total_trials: self.total_budget,
             total_time: self.total_time,

@@ -310,6 +310,16 @@ impl SearchEnd {
             full: trials > 0 && trials >= budget.min(space),
         }
     }
+
+    /// The same, full also when the search stopped by its stop rule (`converged`: the model
+    /// expected too little from more measurements, `--budget auto`), which ends a search as
+    /// deliberately as its budget does.
+    pub(crate) fn or_converged(self, converged: bool) -> SearchEnd {
+        SearchEnd {
+            full: self.full || (converged && self.trials > 0),
+            ..self
+        }
+    }
 }
 
 /// What a task's look-up, search and win rule found: the input of [`decide`] besides the

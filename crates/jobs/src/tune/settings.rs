@@ -29,6 +29,9 @@ pub struct TuneSettings {
     pub seed: u64,
     /// Unique candidates measured per op at most (failures included).
     pub trials_per_op: usize,
+    /// OPAT: an op's search stops before `trials_per_op` when the strategy's model expects
+    /// little more ([`search_strategies::StopRule::default`], `--budget auto`).
+    pub auto_stop: bool,
     /// Wall-clock limit of one op's search.
     pub time_per_op: Option<Duration>,
     /// Candidates measured over the whole job at most.
@@ -65,6 +68,7 @@ impl Default for TuneSettings {
             strategy: "ensemble".into(),
             seed: 1,
             trials_per_op: 64,
+            auto_stop: false,
             time_per_op: None,
             total_trials: None,
             total_time: None,
@@ -139,6 +143,8 @@ struct Stored {
     win: StoredWin,
     #[serde(default = "yes")]
     transfer: bool,
+    #[serde(default)]
+    auto_stop: bool,
 }
 
 fn one() -> usize {
@@ -216,6 +222,7 @@ impl From<TuneSettings> for Stored {
             workers: s.workers,
             win: s.win.into(),
             transfer: s.transfer,
+            auto_stop: s.auto_stop,
         }
     }
 }
@@ -242,6 +249,7 @@ impl From<Stored> for TuneSettings {
                 timeout_ms: s.timeout_ms,
             },
             transfer: s.transfer,
+            auto_stop: s.auto_stop,
         }
     }
 }
@@ -277,8 +285,10 @@ mod tests {
                 timeout_ms: 500,
             },
             transfer: false,
+            auto_stop: true,
         };
         let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["auto_stop"], true);
         assert_eq!(json["runner"], "exec:python3 r.py --x 1");
         assert_eq!(json["time_per_op_s"], 1.5);
         assert_eq!(json["win"]["gain_bound"], "exclusive");
@@ -287,7 +297,8 @@ mod tests {
 
     /// An object of the earlier stored form (no runner-independent field beyond
     /// `options_given`) reads as what a worker of that version ran: the default win rule, one
-    /// worker, no job-wide budget, transfer on; its runner is the one stored beside it.
+    /// worker, no job-wide budget, transfer on, no stop rule; its runner is the one stored
+    /// beside it.
     #[test]
     fn the_earlier_stored_form_reads_with_the_defaults_it_ran_with() {
         let old = serde_json::json!({

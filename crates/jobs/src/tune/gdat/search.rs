@@ -245,8 +245,8 @@ impl Strategy for Seeded {
         self.inner.tell(ctx, results);
     }
 
-    fn expected_gain(&mut self, ctx: &SearchContext<'_>) -> Option<f64> {
-        self.inner.expected_gain(ctx)
+    fn expected_gain(&mut self, ctx: &SearchContext<'_>, horizon: usize) -> Option<f64> {
+        self.inner.expected_gain(ctx, horizon)
     }
 }
 

@@ -5,6 +5,9 @@
 use std::fmt;
 use std::path::Path;
 
+use search_strategies::stats::median;
+use search_strategies::{StopReason, StopRule};
+
 use super::TuneSummary;
 use crate::tune::report::improvement;
 use crate::tune::report::plot::OpTimes;
@@ -160,6 +163,21 @@ impl TuneTable<'_> {
             writeln!(
                 f,
                 "{confirmed} unsatisfied op(s) kept the default strategy, now stored as confirmed: reruns and convert hit it; REPEAT_TUNE=True searches again"
+            )?;
+        }
+        let converged: Vec<f64> = (summary.outcomes.iter())
+            .filter(|o| o.stop == Some(StopReason::Converged))
+            .map(|o| o.trials as f64)
+            .collect();
+        if let Some(m) = median(&converged) {
+            let rule = StopRule::default();
+            writeln!(
+                f,
+                "{} op search(es) stopped before the budget (--budget auto): the model expected less than {}% from the next {} measurements and the best had not improved by as much over the last {}; median {m} measurements",
+                converged.len(),
+                rule.threshold * 100.0,
+                rule.horizon,
+                rule.stall
             )?;
         }
         self.transfer_lines(f)?;

@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 use tunebank_key::StrategyMap;
 
-use search_strategies::{ConfigId, Driver, History};
+use search_strategies::{ConfigId, Driver, History, StopReason, StopRule};
 
 use tunebank_bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
 use tunebank_measure::{Measure, MeasureError, Outcome, RunnerObjective, TaskSpace, TuningTask};
@@ -195,7 +195,8 @@ impl Opat<'_> {
             out.trials,
             self.settings.trials_per_op as u64,
             space.len() as u64,
-        );
+        )
+        .or_converged(out.stop == Some(StopReason::Converged));
         // The best is the baseline itself: no win, so unless the decision would confirm the
         // baseline (measured), there is nothing to compare and nothing to store.
         let unbeaten = Findings {
@@ -254,6 +255,7 @@ impl Opat<'_> {
         let mut driver = Driver::new(usize::try_from(granted).unwrap_or(usize::MAX));
         driver.batch = settings.batch.max(1);
         driver.time_limit = self.budget.job_time_limit(settings.time_per_op);
+        driver.stop_rule = settings.auto_stop.then(StopRule::default);
         let mut objective = RunnerObjective::new(runner, task);
         let search = driver.run(&space.space, &mut strategy, &mut objective);
         out.trials = search.history.len() as u64;
