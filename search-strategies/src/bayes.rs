@@ -232,8 +232,9 @@ impl BayesOpt {
         )
     }
 
-    /// The surrogate over the observations and, as the constant liar, the `pending` proposals
-    /// of this batch valued at the best log objective so far. With `refit`, the hyperparameters
+    /// The surrogate over the observations and the `pending` proposals of this batch, each
+    /// valued at what the model predicted for it when it was chosen (the Kriging believer), or
+    /// at the best log objective so far when no model chose it (the constant liar). With `refit`, the hyperparameters
     /// are refitted when due (often while data is scarce, then geometrically less often).
     /// `None` when the GP cannot be fitted.
     fn model(

@@ -27,7 +27,7 @@ struct Arm {
 /// Batches (`ask` for `n > 1`): the slots are filled one turn at a time, and an arm's first
 /// turn in a batch asks it for every slot still open; its later turns in the same batch take
 /// the next of those proposals (skipping any another arm already took) before it is asked
-/// again. So an arm's share of a batch is the batch it planned (a Bayesian arm's constant liar
+/// again. So an arm's share of a batch is the batch it planned (a Bayesian arm's Kriging believer
 /// spreads its proposals), and a deterministic arm, which does not know what the others
 /// proposed and would answer a second `ask` with the same prefix, can fill the whole batch.
 pub struct Ensemble {
