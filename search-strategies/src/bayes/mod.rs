@@ -433,6 +433,55 @@ fn top_ei_sum(
     Some(top.iter().sum())
 }
 
+/// A candidate of a batch's pool: its features and its kernel values against the GP's training
+/// points so far.
+struct Pooled {
+    id: ConfigId,
+    features: Features,
+    row: Vec<f64>,
+}
+
+impl Pooled {
+    fn new(space: &Space, id: ConfigId) -> Self {
+        Pooled {
+            id,
+            features: space.features(id),
+            row: Vec::new(),
+        }
+    }
+}
+
+/// [`best_by_ei`] over a pool whose rows are complete for `gp` ([`Gp::extend_row`]): the same
+/// bound, order and values, without evaluating the kernel again.
+fn best_in_pool(
+    gp: &Gp,
+    pool: &[Pooled],
+    best: f64,
+    xi: f64,
+    shift: &dyn Fn(ConfigId) -> f64,
+) -> Option<(ConfigId, f64)> {
+    let mut bounded: Vec<(f64, usize)> = (pool.iter().enumerate())
+        .map(|(i, p)| {
+            let mu = gp.mean_from_row(&p.row) + shift(p.id);
+            (expected_improvement(mu, 1.0, best, xi), i)
+        })
+        .collect();
+    bounded.sort_by(|a, b| b.0.total_cmp(&a.0).then(pool[a.1].id.cmp(&pool[b.1].id)));
+    let mut scratch = Vec::new();
+    let mut pick: Option<(ConfigId, f64)> = None;
+    for &(bound, i) in &bounded {
+        if pick.is_some_and(|(_, e)| bound <= e) {
+            break;
+        }
+        let (mu, v) = gp.predict_from_row(&pool[i].row, &mut scratch);
+        let ei = expected_improvement(mu + shift(pool[i].id), v, best, xi);
+        if pick.is_none_or(|(_, e)| ei > e) {
+            pick = Some((pool[i].id, ei));
+        }
+    }
+    pick
+}
+
 /// The trust region of [`BayesConfig::local`]: the unmeasured configurations (not in `taken`)
 /// that differ from the best observation by one step in one parameter's value list, then
 /// those that differ by one step in each of two parameters, in that order, each once. When
@@ -550,6 +599,7 @@ impl Strategy for BayesOpt {
             return out;
         }
         let early = self.prior.as_ref().map_or(0, |p| p.early());
+        let mut pool: Option<Vec<Pooled>> = None;
         while out.len() < n {
             // The next seed, if one is left: the early ones always, later ones once the prior
             // is trusted (tested only then, so a search past its seeds pays nothing for it).
@@ -591,15 +641,30 @@ impl Strategy for BayesOpt {
             let shift = |id: ConfigId| model.shift(prior.as_deref(), space, id);
             let best = model.best;
             let gp = &model.gp;
-            let cands = if self.cfg.local {
-                local_moves(ctx, &out)
+            let pick = if self.cfg.local {
+                let cands = local_moves(ctx, &out);
+                best_by_ei(gp, space, &cands, best, self.cfg.xi, &shift)
             } else {
-                self.candidates(ctx, &out, offset.is_some_and(|o| o.0 > 0.0))
+                // One candidate pool for the whole batch: drawn at its first model-based pick,
+                // each candidate's kernel row kept and extended by the later picks only.
+                let pool = match &mut pool {
+                    Some(p) => p,
+                    None => {
+                        let trusted = offset.is_some_and(|o| o.0 > 0.0);
+                        let cands = self.candidates(ctx, &out, trusted);
+                        pool.insert(cands.into_iter().map(|id| Pooled::new(space, id)).collect())
+                    }
+                };
+                pool.retain(|p| !out.contains(&p.id));
+                for p in pool.iter_mut() {
+                    gp.extend_row(&p.features, &mut p.row);
+                }
+                best_in_pool(gp, pool, best, self.cfg.xi, &shift)
             };
-            if cands.is_empty() {
+            let pick = pick.map(|p| p.0);
+            if pick.is_none() {
                 break;
             }
-            let pick = best_by_ei(gp, space, &cands, best, self.cfg.xi, &shift).map(|p| p.0);
             match pick {
                 Some(id) => {
                     // Believed: the model's mean there, in log units.

@@ -258,6 +258,33 @@ impl Gp {
             .sum()
     }
 
+    /// Appends to `row` the kernel values between `q` and the training points from
+    /// `row.len()` on, so that `row` holds them for every training point: a row kept for a
+    /// candidate serves a later GP whose training set extends this one's (a batch's pending
+    /// picks appended), paying only for the new points.
+    pub fn extend_row(&self, q: &[f64], row: &mut Vec<f64>) {
+        for i in row.len()..self.n {
+            row.push(self.kern.eval(q, &self.x[i * self.d..(i + 1) * self.d]));
+        }
+    }
+
+    /// [`Gp::mean`] from `row`, the kernel values against every training point
+    /// ([`Gp::extend_row`]): the same sum in the same order, so the same value.
+    pub fn mean_from_row(&self, row: &[f64]) -> f64 {
+        debug_assert_eq!(row.len(), self.n);
+        row.iter().zip(&self.alpha).map(|(k, a)| k * a).sum()
+    }
+
+    /// [`Gp::predict`] from `row` (see [`Gp::mean_from_row`]); `scratch` is reused storage.
+    pub fn predict_from_row(&self, row: &[f64], scratch: &mut Vec<f64>) -> (f64, f64) {
+        let mean = self.mean_from_row(row);
+        scratch.clear();
+        scratch.extend_from_slice(row);
+        forward(&self.chol, self.n, scratch);
+        let explained: f64 = scratch.iter().map(|v| v * v).sum();
+        (mean, (1.0 - explained).max(1e-12))
+    }
+
     /// Posterior mean and variance at point `q` (length `d`); `scratch` is reused storage.
     /// The variance never exceeds the prior variance, 1.
     pub fn predict(&self, q: &[f64], scratch: &mut Vec<f64>) -> (f64, f64) {

@@ -157,3 +157,32 @@ fn overlap_term_models_single_value_effects() {
     assert!(nll(&with) < nll(&without), "{with:?} vs {without:?}");
     assert!(with.overlap_weight > 0.3, "{with:?}");
 }
+
+#[test]
+fn a_kept_kernel_row_predicts_as_the_point_itself() {
+    // A GP on the first 20 grid points, then one on all 30 (20 plus 10 appended, as a batch's
+    // pending picks are): a row computed for the first and extended for the second gives the
+    // second's mean and variance exactly.
+    let (x, y) = grid();
+    let h = Hyper::with_overlap(3, 0.4, 1e-3, 1.0, 0.3);
+    let small = Gp::fit(&x[..60], 3, &y[..20], h.clone()).unwrap();
+    let large = Gp::fit(&x, 3, &y, h).unwrap();
+    let mut scratch = Vec::new();
+    for q in [[0.1, 0.5, 0.9], [1.0, 0.0, 0.25], [2.0 / 3.0, 0.5, 0.75]] {
+        let mut row = Vec::new();
+        small.extend_row(&q, &mut row);
+        assert_eq!(row.len(), 20);
+        assert_eq!(small.mean_from_row(&row), small.mean(&q));
+        assert_eq!(
+            small.predict_from_row(&row, &mut scratch),
+            small.predict(&q, &mut scratch)
+        );
+        large.extend_row(&q, &mut row);
+        assert_eq!(row.len(), 30);
+        assert_eq!(large.mean_from_row(&row), large.mean(&q));
+        let (mu, v) = large.predict_from_row(&row, &mut scratch);
+        assert_eq!((mu, v), large.predict(&q, &mut scratch));
+        // And the prediction is a real one: not the small GP's.
+        assert_ne!(mu, small.mean(&q));
+    }
+}
