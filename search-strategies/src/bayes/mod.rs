@@ -11,7 +11,7 @@ use crate::space::{ConfigId, Features, Neighbourhood, Space};
 use crate::strategies::{random_unmeasured, seeded_rng};
 use crate::strategy::{Observation, SearchContext, Strategy};
 use crate::transfer::{prior_slope, unmeasured_seeds, Prior};
-use acquisition::{best_by_ei, best_in_pool, top_ei_sum, Pooled};
+use acquisition::{pool_of, top_by_ei, Pooled};
 
 /// Tuning knobs of [`BayesOpt`].
 #[derive(Debug, Clone)]
@@ -235,8 +235,9 @@ impl BayesOpt {
 
     /// The surrogate over the observations and the `pending` proposals of this batch, each
     /// valued at what the model predicted for it when it was chosen (the Kriging believer), or
-    /// at the best log objective so far when no model chose it (the constant liar). With `refit`, the hyperparameters
-    /// are refitted when due (often while data is scarce, then geometrically less often).
+    /// at the best log objective so far when no model chose it (the constant liar). With
+    /// `refit`, the hyperparameters are refitted when due (often while data is scarce, then
+    /// geometrically less often).
     /// `None` when the GP cannot be fitted.
     fn model(
         &mut self,
@@ -514,9 +515,9 @@ impl Strategy for BayesOpt {
             let shift = |id: ConfigId| model.shift(prior.as_deref(), space, id);
             let best = model.best;
             let gp = &model.gp;
-            let pick = if self.cfg.local {
-                let cands = local_moves(ctx, &out);
-                best_by_ei(gp, space, &cands, best, self.cfg.xi, &shift)
+            let ranked = if self.cfg.local {
+                let pool = pool_of(gp, space, &local_moves(ctx, &out));
+                top_by_ei(gp, &pool, best, self.cfg.xi, &shift, 1)
             } else {
                 // One candidate pool for the whole batch: drawn at its first model-based pick,
                 // each candidate's kernel row kept and extended by the later picks only.
@@ -532,21 +533,15 @@ impl Strategy for BayesOpt {
                 for p in pool.iter_mut() {
                     gp.extend_row(&p.features, &mut p.row);
                 }
-                best_in_pool(gp, pool, best, self.cfg.xi, &shift)
+                top_by_ei(gp, pool, best, self.cfg.xi, &shift, 1)
             };
-            let pick = pick.map(|p| p.0);
-            if pick.is_none() {
+            let Some(&(id, _)) = ranked.first() else {
                 break;
-            }
-            match pick {
-                Some(id) => {
-                    // Believed: the model's mean there, in log units.
-                    let mu = gp.mean(&space.features(id)) + shift(id);
-                    self.believed.insert(id, mu * model.sd + model.mean);
-                    out.push(id)
-                }
-                None => break,
-            }
+            };
+            // Believed: the model's mean there, in log units.
+            let mu = gp.mean(&space.features(id)) + shift(id);
+            self.believed.insert(id, mu * model.sd + model.mean);
+            out.push(id);
         }
         out
     }
@@ -573,7 +568,13 @@ impl Strategy for BayesOpt {
         self.rng = saved;
         let prior = self.prior.clone();
         let shift = |id: ConfigId| model.shift(prior.as_deref(), ctx.space, id);
-        let ei = top_ei_sum(&model.gp, ctx.space, &cands, model.best, &shift, horizon)?;
+        if cands.is_empty() {
+            return None;
+        }
+        let pool = pool_of(&model.gp, ctx.space, &cands);
+        let top = top_by_ei(&model.gp, &pool, model.best, 0.0, &shift, horizon);
+        // Summed smallest first.
+        let ei: f64 = top.iter().rev().map(|t| t.1).sum();
         Some(1.0 - (-ei * model.sd).exp())
     }
 }
