@@ -36,6 +36,8 @@ pub fn settings(
         strategy: strategy.into(),
         seed,
         trials_per_op: budget,
+        // Eight candidates per round, as `TE_PARALLEL_COMPILER=8` (AOE's default slots on one op).
+        batch: Some(8),
         options_given: options.given().clone(),
         transfer: false,
         ..TuneSettings::default()

@@ -76,8 +76,9 @@ impl TuneResult {
 /// `ASCEND_WORK_PATH`, else aoe.ini's `WORK_PATH`, else the working directory); `config` is
 /// aoe.ini; `platform_config` is the simulator's SoC description file (CANN's
 /// `platform_config/<SoC>.ini`) or a folder of them, before the installed toolkit's and the
-/// built-in copy (`tunebank tune --platform-config`); `workers` and `repeat_tune` default to
-/// `TUNING_PARALLEL_NUM` and `REPEAT_TUNE`; `runner` is `sim`, `sim:SEED`, `cpu` or
+/// built-in copy (`tunebank tune --platform-config`); `workers` (the measurement slots,
+/// dealt out among the ops searched as batch widths: `--tuning_parallel_num`) and `repeat_tune`
+/// default to `TUNING_PARALLEL_NUM` and `REPEAT_TUNE`; `runner` is `sim`, `sim:SEED`, `cpu` or
 /// `exec:COMMAND`; `budget` candidates per op (subgraph, job), or `"auto"` / `"auto:N"` (OPAT:
 /// an op's search stops when the model expects less than 1 % from one more measurement, at
 /// 200 (N) at most; `tunebank tune --budget auto`); `transfer` (OPAT): a miss's

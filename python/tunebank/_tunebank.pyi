@@ -147,7 +147,8 @@ def tune(
     2 operator tuning into the op bank (the graph bank ``graph_bank``, else AOE's resolution,
     applied first), 1 subgraph tuning (simulator; node strategies from ``op_bank``) into the
     graph bank, 4 gradient tuning of a ``rank_size``-device data-parallel job into the gradient
-    bank; ``None`` takes ``AOE_MODE``, else 2. ``workers``, ``repeat_tune`` and ``output_dir``
+    bank; ``None`` takes ``AOE_MODE``, else 2. ``workers`` (measurement slots, dealt out among the
+    ops searched as batch widths; ``--tuning_parallel_num``), ``repeat_tune`` and ``output_dir``
     default to ``TUNING_PARALLEL_NUM``, ``REPEAT_TUNE`` and ``ASCEND_WORK_PATH`` (then aoe.ini,
     ``config`` or AOE's locations), as for the CLI. ``transfer`` (operator tuning): a miss's
     search starts from the winners of related bank records. ``platform_config`` is the

@@ -36,4 +36,5 @@ mod tune_aoe;
 mod tune_aoe_cli;
 mod tune_cli;
 mod tune_output;
+mod tune_slots;
 mod why_output;

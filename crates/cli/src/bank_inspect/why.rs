@@ -30,7 +30,7 @@ pub struct WhyArgs {
     /// produces them.
     #[arg(long, conflicts_with_all = ["op_descriptor", "model"])]
     pub ops: Option<PathBuf>,
-    /// ONNX model: imported, shape-inferred per dynamic profile and fused into tuning units
+    /// Model (ONNX, Caffe prototxt with `--weight`, TensorFlow frozen graph): imported, shape-inferred per dynamic profile and fused into tuning units
     /// exactly as `tunebank tune` and `tunebank convert` do. With the ATC-style
     /// `--job_type=1` (AOE's subgraph tuning), its subgraph keys are diagnosed instead, against
     /// the graph bank (`--bank FILE`, else TUNE_BANK_PATH / ASCEND_CACHE_PATH/aoe_data / the
@@ -195,7 +195,7 @@ fn gradient(args: &WhyArgs, model: &Path, rank_size: u32, atc: &[String]) -> Res
     Ok(why_gradient(&bank, &plan.descriptor, limit)?)
 }
 
-/// Every unit of the ONNX model at `path` with its resolution, per dynamic profile, as
+/// Every unit of the model at `path` with its resolution, per dynamic profile, as
 /// `tunebank convert` resolves them (the graph bank applied first when one exists).
 fn model_ops(
     path: &Path,

@@ -64,23 +64,24 @@ enum Command {
     /// Bank maintenance.
     #[command(subcommand)]
     Bank(BankCommand),
-    /// Tuning of an ONNX model: operators (OPAT, `--job_type=2`, the default), subgraphs (SGAT,
-    /// `--job_type=1`) or gradient splits (GDAT, `--job_type=4`), with `--model=m.onnx
-    /// --soc_version=...` plus ATC options; winners go to the custom bank of the job's kind and
+    /// Tuning of a model (ONNX, Caffe prototxt with `--weight`, TensorFlow frozen graph):
+    /// operators (OPAT, `--job_type=2`, the default), subgraphs (SGAT, `--job_type=1`) or
+    /// gradient splits (GDAT, `--job_type=4`), with `--model=m.onnx --soc_version=...` plus ATC
+    /// options; winners go to the custom bank of the job's kind and
     /// an AOE result file is rewritten as the job goes. Exit 0 done, 1 some op failed, 130 interrupted (a
     /// rerun continues); failures as `tunebank --help` lists.
     #[command(before_long_help = tunebank_key::options_help())]
     #[command(
         after_help = "AOE/ATC flags: --model=FILE (required), --job_type=1|2|4 | --job-type \
-subgraph|op|gradient (SGAT, OPAT: the default, GDAT), --framework=5, --soc_version=SOC \
+subgraph|op|gradient (SGAT, OPAT: the default, GDAT), --framework=0|3|5 (Caffe, TensorFlow, ONNX; default: the model file's), --weight=FILE (Caffe), --soc_version=SOC \
 (required), --tune_ops_file=FILE (op names or op types, one per line), and every ATC option \
 (--precision_mode, --input_shape, --dynamic_batch_size, ...).\n\nEnvironment: TUNE_BANK_PATH, \
 ASCEND_CACHE_PATH (bank location), ASCEND_WORK_PATH (result file), REPEAT_TUNE=True|False, \
-TUNING_PARALLEL_NUM (workers, capped by available memory), TE_PARALLEL_COMPILER (candidates per \
-search round), AOE_MODE (the job type when --job_type is not given), ASCEND_DEVICE_ID."
+TUNING_PARALLEL_NUM (measurement slots, capped by available memory; --tuning_parallel_num), \
+TE_PARALLEL_COMPILER (candidates per search round; default: the slots dealt out among the ops), AOE_MODE (the job type when --job_type is not given), ASCEND_DEVICE_ID."
     )]
     Tune(Box<tune::TuneArgs>),
-    /// The converter's view: every op of `--model=m.onnx` resolved against the bank under the
+    /// The converter's view: every op of `--model=FILE` (ONNX, Caffe, TensorFlow) resolved against the bank under the
     /// given ATC options, hit or miss per op.
     #[command(before_long_help = tunebank_key::options_help())]
     #[command(

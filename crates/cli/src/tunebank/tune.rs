@@ -57,6 +57,13 @@ pub struct TuneArgs {
     /// Seed of the searches.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Measurement slots: candidates the runners measure at once (AOE's TUNING_PARALLEL_NUM,
+    /// which it takes when this is not given, then aoe.ini's, then the cores up to 8; capped by
+    /// available memory). Operator tuning searches up to this many ops at a time and deals the
+    /// slots out among them as batch widths (one op: all of them per round) unless
+    /// TE_PARALLEL_COMPILER fixes the width.
+    #[arg(long = "tuning_parallel_num", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub tuning_parallel_num: Option<u64>,
     /// Search every miss cold. By default a miss's search starts from the winners of related
     /// bank records (the same IR op type with other shapes, or on other SoCs), read once when
     /// the job starts; the result file names them (`tunebank_transfer`).
@@ -84,13 +91,13 @@ pub struct TuneArgs {
     /// AOE's -j: --job_type (1: subgraph, 2: operator, 4: gradient tuning).
     #[arg(short = 'j', value_name = "JOB_TYPE")]
     pub short_job_type: Option<String>,
-    /// AOE's -f: --framework (5: ONNX, the only one supported).
+    /// AOE's -f: --framework (0: Caffe, 3: TensorFlow, 5: ONNX).
     #[arg(short = 'f', value_name = "FRAMEWORK")]
     pub short_framework: Option<String>,
     /// AOE's -m: --model.
     #[arg(short = 'm', value_name = "MODEL")]
     pub short_model: Option<String>,
-    /// AOE's -w: --weight (a Caffe model's weight file; Caffe is not supported).
+    /// AOE's -w: --weight (a Caffe model's .caffemodel weight file).
     #[arg(short = 'w', value_name = "WEIGHT")]
     pub short_weight: Option<String>,
     /// Distributed tuning (operator jobs): the PostgreSQL queue (postgres://…) to submit the
@@ -150,6 +157,7 @@ fn job_spec(args: &TuneArgs, atc: &[String]) -> Result<JobSpec> {
     spec.total_budget = args.total_budget;
     spec.total_time = seconds(args.total_time_s, "--total-time-s")?;
     spec.seed = args.seed;
+    spec.workers = args.tuning_parallel_num.map(|n| n as usize);
     spec.transfer = !args.no_transfer;
     spec.bank = args.bank.clone();
     spec.graph_bank = args.graph_bank.clone();

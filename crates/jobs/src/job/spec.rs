@@ -77,8 +77,10 @@ pub struct JobSpec {
     pub seed: u64,
     /// A miss's search starts from the winners of related bank records.
     pub transfer: bool,
-    /// Worker threads; `None`: `TUNING_PARALLEL_NUM`, else aoe.ini's, else the cores (at most
-    /// 8). Either way capped by available memory.
+    /// Measurement slots (`--tuning_parallel_num`); `None`: `TUNING_PARALLEL_NUM`, else
+    /// aoe.ini's, else the cores (at most 8). Either way capped by available memory. OPAT tunes
+    /// up to this many ops at once and deals the slots out among them as batch widths unless
+    /// `TE_PARALLEL_COMPILER` fixes the width ([`crate::tune::TuneSettings::round_width`]).
     pub workers: Option<usize>,
     /// `REPEAT_TUNE`; `None`: the environment's.
     pub repeat_tune: Option<bool>,
@@ -259,9 +261,12 @@ impl JobSpec {
             }
         };
         let workers = match job_type {
-            JobType::Op => WorkerCap::new(requested, per_worker, memory::available_memory()),
-            // SGAT and GDAT run on one thread.
-            _ => WorkerCap::new(1, per_worker, None),
+            // OPAT's threads each hold a runner; SGAT's one thread measures this many at once.
+            JobType::Op | JobType::Subgraph => {
+                WorkerCap::new(requested, per_worker, memory::available_memory())
+            }
+            // GDAT's model measures one cut at a time.
+            JobType::Gradient => WorkerCap::new(1, per_worker, None),
         };
         settings.workers = workers.workers;
         let output_dir = match (&self.output_dir, env.path(Var::AscendWorkPath), &ini) {
@@ -327,7 +332,7 @@ impl JobSpec {
         if let Some(r) = ini.and_then(|i| i.run_loop) {
             timing.repeats = r;
         }
-        let batch = env::positive(env, Var::TeParallelCompiler)?.unwrap_or(8);
+        let batch = env::positive(env, Var::TeParallelCompiler)?;
         env::check_device_id(env)?;
         if self.budget == 0 {
             let per = match job_type {

@@ -134,11 +134,13 @@ impl QueuedJob {
         from_json(v, what)
     }
 
-    /// The settings a worker tunes one task of the job with: the job's, on one worker thread,
+    /// The settings a worker tunes one task of the job with: the job's, on one worker thread
+    /// whose search has all the job's measurement slots (a worker tunes one op at a time),
     /// without the job-wide trial and time budgets (they bound a local run of the whole job).
     pub fn task_settings(&self) -> TuneSettings {
         TuneSettings {
             workers: 1,
+            batch: Some(self.settings.round_width(0, 1)),
             total_trials: None,
             total_time: None,
             ..self.settings.clone()
@@ -197,9 +199,12 @@ mod tests {
         assert_eq!(back, j);
         let t = back.task_settings();
         assert_eq!((t.workers, t.total_trials, t.total_time), (1, None, None));
+        // One op at a time on a worker: its search has the job's 4 slots.
+        assert_eq!((t.batch, t.round_width(0, 1)), (Some(4), 4));
         assert_eq!(
             TuneSettings {
                 workers: 4,
+                batch: None,
                 total_trials: Some(5),
                 total_time: Some(Duration::from_secs(9)),
                 ..t

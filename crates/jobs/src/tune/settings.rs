@@ -40,10 +40,14 @@ pub struct TuneSettings {
     pub total_time: Option<Duration>,
     /// `REPEAT_TUNE`: tune hits again instead of reusing them.
     pub repeat_tune: bool,
-    /// Worker threads (already capped by memory).
+    /// Measurement slots (`TUNING_PARALLEL_NUM`, already capped by memory): candidates the
+    /// job's runners measure at once. OPAT tunes up to this many ops at a time, each on its own
+    /// thread and runner, and deals the slots out among them as batch widths
+    /// ([`TuneSettings::round_width`]); SGAT measures on one thread.
     pub workers: usize,
-    /// Candidates measured per search round (`TE_PARALLEL_COMPILER`).
-    pub batch: usize,
+    /// Candidates measured per search round when `TE_PARALLEL_COMPILER` sets it; `None`: the
+    /// slots dealt out among the ops searched ([`TuneSettings::round_width`]).
+    pub batch: Option<usize>,
     /// Side-by-side re-measurement rounds of best and baseline (OPAT); the driver runs at
     /// least `WinRule::min_rounds` whatever this says. SGAT measures no rounds: its model's
     /// exact times are judged directly (`WinRule::judge_deterministic`).
@@ -61,6 +65,26 @@ pub struct TuneSettings {
     pub transfer: bool,
 }
 
+impl TuneSettings {
+    /// Candidates the search of the `index`-th of `searched` ops measures per round: the fixed
+    /// width (`TE_PARALLEL_COMPILER`) when set; else the `workers` slots dealt out among the ops
+    /// tuned at once, the first `workers % searched` one wider, so that `min(workers,
+    /// searched)` ops in flight fill every slot (one op: all of them; as many ops as slots or
+    /// more: one each, the search's most sample-efficient width). Depends only on the plan,
+    /// never on timing, so a job's searches are reproducible. At least 1.
+    pub fn round_width(&self, index: usize, searched: usize) -> usize {
+        if let Some(b) = self.batch {
+            return b.max(1);
+        }
+        let slots = self.workers.max(1);
+        let searched = searched.max(1);
+        if searched >= slots {
+            return 1;
+        }
+        slots / searched + usize::from(index < slots % searched)
+    }
+}
+
 impl Default for TuneSettings {
     fn default() -> Self {
         TuneSettings {
@@ -74,7 +98,7 @@ impl Default for TuneSettings {
             total_time: None,
             repeat_tune: false,
             workers: 1,
-            batch: 8,
+            batch: None,
             confirm_rounds: 7,
             win: WinRule::default(),
             options_given: Default::default(),
@@ -126,7 +150,8 @@ struct Stored {
     trials_per_op: usize,
     time_per_op_s: Option<f64>,
     repeat_tune: bool,
-    batch: usize,
+    /// `null`: dealt out from the slots (older versions always stored a number).
+    batch: Option<usize>,
     confirm_rounds: usize,
     warmup: u32,
     repeats: u32,
@@ -271,7 +296,7 @@ mod tests {
             total_time: Some(Duration::from_secs(60)),
             repeat_tune: true,
             workers: 3,
-            batch: 4,
+            batch: Some(4),
             confirm_rounds: 9,
             win: WinRule {
                 min_gain: 0.05,
@@ -312,8 +337,44 @@ mod tests {
             strategy: "random".into(),
             seed: 7,
             trials_per_op: 8,
+            batch: Some(8),
             ..TuneSettings::default()
         };
         assert_eq!(s, want);
+        let dealt = TuneSettings {
+            batch: None,
+            ..want
+        };
+        let json = serde_json::to_value(&dealt).unwrap();
+        assert!(json["batch"].is_null(), "{json}");
+        assert_eq!(serde_json::from_value::<TuneSettings>(json).unwrap(), dealt);
+    }
+
+    /// Without `TE_PARALLEL_COMPILER` the slots are dealt out among the ops searched: every
+    /// slot used while there are fewer ops than slots, one each when there are as many or
+    /// more; a fixed width is the width whatever the plan.
+    #[test]
+    fn round_widths_deal_the_slots_out_among_the_ops() {
+        let with = |workers, batch| TuneSettings {
+            workers,
+            batch,
+            ..TuneSettings::default()
+        };
+        let widths = |s: &TuneSettings, n: usize| -> Vec<usize> {
+            (0..n).map(|i| s.round_width(i, n)).collect()
+        };
+        let eight = with(8, None);
+        assert_eq!(widths(&eight, 1), [8]);
+        assert_eq!(widths(&eight, 3), [3, 3, 2]);
+        assert_eq!(widths(&eight, 5), [2, 2, 2, 1, 1]);
+        assert_eq!(widths(&eight, 8), [1; 8]);
+        assert_eq!(widths(&eight, 20), [1; 20]);
+        for n in 1..8 {
+            assert_eq!(widths(&eight, n).iter().sum::<usize>(), 8, "{n} ops");
+        }
+        assert_eq!(widths(&with(1, None), 4), [1; 4]);
+        assert_eq!(with(0, None).round_width(0, 0), 1);
+        assert_eq!(widths(&with(8, Some(4)), 3), [4; 3]);
+        assert_eq!(widths(&with(2, Some(0)), 1), [1]);
     }
 }

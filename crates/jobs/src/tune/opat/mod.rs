@@ -40,8 +40,11 @@
 //!   meanwhile stays, and this task is then reported `reserved` or `unsatisfied`: nothing of it
 //!   was added or updated.
 //!
-//! Tasks run on `workers` threads (`std::thread::scope`), each with its own runner built from
-//! the runner spec (runners need not be `Sync`). Results come back to the calling thread, which
+//! Tasks run on `workers` threads (`std::thread::scope`; at most one per task searched), each
+//! with its own runner built from the runner spec (runners need not be `Sync`). `workers` is
+//! also the job's measurement slots: each search measures [`TuneSettings::round_width`]
+//! candidates per round, so that a model with fewer distinct ops than slots still fills them
+//! (one op: all the slots in one batch). Results come back to the calling thread, which
 //! writes each finished task's bank record *before* it adds the task to the result file, so a
 //! rerun after a kill at any instant finds every reported winner as a hit. Cancellation is
 //! cooperative: setting the `cancel` flag stops the search loops at their next batch; tasks not
@@ -168,6 +171,11 @@ pub fn run(
         settings.total_trials,
         settings.total_time.map(|d| start + d),
     );
+    // The slots dealt out in the order the tasks are searched (the pool's order).
+    let mut widths = vec![1; plan.tasks.len()];
+    for (i, j) in jobs.iter().enumerate() {
+        widths[j.task] = settings.round_width(i, jobs.len());
+    }
     let pool = Pool {
         workers: settings.workers,
         trials_per_job: settings.trials_per_op as u64,
@@ -180,6 +188,7 @@ pub fn run(
         budget: &budget,
         cancel,
         transfer: &snapshot,
+        widths: &widths,
     };
     pool.run(
         &jobs,
@@ -237,6 +246,7 @@ pub(crate) fn run_task(
         budget: &budget,
         cancel,
         transfer: &transfer,
+        widths: &[settings.round_width(0, 1)],
     };
     let job = Job {
         task: 0,

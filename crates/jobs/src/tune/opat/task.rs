@@ -133,6 +133,9 @@ pub(crate) struct Opat<'a> {
     /// The related records of the job's misses, read when the job started (empty: every
     /// search starts cold).
     pub(crate) transfer: &'a Snapshot,
+    /// Candidates each task's search measures per round, by task index
+    /// ([`TuneSettings::round_width`]; a task not listed: 1).
+    pub(crate) widths: &'a [usize],
 }
 
 impl Opat<'_> {
@@ -253,7 +256,7 @@ impl Opat<'_> {
             cancel: self.cancel,
         };
         let mut driver = Driver::new(usize::try_from(granted).unwrap_or(usize::MAX));
-        driver.batch = settings.batch.max(1);
+        driver.batch = self.widths.get(out.task).copied().unwrap_or(1).max(1);
         driver.time_limit = self.budget.job_time_limit(settings.time_per_op);
         driver.stop_rule = settings.auto_stop.then(StopRule::default);
         let mut objective = RunnerObjective::new(runner, task);

@@ -182,6 +182,7 @@ fn first_batch(
         budget: &budget,
         cancel: &cancel,
         transfer: &transfer::Snapshot::default(),
+        widths: &[8],
     };
     let job = Job {
         task: 0,

@@ -503,7 +503,7 @@ impl Ctx<'_> {
         };
         let limits = (
             granted,
-            self.settings.batch,
+            self.settings.round_width(0, 1),
             self.budget.job_time_limit(self.settings.time_per_op),
         );
         let res = search_subgraph(space, ops, inner, limits, self.cancel);

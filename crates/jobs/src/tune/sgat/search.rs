@@ -133,7 +133,7 @@ pub fn sgat_best(
         &space,
         ops,
         strategy,
-        (budget, settings.batch, None),
+        (budget, settings.round_width(0, 1), None),
         &AtomicBool::new(false),
     );
     let (_, us) = found.best.ok_or(SgatBestError::NoCandidate)?;

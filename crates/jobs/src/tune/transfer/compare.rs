@@ -120,7 +120,7 @@ pub fn compare(
                 });
             };
             let mut driver = Driver::new(settings.trials_per_op);
-            driver.batch = settings.batch.max(1);
+            driver.batch = settings.round_width(0, 1);
             let mut objective = RunnerObjective::new(runner.as_mut() as &mut dyn Measure, &task);
             let history = driver
                 .run(&space.space, strategy.as_mut(), &mut objective)
