@@ -530,6 +530,7 @@ pub(crate) fn fuse_with(
                 node_name: model.graph.nodes[i].name.clone(),
                 op_type: model.graph.nodes[i].op_type.clone(),
                 reason: reason.clone(),
+                cause: None,
             })),
         }
     }

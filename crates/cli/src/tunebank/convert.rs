@@ -39,12 +39,7 @@ pub fn run(args: ConvertArgs, atc: &[String]) -> Result<ExitCode> {
     spec.builtin_banks = args.builtin;
     spec.graph_bank = args.graph_bank;
     let conversion = spec.conversion(&Environment::process())?;
-    for s in &conversion.plan.skipped {
-        eprintln!(
-            "tunebank: skipped {} ({}): {}",
-            s.node_name, s.op_type, s.reason
-        );
-    }
+    super::tune::report_skipped(&conversion.plan.skipped);
     let report = conversion.look_up()?;
     print_report(&report, args.json)?;
     Ok(failed_if(args.error_on_miss && report.misses > 0))

@@ -178,12 +178,7 @@ fn job_spec(args: &TuneArgs, atc: &[String]) -> Result<JobSpec> {
 /// the ops left out, and workers capped by memory.
 pub(super) fn resolve(spec: &JobSpec, env: &Environment) -> Result<Job> {
     let job = spec.resolve(env)?;
-    for s in job.skipped() {
-        eprintln!(
-            "tunebank: skipped {} ({}): {}",
-            s.node_name, s.op_type, s.reason
-        );
-    }
+    report_skipped(job.skipped());
     let w = job.workers();
     if let Some(available) = w.available {
         eprintln!(
@@ -195,6 +190,21 @@ pub(super) fn resolve(spec: &JobSpec, env: &Environment) -> Result<Job> {
         );
     }
     Ok(job)
+}
+
+/// Tells standard error of the ops left out: one line per op skipped for its own reason, with
+/// how many ops depending on it were cut off with it (not a line for each of those).
+pub(super) fn report_skipped(skipped: &[tunebank_model::SkippedOp]) {
+    for (s, cut) in tunebank_model::skipped_roots(skipped) {
+        let behind = match cut {
+            0 => String::new(),
+            n => format!("; {n} op(s) depending on it skipped too"),
+        };
+        eprintln!(
+            "tunebank: skipped {} ({}): {}{behind}",
+            s.node_name, s.op_type, s.reason
+        );
+    }
 }
 
 /// Rewrites AOE's short flags `-j -f -m -w` (given to `tune` as its own flags) into the ATC

@@ -204,7 +204,7 @@ impl fmt::Display for LookupReport {
 ///
 /// JSON: `{"default_confirmed_hits", "graph_bank", "graph_hits", "hits", "misses", "model",
 /// "ops": [{"default_confirmed", "ir_type", "key", "layer", "op_name", "op_type", "profile",
-/// "result"}], "skipped": [{"node_name", "op_type", "reason"}], "soc_version", "subgraphs":
+/// "result"}], "skipped": [{"node_name", "op_type", "reason", "cause"?}], "soc_version", "subgraphs":
 /// [{"key", "layer", "name", "result", "sliced", "units_after", "units_before"}], "total"}`;
 /// `graph_bank` is null and `subgraphs` empty without a graph bank.
 #[derive(Clone, Debug, Serialize)]
@@ -269,18 +269,22 @@ impl Serialize for ConvertRow {
     }
 }
 
-/// Skipped ops as `[{"node_name", "op_type", "reason"}]`.
+/// Skipped ops as `[{"node_name", "op_type", "reason", "cause"}]`; `cause` (absent for an op
+/// skipped for its own reason) names the op it was cut off behind.
 fn ser_skipped<S: Serializer>(skipped: &[SkippedOp], s: S) -> Result<S::Ok, S::Error> {
     #[derive(Serialize)]
     struct Skipped<'a> {
         node_name: &'a str,
         op_type: &'a str,
         reason: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cause: Option<&'a str>,
     }
     s.collect_seq(skipped.iter().map(|o| Skipped {
         node_name: &o.node_name,
         op_type: &o.op_type,
         reason: &o.reason,
+        cause: o.cause.as_deref(),
     }))
 }
 

@@ -207,7 +207,9 @@ impl<'a> Builder<'a> {
         }
         match layer.ty.as_str() {
             "Input" => self.input_layer(layer)?,
-            "Convolution" | "Deconvolution" => self.convolution(layer)?,
+            "Convolution" | "Deconvolution" | "ConvolutionDepthwise" | "DepthwiseConvolution" => {
+                self.convolution(layer)?
+            }
             "Pooling" => self.pooling(layer)?,
             "InnerProduct" => self.inner_product(layer)?,
             "BatchNorm" => return self.batch_norm(layer, next),
@@ -263,7 +265,12 @@ impl<'a> Builder<'a> {
                         Attrs::from([("axis".into(), Attr::Int(1))]),
                     );
                 } else {
-                    self.unknown(layer, &format!("Flatten(axis={axis},end_axis={end})"))?;
+                    // Caffe keeps the dims outside axis..=end_axis: Ascend's FlattenV2.
+                    let attrs = Attrs::from([
+                        ("axis".into(), Attr::Int(axis)),
+                        ("end_axis".into(), Attr::Int(end)),
+                    ]);
+                    self.node(layer, "FlattenV2", vec![input], attrs);
                 }
             }
             "Reshape" => self.reshape(layer)?,
@@ -273,6 +280,7 @@ impl<'a> Builder<'a> {
                     self.alias(t, input.clone());
                 }
             }
+            _ if self.vision_layer(layer)? => {}
             other => self.unknown(layer, other)?,
         }
         Ok(false)
@@ -325,7 +333,16 @@ impl<'a> Builder<'a> {
                 layer.describe()
             ))
         })?;
-        let group = p.uint("group").map_err(e)?.unwrap_or(1).max(1);
+        // MobileNet/ShuffleNet ports' depthwise layer: one group per channel.
+        let depthwise = matches!(
+            layer.ty.as_str(),
+            "ConvolutionDepthwise" | "DepthwiseConvolution"
+        );
+        let group = if depthwise {
+            num_output
+        } else {
+            p.uint("group").map_err(e)?.unwrap_or(1).max(1)
+        };
         let bias = p.bool("bias_term").map_err(e)?.unwrap_or(true);
         if p.int("axis").map_err(e)?.is_some_and(|a| a != 1) {
             return self.unknown(layer, &format!("{}(axis≠1)", layer.ty));
@@ -393,7 +410,10 @@ impl<'a> Builder<'a> {
             .unwrap_or("MAX");
         let input = self.bottom(layer, 0)?;
         if pool == "STOCHASTIC" {
-            return self.unknown(layer, "Pooling(STOCHASTIC)");
+            return self.refused(
+                layer,
+                "Pooling STOCHASTIC samples activations at random, which ATC does not compile: expected MAX or AVE",
+            );
         }
         if p.bool("global_pooling").map_err(e)?.unwrap_or(false) {
             let op = if pool == "MAX" {
@@ -550,10 +570,7 @@ impl<'a> Builder<'a> {
         let region = p
             .enum_("norm_region", &["ACROSS_CHANNELS", "WITHIN_CHANNEL"])
             .map_err(e)?;
-        if region == Some("WITHIN_CHANNEL") {
-            return self.unknown(layer, "LRN(WITHIN_CHANNEL)");
-        }
-        let attrs = Attrs::from([
+        let mut attrs = Attrs::from([
             (
                 "size".into(),
                 Attr::Int(p.uint("local_size").map_err(e)?.unwrap_or(5)),
@@ -571,6 +588,10 @@ impl<'a> Builder<'a> {
                 Attr::Float(p.float("k").map_err(e)?.unwrap_or(1.0)),
             ),
         ]);
+        if region == Some("WITHIN_CHANNEL") {
+            // Ascend's LRN normalises within a channel by this attribute (ONNX's never does).
+            attrs.insert("norm_region".into(), Attr::Str("WITHIN_CHANNEL".into()));
+        }
         let x = self.bottom(layer, 0)?;
         self.node(layer, "LRN", vec![x], attrs);
         Ok(())

@@ -22,14 +22,42 @@
 //! | ReLU/PReLU/Sigmoid/TanH/ELU/AbsVal/BNLL | `Relu` or `LeakyRelu`/`PRelu`/`Sigmoid`/`Tanh`/`Elu`/`Abs`/`Softplus` |
 //! | Eltwise SUM/PROD/MAX | chains of `Add`/`Mul`/`Max` (SUM coefficients as `Mul` by a scalar) |
 //! | Concat, Softmax, LRN (across channels) | `Concat`, `Softmax`, `LRN` |
-//! | Flatten (axis 1 to the end), Reshape (axis 0, all axes) | `Flatten`, `Reshape` |
+//! | Flatten (axis 1 to the end; any other axis/end_axis), Reshape (axis 0, all axes) | `Flatten`; `FlattenV2`; `Reshape` |
 //! | Dropout, Split | no op: their tops are their bottom |
 //!
-//! A layer type outside the table becomes a node of domain `caffe`, which inference reports as
-//! unsupported (named, with the layer) while the rest of the graph is still imported. Layers
-//! excluded from the TEST phase (`include { phase: TRAIN }`) and Silence layers are dropped.
+//! The layers of ATC's own schema (CANN's `caffe.proto`, package `domi.caffe`, which adds
+//! `ceil_mode`, `permute_param`, `upsample_param` … to BVLC's), in `vision.rs`; the names on
+//! the right are Ascend IR op types (CANN 8.1's op information), shapes in
+//! `infer/ops/vision.rs`:
+//!
+//! | Caffe | graph IR |
+//! |---|---|
+//! | ConvolutionDepthwise (MobileNet/ShuffleNet ports) | `Conv` with one group per channel |
+//! | Permute (`order`, leading axes only allowed) | `Transpose` |
+//! | PriorBox; DetectionOutput, SSDDetectionOutput | `PriorBox`; `SSDDetectionOutput` (box count and boxes) |
+//! | Normalize (SSD) | `NormalizeSum` + `NormalizeScale`, as GE splits it |
+//! | Upsample; Interp (PSPNet) | `Upsample`; `ResizeBilinearV2` (align corners) |
+//! | ShuffleChannel, Reorg, Yolo and Region (YOLOv2) | `ShuffleChannel`, `Reorg`, `Yolo` |
+//! | Slice | one `Slice` per top (`Split` without slice points) |
+//! | Crop, Tile, ArgMax, Reduction, Reverse | `Crop`, `TileWithAxis`, `ArgMaxWithK`, `Reduction`, `ReverseV2` |
+//! | Power, Threshold, MVN; Exp, Log (with base/scale/shift unless natural) | `Power`, `Threshold`, `MVN`; `Exp`, `Log` |
+//! | Axpy (SE-ResNet: a·x + y), Bias | `Mul` + `Add`, `Add` |
+//! | ROIPooling, ROIAlign, PSROIPooling | the same names |
+//! | LRN WITHIN_CHANNEL | `LRN` with `norm_region` |
+//! | BatchMatMul (no adjoints), Embed, Parameter, DummyData | `MatMul`, `Gather` (+ `Add`), initializers |
+//!
+//! Refused by name with the reason (`vision::REFUSED`; what depends on one is skipped, the rest
+//! imported): data layers (a deploy net declares its inputs), Python, recurrent layers, Pooling
+//! STOCHASTIC, quantisation layers, and the detection post-processing layers not mapped yet
+//! (Proposal, the YOLO detection outputs, FSRDetectionOutput …). Dropped as ATC drops them from
+//! an inference net (`vision::DROPPED`): Accuracy, the loss layers, HDF5Output and Silence, and
+//! layers excluded from the TEST phase (`include { phase: TRAIN }`).
+//!
+//! A layer type outside all of these becomes a node of domain `caffe`, which inference reports
+//! as unsupported (named, with the layer) while the rest of the graph is still imported.
 //! In-place layers (top = bottom) get a fresh tensor name: the layer's own name.
 
+mod detection;
 mod layers;
 mod norm;
 mod params;
@@ -37,6 +65,9 @@ mod proto;
 #[cfg(test)]
 mod tests;
 pub(crate) mod text;
+mod vision;
+#[cfg(test)]
+mod vision_tests;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -390,7 +421,9 @@ impl<'a> Builder<'a> {
             msg: m,
             pos,
         };
-        if !in_test_phase(&layer).map_err(|r| self.invalid(r))? || layer.ty == "Silence" {
+        if !in_test_phase(&layer).map_err(|r| self.invalid(r))?
+            || vision::DROPPED.contains(&layer.ty.as_str())
+        {
             return Ok(None);
         }
         Ok(Some(layer))

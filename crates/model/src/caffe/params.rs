@@ -134,6 +134,26 @@ impl<'a> Params<'a> {
         found.map(Some).ok_or_else(|| self.bad(f, &expected()))
     }
 
+    /// A string field (the last value), quoted or a bare identifier.
+    pub(super) fn string(&self, field: &'a str) -> ParamResult<Option<String>> {
+        let Some(f) = self.fields(field).last() else {
+            return Ok(None);
+        };
+        match &f.value {
+            Value::Scalar(Scalar::Str(s)) | Value::Scalar(Scalar::Ident(s)) => Ok(Some(s.clone())),
+            _ => Err(self.bad(f, "a string")),
+        }
+    }
+
+    /// The parameters of nested message `field` (named `path` in errors).
+    pub(super) fn nested(&self, field: &'a str, path: &'static str) -> Params<'a> {
+        Params {
+            layer: self.layer,
+            msg: self.message(field),
+            name: path,
+        }
+    }
+
     /// A nested message field (the last one).
     pub(super) fn message(&self, field: &'a str) -> Option<&'a Message> {
         self.fields(field).last().and_then(|f| match &f.value {

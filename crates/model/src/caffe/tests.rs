@@ -9,7 +9,7 @@ use crate::Attr;
 use tunebank_key::{FsReader, ResolvedOptions};
 
 /// A caffemodel holding `layers` (name, blob shapes), in the modern or the legacy list.
-fn caffemodel(layers: &[(&str, &[&[i64]])], legacy: bool) -> Vec<u8> {
+pub(super) fn caffemodel(layers: &[(&str, &[&[i64]])], legacy: bool) -> Vec<u8> {
     let blobs = |shapes: &[&[i64]]| {
         shapes
             .iter()
@@ -41,7 +41,7 @@ fn caffemodel(layers: &[(&str, &[&[i64]])], legacy: bool) -> Vec<u8> {
     net.encode_to_vec()
 }
 
-fn shapes(model: &Model) -> crate::InferredGraph {
+pub(super) fn shapes(model: &Model) -> crate::InferredGraph {
     let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
     model.infer(&options).unwrap().remove(0)
 }

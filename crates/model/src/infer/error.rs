@@ -375,4 +375,20 @@ pub enum InferError {
     /// A `Slice` step that cannot be negated.
     #[error("slice step out of range")]
     SliceStepRange,
+    /// A framework layer the importer refuses by name, and why.
+    #[error("{op} is not imported: {reason}")]
+    Refused {
+        /// The layer type.
+        op: String,
+        /// Why, and what would be accepted instead.
+        reason: String,
+    },
+    /// A framework-specific op whose attributes or inputs do not fit it.
+    #[error("{op}: {reason}")]
+    Invalid {
+        /// Op type.
+        op: &'static str,
+        /// What does not fit, and what was expected.
+        reason: String,
+    },
 }

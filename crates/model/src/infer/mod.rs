@@ -23,6 +23,8 @@ use tunebank_key::{AttrValue, Format, Profile, ResolvedOptions};
 mod attrs;
 mod error;
 mod ops;
+
+pub(crate) use ops::REFUSED_DOMAIN;
 mod shape;
 
 use error::InferError;
@@ -55,6 +57,28 @@ pub struct SkippedOp {
     pub op_type: String,
     /// Why it was skipped.
     pub reason: String,
+    /// The op skipped for its own reason that this one was skipped behind (following skipped
+    /// producers back); `None` when this op is such a root.
+    pub cause: Option<String>,
+}
+
+/// The ops skipped for their own reason, each with how many other skipped ops were cut off
+/// behind it (depend on it, directly or not), in the order of `skipped`: what a report says
+/// instead of one line per cut-off op.
+pub fn skipped_roots(skipped: &[SkippedOp]) -> Vec<(&SkippedOp, usize)> {
+    let mut roots: Vec<(&SkippedOp, usize)> = skipped
+        .iter()
+        .filter(|s| s.cause.is_none())
+        .map(|s| (s, 0))
+        .collect();
+    for s in skipped {
+        if let Some(c) = &s.cause {
+            if let Some(r) = roots.iter_mut().find(|(r, _)| &r.node_name == c) {
+                r.1 += 1;
+            }
+        }
+    }
+    roots
 }
 
 /// The result of inference under one profile.
@@ -299,6 +323,8 @@ fn run(
         }
     }
     let mut skipped_outputs: BTreeMap<&str, &str> = BTreeMap::new();
+    // Skipped node → the root it was skipped behind (itself for a root).
+    let mut root_of: BTreeMap<&str, String> = BTreeMap::new();
     let in_order: BTreeSet<usize> = order.iter().copied().collect();
     for &i in order {
         let node = &g.nodes[i];
@@ -325,10 +351,24 @@ fn run(
                         }
                     }
                 }
+                let cause = match &reason {
+                    InferError::ProducerSkipped { producer, .. } => Some(
+                        root_of
+                            .get(producer.as_str())
+                            .cloned()
+                            .unwrap_or_else(|| producer.clone()),
+                    ),
+                    _ => None,
+                };
+                root_of.insert(
+                    node.name.as_str(),
+                    cause.clone().unwrap_or_else(|| node.name.clone()),
+                );
                 result.skipped.push(SkippedOp {
                     node_name: node.name.clone(),
                     op_type: node.op_type.clone(),
                     reason: reason.to_string(),
+                    cause,
                 });
             }
         }
@@ -339,6 +379,7 @@ fn run(
                 node_name: node.name.clone(),
                 op_type: node.op_type.clone(),
                 reason: InferError::Cycle.to_string(),
+                cause: None,
             });
         }
     }

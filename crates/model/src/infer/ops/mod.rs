@@ -14,8 +14,13 @@ mod reshape_slice;
 #[cfg(test)]
 mod tests;
 mod training;
+mod vision;
 
-use super::attrs::{convert_attrs, Attrs};
+/// The domain of a node an importer made for a layer it refuses by name: its `reason`
+/// attribute is the skipped op's reason.
+pub(crate) const REFUSED_DOMAIN: &str = "refused";
+
+use super::attrs::{attr_str, convert_attrs, Attrs};
 use super::error::InferError;
 use super::shape::{check_dims, Inputs};
 use super::TensorInfo;
@@ -49,6 +54,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("ApplyMomentum", training::apply),
     ("ApplyRMSProp", training::apply),
     ("ArgMax", reduce::arg_reduce),
+    ("ArgMaxWithK", vision::arg_max_with_k),
     ("ArgMin", reduce::arg_reduce),
     ("Assign", training::assign),
     ("AssignAdd", training::assign),
@@ -73,6 +79,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("Conv2DBackpropInput", training::conv_backprop_input),
     ("ConvTranspose", conv_pool::conv_transpose),
     ("Cos", elementwise::unary),
+    ("Crop", vision::crop),
     (
         "DepthwiseConv2DBackpropFilter",
         training::conv_backprop_filter,
@@ -92,6 +99,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("Expand", movement::expand),
     ("Fill", training::fill),
     ("Flatten", reshape_slice::flatten),
+    ("FlattenV2", vision::flatten_v2),
     ("Floor", elementwise::unary),
     ("FloorDiv", elementwise::arithmetic),
     ("FloorMod", elementwise::arithmetic),
@@ -118,6 +126,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("LogSoftmax", elementwise::softmax),
     ("LpNormalization", elementwise::unary),
     ("LpPool", conv_pool::pool),
+    ("MVN", elementwise::unary),
     ("MatMul", matmul::matmul),
     ("Max", elementwise::arithmetic),
     ("MaxPool", conv_pool::pool),
@@ -128,12 +137,18 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("Mod", elementwise::arithmetic),
     ("Mul", elementwise::arithmetic),
     ("Neg", elementwise::unary),
+    ("NormalizeScale", vision::normalize_scale),
+    ("NormalizeSum", vision::normalize_sum),
     ("Not", elementwise::unary),
     ("OnesLike", elementwise::unary),
     ("Or", elementwise::arithmetic),
     ("PRelu", elementwise::arithmetic),
+    ("PSROIPooling", vision::psroi_pooling),
     ("Pad", movement::pad),
     ("Pow", elementwise::arithmetic),
+    ("Power", elementwise::unary),
+    ("PriorBox", vision::prior_box),
+    ("ROIPooling", vision::roi_pooling),
     ("Reciprocal", elementwise::unary),
     ("ReciprocalGrad", elementwise::arithmetic),
     ("ReduceL1", reduce::reduce),
@@ -146,16 +161,22 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("ReduceProd", reduce::reduce),
     ("ReduceSum", reduce::reduce),
     ("ReduceSumSquare", reduce::reduce),
+    ("Reduction", vision::reduction),
     ("Relu", elementwise::unary),
     ("Relu6Grad", elementwise::arithmetic),
     ("ReluGrad", elementwise::arithmetic),
+    ("Reorg", vision::reorg),
     ("Reshape", reshape_slice::reshape),
+    ("ResizeBilinearV2", vision::interp),
+    ("ReverseV2", elementwise::unary),
     ("Round", elementwise::unary),
     ("Rsqrt", elementwise::unary),
     ("RsqrtGrad", elementwise::arithmetic),
+    ("SSDDetectionOutput", vision::ssd_detection_output),
     ("Selu", elementwise::unary),
     ("SeluGrad", elementwise::arithmetic),
     ("Shape", constant::shape),
+    ("ShuffleChannel", vision::shuffle_channel),
     ("Sigmoid", elementwise::unary),
     ("SigmoidGrad", elementwise::arithmetic),
     ("Sign", elementwise::unary),
@@ -186,11 +207,15 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("Sum", elementwise::arithmetic),
     ("Tanh", elementwise::unary),
     ("TanhGrad", elementwise::arithmetic),
+    ("Threshold", elementwise::unary),
     ("Tile", movement::tile),
+    ("TileWithAxis", vision::tile_with_axis),
     ("Transpose", movement::transpose),
     ("Unsqueeze", reshape_slice::unsqueeze),
+    ("Upsample", vision::upsample),
     ("Where", elementwise::where_),
     ("Xor", elementwise::arithmetic),
+    ("Yolo", vision::yolo),
     ("ZerosLike", elementwise::unary),
 ];
 
@@ -209,6 +234,12 @@ pub(super) fn infer_node(
     ins: &Inputs,
     opset: i64,
 ) -> Result<(Vec<TensorInfo>, Attrs), InferError> {
+    if let (true, Some(reason)) = (node.domain == REFUSED_DOMAIN, attr_str(node, "reason")) {
+        return Err(InferError::Refused {
+            op: node.op_type.clone(),
+            reason,
+        });
+    }
     if !(node.domain.is_empty() || node.domain == "ai.onnx") {
         return Err(InferError::UnsupportedDomain {
             op: node.op_type.clone(),

@@ -11,10 +11,16 @@ use crate::infer::TensorInfo;
 use tunebank_key::AttrValue;
 
 /// `Transpose`: input 0's dims permuted by `perm` (reversed when absent, then made explicit).
+/// A node with `complete_perm` (Caffe's `Permute`, whose `order` may name only the leading
+/// axes) has the axes it does not name appended in order; the marker leaves the attributes.
 pub(super) fn transpose(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
     let x = input(cx.ins, 0)?;
     let r = x.shape.len();
-    let perm = attr_ints(cx.node, "perm").unwrap_or_else(|| (0..r as i64).rev().collect());
+    let mut perm = attr_ints(cx.node, "perm").unwrap_or_else(|| (0..r as i64).rev().collect());
+    if attrs.remove("complete_perm").is_some() {
+        let rest: Vec<i64> = (0..r as i64).filter(|a| !perm.contains(a)).collect();
+        perm.extend(rest);
+    }
     let mut seen = vec![false; r];
     let mut shape = Vec::with_capacity(r);
     for &p in &perm {
