@@ -472,9 +472,7 @@ impl<'a> Builder<'a> {
         })?;
         let bias = p.bool("bias_term").map_err(e)?.unwrap_or(true);
         let transpose = p.bool("transpose").map_err(e)?.unwrap_or(false);
-        if p.int("axis").map_err(e)?.is_some_and(|a| a != 1) {
-            return self.unknown(layer, "InnerProduct(axis≠1)");
-        }
+        let axis = p.int("axis").map_err(e)?.unwrap_or(1);
         let blobs = self.weight_and_bias_blobs(layer, bias, "weight", "bias")?;
         let w = squeeze_to(&blobs[0], 2);
         let out_at = usize::from(transpose);
@@ -493,6 +491,30 @@ impl<'a> Builder<'a> {
             ));
         }
         let mut input = self.bottom(layer, 0)?;
+        if axis != 1 {
+            // The dims before `axis` stay (a sequence's steps): flatten from `axis` on, then a
+            // MatMul by the [inputs, num_output] matrix (only its shape is read) and the bias.
+            let flat = self.step(
+                layer,
+                "flatten",
+                "FlattenV2",
+                vec![input],
+                Attrs::from([
+                    ("axis".into(), Attr::Int(axis)),
+                    ("end_axis".into(), Attr::Int(-1)),
+                ]),
+            );
+            let k = w[1 - out_at];
+            let m = self.weight_tensor(format!("{}.weight", layer.name), vec![k, num_output]);
+            if !bias {
+                self.node(layer, "MatMul", vec![flat, m], Attrs::new());
+                return Ok(());
+            }
+            let mm = self.step(layer, "matmul", "MatMul", vec![flat, m], Attrs::new());
+            let b = self.bias_tensor(layer, &blobs[1], num_output)?;
+            self.node(layer, "Add", vec![mm, b], Attrs::new());
+            return Ok(());
+        }
         // Caffe flattens from axis 1 itself; a Flatten is added unless the input is flat.
         let flat = self
             .nodes
@@ -609,12 +631,18 @@ impl<'a> Builder<'a> {
             )));
         };
         let dims = p.dims_of(shape).map_err(e)?;
-        if (axis, num_axes) != (0, -1) {
-            return self.unknown(layer, &format!("Reshape(axis={axis},num_axes={num_axes})"));
-        }
         let x = self.bottom(layer, 0)?;
         let s = self.int_tensor(format!("{}.shape", layer.name), dims);
-        self.node(layer, "Reshape", vec![x, s], Attrs::new());
+        // A partial reshape keeps the dims outside axis..axis+num_axes (ATC's Reshape attrs).
+        let attrs = if (axis, num_axes) == (0, -1) {
+            Attrs::new()
+        } else {
+            Attrs::from([
+                ("axis".into(), Attr::Int(axis)),
+                ("num_axes".into(), Attr::Int(num_axes)),
+            ])
+        };
+        self.node(layer, "Reshape", vec![x, s], attrs);
         Ok(())
     }
 }

@@ -16,13 +16,13 @@
 //! | `Input`, `input`/`input_shape`/`input_dim` | graph inputs |
 //! | Convolution, Deconvolution | `Conv`, `ConvTranspose` (group, dilation, every pad/stride/kernel spelling) |
 //! | Pooling MAX/AVE, global | `MaxPool`/`AveragePool` (`ceil_mode` from `round_mode`, Caffe's default ceil), `GlobalMaxPool`/`GlobalAveragePool` |
-//! | InnerProduct | `Flatten` (unless the input is already flat) + `Gemm` |
+//! | InnerProduct (axis 1; any other axis) | `Flatten` (unless the input is already flat) + `Gemm`; `FlattenV2` from the axis + `MatMul` (+ `Add`) |
 //! | BatchNorm + Scale | one `BatchNormalization` (the pair folded); a lone BatchNorm gets unit scale |
 //! | Scale alone | `Mul` (+ `Add`) |
 //! | ReLU/PReLU/Sigmoid/TanH/ELU/AbsVal/BNLL | `Relu` or `LeakyRelu`/`PRelu`/`Sigmoid`/`Tanh`/`Elu`/`Abs`/`Softplus` |
 //! | Eltwise SUM/PROD/MAX | chains of `Add`/`Mul`/`Max` (SUM coefficients as `Mul` by a scalar) |
 //! | Concat, Softmax, LRN (across channels) | `Concat`, `Softmax`, `LRN` |
-//! | Flatten (axis 1 to the end; any other axis/end_axis), Reshape (axis 0, all axes) | `Flatten`; `FlattenV2`; `Reshape` |
+//! | Flatten (axis 1 to the end; any other axis/end_axis), Reshape (any axis/num_axes) | `Flatten`; `FlattenV2`; `Reshape` (a partial one with ATC's `axis`/`num_axes`, made whole by inference) |
 //! | Dropout, Split | no op: their tops are their bottom |
 //!
 //! The layers of ATC's own schema (CANN's `caffe.proto`, package `domi.caffe`, which adds

@@ -332,6 +332,29 @@ fn each_layer_has_its_frameworks_shape() {
         ),
         Ok(vec![vec![1, 2, 4, 4], vec![1, 5, 4, 4], vec![1, 2, 4, 4]])
     );
+    // Reshape with axis/num_axes replaces only that span (Caffe's own examples: 2×8 input).
+    for (spec, want) in [
+        ("shape { dim: 2 dim: 4 } axis: 1", vec![2, 2, 4]),
+        ("shape { dim: 2 dim: 4 } axis: -2", vec![2, 2, 4]),
+        ("shape { dim: 1 } axis: 1 num_axes: 0", vec![2, 1, 8]),
+        ("shape { dim: 1 dim: 2 } num_axes: 1", vec![1, 2, 8]),
+        ("shape { dim: 0 dim: -1 } axis: 1", vec![2, 8, 1]),
+    ] {
+        let layer = format!(
+            r#"layer {{ name: "r" type: "Reshape" bottom: "x" top: "y" reshape_param {{ {spec} }} }}"#
+        );
+        assert_eq!(one(&[2, 8], &layer, "y"), Ok(want), "{spec}");
+    }
+    // InnerProduct from axis 2 keeps the steps: [N, T, D] → [N, T, num_output].
+    assert_eq!(
+        one_layer(
+            &[2, 5, 6],
+            r#"layer { name: "ip" type: "InnerProduct" bottom: "x" top: "y" inner_product_param { num_output: 3 axis: 2 } }"#,
+            &[("ip", &[&[3, 6], &[3]])],
+            &["y"],
+        ),
+        Ok(vec![vec![2, 5, 3]])
+    );
     for layer in [
         r#"layer { name: "u" type: "Power" bottom: "x" top: "y" power_param { power: 2 scale: 0.5 shift: 1 } }"#,
         r#"layer { name: "u" type: "Exp" bottom: "x" top: "y" exp_param { base: 2 } }"#,

@@ -12,7 +12,7 @@ use tunebank_key::AttrValue;
 
 /// `Reshape`: the target shape (input from opset 5, attribute before), 0 copying the input's
 /// dim (unless `allowzero`) and one -1 inferred from the element count.
-pub(super) fn reshape(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+pub(super) fn reshape(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
     let x = input(cx.ins, 0)?;
     let target = if cx.opset >= 5 {
         const_values(cx.ins, 1, "shape")?
@@ -22,6 +22,7 @@ pub(super) fn reshape(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, In
             attr: "shape",
         })?
     };
+    let target = caffe_span(x, target, attrs)?;
     let allow_zero = attr_int(cx.node, "allowzero").unwrap_or(0) != 0;
     let mut shape = Vec::with_capacity(target.len());
     let mut infer_at = None;
@@ -195,6 +196,53 @@ pub(super) fn split(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, 
             info(x.elem_type, shape)
         })
         .collect())
+}
+
+/// Caffe's partial reshape (ATC's `Reshape` attributes `axis`, `num_axes`): `target` replaces
+/// only the input dims `axis..axis+num_axes` (`num_axes` -1: to the end; a negative `axis`
+/// counts from after the last dim, -1 being the end), its 0s copying the replaced dims; the
+/// result is the whole target, so the attributes leave. Without them, `target` as it is.
+fn caffe_span(x: &TensorInfo, target: Vec<i64>, attrs: &mut Attrs) -> Result<Vec<i64>, InferError> {
+    let get = |k: &str| match attrs.get(k) {
+        Some(AttrValue::Int(v)) => Some(*v),
+        _ => None,
+    };
+    let (axis, num_axes) = (get("axis"), get("num_axes"));
+    attrs.remove("axis");
+    attrs.remove("num_axes");
+    let (axis, num_axes) = (axis.unwrap_or(0), num_axes.unwrap_or(-1));
+    if (axis, num_axes) == (0, -1) {
+        return Ok(target);
+    }
+    let r = x.shape.len() as i64;
+    let start = if axis >= 0 { axis } else { r + axis + 1 };
+    let end = if num_axes == -1 { r } else { start + num_axes };
+    if start < 0 || num_axes < -1 || end > r {
+        return Err(InferError::Invalid {
+            op: "Reshape",
+            reason: format!(
+                "axis {axis}, num_axes {num_axes} do not fit the input {:?}",
+                x.shape
+            ),
+        });
+    }
+    let (start, end) = (start as usize, end as usize);
+    let mut full = x.shape[..start].to_vec();
+    for (i, &t) in target.iter().enumerate() {
+        full.push(match t {
+            0 => *x
+                .shape
+                .get(start + i)
+                .ok_or_else(|| InferError::ReshapeCopy {
+                    target: target.clone(),
+                    dim: start + i,
+                    shape: x.shape.clone(),
+                })?,
+            t => t,
+        });
+    }
+    full.extend_from_slice(&x.shape[end..]);
+    Ok(full)
 }
 
 /// `Slice` parameters: starts, ends, axes, steps (axes and steps as given, if given).
