@@ -11,6 +11,7 @@ mod aoe_bank;
 mod aoe_cores;
 mod aoe_graph_bank;
 mod atc_options;
+mod caffe_families;
 mod ci_rule;
 mod cli_bank;
 mod cli_exit_codes;
