@@ -131,7 +131,7 @@ fn climb(
     target: f64,
     search: &TuneSettings,
 ) -> usize {
-    let (budget, batch) = (search.trials_per_op, search.round_width(0, 1));
+    let (budget, batch) = (search.trials_per_op, search.batch.unwrap_or(1));
     let reached = |h: &History| h.best().and_then(|b| b.value).is_some_and(|v| v <= target);
     if reached(&history) {
         return 1;

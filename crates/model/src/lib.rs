@@ -51,7 +51,7 @@ pub use graph::{
     load_onnx, load_onnx_bytes, Attr, ConstTensor, ElemType, Graph, Model, Node, ValueDecl,
 };
 pub use graph::{MAX_OPSET, MIN_OPSET};
-pub use infer::{profiles, skipped_roots, InferredGraph, SkippedOp, TensorInfo};
+pub use infer::{profiles, InferredGraph, SkippedOp, TensorInfo};
 pub use optimizer::{apply_op, ApplyOp};
 use tunebank_failure::{io_kind, FailureKind};
 

@@ -195,7 +195,11 @@ pub(super) fn resolve(spec: &JobSpec, env: &Environment) -> Result<Job> {
 /// Tells standard error of the ops left out: one line per op skipped for its own reason, with
 /// how many ops depending on it were cut off with it (not a line for each of those).
 pub(super) fn report_skipped(skipped: &[tunebank_model::SkippedOp]) {
-    for (s, cut) in tunebank_model::skipped_roots(skipped) {
+    for s in skipped.iter().filter(|s| s.cause.is_none()) {
+        let cut = skipped
+            .iter()
+            .filter(|o| o.cause.as_ref() == Some(&s.node_name))
+            .count();
         let behind = match cut {
             0 => String::new(),
             n => format!("; {n} op(s) depending on it skipped too"),

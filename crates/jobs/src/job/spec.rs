@@ -80,7 +80,7 @@ pub struct JobSpec {
     /// Measurement slots (`--tuning_parallel_num`); `None`: `TUNING_PARALLEL_NUM`, else
     /// aoe.ini's, else the cores (at most 8). Either way capped by available memory. OPAT tunes
     /// up to this many ops at once and deals the slots out among them as batch widths unless
-    /// `TE_PARALLEL_COMPILER` fixes the width ([`crate::tune::TuneSettings::round_width`]).
+    /// `TE_PARALLEL_COMPILER` fixes the width (`TuneSettings::round_width`).
     pub workers: Option<usize>,
     /// `REPEAT_TUNE`; `None`: the environment's.
     pub repeat_tune: Option<bool>,

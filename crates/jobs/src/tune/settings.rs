@@ -43,10 +43,10 @@ pub struct TuneSettings {
     /// Measurement slots (`TUNING_PARALLEL_NUM`, already capped by memory): candidates the
     /// job's runners measure at once. OPAT tunes up to this many ops at a time, each on its own
     /// thread and runner, and deals the slots out among them as batch widths
-    /// ([`TuneSettings::round_width`]); SGAT measures on one thread.
+    /// (`TuneSettings::round_width`); SGAT measures on one thread.
     pub workers: usize,
     /// Candidates measured per search round when `TE_PARALLEL_COMPILER` sets it; `None`: the
-    /// slots dealt out among the ops searched ([`TuneSettings::round_width`]).
+    /// slots dealt out among the ops searched (`TuneSettings::round_width`).
     pub batch: Option<usize>,
     /// Side-by-side re-measurement rounds of best and baseline (OPAT); the driver runs at
     /// least `WinRule::min_rounds` whatever this says. SGAT measures no rounds: its model's
@@ -72,7 +72,7 @@ impl TuneSettings {
     /// searched)` ops in flight fill every slot (one op: all of them; as many ops as slots or
     /// more: one each, the search's most sample-efficient width). Depends only on the plan,
     /// never on timing, so a job's searches are reproducible. At least 1.
-    pub fn round_width(&self, index: usize, searched: usize) -> usize {
+    pub(crate) fn round_width(&self, index: usize, searched: usize) -> usize {
         if let Some(b) = self.batch {
             return b.max(1);
         }

@@ -62,25 +62,6 @@ pub struct SkippedOp {
     pub cause: Option<String>,
 }
 
-/// The ops skipped for their own reason, each with how many other skipped ops were cut off
-/// behind it (depend on it, directly or not), in the order of `skipped`: what a report says
-/// instead of one line per cut-off op.
-pub fn skipped_roots(skipped: &[SkippedOp]) -> Vec<(&SkippedOp, usize)> {
-    let mut roots: Vec<(&SkippedOp, usize)> = skipped
-        .iter()
-        .filter(|s| s.cause.is_none())
-        .map(|s| (s, 0))
-        .collect();
-    for s in skipped {
-        if let Some(c) = &s.cause {
-            if let Some(r) = roots.iter_mut().find(|(r, _)| &r.node_name == c) {
-                r.1 += 1;
-            }
-        }
-    }
-    roots
-}
-
 /// The result of inference under one profile.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InferredGraph {

@@ -31,13 +31,20 @@
 //! | Identity, StopGradient, Snapshot; control edges (`^x`) | no op / ignored |
 //!
 //! A training step's ops (variables, shape arithmetic, backward ops, optimizer updates) are
-//! mapped by `training.rs`, whose table lists them.
+//! mapped by `training.rs`, whose table lists them; the shape plumbing and data movement of
+//! training steps, detection and segmentation graphs (StridedSlice, Pack, Split, Gather,
+//! ConcatOffset, BroadcastGradientArgs, resizes …, control flow refused by name) by
+//! `plumbing.rs`, whose table lists them. A Reshape, ExpandDims or Transpose whose shape, axis
+//! or permutation is computed in the graph reads it from the values inference tracks.
 //!
 //! An op outside the tables becomes a node of domain `tensorflow`, which inference reports as
 //! unsupported (named) while the rest of the graph is still imported.
 
 mod backward;
 mod ops;
+mod plumbing;
+#[cfg(test)]
+mod plumbing_tests;
 mod proto;
 #[cfg(test)]
 mod tests;

@@ -68,7 +68,14 @@ impl<'a> Builder<'a> {
     }
 
     /// A one-output node named as the TensorFlow node.
-    fn emit(&mut self, node: &NodeDef, op: &str, inputs: Vec<String>, a: Attrs, layout: Layout) {
+    pub(super) fn emit(
+        &mut self,
+        node: &NodeDef,
+        op: &str,
+        inputs: Vec<String>,
+        a: Attrs,
+        layout: Layout,
+    ) {
         let out = self.push(
             node.name.clone(),
             op,
@@ -128,14 +135,14 @@ impl<'a> Builder<'a> {
 
     /// One TensorFlow node.
     pub(super) fn node(&mut self, node: &NodeDef) -> Result<(), ModelError> {
-        if self.training(node)? {
+        if self.training(node)? || self.plumbing(node)? {
             return Ok(());
         }
         let op = node.op.as_str();
         let unary = match op {
             "Relu" | "Sigmoid" | "Tanh" | "Elu" | "Selu" | "Softplus" | "Softsign" | "Abs"
             | "Neg" | "Exp" | "Log" | "Sqrt" | "Floor" | "Ceil" | "Erf" | "Reciprocal"
-            | "LeakyRelu" | "Rsqrt" | "Square" => Some(op.to_string()),
+            | "LeakyRelu" | "Rsqrt" | "Square" | "Erfc" => Some(op.to_string()),
             _ => None,
         };
         match (op, unary) {
@@ -647,10 +654,11 @@ impl<'a> Builder<'a> {
         let xi = self.in_layout(&x, Layout::Plain);
         match node.op.as_str() {
             "Reshape" => {
-                let Some(shape) = self.const_ints(node, 1)? else {
-                    return self.unknown(node, "Reshape");
+                // A shape computed in the graph is read from inference's tracked values.
+                let s = match self.const_ints(node, 1)? {
+                    Some(shape) => self.ints_input(node, "shape", shape),
+                    None => self.shape_value(node, 1)?,
                 };
-                let s = self.ints_input(node, "shape", shape);
                 self.emit(node, "Reshape", vec![xi, s], Attrs::new(), Layout::Plain);
             }
             "Squeeze" => {
@@ -662,15 +670,18 @@ impl<'a> Builder<'a> {
                 self.emit(node, "Squeeze", inputs, Attrs::new(), Layout::Plain);
             }
             "ExpandDims" => {
-                let Some(axis) = self.const_ints(node, 1)? else {
-                    return self.unknown(node, "ExpandDims");
+                let a = match self.const_ints(node, 1)? {
+                    Some(axis) => self.ints_input(node, "axes", axis),
+                    None => self.shape_value(node, 1)?,
                 };
-                let a = self.ints_input(node, "axes", axis);
                 self.emit(node, "Unsqueeze", vec![xi, a], Attrs::new(), Layout::Plain);
             }
             _ => {
                 let Some(perm) = self.const_ints(node, 1)? else {
-                    return self.unknown(node, "Transpose");
+                    // A permutation computed in the graph (a gradient's InvertPermutation).
+                    let p = self.shape_value(node, 1)?;
+                    self.emit(node, "Transpose", vec![xi, p], Attrs::new(), Layout::Plain);
+                    return Ok(());
                 };
                 self.emit(
                     node,

@@ -9,7 +9,7 @@ use super::proto::{AttrValue, Dim, GraphDef, ListValue, NodeDef, TensorProto, Te
 use super::*;
 use tunebank_key::{FsReader, ResolvedOptions};
 
-fn shape(d: &[i64]) -> TensorShapeProto {
+pub(super) fn shape(d: &[i64]) -> TensorShapeProto {
     TensorShapeProto {
         dim: d
             .iter()
@@ -22,7 +22,12 @@ fn shape(d: &[i64]) -> TensorShapeProto {
     }
 }
 
-fn node(name: &str, op: &str, inputs: &[&str], attrs: Vec<(&str, AttrValue)>) -> NodeDef {
+pub(super) fn node(
+    name: &str,
+    op: &str,
+    inputs: &[&str],
+    attrs: Vec<(&str, AttrValue)>,
+) -> NodeDef {
     NodeDef {
         name: name.into(),
         op: op.into(),
@@ -34,14 +39,14 @@ fn node(name: &str, op: &str, inputs: &[&str], attrs: Vec<(&str, AttrValue)>) ->
     }
 }
 
-fn s(v: &str) -> AttrValue {
+pub(super) fn s(v: &str) -> AttrValue {
     AttrValue {
         s: Some(v.as_bytes().to_vec()),
         ..Default::default()
     }
 }
 
-fn ints(v: &[i64]) -> AttrValue {
+pub(super) fn ints(v: &[i64]) -> AttrValue {
     AttrValue {
         list: Some(ListValue {
             i: v.to_vec(),
@@ -52,7 +57,7 @@ fn ints(v: &[i64]) -> AttrValue {
 }
 
 /// A float constant with dims only (weights stripped), or an int32 one with values.
-fn konst(name: &str, dims: &[i64], values: Option<&[i32]>) -> NodeDef {
+pub(super) fn konst(name: &str, dims: &[i64], values: Option<&[i32]>) -> NodeDef {
     let t = TensorProto {
         dtype: if values.is_some() { 3 } else { 1 },
         tensor_shape: Some(shape(dims)),
@@ -247,7 +252,7 @@ fn bad_graphs_are_named_errors() {
     );
 }
 
-fn placeholder(name: &str, dims: &[i64]) -> NodeDef {
+pub(super) fn placeholder(name: &str, dims: &[i64]) -> NodeDef {
     node(
         name,
         "Placeholder",

@@ -42,7 +42,7 @@
 //!
 //! Tasks run on `workers` threads (`std::thread::scope`; at most one per task searched), each
 //! with its own runner built from the runner spec (runners need not be `Sync`). `workers` is
-//! also the job's measurement slots: each search measures [`TuneSettings::round_width`]
+//! also the job's measurement slots: each search measures `TuneSettings::round_width`
 //! candidates per round, so that a model with fewer distinct ops than slots still fills them
 //! (one op: all the slots in one batch). Results come back to the calling thread, which
 //! writes each finished task's bank record *before* it adds the task to the result file, so a

@@ -134,7 +134,7 @@ pub(crate) struct Opat<'a> {
     /// search starts cold).
     pub(crate) transfer: &'a Snapshot,
     /// Candidates each task's search measures per round, by task index
-    /// ([`TuneSettings::round_width`]; a task not listed: 1).
+    /// (`TuneSettings::round_width`; a task not listed: 1).
     pub(crate) widths: &'a [usize],
 }
 

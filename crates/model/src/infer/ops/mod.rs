@@ -9,6 +9,7 @@ mod elementwise;
 mod matmul;
 mod movement;
 mod norm;
+mod plumbing;
 mod reduce;
 mod reshape_slice;
 #[cfg(test)]
@@ -68,10 +69,12 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("BatchNormalization", norm::batch_norm),
     ("BiasAddGrad", training::bias_add_grad),
     ("BitShift", elementwise::arithmetic),
+    ("BroadcastGradientArgs", plumbing::broadcast_gradient_args),
     ("Cast", elementwise::cast),
     ("Ceil", elementwise::unary),
     ("Clip", elementwise::unary),
     ("Concat", reshape_slice::concat),
+    ("ConcatOffset", plumbing::concat_offset),
     ("Constant", constant::constant),
     ("ConstantOfShape", constant::constant_of_shape),
     ("Conv", conv_pool::conv),
@@ -80,6 +83,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("ConvTranspose", conv_pool::conv_transpose),
     ("Cos", elementwise::unary),
     ("Crop", vision::crop),
+    ("DepthToSpace", plumbing::depth_space),
     (
         "DepthwiseConv2DBackpropFilter",
         training::conv_backprop_filter,
@@ -95,6 +99,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("EluGrad", elementwise::arithmetic),
     ("Equal", elementwise::compare),
     ("Erf", elementwise::unary),
+    ("Erfc", elementwise::unary),
     ("Exp", elementwise::unary),
     ("Expand", movement::expand),
     ("Fill", training::fill),
@@ -116,6 +121,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("Hardmax", elementwise::softmax),
     ("Identity", elementwise::identity),
     ("InstanceNormalization", elementwise::unary),
+    ("InvertPermutation", plumbing::invert_permutation),
     ("LRN", elementwise::unary),
     ("LayerNormalization", norm::layer_norm),
     ("LeakyRelu", elementwise::unary),
@@ -144,11 +150,13 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("Or", elementwise::arithmetic),
     ("PRelu", elementwise::arithmetic),
     ("PSROIPooling", vision::psroi_pooling),
+    ("Pack", plumbing::pack),
     ("Pad", movement::pad),
     ("Pow", elementwise::arithmetic),
     ("Power", elementwise::unary),
     ("PriorBox", vision::prior_box),
     ("ROIPooling", vision::roi_pooling),
+    ("Range", plumbing::range),
     ("Reciprocal", elementwise::unary),
     ("ReciprocalGrad", elementwise::arithmetic),
     ("ReduceL1", reduce::reduce),
@@ -168,6 +176,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("Reorg", vision::reorg),
     ("Reshape", reshape_slice::reshape),
     ("ResizeBilinearV2", vision::interp),
+    ("ResizeNearestNeighborV2", vision::interp),
     ("ReverseV2", elementwise::unary),
     ("Round", elementwise::unary),
     ("Rsqrt", elementwise::unary),
@@ -191,6 +200,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("SoftplusGrad", elementwise::arithmetic),
     ("Softsign", elementwise::unary),
     ("SoftsignGrad", elementwise::arithmetic),
+    ("SpaceToDepth", plumbing::depth_space),
     (
         "SparseSoftmaxCrossEntropyWithLogits",
         training::softmax_cross_entropy,
@@ -203,6 +213,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("Squeeze", reshape_slice::squeeze),
     ("StatelessRandomNormalV2", training::random),
     ("StatelessRandomUniformV2", training::random),
+    ("StridedSlice", plumbing::strided_slice),
     ("Sub", elementwise::arithmetic),
     ("Sum", elementwise::arithmetic),
     ("Tanh", elementwise::unary),
@@ -210,7 +221,9 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("Threshold", elementwise::unary),
     ("Tile", movement::tile),
     ("TileWithAxis", vision::tile_with_axis),
+    ("TopKV2", plumbing::top_k),
     ("Transpose", movement::transpose),
+    ("Unpack", plumbing::unpack),
     ("Unsqueeze", reshape_slice::unsqueeze),
     ("Upsample", vision::upsample),
     ("Where", elementwise::where_),

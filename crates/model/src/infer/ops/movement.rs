@@ -16,7 +16,19 @@ use tunebank_key::AttrValue;
 pub(super) fn transpose(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
     let x = input(cx.ins, 0)?;
     let r = x.shape.len();
-    let mut perm = attr_ints(cx.node, "perm").unwrap_or_else(|| (0..r as i64).rev().collect());
+    // The permutation: the attribute, else a second input of known values (TensorFlow's),
+    // else the dims reversed.
+    let mut perm = match (
+        attr_ints(cx.node, "perm"),
+        crate::infer::shape::opt_input(cx.ins, 1),
+    ) {
+        (Some(p), _) => p,
+        (None, Some(t)) => t.value.clone().ok_or(InferError::NotConstant {
+            index: 1,
+            what: "perm",
+        })?,
+        (None, None) => (0..r as i64).rev().collect(),
+    };
     if attrs.remove("complete_perm").is_some() {
         let rest: Vec<i64> = (0..r as i64).filter(|a| !perm.contains(a)).collect();
         perm.extend(rest);

@@ -176,7 +176,14 @@ pub(super) fn split(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, 
     let axis = normalise_axis(attrs, "axis", x.shape.len())?;
     let n = cx.node.outputs.len();
     let dim = x.shape[axis];
-    let sizes = split_sizes(cx, dim)?;
+    let mut sizes = split_sizes(cx, dim)?;
+    // One size of -1 (TensorFlow's SplitV) is what the others leave of a known dim.
+    if dim >= 0 && sizes.iter().filter(|&&s| s == -1).count() == 1 {
+        let rest: i64 = sizes.iter().filter(|&&s| s >= 0).sum();
+        if let Some(s) = sizes.iter_mut().find(|s| **s == -1) {
+            *s = dim - rest;
+        }
+    }
     if sizes.len() != n {
         return Err(InferError::SplitOutputs { sizes, outputs: n });
     }
@@ -251,7 +258,20 @@ type SliceParams = (Vec<i64>, Vec<i64>, Option<Vec<i64>>, Option<Vec<i64>>);
 /// The `Slice` parameters from the inputs (opset 10) or the attributes (before).
 fn slice_params(cx: &Ctx<'_>) -> Result<SliceParams, InferError> {
     let (node, ins) = (cx.node, cx.ins);
-    Ok(if cx.opset >= 10 {
+    Ok(if attr_int(node, "size_input") == Some(1) {
+        // TensorFlow's Slice: begin and size (-1: to the end), every dim from 0.
+        let starts = const_values(ins, 1, "begin")?;
+        let sizes = const_values(ins, 2, "size")?;
+        if sizes.len() != starts.len() {
+            return Err(InferError::SliceLengths);
+        }
+        let ends = starts
+            .iter()
+            .zip(&sizes)
+            .map(|(&b, &n)| if n < 0 { i64::MAX } else { b.saturating_add(n) })
+            .collect();
+        (starts, ends, None, None)
+    } else if cx.opset >= 10 {
         let starts = const_values(ins, 1, "starts")?;
         let ends = const_values(ins, 2, "ends")?;
         let axes = match opt_input(ins, 3) {
@@ -275,7 +295,8 @@ fn slice_params(cx: &Ctx<'_>) -> Result<SliceParams, InferError> {
 }
 
 /// `Slice`: each sliced axis gets the length ONNX's clamping gives; 1-D values are sliced too.
-pub(super) fn slice(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+pub(super) fn slice(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    attrs.remove("size_input");
     let x = input(cx.ins, 0)?;
     let r = x.shape.len();
     let (starts, ends, axes, steps) = slice_params(cx)?;

@@ -217,12 +217,14 @@ pub(super) fn interp(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>,
         s
     };
     let reference = match crate::infer::shape::opt_input(cx.ins, 1) {
-        Some(r) => match r.shape.as_slice() {
-            [_, _, rh, rw] => Some((*rh, *rw)),
-            s => {
+        Some(r) => match (r.shape.as_slice(), r.value.as_deref()) {
+            // Caffe's reference blob, or TensorFlow's size vector (new height, width).
+            ([_, _, rh, rw], _) => Some((*rh, *rw)),
+            ([2], Some([sh, sw])) => Some((*sh, *sw)),
+            (s, _) => {
                 return Err(invalid(
                     OP,
-                    format!("input 1 has shape {s:?}: expected N,C,H,W to take H and W from"),
+                    format!("input 1 of shape {s:?}: expected N,C,H,W to take H and W from, or the known (height, width)"),
                 ))
             }
         },
@@ -252,8 +254,13 @@ pub(super) fn interp(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>,
         attrs.remove(k);
     }
     attrs.insert("size".into(), AttrValue::Ints(vec![oh, ow]));
-    attrs.insert("align_corners".into(), AttrValue::Bool(true));
-    attrs.insert("half_pixel_centers".into(), AttrValue::Bool(false));
+    // Caffe's Interp aligns corners; TensorFlow's resize ops say how they align.
+    attrs
+        .entry("align_corners".into())
+        .or_insert(AttrValue::Bool(true));
+    attrs
+        .entry("half_pixel_centers".into())
+        .or_insert(AttrValue::Bool(false));
     Ok(vec![info(input(cx.ins, 0)?.elem_type, vec![n, c, oh, ow])])
 }
 

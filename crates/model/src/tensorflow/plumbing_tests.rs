@@ -1,0 +1,294 @@
+//! TensorFlow's shape plumbing on graphs built here: each op's shape as TensorFlow defines it
+//! (worked out by hand in the comments), the values of shape vectors tracked through it so
+//! that a `Reshape` behind `tf.shape(x)[k]` keeps a static shape, and the ops refused by name
+//! cutting off only what depends on them.
+
+use prost::Message as _;
+
+use super::proto::{AttrValue, GraphDef, NodeDef};
+use super::tests::{ints, konst, node, placeholder, s};
+use super::*;
+use tunebank_key::{FsReader, ResolvedOptions};
+
+fn int_attr(v: i64) -> AttrValue {
+    AttrValue {
+        i: Some(v),
+        ..Default::default()
+    }
+}
+
+fn bool_attr(v: bool) -> AttrValue {
+    AttrValue {
+        b: Some(v),
+        ..Default::default()
+    }
+}
+
+/// The graph's inferred tensors (the one static profile) and what was skipped.
+fn infer(nodes: Vec<NodeDef>) -> crate::InferredGraph {
+    let bytes = GraphDef {
+        node: nodes,
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let model = load_tensorflow_bytes(&bytes, "g.pb").unwrap();
+    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
+    model.infer(&options).unwrap().remove(0)
+}
+
+fn shape_of<'g>(g: &'g crate::InferredGraph, t: &str) -> &'g [i64] {
+    g.shape(t)
+        .unwrap_or_else(|| panic!("{t} not inferred; skipped {:?}", g.skipped))
+}
+
+fn strided(name: &str, x: &str, b: &str, e: &str, st: &str, masks: &[(&str, i64)]) -> NodeDef {
+    node(
+        name,
+        "StridedSlice",
+        &[x, b, e, st],
+        masks.iter().map(|(m, v)| (*m, int_attr(*v))).collect(),
+    )
+}
+
+/// `tf.shape(conv)[3]` reads the channels although the convolution is held in NCHW, and a
+/// Reshape to `[tf.shape(x)[0], -1]` gets a static shape.
+#[test]
+fn shape_arithmetic_through_strided_slice_and_pack_stays_static() {
+    let g = infer(vec![
+        placeholder("x", &[2, 8, 8, 3]),
+        konst("w", &[3, 3, 3, 16], None),
+        node(
+            "conv",
+            "Conv2D",
+            &["x", "w"],
+            vec![("strides", ints(&[1, 1, 1, 1])), ("padding", s("SAME"))],
+        ),
+        node("shape", "Shape", &["conv"], vec![]),
+        konst("b0", &[1], Some(&[0])),
+        konst("e0", &[1], Some(&[1])),
+        konst("b3", &[1], Some(&[3])),
+        konst("e3", &[1], Some(&[4])),
+        konst("one", &[1], Some(&[1])),
+        strided(
+            "batch",
+            "shape",
+            "b0",
+            "e0",
+            "one",
+            &[("shrink_axis_mask", 1)],
+        ),
+        strided(
+            "channels",
+            "shape",
+            "b3",
+            "e3",
+            "one",
+            &[("shrink_axis_mask", 1)],
+        ),
+        konst("minus1", &[], Some(&[-1])),
+        node(
+            "target",
+            "Pack",
+            &["batch", "minus1"],
+            vec![("axis", int_attr(0))],
+        ),
+        node("flat", "Reshape", &["conv", "target"], vec![]),
+    ]);
+    assert!(g.skipped.is_empty(), "{:?}", g.skipped);
+    assert_eq!(g.tensors["batch"].value.as_deref(), Some(&[2][..]));
+    // NHWC order: channels are dim 3 (16), not the NCHW-held tensor's dim 3 (8).
+    assert_eq!(g.tensors["channels"].value.as_deref(), Some(&[16][..]));
+    assert_eq!(g.tensors["target"].value.as_deref(), Some(&[2, -1][..]));
+    assert_eq!(shape_of(&g, "flat"), [2, 8 * 8 * 16]);
+}
+
+#[test]
+fn strided_slice_follows_every_mask() {
+    let k = |name: &str, v: &[i32]| konst(name, &[v.len() as i64], Some(v));
+    let g = infer(vec![
+        placeholder("x", &[4, 6, 8]),
+        k("b", &[1, 0, 0]),
+        k("e", &[3, 0, -1]),
+        k("st", &[1, 1, 2]),
+        // x[1:3, :, 0:-1:2]: 2, 6 (begin and end masked), ceil(7/2) = 4.
+        strided(
+            "a",
+            "x",
+            "b",
+            "e",
+            "st",
+            &[("begin_mask", 2), ("end_mask", 2)],
+        ),
+        k("b2", &[0, 0]),
+        k("e2", &[0, 0]),
+        k("st2", &[1, 1]),
+        // x[..., tf.newaxis]: the ellipsis keeps all three dims, then a new one.
+        strided(
+            "n",
+            "x",
+            "b2",
+            "e2",
+            "st2",
+            &[("ellipsis_mask", 1), ("new_axis_mask", 2)],
+        ),
+        k("b3", &[-1]),
+        k("e3", &[0]),
+        k("st3", &[1]),
+        // x[-1]: the last row, its dim removed.
+        strided("r", "x", "b3", "e3", "st3", &[("shrink_axis_mask", 1)]),
+        k("b4", &[0, 5]),
+        k("e4", &[0, 0]),
+        k("st4", &[1, -2]),
+        // x[:, 5::-2]: 5, 3, 1 (end masked with a negative stride runs to the start).
+        strided(
+            "rev",
+            "x",
+            "b4",
+            "e4",
+            "st4",
+            &[("begin_mask", 1), ("end_mask", 3)],
+        ),
+    ]);
+    assert!(g.skipped.is_empty(), "{:?}", g.skipped);
+    assert_eq!(shape_of(&g, "a"), [2, 6, 4]);
+    assert_eq!(shape_of(&g, "n"), [4, 6, 8, 1]);
+    assert_eq!(shape_of(&g, "r"), [6, 8]);
+    assert_eq!(shape_of(&g, "rev"), [4, 3, 8]);
+}
+
+#[test]
+fn split_slice_gather_pack_and_unpack_have_tensorflows_shapes() {
+    let k = |name: &str, v: &[i32]| konst(name, &[v.len() as i64], Some(v));
+    let g = infer(vec![
+        placeholder("x", &[4, 6]),
+        konst("axis1", &[], Some(&[1])),
+        node(
+            "halves",
+            "Split",
+            &["axis1", "x"],
+            vec![("num_split", int_attr(2))],
+        ),
+        k("sizes", &[2, -1]),
+        node(
+            "parts",
+            "SplitV",
+            &["x", "sizes", "axis1"],
+            vec![("num_split", int_attr(2))],
+        ),
+        k("begin", &[1, 0]),
+        k("size", &[2, -1]),
+        node("sl", "Slice", &["x", "begin", "size"], vec![]),
+        placeholder("idx", &[3]),
+        konst("axis0", &[], Some(&[0])),
+        node("rows", "GatherV2", &["x", "idx", "axis0"], vec![]),
+        node(
+            "cols",
+            "Unpack",
+            &["x"],
+            vec![("num", int_attr(6)), ("axis", int_attr(1))],
+        ),
+        node(
+            "back",
+            "Pack",
+            &["cols", "cols:1"],
+            vec![("axis", int_attr(1))],
+        ),
+        konst("kk", &[], Some(&[3])),
+        node(
+            "top",
+            "TopKV2",
+            &["x", "kk"],
+            vec![("sorted", bool_attr(true))],
+        ),
+    ]);
+    assert!(g.skipped.is_empty(), "{:?}", g.skipped);
+    assert_eq!(shape_of(&g, "halves"), [4, 3]);
+    assert_eq!(shape_of(&g, "halves:1"), [4, 3]);
+    assert_eq!(shape_of(&g, "parts"), [4, 2]);
+    assert_eq!(shape_of(&g, "parts:1"), [4, 4]);
+    assert_eq!(shape_of(&g, "sl"), [2, 6]);
+    assert_eq!(shape_of(&g, "rows"), [3, 6]);
+    assert_eq!(shape_of(&g, "cols:5"), [4]);
+    assert_eq!(shape_of(&g, "back"), [4, 2]);
+    assert_eq!(shape_of(&g, "top"), [4, 3]);
+    assert_eq!(shape_of(&g, "top:1"), [4, 3]);
+}
+
+/// The gradient plumbing of a training step folds to known values.
+#[test]
+fn gradient_plumbing_values_are_tracked() {
+    let k = |name: &str, v: &[i32]| konst(name, &[v.len() as i64], Some(v));
+    let g = infer(vec![
+        placeholder("a", &[2, 3]),
+        placeholder("b", &[2, 5]),
+        node("sa", "Shape", &["a"], vec![]),
+        node("sb", "Shape", &["b"], vec![]),
+        konst("dim", &[], Some(&[1])),
+        node("off", "ConcatOffset", &["dim", "sa", "sb"], vec![]),
+        placeholder("x", &[2, 1, 4]),
+        placeholder("y", &[3, 1]),
+        node("sx", "Shape", &["x"], vec![]),
+        node("sy", "Shape", &["y"], vec![]),
+        node("bga", "BroadcastGradientArgs", &["sx", "sy"], vec![]),
+        k("perm", &[2, 0, 1]),
+        node("inv", "InvertPermutation", &["perm"], vec![]),
+        konst("start", &[], Some(&[0])),
+        konst("limit", &[], Some(&[10])),
+        konst("delta", &[], Some(&[3])),
+        node("r", "Range", &["start", "limit", "delta"], vec![]),
+    ]);
+    assert!(g.skipped.is_empty(), "{:?}", g.skipped);
+    let v = |t: &str| g.tensors[t].value.clone().unwrap_or_else(|| panic!("{t}"));
+    assert_eq!((v("off"), v("off:1")), (vec![0, 0], vec![0, 3]));
+    // [2,1,4] against [3,1] padded to [1,3,1]: x is reduced over dim 1, y over dims 0 and 2.
+    assert_eq!((v("bga"), v("bga:1")), (vec![1], vec![0, 2]));
+    assert_eq!(v("inv"), [1, 2, 0]);
+    assert_eq!(v("r"), [0, 3, 6, 9]);
+}
+
+/// The NHWC image ops run in NCHW.
+#[test]
+fn depth_to_space_and_resize_run_in_nchw() {
+    let g = infer(vec![
+        placeholder("x", &[1, 4, 4, 8]),
+        node(
+            "d2s",
+            "DepthToSpace",
+            &["x"],
+            vec![("block_size", int_attr(2))],
+        ),
+        konst("size", &[2], Some(&[16, 12])),
+        node(
+            "up",
+            "ResizeBilinear",
+            &["x", "size"],
+            vec![("align_corners", bool_attr(false))],
+        ),
+        node("nn", "ResizeNearestNeighbor", &["x", "size"], vec![]),
+    ]);
+    assert!(g.skipped.is_empty(), "{:?}", g.skipped);
+    assert_eq!(shape_of(&g, "d2s"), [1, 2, 8, 8]);
+    assert_eq!(shape_of(&g, "up"), [1, 8, 16, 12]);
+    assert_eq!(shape_of(&g, "nn"), [1, 8, 16, 12]);
+}
+
+/// Control flow and NMS are refused by name; only what depends on them is cut off, and the
+/// cut-off ops name it as their cause.
+#[test]
+fn control_flow_is_refused_and_cuts_only_its_dependents() {
+    let g = infer(vec![
+        placeholder("x", &[2, 4]),
+        placeholder("p", &[]),
+        node("sw", "Switch", &["x", "p"], vec![]),
+        node("after", "Relu", &["sw:1"], vec![]),
+        node("free", "Sigmoid", &["x"], vec![]),
+    ]);
+    assert_eq!(shape_of(&g, "free"), [2, 4]);
+    let sw = g.skipped.iter().find(|s| s.node_name == "sw").unwrap();
+    assert!(
+        sw.reason.contains("Switch is not imported: control flow"),
+        "{sw:?}"
+    );
+    let after = g.skipped.iter().find(|s| s.node_name == "after").unwrap();
+    assert_eq!(after.cause.as_deref(), Some("sw"));
+}
