@@ -126,3 +126,33 @@ def test_gradient_tuning_reads_the_gradients_of_keras_element_wise_adam(tf, tmp_
     # gradients compute in float16: two bytes per element of each variable.
     float16 = 2
     assert gdat["gradient_bytes"] == float16 * sum(int(np.prod(v.shape)) for v in trainable), gdat
+
+
+def test_a_step_tuned_with_the_defaults_is_hit_under_the_training_runs_defaults(
+    tf, tmp_path, monkeypatch
+):
+    """The step is keyed as the training run compiles it (TF Adapter's training default
+    ``allow_fp32_to_fp16``), not as ATC's inference default (``force_fp16``): converted under
+    the training run's defaults every tuned op hits; under ``force_fp16`` the fp32 vector ops
+    of the step key differently (float16), so tuning under that default would miss them."""
+    work = clean_env(monkeypatch, tmp_path)
+    bank_dir = tmp_path / "bank"
+    bank_dir.mkdir()
+    monkeypatch.setenv("AOE_MODE", "2")
+    monkeypatch.setenv("TUNE_BANK_PATH", str(bank_dir))
+    model, x, y = tiny_model(tf)
+    result = tunebank.tf.tune_step(model, model.loss, model.optimizer, (x[:8], y[:8]), budget=4)
+    assert result is not None and result.result == "tuning successful", result
+    step = work / "tiny_step.pb"
+    training = tunebank.model_keys(step, soc_version="Ascend910B2", precision_mode="allow_fp32_to_fp16")
+    inference = tunebank.model_keys(step, soc_version="Ascend910B2", precision_mode="force_fp16")
+    tuned = {m["op_name"] for m in list(result.report.values())[0][1]["OPAT"]["repo_modified_operators"]}
+    # The bank AOE's path rules name (TUNE_BANK_PATH), as the job wrote it.
+    with tunebank.Bank.open(soc_version="Ascend910B2", read_only=True) as bank:
+        rows = [r for r in training if r["op_name"] in tuned]
+        assert rows, (sorted(tuned), [r["op_name"] for r in training])
+        misses = [r["op_name"] for r in rows if bank.lookup(r["key"]) is None]
+        assert misses == [], misses
+    by_name = {r["op_name"]: r["key"] for r in inference}
+    differ = {r["ir_type"] for r in training if by_name.get(r["op_name"]) not in (None, r["key"])}
+    assert any("ReluGrad" in t or "Apply" in t or "Relu" in t for t in differ), sorted(differ)

@@ -115,12 +115,25 @@ def step_graph(model, loss, optimizer, batch):
     return gd.SerializeToString(deterministic=True)
 
 
+#: The ``precision_mode`` a TensorFlow training run compiles under when the script sets none:
+#: TF Adapter's default for training graphs (``tf_adapter/util/npu_attrs.cc``:
+#: ``graph_run_mode`` 1 → ``allow_fp32_to_fp16``, else ``force_fp16``), the same on every SoC.
+TRAINING_PRECISION_MODE = "allow_fp32_to_fp16"
+
+
 def tune_step(model, loss, optimizer, batch, *, name=None, soc_version="Ascend910B2", **options):
     """Tunes one training step when ``AOE_MODE`` is set (else returns ``None`` and does
     nothing): writes ``<name>_step.pb`` to ``ASCEND_WORK_PATH`` (or the working directory),
     tunes it with ``tunebank.tune`` (``--framework=3``, the job type from ``AOE_MODE``, the
     gradient job's ``rank_size`` from ``RANK_SIZE``) and returns the
-    :class:`tunebank.TuneResult`. ``options`` are further ATC options or ``tune`` keywords."""
+    :class:`tunebank.TuneResult`. ``options`` are further ATC options or ``tune`` keywords.
+
+    Without ``precision_mode`` (or ``precision_mode_v2``) the step is tuned under
+    ``allow_fp32_to_fp16``, the precision the training run compiles it with: TF Adapter's
+    ``NpuOptimizer`` sets that default for a graph run in training mode (``graph_run_mode`` 1),
+    on every SoC, where ATC's inference default is ``force_fp16``. Tuned under ATC's default,
+    an fp32 step's vector ops (``ReluGrad``, ``BNTrainingUpdate``, ``ApplyAdam`` …) would be
+    keyed float16 while the run compiles them float32, and never hit."""
     mode = os.environ.get("AOE_MODE", "").strip()
     if not mode:
         return None
@@ -134,6 +147,8 @@ def tune_step(model, loss, optimizer, batch, *, name=None, soc_version="Ascend91
     with open(tmp, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
+    if "precision_mode" not in options and "precision_mode_v2" not in options:
+        options["precision_mode"] = TRAINING_PRECISION_MODE
     if mode == "4" and "rank_size" not in options and os.environ.get("RANK_SIZE"):
         options["rank_size"] = int(os.environ["RANK_SIZE"])
     log.info("Aoe tuning graph.")

@@ -53,6 +53,7 @@ pub(crate) const NO_COMPUTE: &[&str] = &[
     "Identity",
     "Reshape",
     "Flatten",
+    "FlattenV2",
     "Squeeze",
     "Unsqueeze",
     "Dropout",

@@ -70,7 +70,7 @@ fn flag(v: bool) -> Attr {
 }
 
 impl Builder<'_> {
-    /// The nodes of `layer` when its type is one of [`IMPORTED`] or [`REFUSED`]; `Ok(false)`
+    /// The nodes of `layer` when its type is one this module imports or [`REFUSED`]; `Ok(false)`
     /// for any other type.
     pub(super) fn vision_layer(&mut self, layer: &Layer<'_>) -> Result<bool, ModelError> {
         if let Some((_, why)) = REFUSED.iter().find(|(t, _)| *t == layer.ty) {
@@ -80,6 +80,14 @@ impl Builder<'_> {
             self.refused(layer, why)?;
             return Ok(true);
         }
+        Ok(self.movement_layer(layer)?
+            || self.math_layer(layer)?
+            || self.pooling_layer(layer)?
+            || self.blob_layer(layer)?)
+    }
+
+    /// The detection, resizing and data-movement layers; `Ok(false)` for any other type.
+    fn movement_layer(&mut self, layer: &Layer<'_>) -> Result<bool, ModelError> {
         let e = |r: String| self.invalid(r);
         let x = |b: &Self| b.bottom(layer, 0);
         match layer.ty.as_str() {
@@ -169,6 +177,16 @@ impl Builder<'_> {
                 let ax = self.step(layer, "mul", "Mul", vec![a, xx], Attrs::new());
                 self.node(layer, "Add", vec![ax, y], Attrs::new());
             }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The element-wise and reduction layers; `Ok(false)` for any other type.
+    fn math_layer(&mut self, layer: &Layer<'_>) -> Result<bool, ModelError> {
+        let e = |r: String| self.invalid(r);
+        let x = |b: &Self| b.bottom(layer, 0);
+        match layer.ty.as_str() {
             "Power" => {
                 let p = Params::of(layer, "power_param");
                 let attrs = Attrs::from([
@@ -188,35 +206,7 @@ impl Builder<'_> {
                 let input = x(self)?;
                 self.node(layer, "Power", vec![input], attrs);
             }
-            "Exp" | "Log" => {
-                let field = if layer.ty == "Exp" {
-                    "exp_param"
-                } else {
-                    "log_param"
-                };
-                let p = Params::of(layer, field);
-                let base = p.float("base").map_err(e)?.unwrap_or(-1.0);
-                let scale = p.float("scale").map_err(e)?.unwrap_or(1.0);
-                let shift = p.float("shift").map_err(e)?.unwrap_or(0.0);
-                if base != -1.0 && base <= 0.0 {
-                    return Err(self.invalid(format!(
-                        "{}: {field}.base {base}: expected -1 (e) or a positive base",
-                        layer.describe()
-                    )));
-                }
-                // The natural function without parameters is the framework op itself.
-                let attrs = if (base, scale, shift) == (-1.0, 1.0, 0.0) {
-                    Attrs::new()
-                } else {
-                    Attrs::from([
-                        ("base".into(), Attr::Float(base)),
-                        ("scale".into(), Attr::Float(scale)),
-                        ("shift".into(), Attr::Float(shift)),
-                    ])
-                };
-                let input = x(self)?;
-                self.node(layer, &layer.ty, vec![input], attrs);
-            }
+            "Exp" | "Log" => self.exp_log(layer)?,
             "Threshold" => {
                 let t = Params::of(layer, "threshold_param")
                     .float("threshold")
@@ -307,6 +297,51 @@ impl Builder<'_> {
                     Attrs::from([("axis".into(), Attr::Ints(axes))]),
                 );
             }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// `Exp`, `Log`: the framework op itself for the natural function, else Ascend's with its
+    /// `base`, `scale`, `shift`.
+    fn exp_log(&mut self, layer: &Layer<'_>) -> Result<(), ModelError> {
+        let e = |r: String| self.invalid(r);
+        let x = |b: &Self| b.bottom(layer, 0);
+        let field = if layer.ty == "Exp" {
+            "exp_param"
+        } else {
+            "log_param"
+        };
+        let p = Params::of(layer, field);
+        let base = p.float("base").map_err(e)?.unwrap_or(-1.0);
+        let scale = p.float("scale").map_err(e)?.unwrap_or(1.0);
+        let shift = p.float("shift").map_err(e)?.unwrap_or(0.0);
+        if base != -1.0 && base <= 0.0 {
+            return Err(self.invalid(format!(
+                "{}: {field}.base {base}: expected -1 (e) or a positive base",
+                layer.describe()
+            )));
+        }
+        // The natural function without parameters is the framework op itself.
+        let attrs = if (base, scale, shift) == (-1.0, 1.0, 0.0) {
+            Attrs::new()
+        } else {
+            Attrs::from([
+                ("base".into(), Attr::Float(base)),
+                ("scale".into(), Attr::Float(scale)),
+                ("shift".into(), Attr::Float(shift)),
+            ])
+        };
+        let input = x(self)?;
+        self.node(layer, &layer.ty, vec![input], attrs);
+        Ok(())
+    }
+
+    /// The ROI and YOLOv2 pooling layers; `Ok(false)` for any other type.
+    fn pooling_layer(&mut self, layer: &Layer<'_>) -> Result<bool, ModelError> {
+        let e = |r: String| self.invalid(r);
+        let x = |b: &Self| b.bottom(layer, 0);
+        match layer.ty.as_str() {
             "ROIPooling" | "ROIAlign" => {
                 let field = if layer.ty == "ROIPooling" {
                     "roi_pooling_param"
@@ -369,6 +404,15 @@ impl Builder<'_> {
                 let input = x(self)?;
                 self.node(layer, "Reorg", vec![input], attrs);
             }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// YOLO heads and the layers that make blobs (Parameter, DummyData, Embed); `Ok(false)` for any other type.
+    fn blob_layer(&mut self, layer: &Layer<'_>) -> Result<bool, ModelError> {
+        let e = |r: String| self.invalid(r);
+        match layer.ty.as_str() {
             "Yolo" | "Region" => self.yolo(layer)?,
             "Parameter" => {
                 let blobs = self.blobs(layer)?;

@@ -332,6 +332,15 @@ fn each_layer_has_its_frameworks_shape() {
         ),
         Ok(vec![vec![1, 2, 4, 4], vec![1, 5, 4, 4], vec![1, 2, 4, 4]])
     );
+}
+
+/// The forms of Reshape and InnerProduct that need the input's rank, and the element-wise
+/// layers, which keep their input's shape.
+#[test]
+fn reshape_inner_product_and_element_wise_layers_have_their_frameworks_shape() {
+    let one = |dims: &[i64], layer: &str, top: &str| {
+        one_layer(dims, layer, &[], &[top]).map(|mut v| v.remove(0))
+    };
     // Reshape with axis/num_axes replaces only that span (Caffe's own examples: 2×8 input).
     for (spec, want) in [
         ("shape { dim: 2 dim: 4 } axis: 1", vec![2, 2, 4]),

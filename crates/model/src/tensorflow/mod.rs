@@ -17,7 +17,7 @@
 //! | Placeholder (shape from the graph, or `--input_shape`) | graph input |
 //! | Const | initializer (dims; integer values when small) |
 //! | Conv2D, DepthwiseConv2dNative | `Conv`, `Conv` (group = channels); a BiasAdd right after folds into their bias input |
-//! | MatMul, BatchMatMul/V2 | `MatMul` (`Gemm` for transposed 2-D operands) |
+//! | MatMul, BatchMatMul/V2 | `MatMul` (`Gemm` for transposed 2-D operands; a BatchMatMul's adjoints as `adj_x1`/`adj_x2`) |
 //! | BiasAdd | `Add` (or folded) |
 //! | FusedBatchNorm/V2/V3 | `BatchNormalization` |
 //! | Relu, Relu6, Elu, Selu, Sigmoid, Tanh, Softplus, LeakyRelu | `Relu`, `Clip(0,6)`, `Elu` … (the Swish form `x * Sigmoid(x)` stays two ops) |
@@ -41,6 +41,8 @@
 //! unsupported (named) while the rest of the graph is still imported.
 
 mod backward;
+mod einsum;
+mod layout_ops;
 mod ops;
 mod plumbing;
 #[cfg(test)]

@@ -7,33 +7,33 @@ use super::{elem_type, shape_dims, tensor_ints, Builder, Layout, Val};
 use crate::graph::{Attr, ElemType};
 use crate::ModelError;
 
-type Attrs = BTreeMap<String, Attr>;
+pub(super) type Attrs = BTreeMap<String, Attr>;
 
 /// NHWC axis → its position in NCHW.
-const NHWC_TO_NCHW: [i64; 4] = [0, 2, 3, 1];
+pub(super) const NHWC_TO_NCHW: [i64; 4] = [0, 2, 3, 1];
 
-fn attrs<const N: usize>(list: [(&str, Attr); N]) -> Attrs {
+pub(super) fn attrs<const N: usize>(list: [(&str, Attr); N]) -> Attrs {
     list.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
-fn attr<'n>(node: &'n NodeDef, name: &str) -> Option<&'n AttrValue> {
+pub(super) fn attr<'n>(node: &'n NodeDef, name: &str) -> Option<&'n AttrValue> {
     node.attr.get(name)
 }
 
-fn attr_str(node: &NodeDef, name: &str) -> Option<String> {
+pub(super) fn attr_str(node: &NodeDef, name: &str) -> Option<String> {
     attr(node, name)
         .and_then(|a| a.s.as_ref())
         .map(|s| String::from_utf8_lossy(s).into_owned())
 }
 
-fn attr_ints(node: &NodeDef, name: &str) -> Option<Vec<i64>> {
+pub(super) fn attr_ints(node: &NodeDef, name: &str) -> Option<Vec<i64>> {
     attr(node, name)
         .and_then(|a| a.list.as_ref())
         .map(|l| l.i.clone())
         .filter(|l| !l.is_empty())
 }
 
-fn attr_bool(node: &NodeDef, name: &str) -> bool {
+pub(super) fn attr_bool(node: &NodeDef, name: &str) -> bool {
     attr(node, name).and_then(|a| a.b).unwrap_or(false)
 }
 
@@ -118,13 +118,17 @@ impl<'a> Builder<'a> {
     }
 
     /// The integer values of constant input `i` (axes, shapes, paddings).
-    fn const_ints(&self, node: &NodeDef, i: usize) -> Result<Option<Vec<i64>>, ModelError> {
+    pub(super) fn const_ints(
+        &self,
+        node: &NodeDef,
+        i: usize,
+    ) -> Result<Option<Vec<i64>>, ModelError> {
         let v = self.input(node, i)?;
         Ok(self.constant(&v).and_then(|c| c.ints.clone()))
     }
 
     /// An int64 initializer for an ONNX axes/shape/pads input.
-    fn ints_input(&mut self, node: &NodeDef, what: &str, values: Vec<i64>) -> String {
+    pub(super) fn ints_input(&mut self, node: &NodeDef, what: &str, values: Vec<i64>) -> String {
         self.constant_tensor(
             format!("{}/{what}", node.name),
             ElemType::INT64,
@@ -499,198 +503,17 @@ impl<'a> Builder<'a> {
                 ]),
                 Layout::Plain,
             ),
-            (true, false) => return self.unknown(node, &format!("{}(adj_x/adj_y)", node.op)),
-        }
-        Ok(())
-    }
-
-    fn reduce(&mut self, node: &NodeDef) -> Result<(), ModelError> {
-        let x = self.input(node, 0)?;
-        let Some(mut axes) = self.const_ints(node, 1)? else {
-            return self.unknown(node, &node.op);
-        };
-        let keep = attr_bool(node, "keep_dims");
-        let mut layout = Layout::Plain;
-        let mut xi = x.ir.clone();
-        if x.layout == Layout::Nchw {
-            let norm: Vec<i64> = axes
-                .iter()
-                .map(|&a| if a < 0 { a + 4 } else { a })
-                .collect();
-            // Reducing H and W (and not C) leaves [N, C] in either layout.
-            let hw = norm.contains(&1) && norm.contains(&2) && !norm.contains(&3);
-            if norm.iter().all(|a| (0..4).contains(a)) && (keep || hw) {
-                axes = norm.iter().map(|&a| NHWC_TO_NCHW[a as usize]).collect();
-                layout = if keep { Layout::Nchw } else { Layout::Plain };
-            } else {
-                xi = self.in_layout(&x, Layout::Plain);
-            }
-        }
-        let op = format!("Reduce{}", node.op);
-        let mut a = attrs([("keepdims", Attr::Int(i64::from(keep)))]);
-        let mut inputs = vec![xi];
-        if op == "ReduceSum" {
-            inputs.push(self.ints_input(node, "axes", axes));
-        } else {
-            a.insert("axes".into(), Attr::Ints(axes));
-        }
-        self.emit(node, &op, inputs, a, layout);
-        Ok(())
-    }
-
-    fn pad(&mut self, node: &NodeDef) -> Result<(), ModelError> {
-        let x = self.input(node, 0)?;
-        let Some(p) = self.const_ints(node, 1)?.filter(|p| p.len() % 2 == 0) else {
-            return self.unknown(node, &node.op);
-        };
-        let rank = p.len() / 2;
-        let (rows, xi, layout): (Vec<usize>, String, Layout) =
-            if x.layout == Layout::Nchw && rank == 4 {
-                (vec![0, 3, 1, 2], x.ir.clone(), Layout::Nchw)
-            } else {
-                (
-                    (0..rank).collect(),
-                    self.in_layout(&x, Layout::Plain),
-                    Layout::Plain,
-                )
-            };
-        let pads: Vec<i64> = rows
-            .iter()
-            .map(|&r| p[2 * r])
-            .chain(rows.iter().map(|&r| p[2 * r + 1]))
-            .collect();
-        let mode = match (node.op.as_str(), attr_str(node, "mode").as_deref()) {
-            ("MirrorPad", Some("SYMMETRIC")) => return self.unknown(node, "MirrorPad(SYMMETRIC)"),
-            ("MirrorPad", _) => "reflect",
-            _ => "constant",
-        };
-        let pi = self.ints_input(node, "pads", pads);
-        let mut inputs = vec![xi, pi];
-        if node.op == "PadV2" {
-            inputs.push(self.input(node, 2)?.ir);
-        }
-        self.emit(
-            node,
-            "Pad",
-            inputs,
-            attrs([("mode", Attr::Str(mode.into()))]),
-            layout,
-        );
-        Ok(())
-    }
-
-    fn concat(&mut self, node: &NodeDef) -> Result<(), ModelError> {
-        let n = Self::arity(node);
-        if n < 2 {
-            return Err(self.invalid(node, "expected the values and an axis"));
-        }
-        let Some(axis) = self
-            .const_ints(node, n - 1)?
-            .and_then(|v| v.first().copied())
-        else {
-            return self.unknown(node, "ConcatV2");
-        };
-        let vals = (0..n - 1)
-            .map(|i| self.input(node, i))
-            .collect::<Result<Vec<_>, _>>()?;
-        let all_nchw = vals.iter().all(|v| v.layout == Layout::Nchw);
-        let (inputs, axis, layout) = if all_nchw && (-4..4).contains(&axis) {
-            let a = if axis < 0 { axis + 4 } else { axis };
-            (
-                vals.iter().map(|v| v.ir.clone()).collect(),
-                NHWC_TO_NCHW[a as usize],
-                Layout::Nchw,
-            )
-        } else {
-            (
-                vals.iter()
-                    .map(|v| self.in_layout(v, Layout::Plain))
-                    .collect(),
-                axis,
-                Layout::Plain,
-            )
-        };
-        self.emit(
-            node,
-            "Concat",
-            inputs,
-            attrs([("axis", Attr::Int(axis))]),
-            layout,
-        );
-        Ok(())
-    }
-
-    fn movement(&mut self, node: &NodeDef) -> Result<(), ModelError> {
-        let x = self.input(node, 0)?;
-        if node.op == "Squeeze" && x.layout == Layout::Nchw {
-            let dims = attr_ints(node, "squeeze_dims").unwrap_or_default();
-            let norm: Vec<i64> = dims
-                .iter()
-                .map(|&a| if a < 0 { a + 4 } else { a })
-                .collect();
-            if norm.len() == 2 && norm.contains(&1) && norm.contains(&2) {
-                let axes = self.ints_input(node, "axes", vec![2, 3]);
-                self.emit(
-                    node,
-                    "Squeeze",
-                    vec![x.ir, axes],
-                    Attrs::new(),
-                    Layout::Plain,
-                );
-                return Ok(());
-            }
-        }
-        if node.op == "Cast" {
-            let to = elem_type(attr(node, "DstT").and_then(|a| a.r#type).unwrap_or(0));
-            self.emit(
+            // The adjoints as Ascend IR's BatchMatMulV2 attributes, which inference reads.
+            (true, false) => self.emit(
                 node,
-                "Cast",
-                vec![x.ir],
-                attrs([("to", Attr::Int(i64::from(to.0)))]),
-                x.layout,
-            );
-            return Ok(());
-        }
-        let xi = self.in_layout(&x, Layout::Plain);
-        match node.op.as_str() {
-            "Reshape" => {
-                // A shape computed in the graph is read from inference's tracked values.
-                let s = match self.const_ints(node, 1)? {
-                    Some(shape) => self.ints_input(node, "shape", shape),
-                    None => self.shape_value(node, 1)?,
-                };
-                self.emit(node, "Reshape", vec![xi, s], Attrs::new(), Layout::Plain);
-            }
-            "Squeeze" => {
-                let dims = attr_ints(node, "squeeze_dims").unwrap_or_default();
-                let mut inputs = vec![xi];
-                if !dims.is_empty() {
-                    inputs.push(self.ints_input(node, "axes", dims));
-                }
-                self.emit(node, "Squeeze", inputs, Attrs::new(), Layout::Plain);
-            }
-            "ExpandDims" => {
-                let a = match self.const_ints(node, 1)? {
-                    Some(axis) => self.ints_input(node, "axes", axis),
-                    None => self.shape_value(node, 1)?,
-                };
-                self.emit(node, "Unsqueeze", vec![xi, a], Attrs::new(), Layout::Plain);
-            }
-            _ => {
-                let Some(perm) = self.const_ints(node, 1)? else {
-                    // A permutation computed in the graph (a gradient's InvertPermutation).
-                    let p = self.shape_value(node, 1)?;
-                    self.emit(node, "Transpose", vec![xi, p], Attrs::new(), Layout::Plain);
-                    return Ok(());
-                };
-                self.emit(
-                    node,
-                    "Transpose",
-                    vec![xi],
-                    attrs([("perm", Attr::Ints(perm))]),
-                    Layout::Plain,
-                );
-            }
+                "MatMul",
+                vec![ai, bi],
+                attrs([
+                    ("adj_x1", Attr::Int(i64::from(ta))),
+                    ("adj_x2", Attr::Int(i64::from(tb))),
+                ]),
+                Layout::Plain,
+            ),
         }
         Ok(())
     }

@@ -17,6 +17,7 @@
 //! | ResizeBilinear, ResizeNearestNeighbor | `ResizeBilinearV2`, `ResizeNearestNeighborV2`, NCHW |
 //! | StatelessRandomGetKeyCounter | constants of its output shapes (key `[1]`, counter `[2]`) |
 //! | Erfc | `Erfc` |
+//! | Einsum (one or two operands) | `Transpose`, `FlattenV2`, `MatMul`, `Reshape`, `ReduceSum` as GE's Einsum pass (`einsum.rs`) |
 //! | control flow (Switch, Merge, Enter, Exit, NextIteration, LoopCond, While, If …), NonMaxSuppressionV2–V5, CombinedNonMaxSuppression | refused by name (the rest imported) |
 
 use super::proto::NodeDef;
@@ -72,6 +73,12 @@ impl Builder<'_> {
             self.refused(node, why)?;
             return Ok(true);
         }
+        Ok(self.shape_ops(node)? || self.data_ops(node)?)
+    }
+
+    /// The shape plumbing of the module table; `Ok(false)` for any other op.
+    fn shape_ops(&mut self, node: &NodeDef) -> Result<bool, ModelError> {
+        let op = node.op.as_str();
         match op {
             "StridedSlice" => {
                 let mut ins = vec![self.shape_value(node, 0)?];
@@ -168,6 +175,15 @@ impl Builder<'_> {
                 let ins = vec![self.shape_value(node, 0)?, self.shape_value(node, 1)?];
                 self.emit_plain(node, op, ins, Attrs::new(), 2);
             }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The data-movement ops of the module table; `Ok(false)` for any other op.
+    fn data_ops(&mut self, node: &NodeDef) -> Result<bool, ModelError> {
+        let op = node.op.as_str();
+        match op {
             "TopKV2" => {
                 let ins = vec![self.plain_input(node, 0)?, self.shape_value(node, 1)?];
                 let a = attrs([("sorted", int(i64::from(node_bool(node, "sorted"))))]);
@@ -197,6 +213,7 @@ impl Builder<'_> {
                 let ir = format!("{op}V2");
                 self.emit(node, &ir, vec![x.0, size], a, x.1);
             }
+            "Einsum" => self.einsum(node)?,
             "StatelessRandomGetKeyCounter" => {
                 // Key and counter of the seeded random ops: fixed shapes, no data read.
                 for (k, dims) in [(0, vec![1]), (1, vec![2])] {

@@ -292,3 +292,73 @@ fn control_flow_is_refused_and_cuts_only_its_dependents() {
     let after = g.skipped.iter().find(|s| s.node_name == "after").unwrap();
     assert_eq!(after.cause.as_deref(), Some("sw"));
 }
+
+/// Keras MultiHeadAttention's einsums become a (Batch)MatMul of the shapes GE's Einsum pass
+/// gives, the output in the equation's order.
+#[test]
+fn einsum_is_a_matmul_between_transposes() {
+    let eq = |v: &str| AttrValue {
+        s: Some(v.as_bytes().to_vec()),
+        ..Default::default()
+    };
+    let g = infer(vec![
+        placeholder("x", &[2, 5, 16]),
+        konst("kernel", &[16, 4, 8], None),
+        // EinsumDense: [B, T, D] × [D, H, K] → [B, T, H, K].
+        node(
+            "q",
+            "Einsum",
+            &["x", "kernel"],
+            vec![("equation", eq("abc,cde->abde"))],
+        ),
+        placeholder("k", &[2, 7, 4, 8]),
+        // Attention scores: key [B, S, H, K], query [B, T, H, K] → [B, H, T, S].
+        node(
+            "scores",
+            "Einsum",
+            &["k", "q"],
+            vec![("equation", eq("aecd,abcd->acbe"))],
+        ),
+        // A letter only one operand has is summed away: [B, T, D] → [B, D].
+        node("sum", "Einsum", &["x"], vec![("equation", eq("abc->ac"))]),
+        node(
+            "diag",
+            "Einsum",
+            &["kernel"],
+            vec![("equation", eq("aab->ab"))],
+        ),
+    ]);
+    assert_eq!(shape_of(&g, "q"), [2, 5, 4, 8]);
+    assert_eq!(shape_of(&g, "scores"), [2, 4, 5, 7]);
+    assert_eq!(shape_of(&g, "sum"), [2, 16]);
+    // The products: [B·T, D] × [D, H·K] has no batch; the scores batch over B and H.
+    assert_eq!(shape_of(&g, "q/matmul"), [10, 32]);
+    assert_eq!(shape_of(&g, "scores/matmul"), [2, 4, 7, 5]);
+    let diag = g.skipped.iter().find(|s| s.node_name == "diag").unwrap();
+    assert!(diag.reason.contains("repeats a letter"), "{diag:?}");
+}
+
+/// A BatchMatMul with adjoints (attention's gradient) multiplies the swapped operands.
+#[test]
+fn batch_matmul_adjoints_swap_the_last_two_dims() {
+    let g = infer(vec![
+        placeholder("a", &[2, 4, 5, 7]),
+        placeholder("b", &[2, 4, 3, 7]),
+        node(
+            "ab",
+            "BatchMatMulV2",
+            &["a", "b"],
+            vec![("adj_y", bool_attr(true))],
+        ),
+        placeholder("c", &[2, 4, 7, 5]),
+        node(
+            "cb",
+            "BatchMatMulV2",
+            &["c", "b"],
+            vec![("adj_x", bool_attr(true)), ("adj_y", bool_attr(true))],
+        ),
+    ]);
+    assert!(g.skipped.is_empty(), "{:?}", g.skipped);
+    assert_eq!(shape_of(&g, "ab"), [2, 4, 5, 3]);
+    assert_eq!(shape_of(&g, "cb"), [2, 4, 5, 3]);
+}

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | VarHandleOp, VariableV2, Variable (a resource Placeholder when its reader states `_output_shapes`) | initializer of the variable's dims |
 //! | ReadVariableOp | the variable |
-//! | Shape, ShapeN, Size, Rank of a tensor of known dims; Pack, Slice, ConcatV2, Sub, AddV2, Mul, FloorDiv of integer constants | folded into integer constants |
+//! | Shape, ShapeN, Size, Rank of a tensor of known dims; Pack, Slice (of any rank), ConcatV2, Sub, AddV2, Mul, FloorDiv, FloorMod of integer constants | folded into integer constants |
 //! | Shape, ShapeN of other tensors | `Shape` (its values tracked by inference) |
 //! | Conv2DBackpropFilter, Conv2DBackpropInput | `Conv2DBackpropFilter` (attr `filter_size`, OIHW), `Conv2DBackpropInput` (input 0 the NCHW or NHWC sizes, attr `size_format`) |
 //! | DepthwiseConv2dNativeBackpropFilter, …BackpropInput | `DepthwiseConv2DBackpropFilter`, `DepthwiseConv2DBackpropInput` (groups = channels) |
@@ -381,6 +381,7 @@ impl Builder<'_> {
                 | "Add"
                 | "Mul"
                 | "FloorDiv"
+                | "FloorMod"
         ) || n == 0
         {
             return Ok(false);
@@ -394,6 +395,19 @@ impl Builder<'_> {
             }
         }
         let ints = |i: usize| ins[i].ints.clone();
+        if op == "Slice" && ins[0].dims.len() != 1 {
+            // A slice of a constant matrix (a Pad's paddings in its gradient): row-major.
+            let (Some(x), Some(b), Some(s)) = (ints(0), ints(1), ints(2)) else {
+                return Ok(false);
+            };
+            let Some((dims, v)) = slice_nd(&x, &ins[0].dims, &b, &s) else {
+                return Ok(false);
+            };
+            let ir = self.constant_tensor(out_name(&node.name, 0), ElemType::INT64, dims, Some(v));
+            let layout = Layout::Plain;
+            self.set(node, 0, Val { ir, layout });
+            return Ok(true);
+        }
         let outs: Vec<Vec<i64>> = match op {
             "Shape" | "ShapeN" => ins.iter().map(|c| c.dims.clone()).collect(),
             "Size" => vec![vec![ins[0].dims.iter().product()]],
@@ -409,8 +423,10 @@ impl Builder<'_> {
             }
         };
         let scalar = matches!(op, "Size" | "Rank")
-            || (matches!(op, "Sub" | "AddV2" | "Add" | "Mul" | "FloorDiv")
-                && ins.iter().all(|c| c.dims.is_empty()));
+            || (matches!(
+                op,
+                "Sub" | "AddV2" | "Add" | "Mul" | "FloorDiv" | "FloorMod"
+            ) && ins.iter().all(|c| c.dims.is_empty()));
         for (k, v) in outs.into_iter().enumerate() {
             let dims = if scalar { vec![] } else { vec![v.len() as i64] };
             let name = out_name(&node.name, k);
@@ -455,12 +471,54 @@ fn fold_ints(op: &str, v: &[Vec<i64>]) -> Option<Vec<i64>> {
                         "Sub" => x.checked_sub(y),
                         "Mul" => x.checked_mul(y),
                         "FloorDiv" => floor_div(x, y),
+                        // TensorFlow's FloorMod takes the divisor's sign.
+                        "FloorMod" => x.checked_rem(y).map(|r| {
+                            if r != 0 && (r < 0) != (y < 0) {
+                                r + y
+                            } else {
+                                r
+                            }
+                        }),
                         _ => x.checked_add(y),
                     }
                 })
                 .collect()
         }
     }
+}
+
+/// TensorFlow's `Slice` of a row-major constant of `dims`: `begin` and `size` (-1: to the
+/// end) per dim; the result's dims and values, `None` when they do not fit.
+fn slice_nd(x: &[i64], dims: &[i64], begin: &[i64], size: &[i64]) -> Option<(Vec<i64>, Vec<i64>)> {
+    if begin.len() != dims.len() || size.len() != dims.len() {
+        return None;
+    }
+    let mut out_dims = Vec::with_capacity(dims.len());
+    for ((&d, &b), &s) in dims.iter().zip(begin).zip(size) {
+        let n = if s == -1 { d - b } else { s };
+        if b < 0 || n < 0 || b + n > d {
+            return None;
+        }
+        out_dims.push(n);
+    }
+    let count: i64 = out_dims.iter().product();
+    let mut values = Vec::with_capacity(usize::try_from(count).ok()?);
+    let mut idx = vec![0i64; dims.len()];
+    for _ in 0..count {
+        let mut flat = 0i64;
+        for (k, &d) in dims.iter().enumerate() {
+            flat = flat * d + begin[k] + idx[k];
+        }
+        values.push(*x.get(usize::try_from(flat).ok()?)?);
+        for k in (0..dims.len()).rev() {
+            idx[k] += 1;
+            if idx[k] < out_dims[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    Some((out_dims, values))
 }
 
 /// `x / y` rounded toward negative infinity, as TensorFlow's FloorDiv; `None` for a zero

@@ -17,16 +17,24 @@ pub(super) fn matmul(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, Inf
             b: sb.clone(),
         });
     }
-    let pa: Vec<i64> = if sa.len() == 1 {
+    let mut pa: Vec<i64> = if sa.len() == 1 {
         vec![1, sa[0]]
     } else {
         sa.clone()
     };
-    let pb: Vec<i64> = if sb.len() == 1 {
+    let mut pb: Vec<i64> = if sb.len() == 1 {
         vec![sb[0], 1]
     } else {
         sb.clone()
     };
+    // TensorFlow's BatchMatMul adjoints (Ascend IR's adj_x1/adj_x2): the operand's last two
+    // dims swapped.
+    for (name, p, s) in [("adj_x1", &mut pa, sa), ("adj_x2", &mut pb, sb)] {
+        if s.len() > 1 && attr_int(cx.node, name).is_some_and(|v| v != 0) {
+            let r = p.len();
+            p.swap(r - 1, r - 2);
+        }
+    }
     let (ka, kb) = (pa[pa.len() - 1], pb[pb.len() - 2]);
     if ka >= 0 && kb >= 0 && ka != kb {
         return Err(InferError::MatMulInnerDims {

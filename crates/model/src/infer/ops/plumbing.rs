@@ -67,6 +67,41 @@ pub(super) fn strided_slice(
             format!("begin {begin:?}, end {end:?}, strides {strides:?}: expected one entry each per sliced dim"),
         ));
     }
+    let (shape, spans) = slice_spec(x, &begin, &end, &strides, attrs)?;
+    for m in [
+        "begin_mask",
+        "end_mask",
+        "ellipsis_mask",
+        "new_axis_mask",
+        "shrink_axis_mask",
+    ] {
+        attrs.entry(m.into()).or_insert(AttrValue::Int(0));
+    }
+    // The values of a sliced shape vector.
+    let value = match (&x.value, x.shape.len(), spans.first()) {
+        (Some(v), 1, Some(Some(sp))) if sp.len >= 0 => (0..sp.len)
+            .map(|j| {
+                let at = sp.start + j * sp.stride;
+                usize::try_from(at).ok().and_then(|a| v.get(a).copied())
+            })
+            .collect::<Option<Vec<i64>>>(),
+        (Some(v), 1, Some(None)) => Some(v.clone()),
+        _ => None,
+    };
+    Ok(vec![with_values(info(x.elem_type, shape), value)])
+}
+
+/// The output shape of a `StridedSlice` and, per input dim, the span it keeps (`None`: all of
+/// it): TensorFlow's dense spec of the sparse one the masks describe.
+fn slice_spec(
+    x: &TensorInfo,
+    begin: &[i64],
+    end: &[i64],
+    strides: &[i64],
+    attrs: &Attrs,
+) -> Result<(Vec<i64>, Vec<Option<Span>>), InferError> {
+    const OP: &str = "StridedSlice";
+    let k = begin.len();
     let mask = |name: &str| int(attrs, name, 0);
     let (bm, em, ellipsis, new_axis, shrink) = (
         mask("begin_mask"),
@@ -147,37 +182,7 @@ pub(super) fn strided_slice(
             dim += 1;
             continue;
         }
-        let fix = |v: i64| if v < 0 { v + d } else { v };
-        let (lo, hi) = if s > 0 { (0, d) } else { (-1, d - 1) };
-        let b = if bit(bm, i) {
-            if s > 0 {
-                0
-            } else {
-                d - 1
-            }
-        } else {
-            fix(begin[i]).clamp(lo, hi)
-        };
-        let e = if bit(em, i) {
-            if s > 0 {
-                d
-            } else {
-                -1
-            }
-        } else {
-            fix(end[i]).clamp(lo, hi)
-        };
-        let len = if s > 0 {
-            if e > b {
-                (e - b - 1) / s + 1
-            } else {
-                0
-            }
-        } else if b > e {
-            (b - e - 1) / (-s) + 1
-        } else {
-            0
-        };
+        let Span { start: b, len, .. } = span(d, begin[i], end[i], s, bit(bm, i), bit(em, i));
         shape.push(len);
         spans.push(Some(Span {
             start: b,
@@ -189,27 +194,41 @@ pub(super) fn strided_slice(
     while dim < r {
         whole(&mut dim, &mut shape, &mut spans);
     }
-    for m in [
-        "begin_mask",
-        "end_mask",
-        "ellipsis_mask",
-        "new_axis_mask",
-        "shrink_axis_mask",
-    ] {
-        attrs.entry(m.into()).or_insert(AttrValue::Int(0));
-    }
-    // The values of a sliced shape vector.
-    let value = match (&x.value, r, spans.first()) {
-        (Some(v), 1, Some(Some(sp))) if sp.len >= 0 => (0..sp.len)
-            .map(|j| {
-                let at = sp.start + j * sp.stride;
-                usize::try_from(at).ok().and_then(|a| v.get(a).copied())
-            })
-            .collect::<Option<Vec<i64>>>(),
-        (Some(v), 1, Some(None)) => Some(v.clone()),
-        _ => None,
+    Ok((shape, spans))
+}
+
+/// The span a strided slice keeps of a dim of size `d` (known): TensorFlow's clamping of
+/// `begin` and `end` (negative ones from the end; masked ones the dim's end for the stride's
+/// direction) and the element count at stride `s`.
+fn span(d: i64, begin: i64, end: i64, s: i64, begin_masked: bool, end_masked: bool) -> Span {
+    let fix = |v: i64| if v < 0 { v + d } else { v };
+    let (lo, hi) = if s > 0 { (0, d) } else { (-1, d - 1) };
+    let b = match (begin_masked, s > 0) {
+        (true, true) => 0,
+        (true, false) => d - 1,
+        _ => fix(begin).clamp(lo, hi),
     };
-    Ok(vec![with_values(info(x.elem_type, shape), value)])
+    let e = match (end_masked, s > 0) {
+        (true, true) => d,
+        (true, false) => -1,
+        _ => fix(end).clamp(lo, hi),
+    };
+    let len = if s > 0 {
+        if e > b {
+            (e - b - 1) / s + 1
+        } else {
+            0
+        }
+    } else if b > e {
+        (b - e - 1) / (-s) + 1
+    } else {
+        0
+    };
+    Span {
+        start: b,
+        len,
+        stride: s,
+    }
 }
 
 /// TensorFlow's `Pack` (`tf.stack`): the inputs, all of one shape, stacked along a new dim

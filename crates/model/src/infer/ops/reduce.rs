@@ -39,6 +39,8 @@ pub(super) fn reduce(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>,
         AttrValue::Ints(axes.iter().map(|&a| a as i64).collect()),
     );
     attrs.insert("keepdims".into(), AttrValue::Int(i64::from(keep)));
+    // The axes are explicit now, so whether an empty list meant none or all says nothing more.
+    attrs.remove("noop_with_empty_axes");
     let shape = (0..r)
         .filter_map(|i| match (axes.contains(&i), keep) {
             (true, true) => Some(1),

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Writes public Keras applications as the frozen graphs tunebank's TensorFlow importer reads,
+to try it on networks nobody here wrote (random weights; shapes only are read).
+
+Usage (TensorFlow in a venv of its own, as for fixtures/models/training/make_training.py):
+
+    python3 -m venv /tmp/tfvenv && /tmp/tfvenv/bin/pip install tensorflow-cpu
+    /tmp/tfvenv/bin/python scripts/keras-apps.py OUT_DIR [--size 96] [--batch 2] [APP ...]
+
+APP is any of MobileNetV2, EfficientNetB0, DenseNet121, ResNet50 and Transformer (a Keras
+encoder block: MultiHeadAttention, LayerNormalization, a GELU feed-forward); all by default.
+For each, OUT_DIR gets
+
+- `<app>.pb`: the inference graph, frozen by TensorFlow's `convert_variables_to_constants_v2`
+  (as a converter's user exports it), float constants kept as dtype and dims only;
+- `<app>_step.pb`: one training step as `tunebank.tf` hands it to the tuner (the forward pass
+  under a `GradientTape`, sparse softmax cross-entropy, the gradients, Adam's updates), with
+  the variables as shaped `VarHandleOp`s (make_training.py's `frozen_to_shapes`);
+
+then `tunebank convert --framework=3 --model=OUT_DIR/<app>.pb --soc_version=Ascend910B2`
+shows what imports (`tunebank: skipped …` lines name what does not, with what it cut off).
+"""
+
+import argparse
+import importlib.util
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAKE_TRAINING = os.path.join(ROOT, "fixtures", "models", "training", "make_training.py")
+
+
+def make_training():
+    """make_training.py as a module, for its `frozen_to_shapes` and `strip`."""
+    spec = importlib.util.spec_from_file_location("make_training", MAKE_TRAINING)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def transformer(size):
+    """One Transformer encoder block over `size` tokens of width 64 (4 heads), pooled and
+    classified: the patterns of Keras's own encoder examples."""
+    import keras
+
+    layers = keras.layers
+    x_in = keras.Input((size, 64))
+    att = layers.MultiHeadAttention(num_heads=4, key_dim=16, name="mha")(x_in, x_in)
+    x = layers.LayerNormalization(epsilon=1e-6, name="ln1")(x_in + att)
+    ff = layers.Dense(128, activation="gelu", name="ff1")(x)
+    ff = layers.Dense(64, name="ff2")(ff)
+    x = layers.LayerNormalization(epsilon=1e-6, name="ln2")(x + ff)
+    x = layers.GlobalAveragePooling1D(name="pool")(x)
+    return keras.Model(x_in, layers.Dense(10, name="head")(x), name="transformer")
+
+
+def application(name, size):
+    import keras
+
+    if name == "Transformer":
+        return transformer(size), (size, 64)
+    build = getattr(keras.applications, name)
+    return build(weights=None, input_shape=(size, size, 3), classes=10), (size, size, 3)
+
+
+def frozen(mt, model, shape, batch):
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import (
+        convert_variables_to_constants_v2,
+    )
+
+    @tf.function
+    def infer(x):
+        return model(x, training=False)
+
+    concrete = infer.get_concrete_function(tf.TensorSpec((batch,) + shape, tf.float32, name="input"))
+    return mt.strip(convert_variables_to_constants_v2(concrete).graph.as_graph_def())
+
+
+def step(mt, model, shape, batch):
+    import keras
+    import tensorflow as tf
+
+    opt = keras.optimizers.Adam()
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    trainable = list(model.trainable_variables)
+    opt.build(trainable)
+
+    @tf.function
+    def train(x, labels):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(x, training=True))
+        grads = tape.gradient(loss, trainable)
+        opt.apply_gradients(zip(grads, trainable))
+        return loss
+
+    concrete = train.get_concrete_function(
+        tf.TensorSpec((batch,) + shape, tf.float32, name="input"),
+        tf.TensorSpec([batch], tf.int32, name="labels"),
+    )
+    variables = [v.value for v in list(model.variables) + list(opt.variables)]
+    return mt.frozen_to_shapes(concrete, variables)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out")
+    p.add_argument("apps", nargs="*")
+    p.add_argument("--size", type=int, default=96)
+    p.add_argument("--batch", type=int, default=2)
+    args = p.parse_args()
+    mt = make_training()
+    apps = args.apps or ["MobileNetV2", "EfficientNetB0", "DenseNet121", "ResNet50", "Transformer"]
+    os.makedirs(args.out, exist_ok=True)
+    for name in apps:
+        model, shape = application(name, 16 if name == "Transformer" else args.size)
+        for kind, gd in (
+            ("", frozen(mt, model, shape, args.batch)),
+            ("_step", step(mt, model, shape, args.batch)),
+        ):
+            path = os.path.join(args.out, f"{name.lower()}{kind}.pb")
+            with open(path, "wb") as f:
+                f.write(gd.SerializeToString(deterministic=True))
+            print(f"wrote {path}: {len(gd.node)} nodes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
