@@ -365,3 +365,32 @@ fn gdat_refuses_a_graph_without_optimizer_updates() {
     let out = tunebank(&args, dir.path());
     assert!(out.status.success(), "{}", text(&out));
 }
+
+/// A Keras 3 step with the plumbing of the public applications' steps (MobileNetV2's padded
+/// depthwise convolution, DenseNet's Concatenate, EfficientNet's Dropout, a Transformer's
+/// MultiHeadAttention; `keras3_patterns_step.pb`) imports with no op cut off: the padding's
+/// gradient slice, ConcatOffset, the stateless random ops, Einsum and the attention gradient's
+/// adjoint BatchMatMuls and reductions over computed axes all have static shapes, and their
+/// backward cube ops are units.
+#[test]
+fn a_keras_step_with_the_applications_plumbing_imports_whole() {
+    let (units, skipped) = step_units(&fixture("keras3_patterns_step.pb"));
+    assert!(skipped.is_empty(), "{skipped:#?}");
+    let types: BTreeSet<&str> = units
+        .iter()
+        .flat_map(|(_, t)| t.iter().map(String::as_str))
+        .collect();
+    for want in [
+        "DepthwiseConv2DBackpropInput",
+        "DepthwiseConv2DBackpropFilter",
+        "Conv2DBackpropFilter",
+        "BatchMatMulV2",
+        "StatelessRandomUniformV2",
+    ] {
+        assert!(
+            types.iter().any(|t| t.starts_with(want)),
+            "{want} among the units: {types:?}"
+        );
+    }
+    assert!(units.len() > 250, "{} units", units.len());
+}
