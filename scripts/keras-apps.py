@@ -5,7 +5,7 @@ to try it on networks nobody here wrote (random weights; shapes only are read).
 Usage (TensorFlow in a venv of its own, as for fixtures/models/training/make_training.py):
 
     python3 -m venv /tmp/tfvenv && /tmp/tfvenv/bin/pip install tensorflow-cpu
-    /tmp/tfvenv/bin/python scripts/keras-apps.py OUT_DIR [--size 96] [--batch 2] [APP ...]
+    /tmp/tfvenv/bin/python scripts/keras-apps.py OUT_DIR [--size 96] [--batch 2] [--onnx] [APP ...]
 
 APP is any of MobileNetV2, EfficientNetB0, DenseNet121, ResNet50 and Transformer (a Keras
 encoder block: MultiHeadAttention, LayerNormalization, a GELU feed-forward); all by default.
@@ -16,6 +16,9 @@ For each, OUT_DIR gets
 - `<app>_step.pb`: one training step as `tunebank.tf` hands it to the tuner (the forward pass
   under a `GradientTape`, sparse softmax cross-entropy, the gradients, Adam's updates), with
   the variables as shaped `VarHandleOp`s (make_training.py's `frozen_to_shapes`);
+
+- with `--onnx` (tf2onnx in the venv too), `<app>.onnx`: tf2onnx's export (opset 17) of the
+  inference graph frozen with its weights, as a user exports it, for comparing keys;
 
 then `tunebank convert --framework=3 --model=OUT_DIR/<app>.pb --soc_version=Ascend910B2`
 shows what imports (`tunebank: skipped …` lines name what does not, with what it cut off).
@@ -58,12 +61,24 @@ def application(name, size):
     import keras
 
     if name == "Transformer":
-        return transformer(size), (size, 64)
-    build = getattr(keras.applications, name)
-    return build(weights=None, input_shape=(size, size, 3), classes=10), (size, size, 3)
+        model, shape = transformer(size), (size, 64)
+    else:
+        build = getattr(keras.applications, name)
+        model, shape = build(weights=None, input_shape=(size, size, 3), classes=10), (size, size, 3)
+    randomize(model)
+    return model, shape
 
 
-def frozen(mt, model, shape, batch):
+def randomize(model):
+    """Weights as a trained model has them: nonzero everywhere (a fresh batch norm's zero
+    shift would let tf2onnx drop the bias that a trained one's folds into), variances positive."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    model.set_weights([np.abs(rng.standard_normal(w.shape)).astype(w.dtype) + 0.1 for w in model.get_weights()])
+
+
+def frozen(mt, model, shape, batch, strip=True):
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import (
         convert_variables_to_constants_v2,
@@ -74,7 +89,20 @@ def frozen(mt, model, shape, batch):
         return model(x, training=False)
 
     concrete = infer.get_concrete_function(tf.TensorSpec((batch,) + shape, tf.float32, name="input"))
-    return mt.strip(convert_variables_to_constants_v2(concrete).graph.as_graph_def())
+    gd = convert_variables_to_constants_v2(concrete).graph.as_graph_def()
+    return mt.strip(gd) if strip else gd
+
+
+def onnx_export(gd, path):
+    """tf2onnx's export of a frozen graph with its weights (its constant folding needs them)."""
+    import tf2onnx
+
+    outputs = [gd.node[-1].name + ":0"]
+    used = {i.split(":")[0].lstrip("^") for n in gd.node for i in n.input}
+    outputs = [n.name + ":0" for n in gd.node if n.name not in used and n.op != "NoOp"][-1:] or outputs
+    model, _ = tf2onnx.convert.from_graph_def(gd, input_names=["input:0"], output_names=outputs, opset=17)
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
 
 
 def step(mt, model, shape, batch):
@@ -108,6 +136,7 @@ def main():
     p.add_argument("apps", nargs="*")
     p.add_argument("--size", type=int, default=96)
     p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--onnx", action="store_true")
     args = p.parse_args()
     mt = make_training()
     apps = args.apps or ["MobileNetV2", "EfficientNetB0", "DenseNet121", "ResNet50", "Transformer"]
@@ -122,6 +151,10 @@ def main():
             with open(path, "wb") as f:
                 f.write(gd.SerializeToString(deterministic=True))
             print(f"wrote {path}: {len(gd.node)} nodes")
+        if args.onnx:
+            path = os.path.join(args.out, f"{name.lower()}.onnx")
+            onnx_export(frozen(mt, model, shape, args.batch, strip=False), path)
+            print(f"wrote {path}")
     return 0
 
 

@@ -122,10 +122,14 @@ def test_gradient_tuning_reads_the_gradients_of_keras_element_wise_adam(tf, tmp_
     trainable = model.trainable_variables
     assert gdat["gradient_num"] == len(trainable), gdat
     assert gdat["rank_size"] == 8
-    # Under the default precision mode (allow_fp32_to_fp16) the backward ops that produce the
-    # gradients compute in float16: two bytes per element of each variable.
-    float16 = 2
-    assert gdat["gradient_bytes"] == float16 * sum(int(np.prod(v.shape)) for v in trainable), gdat
+    # Under the training run's precision mode (allow_fp32_to_fp16, TF Adapter's default for a
+    # training graph) the cube backprops that give the kernels' gradients compute in float16
+    # (two bytes an element) and the vector op that gives a bias's (BiasAddGrad) keeps float32
+    # (four).
+    kernels = sum(int(np.prod(v.shape)) for v in trainable if len(v.shape) > 1)
+    biases = sum(int(np.prod(v.shape)) for v in trainable if len(v.shape) == 1)
+    assert kernels and biases
+    assert gdat["gradient_bytes"] == 2 * kernels + 4 * biases, gdat
 
 
 def test_a_step_tuned_with_the_defaults_is_hit_under_the_training_runs_defaults(

@@ -185,8 +185,15 @@ impl ModelFiles {
         )
     }
 
-    /// Imports the model with its framework's importer.
+    /// Imports the model with its framework's importer, then applies the graph optimizations
+    /// ATC makes whatever the framework (`graph_opt`).
     pub fn load(&self) -> Result<Model, ModelError> {
+        let mut model = self.import()?;
+        crate::graph_opt::fold_affine(&mut model.graph);
+        Ok(model)
+    }
+
+    fn import(&self) -> Result<Model, ModelError> {
         match (self.framework, &self.weight) {
             #[cfg(feature = "caffe")]
             (Framework::Caffe, Some(w)) => crate::caffe::load_caffe(&self.model, w),

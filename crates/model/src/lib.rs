@@ -38,6 +38,7 @@ pub mod caffe;
 mod framework;
 mod fuse;
 mod graph;
+mod graph_opt;
 mod infer;
 mod optimizer;
 pub mod partition;

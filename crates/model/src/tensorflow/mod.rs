@@ -30,6 +30,11 @@
 //! | ConcatV2, Reshape, Squeeze, ExpandDims, Transpose, Softmax, Cast | `Concat`, `Reshape`, `Squeeze`, `Unsqueeze`, `Transpose`, `Softmax`, `Cast` |
 //! | Identity, StopGradient, Snapshot; control edges (`^x`) | no op / ignored |
 //!
+//! Arithmetic on constants alone (Keras 3's inference batch norm: `Reshape`d statistics,
+//! `AddV2`, `Rsqrt`, `Mul`, `Sub`) is folded into constants at import, as a converter folds it,
+//! never on a variable; a per-channel constant (`[C]` or Keras's `[1, 1, 1, C]`) keeps an
+//! NCHW tensor NCHW, so the batch norm then folds into the convolution (`graph_opt`).
+//!
 //! A training step's ops (variables, shape arithmetic, backward ops, optimizer updates) are
 //! mapped by `training.rs`, whose table lists them; the shape plumbing and data movement of
 //! training steps, detection and segmentation graphs (StridedSlice, Pack, Split, Gather,
@@ -187,6 +192,9 @@ pub(super) struct Builder<'a> {
     /// The IR `Shape` outputs, with the layout of the tensor each measures (the order of its
     /// values).
     pub(super) shape_orders: HashMap<String, Layout>,
+    /// The IR tensors that stand for variables (initializers of their dims whose values change
+    /// as training runs, so arithmetic on them is never folded).
+    pub(super) variables: std::collections::HashSet<String>,
 }
 
 impl<'a> Builder<'a> {
@@ -216,6 +224,7 @@ impl<'a> Builder<'a> {
             readers,
             outputs,
             shape_orders: HashMap::new(),
+            variables: Default::default(),
         }
     }
 

@@ -411,17 +411,26 @@ impl<'a> Builder<'a> {
                 } else {
                     (&b, &a, false)
                 };
-                let small = self.constant(other).filter(|c| c.dims.len() <= 1).cloned();
+                // A per-channel constant: `[C]`, or `[1, 1, 1, C]` as Keras reshapes a batch
+                // norm's statistics (a scalar needs no change).
+                let channels = |c: &crate::graph::ConstTensor| match c.dims.as_slice() {
+                    [ch] | [1, 1, 1, ch] => Some(*ch),
+                    _ => None,
+                };
+                let small = self
+                    .constant(other)
+                    .filter(|c| c.dims.is_empty() || channels(c).is_some())
+                    .cloned();
                 match small {
                     Some(c) => {
-                        let o = match c.dims.len() {
-                            1 => self.constant_tensor(
+                        let o = match channels(&c) {
+                            Some(ch) => self.constant_tensor(
                                 format!("{}/{}", node.name, if nchw_first { "b" } else { "a" }),
                                 c.elem_type,
-                                vec![c.dims[0], 1, 1],
+                                vec![ch, 1, 1],
                                 c.ints,
                             ),
-                            _ => other.ir.clone(),
+                            None => other.ir.clone(),
                         };
                         if nchw_first {
                             (nchw.ir.clone(), o, Layout::Nchw)

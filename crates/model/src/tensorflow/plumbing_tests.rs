@@ -362,3 +362,53 @@ fn batch_matmul_adjoints_swap_the_last_two_dims() {
     assert_eq!(shape_of(&g, "ab"), [2, 4, 5, 3]);
     assert_eq!(shape_of(&g, "cb"), [2, 4, 5, 3]);
 }
+
+/// Keras 3's frozen inference batch norm — `Reshape`d statistics, `Add`/`Rsqrt`/`Mul`/`Sub`
+/// on constants, then `Mul` and `Add` on the convolution — folds as a converter folds it: the
+/// constant arithmetic into constants, the per-channel `[1,1,1,C]` scale and shift into the
+/// convolution (a `[C]` bias), no layout `Transpose` around them; one Conv + Relu remains.
+#[test]
+fn a_keras_inference_batch_norm_folds_into_the_convolution() {
+    let k = |name: &str, dims: &[i64]| konst(name, dims, None);
+    let bytes = GraphDef {
+        node: vec![
+            placeholder("x", &[1, 8, 8, 3]),
+            k("w", &[3, 3, 3, 16]),
+            node(
+                "conv",
+                "Conv2D",
+                &["x", "w"],
+                vec![("strides", ints(&[1, 1, 1, 1])), ("padding", s("SAME"))],
+            ),
+            k("var", &[16]),
+            k("mean", &[16]),
+            k("gamma", &[16]),
+            k("beta", &[16]),
+            konst("to4", &[4], Some(&[1, 1, 1, 16])),
+            node("var4", "Reshape", &["var", "to4"], vec![]),
+            k("eps", &[]),
+            node("add", "AddV2", &["var4", "eps"], vec![]),
+            node("rsqrt", "Rsqrt", &["add"], vec![]),
+            node("scale", "Mul", &["rsqrt", "gamma"], vec![]),
+            node("mean_scaled", "Mul", &["mean", "scale"], vec![]),
+            node("shift", "Sub", &["beta", "mean_scaled"], vec![]),
+            node("y", "Mul", &["conv", "scale"], vec![]),
+            node("z", "AddV2", &["y", "shift"], vec![]),
+            node("relu", "Relu", &["z"], vec![]),
+        ],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let model = load_tensorflow_bytes(&bytes, "bn.pb").unwrap();
+    let mut graph = model.graph.clone();
+    crate::graph_opt::fold_affine(&mut graph);
+    let ops: Vec<&str> = graph.nodes.iter().map(|n| n.op_type.as_str()).collect();
+    assert_eq!(
+        ops,
+        ["Transpose", "Conv", "Relu"],
+        "the input's one transpose, then {ops:?}"
+    );
+    let conv = graph.nodes.iter().find(|n| n.op_type == "Conv").unwrap();
+    assert_eq!(conv.inputs.len(), 3, "{conv:?}");
+    assert_eq!(graph.initializers[&conv.inputs[2]].dims, [16]);
+}

@@ -95,7 +95,7 @@ impl Builder<'_> {
     /// is none.
     pub(super) fn training(&mut self, node: &NodeDef) -> Result<bool, ModelError> {
         let op = node.op.as_str();
-        if self.fold(node)? {
+        if self.fold(node)? || self.fold_float(node)? {
             return Ok(true);
         }
         let base = op.strip_prefix("Resource").unwrap_or(op);
@@ -328,6 +328,7 @@ impl Builder<'_> {
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| node.name.clone());
         let ir = self.constant_tensor(name, elem_type, dims, None);
+        self.variables.insert(ir.clone());
         self.set(
             node,
             0,
@@ -440,6 +441,105 @@ impl Builder<'_> {
                 },
             );
         }
+        Ok(true)
+    }
+}
+
+/// Element-wise ops a converter computes once when every input is a constant (GE's constant
+/// folding): Keras writes an inference batch norm as this arithmetic on its constants.
+const FLOAT_FOLDED: &[&str] = &[
+    "Add",
+    "AddV2",
+    "Maximum",
+    "Minimum",
+    "Mul",
+    "Neg",
+    "Pow",
+    "RealDiv",
+    "Reciprocal",
+    "Rsqrt",
+    "Sqrt",
+    "Square",
+    "SquaredDifference",
+    "Sub",
+];
+
+impl Builder<'_> {
+    /// An element-wise op over float constants only, folded into a constant of the broadcast
+    /// dims (float values are not kept, so neither are its); `false` for anything else.
+    fn fold_float(&mut self, node: &NodeDef) -> Result<bool, ModelError> {
+        let n = Self::arity(node);
+        if node.op == "Reshape" && n == 2 {
+            return self.fold_reshape(node);
+        }
+        if !FLOAT_FOLDED.contains(&node.op.as_str()) || n == 0 {
+            return Ok(false);
+        }
+        let mut dims: Vec<Vec<i64>> = Vec::with_capacity(n);
+        let mut elem = None;
+        for i in 0..n {
+            let v = self.input(node, i)?;
+            // A variable's value changes as training runs: never folded.
+            match self
+                .constant(&v)
+                .filter(|_| !self.variables.contains(&v.ir))
+            {
+                Some(c) => {
+                    elem.get_or_insert(c.elem_type);
+                    dims.push(c.dims.clone());
+                }
+                None => return Ok(false),
+            }
+        }
+        // Numpy broadcasting of the operands' dims.
+        let rank = dims.iter().map(Vec::len).max().unwrap_or(0);
+        let mut out = vec![1i64; rank];
+        for d in &dims {
+            for (k, &x) in d.iter().enumerate() {
+                let at = rank - d.len() + k;
+                out[at] = match (out[at], x) {
+                    (1, x) => x,
+                    (o, 1) => o,
+                    (o, x) if o == x => o,
+                    _ => return Ok(false),
+                };
+            }
+        }
+        let ir = self.constant_tensor(out_name(&node.name, 0), elem.expect("one input"), out, None);
+        let layout = Layout::Plain;
+        self.set(node, 0, Val { ir, layout });
+        Ok(true)
+    }
+}
+
+impl Builder<'_> {
+    /// A `Reshape` of a float constant to a constant shape (Keras reshapes a batch norm's
+    /// statistics so), folded into a constant of the new dims; `false` otherwise.
+    fn fold_reshape(&mut self, node: &NodeDef) -> Result<bool, ModelError> {
+        let v = self.input(node, 0)?;
+        let Some(c) = self
+            .constant(&v)
+            .filter(|c| c.ints.is_none() && !self.variables.contains(&v.ir))
+            .cloned()
+        else {
+            return Ok(false);
+        };
+        let Some(target) = self.const_ints_of(node, 1)? else {
+            return Ok(false);
+        };
+        let count: i64 = c.dims.iter().product();
+        let known: i64 = target.iter().filter(|&&d| d != -1).product();
+        let dims: Vec<i64> = match target.iter().filter(|&&d| d == -1).count() {
+            0 if known == count => target,
+            1 if known > 0 && count % known == 0 => target
+                .iter()
+                .map(|&d| if d == -1 { count / known } else { d })
+                .collect(),
+            _ => return Ok(false),
+        };
+        let ir = self.constant_tensor(out_name(&node.name, 0), c.elem_type, dims, None);
+        let layout = Layout::Plain;
+        self.set(node, 0, Val { ir, layout });
         Ok(true)
     }
 }
