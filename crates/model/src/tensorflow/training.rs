@@ -465,8 +465,9 @@ const FLOAT_FOLDED: &[&str] = &[
 ];
 
 impl Builder<'_> {
-    /// An element-wise op over float constants only, folded into a constant of the broadcast
-    /// dims (float values are not kept, so neither are its); `false` for anything else.
+    /// An element-wise op over float constants only (no variable, no integer of known values),
+    /// folded into a constant of the broadcast dims (float values are not kept, so neither are
+    /// its); `false` for anything else.
     fn fold_float(&mut self, node: &NodeDef) -> Result<bool, ModelError> {
         let n = Self::arity(node);
         if node.op == "Reshape" && n == 2 {
@@ -479,10 +480,11 @@ impl Builder<'_> {
         let mut elem = None;
         for i in 0..n {
             let v = self.input(node, i)?;
-            // A variable's value changes as training runs: never folded.
+            // A variable's value changes as training runs: never folded. An integer constant
+            // of known values is shape arithmetic, which inference evaluates (values kept).
             match self
                 .constant(&v)
-                .filter(|_| !self.variables.contains(&v.ir))
+                .filter(|c| c.ints.is_none() && !self.variables.contains(&v.ir))
             {
                 Some(c) => {
                     elem.get_or_insert(c.elem_type);
