@@ -34,7 +34,7 @@ MAKE_TRAINING = os.path.join(ROOT, "fixtures", "models", "training", "make_train
 
 
 def make_training():
-    """make_training.py as a module, for its `frozen_to_shapes` and `strip`."""
+    """make_training.py as a module, for its `strip` and `adam_step`."""
     spec = importlib.util.spec_from_file_location("make_training", MAKE_TRAINING)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -106,28 +106,7 @@ def onnx_export(gd, path):
 
 
 def step(mt, model, shape, batch):
-    import keras
-    import tensorflow as tf
-
-    opt = keras.optimizers.Adam()
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    trainable = list(model.trainable_variables)
-    opt.build(trainable)
-
-    @tf.function
-    def train(x, labels):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(labels, model(x, training=True))
-        grads = tape.gradient(loss, trainable)
-        opt.apply_gradients(zip(grads, trainable))
-        return loss
-
-    concrete = train.get_concrete_function(
-        tf.TensorSpec((batch,) + shape, tf.float32, name="input"),
-        tf.TensorSpec([batch], tf.int32, name="labels"),
-    )
-    variables = [v.value for v in list(model.variables) + list(opt.variables)]
-    return mt.frozen_to_shapes(concrete, variables)
+    return mt.adam_step(model, [batch, *shape])
 
 
 def main():

@@ -288,6 +288,18 @@ impl<'a> Builder<'a> {
 
     /// A layer type tunebank does not map: a `caffe`-domain node, which inference reports.
     fn unknown(&mut self, layer: &Layer<'_>, op: &str) -> Result<(), ModelError> {
+        self.opaque(layer, op, "caffe", Attrs::new())
+    }
+
+    /// A node the importer does not map, of `domain`, wired to the layer's bottoms and tops:
+    /// inference skips it (and what depends on it), the rest of the net is imported.
+    pub(super) fn opaque(
+        &mut self,
+        layer: &Layer<'_>,
+        op: &str,
+        domain: &str,
+        attrs: Attrs,
+    ) -> Result<(), ModelError> {
         let inputs = (0..layer.bottoms.len())
             .map(|i| self.bottom(layer, i))
             .collect::<Result<_, _>>()?;
@@ -295,10 +307,10 @@ impl<'a> Builder<'a> {
         self.nodes.push(Node {
             name: layer.name.clone(),
             op_type: op.into(),
-            domain: "caffe".into(),
+            domain: domain.into(),
             inputs,
             outputs,
-            attrs: Attrs::new(),
+            attrs,
         });
         Ok(())
     }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use super::layers::squeeze_to;
 use super::params::Params;
 use super::{Builder, Layer};
-use crate::graph::{Attr, Node};
+use crate::graph::Attr;
 use crate::infer::REFUSED_DOMAIN;
 use crate::ModelError;
 
@@ -464,19 +464,8 @@ impl Builder<'_> {
     /// A layer refused by name: a node of the refused domain whose `reason` inference reports
     /// as the skipped op's reason; layers that do not depend on it are still imported.
     pub(super) fn refused(&mut self, layer: &Layer<'_>, reason: &str) -> Result<(), ModelError> {
-        let inputs = (0..layer.bottoms.len())
-            .map(|i| self.bottom(layer, i))
-            .collect::<Result<_, _>>()?;
-        let outputs: Vec<String> = layer.tops.iter().map(|t| self.top(layer, t)).collect();
-        self.nodes.push(Node {
-            name: layer.name.clone(),
-            op_type: layer.ty.clone(),
-            domain: REFUSED_DOMAIN.into(),
-            inputs,
-            outputs,
-            attrs: Attrs::from([("reason".into(), Attr::Str(reason.into()))]),
-        });
-        Ok(())
+        let attrs = Attrs::from([("reason".into(), Attr::Str(reason.into()))]);
+        self.opaque(layer, &layer.ty, REFUSED_DOMAIN, attrs)
     }
 
     /// `BatchMatMul` of two bottoms: `MatMul` without adjoints; refused with them.

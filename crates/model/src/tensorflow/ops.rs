@@ -90,6 +90,19 @@ impl<'a> Builder<'a> {
     /// An op the importer does not map: a `tensorflow`-domain node reading its inputs in
     /// TensorFlow's layout, which inference reports as unsupported.
     pub(super) fn unknown(&mut self, node: &NodeDef, op: &str) -> Result<(), ModelError> {
+        self.opaque(node, op, "tensorflow", Attrs::new())
+    }
+
+    /// A node the importer does not map, of `domain`, reading the node's inputs in
+    /// TensorFlow's layout and giving as many outputs as the graph reads: inference skips it
+    /// (and what depends on it), the rest of the graph is imported.
+    pub(super) fn opaque(
+        &mut self,
+        node: &NodeDef,
+        op: &str,
+        domain: &str,
+        a: Attrs,
+    ) -> Result<(), ModelError> {
         let mut inputs = Vec::new();
         for i in 0..Self::arity(node) {
             let v = self.input(node, i)?;
@@ -97,19 +110,9 @@ impl<'a> Builder<'a> {
         }
         let n = self.outputs.get(node.name.as_str()).copied().unwrap_or(1);
         let outs: Vec<String> = (0..n)
-            .map(|k| match k {
-                0 => node.name.clone(),
-                k => format!("{}:{k}", node.name),
-            })
+            .map(|k| super::training::out_name(&node.name, k))
             .collect();
-        self.push(
-            node.name.clone(),
-            op,
-            "tensorflow",
-            inputs,
-            outs.clone(),
-            Attrs::new(),
-        );
+        self.push(node.name.clone(), op, domain, inputs, outs.clone(), a);
         for (k, ir) in outs.into_iter().enumerate() {
             let layout = Layout::Plain;
             self.set(node, k, Val { ir, layout });

@@ -23,7 +23,7 @@
 use super::proto::NodeDef;
 use super::training::{attr_str, attrs, out_name, Attrs};
 use super::{Builder, Layout, Val};
-use crate::graph::{Attr, ElemType, Node};
+use crate::graph::{Attr, ElemType};
 use crate::infer::REFUSED_DOMAIN;
 use crate::ModelError;
 
@@ -298,31 +298,7 @@ impl Builder<'_> {
     /// An op refused by name: a node of the refused domain whose reason inference reports;
     /// what does not depend on it is still imported.
     pub(super) fn refused(&mut self, node: &NodeDef, reason: &str) -> Result<(), ModelError> {
-        let mut inputs = Vec::new();
-        for i in 0..Self::arity(node) {
-            let v = self.input(node, i)?;
-            inputs.push(self.in_layout(&v, Layout::Plain));
-        }
-        let n = self.outputs.get(node.name.as_str()).copied().unwrap_or(1);
-        let outs: Vec<String> = (0..n).map(|k| out_name(&node.name, k)).collect();
-        self.nodes.push(Node {
-            name: node.name.clone(),
-            op_type: node.op.clone(),
-            domain: REFUSED_DOMAIN.into(),
-            inputs,
-            outputs: outs.clone(),
-            attrs: attrs([("reason", Attr::Str(reason.into()))]),
-        });
-        for (k, ir) in outs.into_iter().enumerate() {
-            self.set(
-                node,
-                k,
-                Val {
-                    ir,
-                    layout: Layout::Plain,
-                },
-            );
-        }
-        Ok(())
+        let a = attrs([("reason", Attr::Str(reason.into()))]);
+        self.opaque(node, &node.op, REFUSED_DOMAIN, a)
     }
 }
