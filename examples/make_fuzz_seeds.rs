@@ -1,7 +1,7 @@
 //! Writes the committed seed corpora under `fuzz/seeds/<target>/` from the project's fixtures:
 //! every record of `fixtures/banks/v1.redb` (for `decode_record`, in the target's sealed form),
-//! every ONNX fixture model (`load_onnx`), the Caffe and TensorFlow fixtures (`load_caffe`,
-//! `load_tensorflow`), the restrictions of the committed replay spaces and a
+//! every ONNX fixture model (`load_onnx`), the Caffe, TensorFlow and MindIR fixtures
+//! (`load_caffe`, `load_tensorflow`, `load_mindir`), the restrictions of the committed replay spaces and a
 //! few integer ones (`parse_restriction`), ATC option lists (`parse_options`) and runner protocol
 //! responses (`parse_response`).
 //!
@@ -53,7 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // Caffe: the prototxt, `\0\0`, the caffemodel (the load_caffe target's input format);
-    // TensorFlow: each frozen graph.
+    // TensorFlow: each frozen graph; MindSpore: each MindIR file.
     let frameworks = Path::new("fixtures/models/frameworks");
     for entry in std::fs::read_dir(frameworks)? {
         let p = entry?.path();
@@ -66,6 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 write("load_caffe", &name, &seed)?;
             }
             Some("pb") => write("load_tensorflow", &name, &std::fs::read(&p)?)?,
+            Some("mindir") => write("load_mindir", &name, &std::fs::read(&p)?)?,
             _ => {}
         }
     }

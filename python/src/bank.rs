@@ -216,7 +216,7 @@ impl Bank {
     }
 
     /// Explains hits and misses, as `bank-inspect why` does: for `ops` (a list of op-template
-    /// dicts) or `model` (an ONNX, Caffe or TensorFlow model), under the ATC options
+    /// dicts) or `model` (an ONNX, Caffe, TensorFlow or MindIR model), under the ATC options
     /// (`soc_version` defaults to the bank's). A model's units are a converter's
     /// ([`tunebank::job::JobSpec::conversion`]): the framework's `input_format` default, and
     /// the graph bank applied first (`graph_bank`, else AOE's resolution of the custom graph

@@ -1,6 +1,7 @@
-//! Caffe and TensorFlow models in: one network written in four files (TensorFlow NHWC and
-//! NCHW `.pb`, its tf2onnx export, the Caffe prototxt + caffemodel; fixtures/models/frameworks,
-//! made by make_frameworks.py there) gives one key per op; AOE's Caffe ResNet-50 command tunes
+//! Caffe, TensorFlow and MindSpore models in: one network written in five files (TensorFlow
+//! NHWC and NCHW `.pb`, its tf2onnx export, the Caffe prototxt + caffemodel, MindSpore's
+//! MindIR; fixtures/models/frameworks, made by make_frameworks.py and make_mindir.py there)
+//! gives one key per op; AOE's Caffe ResNet-50 command tunes
 //! and reruns as all hits; a TensorFlow graph hits what its ONNX twin tuned; bad files are
 //! named errors with nothing written.
 
@@ -69,6 +70,13 @@ fn small_net() -> Vec<(&'static str, Vec<String>)> {
                 "--framework=0".into(),
             ],
         ),
+        (
+            "mindspore",
+            vec![
+                format!("--model={}", fixture("small_net.mindir")),
+                "--framework=1".into(),
+            ],
+        ),
     ]
 }
 
@@ -109,16 +117,16 @@ fn agree_but(
     }
 }
 
-/// One network, four files: every convolution has one key in all of them, and every other op
-/// too but for the differences each framework really makes (asserted to differ, so a change
-/// in either direction is seen).
+/// One network, five files in four formats: every convolution has one key in all of them, and
+/// every other op too but for the differences each framework really makes (asserted to differ,
+/// so a change in either direction is seen).
 #[test]
-fn one_network_gets_one_key_per_op_from_caffe_tensorflow_and_onnx() {
+fn one_network_gets_one_key_per_op_from_caffe_tensorflow_onnx_and_mindspore() {
     let all: Vec<(&str, BTreeMap<String, Vec<String>>)> = small_net()
         .into_iter()
         .map(|(n, m)| (n, keys(&m)))
         .collect();
-    let [(_, tf), (_, nchw), (_, onnx), (_, caffe)] = &all[..] else {
+    let [(_, tf), (_, nchw), (_, onnx), (_, caffe), (_, mindspore)] = &all[..] else {
         unreachable!()
     };
     let convs = |k: &BTreeMap<String, Vec<String>>| -> usize {
@@ -149,6 +157,22 @@ fn one_network_gets_one_key_per_op_from_caffe_tensorflow_and_onnx() {
         caffe,
         &["Transpose", "MaxPoolV3", "AvgPoolV2", "MatMulV2"],
         "TensorFlow vs Caffe",
+    );
+    // MindSpore is NCHW (no transpose) and floors its pooling as TensorFlow does; its Dense
+    // weight is [out, in], as Caffe's InnerProduct's: the MatMul is Caffe's, the pooling
+    // TensorFlow's.
+    assert!(!mindspore.contains_key("Transpose"), "{mindspore:?}");
+    agree_but(
+        tf,
+        mindspore,
+        &["Transpose", "MatMulV2"],
+        "TensorFlow vs MindSpore",
+    );
+    agree_but(
+        caffe,
+        mindspore,
+        &["MaxPoolV3", "AvgPoolV2"],
+        "Caffe vs MindSpore",
     );
 }
 

@@ -22,6 +22,7 @@ mod inspect_interchange;
 mod inspect_model;
 mod inspect_why;
 mod job;
+mod mindir;
 mod multiprocess;
 mod pg_bank;
 mod pg_crash;

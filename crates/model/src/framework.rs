@@ -11,7 +11,7 @@ use tunebank_key::ResolvedOptions;
 pub enum Framework {
     /// `0`: a text `.prototxt` network with a binary `.caffemodel` (`--weight`).
     Caffe,
-    /// `1`: MindSpore `.air`/`.mindir` (not importable).
+    /// `1`: a MindSpore `.mindir` (`.air`, an Ascend IR graph, is refused).
     MindSpore,
     /// `3`: a frozen `GraphDef` `.pb`.
     TensorFlow,
@@ -92,7 +92,7 @@ impl std::fmt::Display for Framework {
 pub struct ModelFiles {
     /// The framework.
     pub framework: Framework,
-    /// `--model`: the ONNX file, the Caffe prototxt or the TensorFlow `.pb`.
+    /// `--model`: the ONNX file, the Caffe prototxt, the TensorFlow `.pb` or the MindIR file.
     pub model: PathBuf,
     /// `--weight`: the Caffe caffemodel; `None` for the other frameworks.
     pub weight: Option<PathBuf>,
@@ -102,8 +102,8 @@ impl ModelFiles {
     /// AOE's rules: `--framework` (when given) must agree with the model file's extension and
     /// is taken from it otherwise (ONNX when the extension says nothing); a Caffe model needs
     /// `--weight` and its `--model` is the prototxt; no other framework takes `--weight`;
-    /// MindSpore models cannot be imported. Errors are [`ModelError::Framework`], naming the
-    /// flags.
+    /// a MindSpore model is a `.mindir` (AIR files are refused). Errors are
+    /// [`ModelError::Framework`], naming the flags.
     pub fn new(
         model: &str,
         framework: Option<&str>,
@@ -138,10 +138,14 @@ impl ModelFiles {
         };
         let weight = weight.map(str::trim).filter(|w| !w.is_empty());
         match (framework, weight) {
-            (Framework::MindSpore, _) => Err(err(
-                format!("{framework} with --model={model}"),
-                "MindSpore models cannot be imported: expected a Caffe (0), TensorFlow (3) or ONNX (5) model".into(),
-            )),
+            (Framework::MindSpore, _)
+                if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("air")) =>
+            {
+                Err(err(
+                    format!("{framework} with --model={model}"),
+                    "is an AIR file (Ascend IR, which only ATC reads): expected the MindIR export of the network (mindspore.export(..., file_format=\"MINDIR\"))".into(),
+                ))
+            }
             (Framework::Caffe, None) => Err(err(
                 format!("{framework} with --model={model}"),
                 "a Caffe model needs its weights: expected --weight=<the .caffemodel>".into(),
@@ -200,13 +204,19 @@ impl ModelFiles {
             (Framework::Onnx, _) => load_onnx(&self.model),
             #[cfg(feature = "tensorflow")]
             (Framework::TensorFlow, _) => crate::tensorflow::load_tensorflow(&self.model),
+            #[cfg(feature = "mindspore")]
+            (Framework::MindSpore, _) => crate::mindir::load_mindir(&self.model),
+            #[cfg(not(feature = "mindspore"))]
+            (f @ Framework::MindSpore, _) => Err(not_built(f, "mindspore", &self.model)),
             #[cfg(not(feature = "caffe"))]
             (f @ Framework::Caffe, _) => Err(not_built(f, "caffe", &self.model)),
             #[cfg(not(feature = "tensorflow"))]
             (f @ Framework::TensorFlow, _) => Err(not_built(f, "tensorflow", &self.model)),
-            (f, _) => Err(ModelError::Framework {
+            #[cfg(feature = "caffe")]
+            (f @ Framework::Caffe, None) => Err(ModelError::Framework {
                 input: format!("{f} with --model={}", self.model.display()),
-                reason: format!("{} models cannot be imported: expected a Caffe (0), TensorFlow (3) or ONNX (5) model", f.name()),
+                reason: "a Caffe model needs its weights: expected --weight=<the .caffemodel>"
+                    .into(),
             }),
         }
     }
@@ -214,7 +224,11 @@ impl ModelFiles {
 
 /// The error for a model of framework `f` whose importer this build leaves out (cargo feature
 /// `feature` of tunebank-model).
-#[cfg(any(not(feature = "caffe"), not(feature = "tensorflow")))]
+#[cfg(any(
+    not(feature = "caffe"),
+    not(feature = "tensorflow"),
+    not(feature = "mindspore")
+))]
 fn not_built(f: Framework, feature: &str, model: &Path) -> ModelError {
     ModelError::Framework {
         input: format!("{f} with --model={}", model.display()),
@@ -274,8 +288,14 @@ mod tests {
             e.contains("--weight=w.caffemodel") && e.contains("is ONNX (5)"),
             "{e}"
         );
-        let e = files("m.mindir", None, None).unwrap_err();
-        assert!(e.contains("MindSpore models cannot be imported"), "{e}");
+        assert_eq!(
+            files("m.mindir", None, None).unwrap().framework,
+            Framework::MindSpore
+        );
+        let e = files("m.air", Some("1"), None).unwrap_err();
+        assert!(e.contains("is an AIR file"), "{e}");
+        let e = files("m.mindir", None, Some("w.caffemodel")).unwrap_err();
+        assert!(e.contains("is MindSpore (1)"), "{e}");
         let e = files("m.onnx", Some("7"), None).unwrap_err();
         assert!(e.contains("--framework=7"), "{e}");
     }

@@ -40,6 +40,8 @@ mod fuse;
 mod graph;
 mod graph_opt;
 mod infer;
+#[cfg(feature = "mindspore")]
+mod mindir;
 mod optimizer;
 pub mod partition;
 mod proto;
@@ -53,6 +55,8 @@ pub use graph::{
 };
 pub use graph::{MAX_OPSET, MIN_OPSET};
 pub use infer::{profiles, InferredGraph, SkippedOp, TensorInfo};
+#[cfg(feature = "mindspore")]
+pub use mindir::load_mindir_bytes;
 pub use optimizer::{apply_op, ApplyOp};
 use tunebank_failure::{io_kind, FailureKind};
 
@@ -128,7 +132,7 @@ pub enum ModelError {
         /// What is wrong.
         reason: String,
     },
-    /// A Caffe or TensorFlow model file does not decode as its format.
+    /// A Caffe, TensorFlow or MindIR model file does not decode as its format.
     #[error("{path} is not {expected}: {reason}")]
     Malformed {
         /// The file.
@@ -138,7 +142,7 @@ pub enum ModelError {
         /// What is wrong.
         reason: String,
     },
-    /// A Caffe or TensorFlow model file starts like its format but ends early.
+    /// A Caffe, TensorFlow or MindIR model file starts like its format but ends early.
     #[error("{path} is a truncated file ({len} bytes; {reason}): expected {expected}, complete")]
     TruncatedFile {
         /// The file.

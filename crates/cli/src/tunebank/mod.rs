@@ -64,7 +64,8 @@ enum Command {
     /// Bank maintenance.
     #[command(subcommand)]
     Bank(BankCommand),
-    /// Tuning of a model (ONNX, Caffe prototxt with `--weight`, TensorFlow frozen graph):
+    /// Tuning of a model (ONNX, Caffe prototxt with `--weight`, TensorFlow frozen graph,
+    /// MindSpore MindIR):
     /// operators (OPAT, `--job_type=2`, the default), subgraphs (SGAT, `--job_type=1`) or
     /// gradient splits (GDAT, `--job_type=4`), with `--model=m.onnx --soc_version=...` plus ATC
     /// options; winners go to the custom bank of the job's kind and
@@ -73,7 +74,7 @@ enum Command {
     #[command(before_long_help = tunebank_key::options_help())]
     #[command(
         after_help = "AOE/ATC flags: --model=FILE (required), --job_type=1|2|4 | --job-type \
-subgraph|op|gradient (SGAT, OPAT: the default, GDAT), --framework=0|3|5 (Caffe, TensorFlow, ONNX; default: the model file's), --weight=FILE (Caffe), --soc_version=SOC \
+subgraph|op|gradient (SGAT, OPAT: the default, GDAT), --framework=0|1|3|5 (Caffe, MindSpore MindIR, TensorFlow, ONNX; default: the model file's), --weight=FILE (Caffe), --soc_version=SOC \
 (required), --tune_ops_file=FILE (op names or op types, one per line), and every ATC option \
 (--precision_mode, --input_shape, --dynamic_batch_size, ...).\n\nEnvironment: TUNE_BANK_PATH, \
 ASCEND_CACHE_PATH (bank location), ASCEND_WORK_PATH (result file), REPEAT_TUNE=True|False, \
@@ -81,7 +82,7 @@ TUNING_PARALLEL_NUM (measurement slots, capped by available memory; --tuning_par
 TE_PARALLEL_COMPILER (candidates per search round; default: the slots dealt out among the ops), AOE_MODE (the job type when --job_type is not given), ASCEND_DEVICE_ID."
     )]
     Tune(Box<tune::TuneArgs>),
-    /// The converter's view: every op of `--model=FILE` (ONNX, Caffe, TensorFlow) resolved against the bank under the
+    /// The converter's view: every op of `--model=FILE` (ONNX, Caffe, TensorFlow, MindIR) resolved against the bank under the
     /// given ATC options, hit or miss per op.
     #[command(before_long_help = tunebank_key::options_help())]
     #[command(

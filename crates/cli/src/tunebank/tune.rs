@@ -91,7 +91,7 @@ pub struct TuneArgs {
     /// AOE's -j: --job_type (1: subgraph, 2: operator, 4: gradient tuning).
     #[arg(short = 'j', value_name = "JOB_TYPE")]
     pub short_job_type: Option<String>,
-    /// AOE's -f: --framework (0: Caffe, 3: TensorFlow, 5: ONNX).
+    /// AOE's -f: --framework (0: Caffe, 1: MindSpore MindIR, 3: TensorFlow, 5: ONNX).
     #[arg(short = 'f', value_name = "FRAMEWORK")]
     pub short_framework: Option<String>,
     /// AOE's -m: --model.

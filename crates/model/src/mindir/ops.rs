@@ -1,0 +1,632 @@
+//! MindSpore primitives → graph IR. MindSpore names its primitives as Ascend IR does, and its
+//! tensors are NCHW, so most map one to one. Arguments are read by position from the node's
+//! inputs (a primitive function's arguments, MindSpore 2.x) or, when the node has no such
+//! input, by name from the primitive's attributes (a plain primitive, and MindIR 1.x).
+//! Enumerated arguments are MindSpore's enums (`pad_mode`: PAD 0, SAME 1, VALID 2;
+//! `data_format`: NCHW 0, NHWC 1) or their strings.
+//!
+//! | MindSpore | graph IR |
+//! |---|---|
+//! | Conv2D (`pad_mode` pad/same/valid, `pad_list` top, bottom, left, right; `group`) | `Conv` |
+//! | BiasAdd | folded into the `Conv` or `Gemm` it follows when that is its only reader, else `Add` (per-channel `[C,1,1]` on 4-D) |
+//! | MaxPool, AvgPool | `MaxPool`, `AveragePool` |
+//! | AdaptiveAvgPool2D to 1×1 | `GlobalAveragePool` |
+//! | BatchNorm (inference) | `BatchNormalization` (output 0; the statistics outputs are not readable) |
+//! | LayerNorm | `LayerNormalization` (`begin_norm_axis`, `epsilon`; three outputs) |
+//! | MatMul | `Gemm` (`transA`/`transB`; a BiasAdd after it becomes its `C`) |
+//! | BatchMatMul | `MatMul` (transposes as `adj_x1`/`adj_x2`) |
+//! | ReLU, ReLU6, Sigmoid, Tanh, GeLU, HSwish, HSigmoid, Elu, Softplus, Erf, Exp, Log, Sqrt, Rsqrt, Square, Neg, Abs, Reciprocal, Floor, Ceil, Sin, Cos | `Relu`, `Clip(0, 6)`, `Sigmoid`, `Tanh`, `Gelu`, `HardSwish`, `HardSigmoid`, … (same names) |
+//! | LeakyReLU | `LeakyRelu` (`alpha`) |
+//! | Add, Sub, Mul, Div/RealDiv, Maximum, Minimum, Pow, SquaredDifference, Greater, GreaterEqual, Less, LessEqual, Equal | `Add`, `Sub`, `Mul`, `Div`, `Max`, `Min`, `Pow`, … |
+//! | Muls, Adds, Subs, Divs (tensor and scalar) | `Mul`, `Add`, `Sub`, `Div` with a scalar constant |
+//! | Concat, Flatten, Reshape, Transpose, ExpandDims, Squeeze, Softmax, LogSoftmax, Gather, Cast | `Concat`, `Flatten`, `Reshape`, `Transpose`, `Unsqueeze`, `Squeeze`, `Softmax`, `LogSoftmax`, `Gather`, `Cast` (to the node's abstract dtype) |
+//! | ReduceMean, ReduceSum, ReduceMax, ReduceMin | `ReduceMean` … (`axis`, `keep_dims`) |
+//! | Load, Depend, Identity, StopGradient, Dropout (inference) | their first input |
+//! | MakeTuple, TupleGetItem, UpdateState, Return | tuples and side-effect tokens, no op |
+
+use std::collections::BTreeMap;
+
+use super::{flatten_tensors, plain_value, Builder, Call, Value};
+use crate::graph::ElemType;
+use crate::{Attr, ModelError};
+
+type Attrs = BTreeMap<String, Attr>;
+
+fn attrs<const N: usize>(list: [(&str, Attr); N]) -> Attrs {
+    list.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// How a convolution or pooling pads.
+enum Padding {
+    /// Explicit `[top, left, bottom, right]` (ONNX order).
+    Pads([i64; 4]),
+    Same,
+    Valid,
+}
+
+impl Builder<'_> {
+    /// The value of one primitive application.
+    pub(super) fn primitive(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+        let op = c.op;
+        if let Some(v) = self.structural(c)? {
+            return Ok(v);
+        }
+        let unary = match op {
+            "ReLU" => Some("Relu"),
+            "GeLU" => Some("Gelu"),
+            "HSwish" => Some("HardSwish"),
+            "HSigmoid" => Some("HardSigmoid"),
+            "Sigmoid" | "Tanh" | "Elu" | "Softplus" | "Erf" | "Exp" | "Log" | "Sqrt" | "Rsqrt"
+            | "Square" | "Neg" | "Abs" | "Reciprocal" | "Floor" | "Ceil" | "Sin" | "Cos" => {
+                Some(op)
+            }
+            _ => None,
+        };
+        if let Some(o) = unary {
+            let x = self.tensor(c, 0)?;
+            return Ok(self.emit(c, o, vec![x], Attrs::new()));
+        }
+        let binary = match op {
+            "Add" | "Adds" => Some("Add"),
+            "Sub" | "Subs" => Some("Sub"),
+            "Mul" | "Muls" => Some("Mul"),
+            "Div" | "RealDiv" | "Divs" => Some("Div"),
+            "Maximum" => Some("Max"),
+            "Minimum" => Some("Min"),
+            "GreaterEqual" => Some("GreaterOrEqual"),
+            "LessEqual" => Some("LessOrEqual"),
+            "Pow" | "SquaredDifference" | "Greater" | "Less" | "Equal" => Some(op),
+            _ => None,
+        };
+        if let Some(o) = binary {
+            let a = self.operand(c, 0)?;
+            let b = self.operand(c, 1)?;
+            return Ok(self.emit(c, o, vec![a, b], Attrs::new()));
+        }
+        self.mapped(c)
+    }
+
+    /// The primitives with arguments of their own (not structural, unary or binary).
+    fn mapped(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+        let op = c.op;
+        match op {
+            "Conv2D" => self.conv(c),
+            "BiasAdd" => self.bias_add(c),
+            "MaxPool" | "AvgPool" => self.pool(c),
+            "AdaptiveAvgPool2D" => {
+                let x = self.tensor(c, 0)?;
+                match self.ints_arg(c, 1, "output_size").as_deref() {
+                    Some([1, 1]) | Some([1]) => {
+                        Ok(self.emit(c, "GlobalAveragePool", vec![x], Attrs::new()))
+                    }
+                    _ => self.opaque(c),
+                }
+            }
+            "BatchNorm" => self.batch_norm(c),
+            "LayerNorm" => {
+                let inputs = vec![self.tensor(c, 0)?, self.tensor(c, 1)?, self.tensor(c, 2)?];
+                let axis = self.int_arg(c, 3, "begin_norm_axis").unwrap_or(-1);
+                let eps = self.float_arg(c, 5, "epsilon").unwrap_or(1e-7);
+                let a = attrs([
+                    ("axis", Attr::Int(axis)),
+                    ("epsilon", Attr::Float(eps as f32)),
+                ]);
+                let outs: Vec<String> = (0..3).map(|k| format!("{}:{k}", c.name)).collect();
+                self.push(&c.name, "LayerNormalization", "", inputs, outs.clone(), a);
+                Ok(Value::Tuple(outs.into_iter().map(Value::Tensor).collect()))
+            }
+            "ReLU6" => {
+                let x = self.tensor(c, 0)?;
+                let lo = self.constant(format!("{}/min", c.name), ElemType::FLOAT, vec![], None);
+                let hi = self.constant(format!("{}/max", c.name), ElemType::FLOAT, vec![], None);
+                Ok(self.emit(c, "Clip", vec![x, lo, hi], Attrs::new()))
+            }
+            "LeakyReLU" => {
+                let x = self.tensor(c, 0)?;
+                let alpha = self.float_arg(c, 1, "alpha").unwrap_or(0.2) as f32;
+                Ok(self.emit(
+                    c,
+                    "LeakyRelu",
+                    vec![x],
+                    attrs([("alpha", Attr::Float(alpha))]),
+                ))
+            }
+            "MatMul" | "BatchMatMul" => self.matmul(c),
+            "Softmax" | "LogSoftmax" => {
+                let x = self.tensor(c, 0)?;
+                let axis = self
+                    .ints_arg(c, 1, "axis")
+                    .and_then(|a| a.first().copied())
+                    .unwrap_or(-1);
+                Ok(self.emit(c, op, vec![x], attrs([("axis", Attr::Int(axis))])))
+            }
+            "Concat" => {
+                let mut tensors = Vec::new();
+                flatten_tensors(&c.args[..1.min(c.args.len())], &mut tensors);
+                if tensors.is_empty() {
+                    return Err(self.bad_arg(c, 0, "a tuple of tensors"));
+                }
+                let axis = self.int_arg(c, 1, "axis").unwrap_or(0);
+                Ok(self.emit(c, "Concat", tensors, attrs([("axis", Attr::Int(axis))])))
+            }
+            "Flatten" => {
+                let x = self.tensor(c, 0)?;
+                Ok(self.emit(c, "Flatten", vec![x], attrs([("axis", Attr::Int(1))])))
+            }
+            "Reshape" | "Transpose" | "ExpandDims" | "Squeeze" => self.movement(c),
+            "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" => self.reduce(c),
+            "Gather" => {
+                let (x, idx) = (self.tensor(c, 0)?, self.operand(c, 1)?);
+                let axis = self.int_arg(c, 2, "axis").unwrap_or(0);
+                Ok(self.emit(
+                    c,
+                    "Gather",
+                    vec![x, idx],
+                    attrs([("axis", Attr::Int(axis))]),
+                ))
+            }
+            "Cast" => {
+                let x = self.tensor(c, 0)?;
+                let to = c
+                    .abstract_out
+                    .and_then(|a| a.tensors.first())
+                    .and_then(|t| t.data_type)
+                    .map(|t| super::elem_type(t).0)
+                    .filter(|&t| t != 0);
+                match to {
+                    Some(t) => {
+                        Ok(self.emit(c, "Cast", vec![x], attrs([("to", Attr::Int(i64::from(t)))])))
+                    }
+                    None => self.opaque(c),
+                }
+            }
+            _ => self.opaque(c),
+        }
+    }
+
+    /// Tuples, parameter reads and side-effect plumbing: their value, no IR op. `None` for
+    /// any other primitive.
+    fn structural(&mut self, c: &Call<'_>) -> Result<Option<Value>, ModelError> {
+        Ok(Some(match c.op {
+            "MakeTuple" | "MakeList" => Value::Tuple(c.args.clone()),
+            "TupleGetItem" | "ListGetItem" | "tuple_getitem" => {
+                let k = self
+                    .int_arg(c, 1, "")
+                    .ok_or_else(|| self.bad_arg(c, 1, "an integer index"))?;
+                match c.args.first() {
+                    Some(Value::Tuple(items)) => match usize::try_from(k).ok().and_then(|k| items.get(k)) {
+                        Some(Value::None) => {
+                            return Err(self.invalid(&c.name, c.op, format!("output {k} of the tuple is not imported (a statistics output of an inference op)")))
+                        }
+                        Some(v) => v.clone(),
+                        None => return Err(self.bad_arg(c, 1, &format!("an index below {}", items.len()))),
+                    },
+                    _ => return Err(self.bad_arg(c, 0, "a tuple")),
+                }
+            }
+            "UpdateState" => Value::Monad,
+            "Load" | "Depend" | "Identity" | "StopGradient" | "stop_gradient" | "Return" => c
+                .args
+                .first()
+                .cloned()
+                .ok_or_else(|| self.bad_arg(c, 0, "a value"))?,
+            "Dropout" => {
+                let x = self.tensor(c, 0)?;
+                Value::Tuple(vec![Value::Tensor(x), Value::None])
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Output 0 of the node, named after it, with one IR op.
+    fn emit(&mut self, c: &Call<'_>, op: &str, inputs: Vec<String>, a: Attrs) -> Value {
+        let out = c.name.clone();
+        self.push(&c.name, op, "", inputs, vec![out.clone()], a);
+        Value::Tensor(out)
+    }
+
+    /// A primitive the importer does not map: a `mindspore`-domain node reading the node's
+    /// tensor inputs, with as many outputs as its abstract value has tensors; inference skips
+    /// it (and what depends on it), the rest of the graph is imported.
+    fn opaque(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+        let mut inputs = Vec::new();
+        flatten_tensors(&c.args, &mut inputs);
+        let tuple = c
+            .abstract_out
+            .filter(|a| a.r#type == Some(super::proto::attr_type::TUPLE));
+        let n = tuple.map_or(1, |a| a.values.len().max(1));
+        let outs: Vec<String> = if tuple.is_some() {
+            (0..n).map(|k| format!("{}:{k}", c.name)).collect()
+        } else {
+            vec![c.name.clone()]
+        };
+        self.push(
+            &c.name,
+            c.op,
+            "mindspore",
+            inputs,
+            outs.clone(),
+            Attrs::new(),
+        );
+        let mut vals: Vec<Value> = outs.into_iter().map(Value::Tensor).collect();
+        Ok(if tuple.is_some() {
+            Value::Tuple(vals)
+        } else {
+            vals.remove(0)
+        })
+    }
+
+    /// Argument `i` of the node, or attribute `attr` of its primitive.
+    fn arg(&self, c: &Call<'_>, i: usize, attr: &str) -> Option<Value> {
+        match c.args.get(i) {
+            Some(Value::Monad) | None => c
+                .attrs
+                .iter()
+                .find(|a| !attr.is_empty() && a.name.as_deref() == Some(attr))
+                .map(plain_value),
+            Some(v) => Some(v.clone()),
+        }
+    }
+
+    fn ints_arg(&self, c: &Call<'_>, i: usize, attr: &str) -> Option<Vec<i64>> {
+        self.arg(c, i, attr)?.ints(self)
+    }
+
+    fn int_arg(&self, c: &Call<'_>, i: usize, attr: &str) -> Option<i64> {
+        match self.arg(c, i, attr)? {
+            Value::Int(v) => Some(v),
+            Value::Bool(v) => Some(i64::from(v)),
+            v => v.ints(self).filter(|v| v.len() == 1).map(|v| v[0]),
+        }
+    }
+
+    fn bool_arg(&self, c: &Call<'_>, i: usize, attr: &str) -> bool {
+        self.int_arg(c, i, attr).is_some_and(|v| v != 0)
+    }
+
+    fn float_arg(&self, c: &Call<'_>, i: usize, attr: &str) -> Option<f64> {
+        match self.arg(c, i, attr)? {
+            Value::Float(f) => Some(f),
+            Value::Int(i) => Some(i as f64),
+            _ => None,
+        }
+    }
+
+    /// A string or enum argument, upper-cased (`pad_mode`, `data_format`).
+    fn enum_arg(&self, c: &Call<'_>, i: usize, attr: &str, names: &[&str]) -> Option<String> {
+        match self.arg(c, i, attr)? {
+            Value::Str(s) => Some(s.to_ascii_uppercase()),
+            Value::Int(k) => usize::try_from(k)
+                .ok()
+                .and_then(|k| names.get(k))
+                .map(|s| s.to_string()),
+            _ => None,
+        }
+    }
+
+    fn bad_arg(&self, c: &Call<'_>, i: usize, expected: &str) -> ModelError {
+        let got = c.args.get(i).map_or("missing".to_string(), Value::describe);
+        self.invalid(
+            &c.name,
+            c.op,
+            format!("argument {i} is {got}: expected {expected}"),
+        )
+    }
+
+    /// Argument `i` as an IR tensor.
+    fn tensor(&self, c: &Call<'_>, i: usize) -> Result<String, ModelError> {
+        match c.args.get(i) {
+            Some(Value::Tensor(t)) => Ok(t.clone()),
+            _ => Err(self.bad_arg(c, i, "a tensor")),
+        }
+    }
+
+    /// Argument `i` as an IR tensor; a scalar becomes a scalar float (or int64) constant.
+    fn operand(&mut self, c: &Call<'_>, i: usize) -> Result<String, ModelError> {
+        match c.args.get(i) {
+            Some(Value::Float(_)) => {
+                Ok(self.constant(format!("{}/{i}", c.name), ElemType::FLOAT, vec![], None))
+            }
+            Some(Value::Int(v)) => Ok(self.constant(
+                format!("{}/{i}", c.name),
+                ElemType::INT64,
+                vec![],
+                Some(vec![*v]),
+            )),
+            _ => self.tensor(c, i),
+        }
+    }
+
+    /// The padding of a convolution (`pad_list`/`pad`: top, bottom, left, right) or pooling.
+    fn padding(
+        &self,
+        c: &Call<'_>,
+        mode_pos: usize,
+        pads: Option<Vec<i64>>,
+    ) -> Result<Padding, ModelError> {
+        let mode = self
+            .enum_arg(c, mode_pos, "pad_mode", &["PAD", "SAME", "VALID"])
+            .unwrap_or_else(|| "VALID".into());
+        Ok(match mode.as_str() {
+            "SAME" => Padding::Same,
+            "VALID" => Padding::Valid,
+            "PAD" => match pads.as_deref() {
+                Some(&[p]) => Padding::Pads([p; 4]),
+                Some(&[t, b, l, r]) => Padding::Pads([t, l, b, r]),
+                None => Padding::Pads([0; 4]),
+                Some(p) => {
+                    return Err(self.invalid(
+                        &c.name,
+                        c.op,
+                        format!(
+                            "pad_list {p:?}: expected 1 or 4 values (top, bottom, left, right)"
+                        ),
+                    ))
+                }
+            },
+            m => {
+                return Err(self.invalid(
+                    &c.name,
+                    c.op,
+                    format!("pad_mode {m:?}: expected pad, same or valid"),
+                ))
+            }
+        })
+    }
+
+    /// The spatial pair of a 2- or 4-value NCHW window attribute.
+    fn spatial(
+        &self,
+        c: &Call<'_>,
+        what: &str,
+        v: Option<Vec<i64>>,
+    ) -> Result<[i64; 2], ModelError> {
+        match v.as_deref() {
+            None => Ok([1, 1]),
+            Some(&[k]) => Ok([k, k]),
+            Some(&[h, w]) | Some(&[_, _, h, w]) => Ok([h, w]),
+            Some(v) => Err(self.invalid(
+                &c.name,
+                c.op,
+                format!("{what} {v:?}: expected 1, 2 or 4 values"),
+            )),
+        }
+    }
+
+    fn nchw(&self, c: &Call<'_>, pos: usize) -> Result<(), ModelError> {
+        let attr = if c.attrs.iter().any(|a| a.name.as_deref() == Some("format")) {
+            "format"
+        } else {
+            "data_format"
+        };
+        match self.enum_arg(c, pos, attr, &["NCHW", "NHWC"]).as_deref() {
+            None | Some("NCHW") => Ok(()),
+            Some(f) => Err(self.invalid(&c.name, c.op, format!("data format {f}: expected NCHW (MindSpore's NHWC kernels are GPU-only; ATC reads NCHW)"))),
+        }
+    }
+
+    fn set_padding(a: &mut Attrs, p: Padding) {
+        match p {
+            Padding::Pads(v) => a.insert("pads".into(), Attr::Ints(v.to_vec())),
+            Padding::Same => a.insert("auto_pad".into(), Attr::Str("SAME_UPPER".into())),
+            Padding::Valid => a.insert("pads".into(), Attr::Ints(vec![0; 4])),
+        };
+    }
+
+    fn conv(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+        let (x, w) = (self.tensor(c, 0)?, self.tensor(c, 1)?);
+        let wd = self
+            .initializers
+            .get(&w)
+            .map(|t| t.dims.clone())
+            .filter(|d| d.len() == 4);
+        let kernel = match wd {
+            Some(d) => [d[2], d[3]],
+            None => self.spatial(
+                c,
+                "kernel_size",
+                self.ints_arg(c, usize::MAX, "kernel_size"),
+            )?,
+        };
+        let strides = self.spatial(c, "stride", self.ints_arg(c, usize::MAX, "stride"))?;
+        let dilations = self.spatial(c, "dilation", self.ints_arg(c, usize::MAX, "dilation"))?;
+        self.nchw(c, usize::MAX)?;
+        let pads = self
+            .ints_arg(c, usize::MAX, "pad_list")
+            .filter(|p| p.iter().any(|&v| v != 0))
+            .or_else(|| self.ints_arg(c, usize::MAX, "pad"));
+        let padding = self.padding(c, usize::MAX, pads)?;
+        let group = self.int_arg(c, usize::MAX, "group").unwrap_or(1);
+        let mut a = attrs([
+            ("kernel_shape", Attr::Ints(kernel.to_vec())),
+            ("strides", Attr::Ints(strides.to_vec())),
+            ("dilations", Attr::Ints(dilations.to_vec())),
+            ("group", Attr::Int(group)),
+        ]);
+        Self::set_padding(&mut a, padding);
+        Ok(self.emit(c, "Conv", vec![x, w], a))
+    }
+
+    /// BiasAdd: into the bias of the Conv or the `C` of the Gemm it follows when it is that
+    /// op's only reader; else an `Add` (the bias `[C, 1, 1]` on a 4-D NCHW tensor).
+    fn bias_add(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+        let (x, b) = (self.tensor(c, 0)?, self.tensor(c, 1)?);
+        self.nchw(c, 2)?;
+        let only_reader = c
+            .arg_names
+            .first()
+            .is_some_and(|n| self.readers.get(n) == Some(&1));
+        let producer = self
+            .nodes
+            .iter()
+            .rposition(|n| n.outputs.first() == Some(&x));
+        if let Some(p) = producer.filter(|_| only_reader) {
+            let n = &mut self.nodes[p];
+            if (n.op_type == "Conv" || n.op_type == "Gemm")
+                && n.inputs.len() == 2
+                && n.domain.is_empty()
+            {
+                n.inputs.push(b);
+                return Ok(Value::Tensor(x));
+            }
+        }
+        let rank4 = c
+            .abstract_out
+            .and_then(|a| a.tensors.first())
+            .is_some_and(|t| t.dims.len() == 4);
+        let bias = match self.initializers.get(&b).cloned() {
+            Some(t) if rank4 && t.dims.len() == 1 => self.constant(
+                format!("{}/bias", c.name),
+                t.elem_type,
+                vec![t.dims[0], 1, 1],
+                None,
+            ),
+            _ => b,
+        };
+        Ok(self.emit(c, "Add", vec![x, bias], Attrs::new()))
+    }
+
+    /// MaxPool, AvgPool: kernel, strides, pad mode and format as arguments 1–4 or attributes.
+    fn pool(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+        let x = self.tensor(c, 0)?;
+        let k = self.spatial(c, "kernel_size", self.ints_arg(c, 1, "kernel_size"))?;
+        let s = self.spatial(c, "strides", self.ints_arg(c, 2, "strides"))?;
+        let padding = self.padding(c, 3, None)?;
+        self.nchw(c, 4)?;
+        let mut a = attrs([
+            ("kernel_shape", Attr::Ints(k.to_vec())),
+            ("strides", Attr::Ints(s.to_vec())),
+        ]);
+        Self::set_padding(&mut a, padding);
+        let op = if c.op == "MaxPool" {
+            "MaxPool"
+        } else {
+            "AveragePool"
+        };
+        Ok(self.emit(c, op, vec![x], a))
+    }
+
+    /// BatchNorm in inference mode; a training-mode one (`is_training`) is left to inference
+    /// to report, named.
+    fn batch_norm(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+        if self.bool_arg(c, 5, "is_training") {
+            return self.opaque(c);
+        }
+        let mut inputs = Vec::new();
+        for i in 0..5 {
+            inputs.push(self.tensor(c, i)?);
+        }
+        self.nchw(c, 8)?;
+        let eps = self.float_arg(c, 6, "epsilon").unwrap_or(1e-5) as f32;
+        let y = self.emit(
+            c,
+            "BatchNormalization",
+            inputs,
+            attrs([("epsilon", Attr::Float(eps))]),
+        );
+        Ok(Value::Tuple(vec![
+            y,
+            Value::None,
+            Value::None,
+            Value::None,
+            Value::None,
+        ]))
+    }
+
+    /// MatMul (2-D) → `Gemm`; BatchMatMul → `MatMul` with the adjoints as attributes.
+    fn matmul(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+        let (a, b) = (self.tensor(c, 0)?, self.tensor(c, 1)?);
+        let ta = self.bool_arg(c, 2, "transpose_a");
+        let tb = self.bool_arg(c, 3, "transpose_b");
+        if c.op == "MatMul" {
+            let a_ = attrs([
+                ("transA", Attr::Int(i64::from(ta))),
+                ("transB", Attr::Int(i64::from(tb))),
+            ]);
+            return Ok(self.emit(c, "Gemm", vec![a, b], a_));
+        }
+        let a_ = if ta || tb {
+            attrs([
+                ("adj_x1", Attr::Int(i64::from(ta))),
+                ("adj_x2", Attr::Int(i64::from(tb))),
+            ])
+        } else {
+            Attrs::new()
+        };
+        Ok(self.emit(c, "MatMul", vec![a, b], a_))
+    }
+
+    /// Reshape, Transpose, ExpandDims, Squeeze: the shape, permutation or axes from argument 1.
+    fn movement(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+        let x = self.tensor(c, 0)?;
+        let attr = match c.op {
+            "Reshape" => "shape",
+            "Transpose" => "perm",
+            _ => "axis",
+        };
+        let values = self.ints_arg(c, 1, attr);
+        match (c.op, values) {
+            ("Transpose", Some(perm)) => {
+                Ok(self.emit(c, "Transpose", vec![x], attrs([("perm", Attr::Ints(perm))])))
+            }
+            ("Squeeze", None) | ("Squeeze", Some(_)) => {
+                let axes = self.ints_arg(c, 1, attr).unwrap_or_default();
+                let mut inputs = vec![x];
+                if !axes.is_empty() {
+                    inputs.push(self.constant(
+                        format!("{}/axes", c.name),
+                        ElemType::INT64,
+                        vec![axes.len() as i64],
+                        Some(axes),
+                    ));
+                }
+                Ok(self.emit(c, "Squeeze", inputs, Attrs::new()))
+            }
+            (op, Some(v)) => {
+                let (ir, what) = if op == "Reshape" {
+                    ("Reshape", "shape")
+                } else {
+                    ("Unsqueeze", "axes")
+                };
+                let t = self.constant(
+                    format!("{}/{what}", c.name),
+                    ElemType::INT64,
+                    vec![v.len() as i64],
+                    Some(v),
+                );
+                Ok(self.emit(c, ir, vec![x, t], Attrs::new()))
+            }
+            // A shape computed in the graph.
+            ("Reshape", None) => match c.args.get(1) {
+                Some(Value::Tensor(s)) => {
+                    let s = s.clone();
+                    Ok(self.emit(c, "Reshape", vec![x, s], Attrs::new()))
+                }
+                _ => Err(self.bad_arg(c, 1, "a shape (a tuple of integers or a tensor)")),
+            },
+            _ => Err(self.bad_arg(c, 1, &format!("the {attr} (integers)"))),
+        }
+    }
+
+    /// ReduceMean/Sum/Max/Min(x, axis, keep_dims): no axis reduces every one.
+    fn reduce(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+        let x = self.tensor(c, 0)?;
+        let keep = self.bool_arg(c, 2, "keep_dims");
+        let axes = self.ints_arg(c, 1, "axis").unwrap_or_default();
+        let mut a = attrs([("keepdims", Attr::Int(i64::from(keep)))]);
+        let mut inputs = vec![x];
+        if c.op == "ReduceSum" {
+            if !axes.is_empty() {
+                inputs.push(self.constant(
+                    format!("{}/axes", c.name),
+                    ElemType::INT64,
+                    vec![axes.len() as i64],
+                    Some(axes),
+                ));
+            }
+        } else if !axes.is_empty() {
+            a.insert("axes".into(), Attr::Ints(axes));
+        }
+        Ok(self.emit(c, c.op, inputs, a))
+    }
+}

@@ -1,0 +1,228 @@
+//! MindSpore models in (`--framework=1`): MindIR files written by `mindspore.export` with
+//! MindSpore's own ONNX exports of the same networks as twins (fixtures/models/frameworks,
+//! made by make_mindir.py there). The small network tuned from its MindIR is all hits for its
+//! ONNX twin; the encoder block imports whole and its MatMuls key as the twin's; bad MindSpore
+//! input is refused by name with nothing written.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
+const SOC: &str = "--soc_version=Ascend910B2";
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/fixtures/models/frameworks/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn tunebank(args: &[&str], cwd: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", cwd)
+        .env_remove("ASCEND_WORK_PATH")
+        .env_remove("TUNE_BANK_PATH")
+        .env_remove("ASCEND_CACHE_PATH")
+        .env_remove("AOE_MODE")
+        .output()
+        .unwrap()
+}
+
+/// `convert --json` of a model: its report.
+fn convert(model: &str, extra: &[&str], cwd: &Path) -> serde_json::Value {
+    let mut args = vec!["convert", model, SOC, "--json"];
+    args.extend_from_slice(extra);
+    let o = tunebank(&args, cwd);
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// IR type → the keys of its ops, sorted.
+fn keys(report: &serde_json::Value) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in report["ops"].as_array().unwrap() {
+        out.entry(r["ir_type"].as_str().unwrap().into())
+            .or_default()
+            .push(r["key"].as_str().unwrap().into());
+    }
+    out.values_mut().for_each(|v| v.sort());
+    out
+}
+
+/// AOE's OPAT command on the MindIR (`--framework=1`) tunes the network; MindSpore's ONNX
+/// export of the same network then finds every op it has under the same key, and every cube
+/// op (five convolutions, the depthwise one included, and the Dense) as a hit.
+#[test]
+fn framework_1_tunes_the_mindir_and_its_onnx_twin_finds_every_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = dir.path().join("bank.redb");
+    let bank = bank.to_str().unwrap();
+    let mindir = format!("--model={}", fixture("small_net.mindir"));
+    let o = tunebank(
+        &[
+            "tune",
+            &mindir,
+            "--framework=1",
+            "--job_type=2",
+            SOC,
+            "--budget",
+            "4",
+            "--bank",
+            bank,
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let ms = convert(&mindir, &["--bank", bank], dir.path());
+    let twin = convert(
+        &format!("--model={}", fixture("small_net_ms.onnx")),
+        &["--bank", bank],
+        dir.path(),
+    );
+    assert_eq!(ms["skipped"], serde_json::json!([]), "{ms}");
+    assert_eq!(keys(&ms), keys(&twin), "one key per op in both files");
+    let results = |r: &serde_json::Value| -> Vec<(String, String, String)> {
+        let mut v: Vec<_> = r["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                (
+                    o["ir_type"].as_str().unwrap().to_string(),
+                    o["key"].as_str().unwrap().to_string(),
+                    o["result"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(results(&ms), results(&twin), "found alike");
+    let cube: Vec<_> = results(&twin)
+        .into_iter()
+        .filter(|(t, _, _)| t.starts_with("Conv2D") || t == "MatMulV2")
+        .collect();
+    assert_eq!(cube.len(), 6, "{cube:?}");
+    assert!(cube.iter().all(|(_, _, r)| r != "miss"), "{cube:?}");
+}
+
+/// A transformer encoder block (LayerNorm, Dense on 3-D input, BatchMatMul, Muls, Softmax,
+/// GeLU) imports with nothing skipped. Its six Dense MatMuls and its attention-times-values
+/// BatchMatMul key as in MindSpore's ONNX export; what differs is what the exporter rewrites:
+/// it writes `transpose_b` of the query-key BatchMatMul as a Transpose before a plain MatMul,
+/// and spells LayerNorm and GeLU out in element-wise ops, where ATC keeps the fused Ascend IR
+/// ops the MindIR names.
+#[test]
+fn the_encoder_block_imports_whole_and_its_matmuls_key_as_the_onnx_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let ms = convert(
+        &format!("--model={}", fixture("encoder_block.mindir")),
+        &[],
+        dir.path(),
+    );
+    let twin = convert(
+        &format!("--model={}", fixture("encoder_block_ms.onnx")),
+        &[],
+        dir.path(),
+    );
+    assert_eq!(ms["skipped"], serde_json::json!([]), "{ms}");
+    let (k, t) = (keys(&ms), keys(&twin));
+    assert_eq!(k["MatMulV2"].len(), 6, "q, k, v, proj, fc1, fc2: {k:?}");
+    assert_eq!(k["MatMulV2"], t["MatMulV2"]);
+    assert_eq!(k["SoftmaxV2"], t["SoftmaxV2"]);
+    let bmm = &k["BatchMatMulV2"];
+    assert_eq!(bmm.len(), 2, "{k:?}");
+    assert_ne!(bmm[0], bmm[1], "q·kᵀ (adj_x2) and a·v differ");
+    let shared = bmm
+        .iter()
+        .filter(|b| t["BatchMatMulV2"].contains(b))
+        .count();
+    assert_eq!(
+        shared, 1,
+        "a·v shared, q·kᵀ not: {:?} vs {:?}",
+        bmm, t["BatchMatMulV2"]
+    );
+    assert_eq!(k["LayerNorm"].len(), 2, "{k:?}");
+    assert!(
+        !t.contains_key("LayerNorm") && t.contains_key("ReduceMeanD"),
+        "{t:?}"
+    );
+    assert!(
+        k.contains_key("Gelu") && !t.contains_key("Gelu"),
+        "{k:?} vs {t:?}"
+    );
+}
+
+/// Bad MindSpore input: exit 2, the file named with what was expected, no bank written.
+#[test]
+fn bad_mindspore_input_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(fixture("small_net.mindir")).unwrap();
+    let cut = dir.path().join("cut.mindir");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let junk = dir.path().join("junk.mindir");
+    std::fs::write(&junk, b"\x08\x96\x01 this is no model").unwrap();
+    let air = dir.path().join("net.air");
+    std::fs::write(&air, &bytes).unwrap();
+    let cases: Vec<(Vec<String>, Vec<&str>)> = vec![
+        (
+            vec![format!("--model={}", cut.display())],
+            vec!["cut.mindir", "truncated"],
+        ),
+        (
+            vec![format!("--model={}", junk.display())],
+            vec!["junk.mindir", "MindIR"],
+        ),
+        (
+            vec![format!("--model={}", air.display())],
+            vec!["net.air", "AIR", "MINDIR"],
+        ),
+        (
+            vec![
+                format!("--model={}", fixture("small_net.mindir")),
+                "--framework=5".into(),
+            ],
+            vec!["--framework=5 (ONNX)", "MindSpore model (1)"],
+        ),
+        (
+            vec![
+                format!("--model={}", fixture("small_net.mindir")),
+                format!("--weight={}", fixture("small_net.caffemodel")),
+            ],
+            vec!["--weight=", "MindSpore (1)"],
+        ),
+    ];
+    for (flags, wants) in cases {
+        let bank = dir.path().join("bank.redb");
+        let mut args = vec![
+            "tune".to_string(),
+            "--job_type=2".into(),
+            SOC.into(),
+            "--bank".into(),
+            bank.to_str().unwrap().into(),
+        ];
+        args.extend(flags.iter().cloned());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = tunebank(&args, dir.path());
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", text(&o));
+        for w in wants {
+            assert!(
+                text(&o).contains(w),
+                "{flags:?}: expected {w:?} in: {}",
+                text(&o)
+            );
+        }
+        assert!(!bank.exists(), "{flags:?}: nothing written");
+    }
+}
