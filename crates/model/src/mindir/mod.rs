@@ -17,6 +17,7 @@
 //! outside that table becomes a node of domain `mindspore` reading its tensor inputs, which
 //! inference reports as unsupported (named) while the rest of the graph is still imported.
 
+mod args;
 mod ops;
 pub(crate) mod proto;
 #[cfg(test)]
@@ -25,6 +26,7 @@ mod tests;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
+use prost::bytes::Bytes;
 use prost::Message as _;
 
 use crate::graph::{read_model_file, ConstTensor, ElemType, Graph, Model, Node, ValueDecl};
@@ -52,12 +54,18 @@ const EXPECTED: &str = "a MindSpore MindIR model (binary mind_ir.ModelProto)";
 /// argument).
 pub(crate) fn load_mindir(path: impl AsRef<Path>) -> Result<Model, ModelError> {
     let path = path.as_ref();
-    load_mindir_bytes(&read_model_file(path)?, &path.display().to_string())
+    // The file's buffer itself backs the decoded tensors' raw data: no second copy.
+    let bytes = Bytes::from(read_model_file(path)?);
+    load(bytes, &path.display().to_string())
 }
 
 /// `load_mindir` on the file's bytes; `source` labels it in errors. Never panics, whatever
 /// the bytes.
 pub fn load_mindir_bytes(bytes: &[u8], source: &str) -> Result<Model, ModelError> {
+    load(Bytes::copy_from_slice(bytes), source)
+}
+
+fn load(bytes: Bytes, source: &str) -> Result<Model, ModelError> {
     let malformed = |reason: String| ModelError::Malformed {
         path: source.into(),
         expected: EXPECTED,
@@ -66,7 +74,7 @@ pub fn load_mindir_bytes(bytes: &[u8], source: &str) -> Result<Model, ModelError
     if bytes.is_empty() {
         return Err(malformed("the file is empty".into()));
     }
-    let model = ModelProto::decode(prost::bytes::Bytes::copy_from_slice(bytes)).map_err(|e| {
+    let model = ModelProto::decode(bytes.clone()).map_err(|e| {
         let text = e.to_string();
         // A ModelProto starts with its ir_version (field 1, length-delimited: 0x0a).
         if bytes[0] == 0x0a && (text.contains("underflow") || text.contains("invalid varint")) {

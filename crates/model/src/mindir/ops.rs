@@ -1,9 +1,8 @@
 //! MindSpore primitives → graph IR. MindSpore names its primitives as Ascend IR does, and its
-//! tensors are NCHW, so most map one to one. Arguments are read by position from the node's
-//! inputs (a primitive function's arguments, MindSpore 2.x) or, when the node has no such
-//! input, by name from the primitive's attributes (a plain primitive, and MindIR 1.x).
-//! Enumerated arguments are MindSpore's enums (`pad_mode`: PAD 0, SAME 1, VALID 2;
-//! `data_format`: NCHW 0, NHWC 1) or their strings.
+//! tensors are NCHW, so most map one to one. Arguments are read as `args.rs` says: by position
+//! from the node's inputs or by name from the primitive's attributes; enumerated arguments
+//! are MindSpore's enums (`pad_mode`: PAD 0, SAME 1, VALID 2; `data_format`: NCHW 0, NHWC 1)
+//! or their strings.
 //!
 //! | MindSpore | graph IR |
 //! |---|---|
@@ -21,12 +20,14 @@
 //! | Muls, Adds, Subs, Divs (tensor and scalar) | `Mul`, `Add`, `Sub`, `Div` with a scalar constant |
 //! | Concat, Flatten, Reshape, Transpose, ExpandDims, Squeeze, Softmax, LogSoftmax, Gather, Cast | `Concat`, `Flatten`, `Reshape`, `Transpose`, `Unsqueeze`, `Squeeze`, `Softmax`, `LogSoftmax`, `Gather`, `Cast` (to the node's abstract dtype) |
 //! | ReduceMean, ReduceSum, ReduceMax, ReduceMin | `ReduceMean` … (`axis`, `keep_dims`) |
+//! | Pad (`paddings` per dim), StridedSlice (all five masks), BroadcastTo (-1 keeps a dim), Unstack | `Pad`, `StridedSlice`, `Expand`, `Unpack` |
+//! | AddExt, InplaceAddExt (`mindspore.mint`'s `x + alpha·y`, alpha 1) | `Add` |
 //! | Load, Depend, Identity, StopGradient, Dropout (inference) | their first input |
 //! | MakeTuple, TupleGetItem, UpdateState, Return | tuples and side-effect tokens, no op |
 
 use std::collections::BTreeMap;
 
-use super::{flatten_tensors, plain_value, Builder, Call, Value};
+use super::{flatten_tensors, Builder, Call, Value};
 use crate::graph::ElemType;
 use crate::{Attr, ModelError};
 
@@ -34,14 +35,6 @@ type Attrs = BTreeMap<String, Attr>;
 
 fn attrs<const N: usize>(list: [(&str, Attr); N]) -> Attrs {
     list.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
-}
-
-/// How a convolution or pooling pads.
-enum Padding {
-    /// Explicit `[top, left, bottom, right]` (ONNX order).
-    Pads([i64; 4]),
-    Same,
-    Valid,
 }
 
 impl Builder<'_> {
@@ -180,7 +173,114 @@ impl Builder<'_> {
                     None => self.opaque(c),
                 }
             }
+            "Pad" | "StridedSlice" | "BroadcastTo" | "Unstack" | "AddExt" | "InplaceAddExt" => {
+                self.plumbing(c)
+            }
             _ => self.opaque(c),
+        }
+    }
+
+    /// Padding, slicing, broadcasting, unstacking and the `alpha` adds of `mindspore.mint`.
+    fn plumbing(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+        let x = self.tensor(c, 0)?;
+        match c.op {
+            "Pad" => {
+                // paddings: ((before, after), …) per dim → ONNX [begins…, ends…].
+                let pairs = match self.arg(c, 1, "paddings") {
+                    Some(Value::Tuple(rows)) => rows
+                        .iter()
+                        .map(|r| r.ints(self).filter(|p| p.len() == 2))
+                        .collect::<Option<Vec<_>>>(),
+                    _ => None,
+                };
+                let Some(pairs) = pairs else {
+                    return Err(self.bad_arg(c, 1, "paddings ((before, after) per dim)"));
+                };
+                let mut pads: Vec<i64> = pairs.iter().map(|p| p[0]).collect();
+                pads.extend(pairs.iter().map(|p| p[1]));
+                let n = pads.len() as i64;
+                let p = self.constant(
+                    format!("{}/pads", c.name),
+                    ElemType::INT64,
+                    vec![n],
+                    Some(pads),
+                );
+                let a = attrs([("mode", Attr::Str("constant".into()))]);
+                Ok(self.emit(c, "Pad", vec![x, p], a))
+            }
+            "StridedSlice" => {
+                let mut ins = vec![x];
+                for (i, what) in [(1, "begin"), (2, "end"), (3, "strides")] {
+                    let v = self
+                        .ints_arg(c, i, what)
+                        .ok_or_else(|| self.bad_arg(c, i, &format!("the {what} (integers)")))?;
+                    let n = v.len() as i64;
+                    ins.push(self.constant(
+                        format!("{}/{what}", c.name),
+                        ElemType::INT64,
+                        vec![n],
+                        Some(v),
+                    ));
+                }
+                let mut a = Attrs::new();
+                for (i, m) in [
+                    "begin_mask",
+                    "end_mask",
+                    "ellipsis_mask",
+                    "new_axis_mask",
+                    "shrink_axis_mask",
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    a.insert(m.into(), Attr::Int(self.int_arg(c, 4 + i, m).unwrap_or(0)));
+                }
+                Ok(self.emit(c, "StridedSlice", ins, a))
+            }
+            "BroadcastTo" => {
+                // MindSpore's -1 keeps the input's dim; ONNX Expand's 1 does the same.
+                let shape: Vec<i64> = self
+                    .ints_arg(c, 1, "shape")
+                    .ok_or_else(|| self.bad_arg(c, 1, "the shape (integers)"))?
+                    .into_iter()
+                    .map(|d| if d == -1 { 1 } else { d })
+                    .collect();
+                let n = shape.len() as i64;
+                let t = self.constant(
+                    format!("{}/shape", c.name),
+                    ElemType::INT64,
+                    vec![n],
+                    Some(shape),
+                );
+                Ok(self.emit(c, "Expand", vec![x, t], Attrs::new()))
+            }
+            "Unstack" => {
+                let axis = self.int_arg(c, 1, "axis").unwrap_or(0);
+                let num = c
+                    .abstract_out
+                    .map(|a| a.values.len())
+                    .filter(|&n| n > 0)
+                    .or_else(|| {
+                        self.int_arg(c, usize::MAX, "num")
+                            .and_then(|n| usize::try_from(n).ok())
+                    })
+                    .filter(|n| (1..=4096).contains(n))
+                    .ok_or_else(|| {
+                        self.invalid(&c.name, c.op, "num: expected 1 to 4096 outputs")
+                    })?;
+                let outs: Vec<String> = (0..num).map(|k| format!("{}:{k}", c.name)).collect();
+                let a = attrs([("axis", Attr::Int(axis))]);
+                self.push(&c.name, "Unpack", "", vec![x], outs.clone(), a);
+                Ok(Value::Tuple(outs.into_iter().map(Value::Tensor).collect()))
+            }
+            // AddExt/InplaceAddExt(x, y, alpha): x + alpha·y; the residual adds have alpha 1.
+            _ => {
+                let y = self.operand(c, 1)?;
+                match self.float_arg(c, 2, "alpha") {
+                    None | Some(1.0) => Ok(self.emit(c, "Add", vec![x, y], Attrs::new())),
+                    Some(_) => self.opaque(c),
+                }
+            }
         }
     }
 
@@ -254,163 +354,6 @@ impl Builder<'_> {
         } else {
             vals.remove(0)
         })
-    }
-
-    /// Argument `i` of the node, or attribute `attr` of its primitive.
-    fn arg(&self, c: &Call<'_>, i: usize, attr: &str) -> Option<Value> {
-        match c.args.get(i) {
-            Some(Value::Monad) | None => c
-                .attrs
-                .iter()
-                .find(|a| !attr.is_empty() && a.name.as_deref() == Some(attr))
-                .map(plain_value),
-            Some(v) => Some(v.clone()),
-        }
-    }
-
-    fn ints_arg(&self, c: &Call<'_>, i: usize, attr: &str) -> Option<Vec<i64>> {
-        self.arg(c, i, attr)?.ints(self)
-    }
-
-    fn int_arg(&self, c: &Call<'_>, i: usize, attr: &str) -> Option<i64> {
-        match self.arg(c, i, attr)? {
-            Value::Int(v) => Some(v),
-            Value::Bool(v) => Some(i64::from(v)),
-            v => v.ints(self).filter(|v| v.len() == 1).map(|v| v[0]),
-        }
-    }
-
-    fn bool_arg(&self, c: &Call<'_>, i: usize, attr: &str) -> bool {
-        self.int_arg(c, i, attr).is_some_and(|v| v != 0)
-    }
-
-    fn float_arg(&self, c: &Call<'_>, i: usize, attr: &str) -> Option<f64> {
-        match self.arg(c, i, attr)? {
-            Value::Float(f) => Some(f),
-            Value::Int(i) => Some(i as f64),
-            _ => None,
-        }
-    }
-
-    /// A string or enum argument, upper-cased (`pad_mode`, `data_format`).
-    fn enum_arg(&self, c: &Call<'_>, i: usize, attr: &str, names: &[&str]) -> Option<String> {
-        match self.arg(c, i, attr)? {
-            Value::Str(s) => Some(s.to_ascii_uppercase()),
-            Value::Int(k) => usize::try_from(k)
-                .ok()
-                .and_then(|k| names.get(k))
-                .map(|s| s.to_string()),
-            _ => None,
-        }
-    }
-
-    fn bad_arg(&self, c: &Call<'_>, i: usize, expected: &str) -> ModelError {
-        let got = c.args.get(i).map_or("missing".to_string(), Value::describe);
-        self.invalid(
-            &c.name,
-            c.op,
-            format!("argument {i} is {got}: expected {expected}"),
-        )
-    }
-
-    /// Argument `i` as an IR tensor.
-    fn tensor(&self, c: &Call<'_>, i: usize) -> Result<String, ModelError> {
-        match c.args.get(i) {
-            Some(Value::Tensor(t)) => Ok(t.clone()),
-            _ => Err(self.bad_arg(c, i, "a tensor")),
-        }
-    }
-
-    /// Argument `i` as an IR tensor; a scalar becomes a scalar float (or int64) constant.
-    fn operand(&mut self, c: &Call<'_>, i: usize) -> Result<String, ModelError> {
-        match c.args.get(i) {
-            Some(Value::Float(_)) => {
-                Ok(self.constant(format!("{}/{i}", c.name), ElemType::FLOAT, vec![], None))
-            }
-            Some(Value::Int(v)) => Ok(self.constant(
-                format!("{}/{i}", c.name),
-                ElemType::INT64,
-                vec![],
-                Some(vec![*v]),
-            )),
-            _ => self.tensor(c, i),
-        }
-    }
-
-    /// The padding of a convolution (`pad_list`/`pad`: top, bottom, left, right) or pooling.
-    fn padding(
-        &self,
-        c: &Call<'_>,
-        mode_pos: usize,
-        pads: Option<Vec<i64>>,
-    ) -> Result<Padding, ModelError> {
-        let mode = self
-            .enum_arg(c, mode_pos, "pad_mode", &["PAD", "SAME", "VALID"])
-            .unwrap_or_else(|| "VALID".into());
-        Ok(match mode.as_str() {
-            "SAME" => Padding::Same,
-            "VALID" => Padding::Valid,
-            "PAD" => match pads.as_deref() {
-                Some(&[p]) => Padding::Pads([p; 4]),
-                Some(&[t, b, l, r]) => Padding::Pads([t, l, b, r]),
-                None => Padding::Pads([0; 4]),
-                Some(p) => {
-                    return Err(self.invalid(
-                        &c.name,
-                        c.op,
-                        format!(
-                            "pad_list {p:?}: expected 1 or 4 values (top, bottom, left, right)"
-                        ),
-                    ))
-                }
-            },
-            m => {
-                return Err(self.invalid(
-                    &c.name,
-                    c.op,
-                    format!("pad_mode {m:?}: expected pad, same or valid"),
-                ))
-            }
-        })
-    }
-
-    /// The spatial pair of a 2- or 4-value NCHW window attribute.
-    fn spatial(
-        &self,
-        c: &Call<'_>,
-        what: &str,
-        v: Option<Vec<i64>>,
-    ) -> Result<[i64; 2], ModelError> {
-        match v.as_deref() {
-            None => Ok([1, 1]),
-            Some(&[k]) => Ok([k, k]),
-            Some(&[h, w]) | Some(&[_, _, h, w]) => Ok([h, w]),
-            Some(v) => Err(self.invalid(
-                &c.name,
-                c.op,
-                format!("{what} {v:?}: expected 1, 2 or 4 values"),
-            )),
-        }
-    }
-
-    fn nchw(&self, c: &Call<'_>, pos: usize) -> Result<(), ModelError> {
-        let attr = if c.attrs.iter().any(|a| a.name.as_deref() == Some("format")) {
-            "format"
-        } else {
-            "data_format"
-        };
-        match self.enum_arg(c, pos, attr, &["NCHW", "NHWC"]).as_deref() {
-            None | Some("NCHW") => Ok(()),
-            Some(f) => Err(self.invalid(&c.name, c.op, format!("data format {f}: expected NCHW (MindSpore's NHWC kernels are GPU-only; ATC reads NCHW)"))),
-        }
-    }
-
-    fn set_padding(a: &mut Attrs, p: Padding) {
-        match p {
-            Padding::Pads(v) => a.insert("pads".into(), Attr::Ints(v.to_vec())),
-            Padding::Same => a.insert("auto_pad".into(), Attr::Str("SAME_UPPER".into())),
-            Padding::Valid => a.insert("pads".into(), Attr::Ints(vec![0; 4])),
-        };
     }
 
     fn conv(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {

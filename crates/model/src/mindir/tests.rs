@@ -486,3 +486,80 @@ fn bad_input_is_named() {
     );
     assert!(e.contains("bad.mindir") && e.contains("on a cycle"), "{e}");
 }
+
+/// The plumbing of MindCV's networks, shapes as MindSpore documents them: DenseNet's `Pad`
+/// ((0,0),(0,0),(1,1),(1,1)) pads 6×6 to 8×8; ShuffleNet's channel split
+/// `StridedSlice(x, (0,0,0,0), (1,4,6,6), (1,2,1,1))` keeps every second of 8 channels (4);
+/// ViT's class token `BroadcastTo((2,-1,-1))` of [1,1,5] is [2,1,5]; `Unstack` on axis 0 of
+/// [3,2,5] gives three [2,5]; ResNet's residual `InplaceAddExt(x, y, 1)` is an Add.
+#[test]
+fn mindcv_plumbing_primitives_have_mindspores_shapes() {
+    let pairs = AttributeProto {
+        values: [[0, 0], [0, 0], [1, 1], [1, 1]]
+            .iter()
+            .map(|p| tuple("", p))
+            .collect(),
+        ..attr("paddings", at::TUPLE)
+    };
+    let three = AttributeProto {
+        values: (0..3).map(|_| attr("", at::TENSORS)).collect(),
+        ..attr("shape", at::TUPLE)
+    };
+    let mut unstack = node("REF::Unstack", &["main:t"], "main:u");
+    unstack.attribute.push(three);
+    let g = graph(
+        "main",
+        ("main:x", &[1, 8, 6, 6]),
+        &[("main:cls", &[1, 1, 5]), ("main:t", &[3, 2, 5])],
+        vec![
+            node("REF::Pad", &["main:x"], "main:pad"),
+            constant("b", tuple("", &[0, 0, 0, 0])),
+            constant("e", tuple("", &[1, 8, 6, 6])),
+            constant("s", tuple("", &[1, 2, 1, 1])),
+            constant("zero", int("", 0)),
+            node(
+                "REF::StridedSlice",
+                &[
+                    "main:x", "b", "e", "s", "zero", "zero", "zero", "zero", "zero",
+                ],
+                "main:half",
+            ),
+            constant("to", tuple("", &[2, -1, -1])),
+            node("REF::BroadcastTo", &["main:cls", "to"], "main:tokens"),
+            unstack,
+            constant("one", int("", 1)),
+            node("REF::TupleGetItem", &["main:u", "one"], "main:u1"),
+            constant("alpha", int("", 1)),
+            node(
+                "REF::InplaceAddExt",
+                &["main:half", "main:half", "alpha"],
+                "main:sum",
+            ),
+            node(
+                "REF::MakeTuple",
+                &["main:pad", "main:sum", "main:tokens", "main:u1"],
+                "main:out",
+            ),
+        ],
+        "main:out",
+    );
+    let mut prims: Vec<PrimitiveProto> = ["StridedSlice", "BroadcastTo", "InplaceAddExt"]
+        .iter()
+        .map(|p| func(p, p))
+        .collect();
+    prims.push(prim("Pad", "Pad", vec![pairs]));
+    prims.push(prim(
+        "Unstack",
+        "Unstack",
+        vec![int("axis", 0), int("num", 3)],
+    ));
+    prims.push(prim("TupleGetItem", "TupleGetItem", vec![]));
+    prims.push(prim("MakeTuple", "MakeTuple", vec![]));
+    let inferred = infer(&bytes(g, prims, vec![]));
+    assert!(inferred.skipped.is_empty(), "{:?}", inferred.skipped);
+    assert_eq!(shape_of(&inferred, "pad"), [1, 8, 8, 8]);
+    assert_eq!(shape_of(&inferred, "half"), [1, 4, 6, 6]);
+    assert_eq!(shape_of(&inferred, "sum"), [1, 4, 6, 6]);
+    assert_eq!(shape_of(&inferred, "tokens"), [2, 1, 5]);
+    assert_eq!(shape_of(&inferred, "u:1"), [2, 5]);
+}
