@@ -5,7 +5,7 @@ to try it on networks nobody here wrote (random weights; shapes only are read).
 Usage (TensorFlow in a venv of its own, as for fixtures/models/training/make_training.py):
 
     python3 -m venv /tmp/tfvenv && /tmp/tfvenv/bin/pip install tensorflow-cpu
-    /tmp/tfvenv/bin/python scripts/keras-apps.py OUT_DIR [--size 96] [--batch 2] [--onnx] [APP ...]
+    /tmp/tfvenv/bin/python scripts/keras-apps.py OUT_DIR [--size 96] [--batch 2] [--onnx] [--tf-keras] [APP ...]
 
 APP is any of MobileNetV2, EfficientNetB0, DenseNet121, ResNet50 and Transformer (a Keras
 encoder block: MultiHeadAttention, LayerNormalization, a GELU feed-forward); all by default.
@@ -19,6 +19,10 @@ For each, OUT_DIR gets
 
 - with `--onnx` (tf2onnx in the venv too), `<app>.onnx`: tf2onnx's export (opset 17) of the
   inference graph frozen with its weights, as a user exports it, for comparing keys;
+
+With `--tf-keras` (`pip install tf_keras` in the venv too) the models are built by Keras 2 (the
+tf_keras package) and the step uses its fused Adam (`ResourceApplyAdam`); the files are named
+`tf_keras_<app>…`.
 
 then `tunebank convert --framework=3 --model=OUT_DIR/<app>.pb --soc_version=Ascend910B2`
 shows what imports (`tunebank: skipped …` lines name what does not, with what it cut off).
@@ -41,10 +45,19 @@ def make_training():
     return module
 
 
-def transformer(size):
+def keras_module(tf_keras):
+    """Keras 3 (`keras`) or Keras 2 as the `tf_keras` package."""
+    if tf_keras:
+        import tf_keras as keras
+    else:
+        import keras
+    return keras
+
+
+def transformer(size, tf_keras=False):
     """One Transformer encoder block over `size` tokens of width 64 (4 heads), pooled and
     classified: the patterns of Keras's own encoder examples."""
-    import keras
+    keras = keras_module(tf_keras)
 
     layers = keras.layers
     x_in = keras.Input((size, 64))
@@ -57,11 +70,11 @@ def transformer(size):
     return keras.Model(x_in, layers.Dense(10, name="head")(x), name="transformer")
 
 
-def application(name, size):
-    import keras
+def application(name, size, tf_keras=False):
+    keras = keras_module(tf_keras)
 
     if name == "Transformer":
-        model, shape = transformer(size), (size, 64)
+        model, shape = transformer(size, tf_keras), (size, 64)
     else:
         build = getattr(keras.applications, name)
         model, shape = build(weights=None, input_shape=(size, size, 3), classes=10), (size, size, 3)
@@ -105,8 +118,10 @@ def onnx_export(gd, path):
         f.write(model.SerializeToString())
 
 
-def step(mt, model, shape, batch):
-    return mt.adam_step(model, [batch, *shape])
+def step(mt, model, shape, batch, tf_keras=False):
+    if not tf_keras:
+        return mt.adam_step(model, [batch, *shape])
+    return mt.legacy_adam_step(model, [batch, *shape])
 
 
 def main():
@@ -116,22 +131,24 @@ def main():
     p.add_argument("--size", type=int, default=96)
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--onnx", action="store_true")
-    args = p.parse_args()
+    p.add_argument("--tf-keras", action="store_true", help="Keras 2 (the tf_keras package) with its fused Adam")
+    args = p.parse_intermixed_args()
     mt = make_training()
     apps = args.apps or ["MobileNetV2", "EfficientNetB0", "DenseNet121", "ResNet50", "Transformer"]
     os.makedirs(args.out, exist_ok=True)
     for name in apps:
-        model, shape = application(name, 16 if name == "Transformer" else args.size)
+        model, shape = application(name, 16 if name == "Transformer" else args.size, args.tf_keras)
+        prefix = "tf_keras_" if args.tf_keras else ""
         for kind, gd in (
             ("", frozen(mt, model, shape, args.batch)),
-            ("_step", step(mt, model, shape, args.batch)),
+            ("_step", step(mt, model, shape, args.batch, args.tf_keras)),
         ):
-            path = os.path.join(args.out, f"{name.lower()}{kind}.pb")
+            path = os.path.join(args.out, f"{prefix}{name.lower()}{kind}.pb")
             with open(path, "wb") as f:
                 f.write(gd.SerializeToString(deterministic=True))
             print(f"wrote {path}: {len(gd.node)} nodes")
         if args.onnx:
-            path = os.path.join(args.out, f"{name.lower()}.onnx")
+            path = os.path.join(args.out, f"{prefix}{name.lower()}.onnx")
             onnx_export(frozen(mt, model, shape, args.batch, strip=False), path)
             print(f"wrote {path}")
     return 0

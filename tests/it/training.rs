@@ -394,3 +394,50 @@ fn a_keras_step_with_the_applications_plumbing_imports_whole() {
     }
     assert!(units.len() > 250, "{} units", units.len());
 }
+
+/// The same patterns written by Keras 2 (`tf_keras`) with its fused Adam
+/// (`tf_keras_patterns_step.pb`: `ResourceApplyAdam`, a LayerNormalization whose `Reshape`
+/// target is the `Prod` of a sliced shape, all-zero constants written with no value) import
+/// whole too; in both forms OPAT finds the backward cube ops as units and GDAT one gradient
+/// per trainable variable (18), in backward order: the head's first, then the layer norm's,
+/// the attention's, the branch's, the depthwise convolution's, the stem's last.
+#[test]
+fn keras3_and_tf_keras_steps_with_the_plumbing_give_every_gradient_in_backward_order() {
+    let (units, skipped) = step_units(&fixture("tf_keras_patterns_step.pb"));
+    assert!(skipped.is_empty(), "{skipped:#?}");
+    let types: BTreeSet<&str> = units
+        .iter()
+        .flat_map(|(_, t)| t.iter().map(String::as_str))
+        .collect();
+    for want in [
+        "DepthwiseConv2DBackpropFilter",
+        "Conv2DBackpropFilter",
+        "BatchMatMulV2",
+        "ApplyAdam",
+    ] {
+        assert!(
+            types.iter().any(|t| t.starts_with(want)),
+            "{want} among the units: {types:?}"
+        );
+    }
+    for form in ["keras3", "tf_keras"] {
+        let (t, _dir) = gdat_timeline(&format!("{form}_patterns_step.pb"));
+        let names: Vec<&str> = t["gradients"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names.len(), 18, "{form}: {names:?}");
+        let distinct: BTreeSet<&&str> = names.iter().collect();
+        assert_eq!(distinct.len(), 18, "{form}: {names:?}");
+        let layer = |n: &str| n.split('/').next().unwrap().to_string();
+        let mut order: Vec<String> = names.iter().map(|n| layer(n)).collect();
+        order.dedup();
+        assert_eq!(
+            order,
+            ["head", "ln", "mha", "branch", "dw", "stem"],
+            "{form}: {names:?}"
+        );
+    }
+}

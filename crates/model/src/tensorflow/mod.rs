@@ -438,8 +438,8 @@ impl<'a> Builder<'a> {
 }
 
 /// The integer values of a `TensorProto` (`int_val`, `int64_val` or little-endian
-/// `tensor_content`), repeated to fill the shape when one value is given; `None` for other
-/// dtypes or an inconsistent content size.
+/// `tensor_content`), repeated to fill the shape when one value is given, zeros when none is;
+/// `None` for other dtypes or an inconsistent content size.
 pub(super) fn tensor_ints(t: &proto::TensorProto, count: usize) -> Option<Vec<i64>> {
     let width = match t.dtype {
         dt::DT_INT32 => 4,
@@ -468,7 +468,9 @@ pub(super) fn tensor_ints(t: &proto::TensorProto, count: usize) -> Option<Vec<i6
     match values.len() {
         n if n == count => Some(values),
         1 if count <= MAX_CONST_VALUES => Some(vec![values[0]; count]),
-        0 if count == 0 => Some(vec![]),
+        // No value at all is a tensor of zeros (TensorFlow's `Tensor::FromProto` fills it with
+        // the type's default), as its graph optimizer writes a folded all-zero constant.
+        0 if count <= MAX_CONST_VALUES => Some(vec![0; count]),
         _ => None,
     }
 }

@@ -41,14 +41,35 @@ pub(super) fn reduce(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>,
     attrs.insert("keepdims".into(), AttrValue::Int(i64::from(keep)));
     // The axes are explicit now, so whether an empty list meant none or all says nothing more.
     attrs.remove("noop_with_empty_axes");
-    let shape = (0..r)
+    let shape: Vec<i64> = (0..r)
         .filter_map(|i| match (axes.contains(&i), keep) {
             (true, true) => Some(1),
             (true, false) => None,
             (false, _) => Some(x.shape[i]),
         })
         .collect();
-    Ok(vec![info(x.elem_type, shape)])
+    // Shape arithmetic: the product (or sum, max, min) of a known shape vector's values, as
+    // tf_keras's LayerNormalization computes its Reshape target.
+    let value = match (&x.value, r, axes.as_slice()) {
+        (Some(v), 1, [0]) => fold_values(&node.op_type, v).map(|y| vec![y]),
+        (Some(v), 0, []) => Some(v.clone()),
+        _ => None,
+    };
+    Ok(vec![TensorInfo {
+        value,
+        ..info(x.elem_type, shape)
+    }])
+}
+
+/// A reduction of integer values: `None` for another op or on overflow.
+fn fold_values(op: &str, v: &[i64]) -> Option<i64> {
+    match op {
+        "ReduceProd" => v.iter().try_fold(1i64, |a, &b| a.checked_mul(b)),
+        "ReduceSum" => v.iter().try_fold(0i64, |a, &b| a.checked_add(b)),
+        "ReduceMax" => v.iter().copied().max(),
+        "ReduceMin" => v.iter().copied().min(),
+        _ => None,
+    }
 }
 
 /// `ArgMax`, `ArgMin`: int64 indices with `axis` reduced (kept as 1 under `keepdims`).
