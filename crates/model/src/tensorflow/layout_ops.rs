@@ -211,3 +211,87 @@ impl Builder<'_> {
         Ok(())
     }
 }
+
+impl Builder<'_> {
+    /// Conv3D (NDHWC, or NCDHW by `data_format`; filter `[kd, kh, kw, in, out]`): an ONNX
+    /// `Conv` over the NCDHW transpose of its input with an OIDHW filter, its output transposed
+    /// back to NDHWC (the importer's layouts are 4-D; ATC keys Conv3D in NCDHW as well).
+    pub(super) fn conv3d(&mut self, node: &NodeDef) -> Result<(), ModelError> {
+        let ncdhw = matches!(attr_str(node, "data_format").as_deref(), Some("NCDHW"));
+        let x = self.input(node, 0)?;
+        let w = self.input(node, 1)?;
+        let Some(wd) = self
+            .constant(&w)
+            .map(|c| c.dims.clone())
+            .filter(|d| d.len() == 5)
+        else {
+            return self.unknown(node, &node.op);
+        };
+        let spatial = |v: Option<Vec<i64>>, what: &str| -> Result<Vec<i64>, ModelError> {
+            match v {
+                None => Ok(vec![1; 3]),
+                Some(v) if v.len() == 5 => Ok(if ncdhw {
+                    v[2..].to_vec()
+                } else {
+                    v[1..4].to_vec()
+                }),
+                Some(v) => Err(self.invalid(node, format!("{what} {v:?}: expected 5 values"))),
+            }
+        };
+        let strides = spatial(attr_ints(node, "strides"), "strides")?;
+        let dilations = spatial(attr_ints(node, "dilations"), "dilations")?;
+        let mut a = attrs([
+            ("kernel_shape", Attr::Ints(wd[..3].to_vec())),
+            ("strides", Attr::Ints(strides)),
+            ("dilations", Attr::Ints(dilations)),
+            ("group", Attr::Int(1)),
+        ]);
+        match attr_str(node, "padding").as_deref() {
+            Some("SAME") => a.insert("auto_pad".into(), Attr::Str("SAME_UPPER".into())),
+            Some("VALID") | None => a.insert("pads".into(), Attr::Ints(vec![0; 6])),
+            Some(p) => {
+                return Err(self.invalid(node, format!("padding {p:?}: expected SAME or VALID")))
+            }
+        };
+        let xi = self.in_layout(&x, Layout::Plain);
+        let weight = self.constant_tensor(
+            format!("{}/weight", node.name),
+            crate::graph::ElemType::FLOAT,
+            vec![wd[4], wd[3], wd[0], wd[1], wd[2]],
+            None,
+        );
+        if ncdhw {
+            self.emit(node, "Conv", vec![xi, weight], a, Layout::Plain);
+            return Ok(());
+        }
+        let perm = |p: [i64; 5]| attrs([("perm", Attr::Ints(p.to_vec()))]);
+        let (to, out) = (
+            format!("{}/to_ncdhw", node.name),
+            format!("{}/ncdhw", node.name),
+        );
+        self.push(
+            to.clone(),
+            "Transpose",
+            "",
+            vec![xi],
+            vec![to.clone()],
+            perm([0, 4, 1, 2, 3]),
+        );
+        self.push(
+            out.clone(),
+            "Conv",
+            "",
+            vec![to, weight],
+            vec![out.clone()],
+            a,
+        );
+        self.emit(
+            node,
+            "Transpose",
+            vec![out],
+            perm([0, 2, 3, 4, 1]),
+            Layout::Plain,
+        );
+        Ok(())
+    }
+}

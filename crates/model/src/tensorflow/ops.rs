@@ -202,6 +202,7 @@ impl<'a> Builder<'a> {
                 self.emit(node, "Clip", vec![x.ir, lo, hi], Attrs::new(), x.layout);
             }
             ("Conv2D" | "DepthwiseConv2dNative", _) => self.conv(node)?,
+            ("Conv3D", _) => self.conv3d(node)?,
             ("BiasAdd" | "BiasAddV1", _) => self.bias_add(node)?,
             ("FusedBatchNorm" | "FusedBatchNormV2" | "FusedBatchNormV3", _) => {
                 let is_nhwc = nhwc(node).map_err(|r| self.invalid(node, r))?;

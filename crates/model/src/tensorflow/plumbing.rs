@@ -14,6 +14,7 @@
 //! | Range, ConcatOffset, BroadcastGradientArgs, InvertPermutation | the same names (values tracked) |
 //! | TopKV2 | `TopKV2` (values, indices) |
 //! | DepthToSpace, SpaceToDepth | the same names, NCHW |
+//! | SpaceToBatchND, BatchToSpaceND (2-D blocks: atrous convolutions) | the same names, NCHW (block shape, paddings or crops as inputs) |
 //! | ResizeBilinear, ResizeNearestNeighbor | `ResizeBilinearV2`, `ResizeNearestNeighborV2`, NCHW |
 //! | StatelessRandomGetKeyCounter | constants of its output shapes (key `[1]`, counter `[2]`) |
 //! | Erfc | `Erfc` |
@@ -196,6 +197,13 @@ impl Builder<'_> {
                     ("data_format", Attr::Str("NCHW".into())),
                 ]);
                 self.emit(node, op, vec![x.0], a, x.1);
+            }
+            "SpaceToBatchND" | "BatchToSpaceND" => {
+                let x = self.image(node)?;
+                let block = self.shape_value(node, 1)?;
+                let pads = self.shape_value(node, 2)?;
+                let a = attrs([("data_format", Attr::Str("NCHW".into()))]);
+                self.emit(node, op, vec![x.0, block, pads], a, x.1);
             }
             "ResizeBilinear" | "ResizeNearestNeighbor" => {
                 let x = self.image(node)?;

@@ -414,3 +414,61 @@ fn a_keras_inference_batch_norm_folds_into_the_convolution() {
     assert_eq!(conv.inputs.len(), 3, "{conv:?}");
     assert_eq!(graph.initializers[&conv.inputs[2]].dims, [16]);
 }
+
+/// An atrous convolution as `tf.nn.atrous_conv2d(rate=2, padding="SAME")` writes it:
+/// SpaceToBatchND (block 2×2, paddings 2 on each side: [1,16,16,8] → [4, 20/2, 20/2, 8]),
+/// a VALID 3×3 convolution ([4,8,8,4]), BatchToSpaceND (crops 0: [1,16,16,4]) — TensorFlow's
+/// shapes, held NCHW. Paddings that do not divide (19 rows by 2) are named.
+#[test]
+fn space_to_batch_and_back_have_tensorflows_shapes() {
+    let atrous = |pad: i32| {
+        vec![
+            placeholder("x", &[1, 16, 16, 8]),
+            konst("block", &[2], Some(&[2, 2])),
+            konst("pads", &[2, 2], Some(&[pad, 2, 2, 2])),
+            konst("crops", &[2, 2], Some(&[0, 0, 0, 0])),
+            node("s2b", "SpaceToBatchND", &["x", "block", "pads"], vec![]),
+            konst("w", &[3, 3, 8, 4], None),
+            node(
+                "conv",
+                "Conv2D",
+                &["s2b", "w"],
+                vec![("strides", ints(&[1, 1, 1, 1])), ("padding", s("VALID"))],
+            ),
+            node("b2s", "BatchToSpaceND", &["conv", "block", "crops"], vec![]),
+        ]
+    };
+    let g = infer(atrous(2));
+    assert!(g.skipped.is_empty(), "{:?}", g.skipped);
+    assert_eq!(shape_of(&g, "s2b"), [4, 8, 10, 10]);
+    assert_eq!(shape_of(&g, "conv"), [4, 4, 8, 8]);
+    assert_eq!(shape_of(&g, "b2s"), [1, 4, 16, 16]);
+    let g = infer(atrous(1));
+    let s2b = g.skipped.iter().find(|s| s.node_name == "s2b").unwrap();
+    assert!(
+        s2b.reason.contains("SpaceToBatchND") && s2b.reason.contains("dividing"),
+        "{s2b:?}"
+    );
+}
+
+/// Conv3D (NDHWC, filter [3,3,3,3,6], strides 1,2,2, SAME) on [1,8,16,16,3]: TensorFlow's
+/// [1, 8, 8, 8, 6], computed as a 5-D `Conv` over the NCDHW transpose ([1,6,8,8,8]).
+#[test]
+fn conv3d_is_a_five_d_conv_between_transposes() {
+    let g = infer(vec![
+        placeholder("x", &[1, 8, 16, 16, 3]),
+        konst("w", &[3, 3, 3, 3, 6], None),
+        node(
+            "c3",
+            "Conv3D",
+            &["x", "w"],
+            vec![
+                ("strides", ints(&[1, 1, 2, 2, 1])),
+                ("padding", s("SAME")),
+            ],
+        ),
+    ]);
+    assert!(g.skipped.is_empty(), "{:?}", g.skipped);
+    assert_eq!(shape_of(&g, "c3/ncdhw"), [1, 6, 8, 8, 8]);
+    assert_eq!(shape_of(&g, "c3"), [1, 8, 8, 8, 6]);
+}

@@ -67,6 +67,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("BNTrainingUpdate", training::bn_update),
     ("BNTrainingUpdateGrad", training::bn_update_grad),
     ("BatchNormalization", norm::batch_norm),
+    ("BatchToSpaceND", plumbing::space_batch),
     ("BiasAddGrad", training::bias_add_grad),
     ("BitShift", elementwise::arithmetic),
     ("BroadcastGradientArgs", plumbing::broadcast_gradient_args),
@@ -200,6 +201,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("SoftplusGrad", elementwise::arithmetic),
     ("Softsign", elementwise::unary),
     ("SoftsignGrad", elementwise::arithmetic),
+    ("SpaceToBatchND", plumbing::space_batch),
     ("SpaceToDepth", plumbing::depth_space),
     (
         "SparseSoftmaxCrossEntropyWithLogits",

@@ -474,3 +474,56 @@ pub(super) fn depth_space(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorI
     })?;
     Ok(vec![info(x.elem_type, shape)])
 }
+
+/// `SpaceToBatchND` / `BatchToSpaceND` with a 2-D block on an NCHW input (the importer reads
+/// NHWC graphs in NCHW), TensorFlow's definition: `[N·bh·bw, C, (H+pt+pb)/bh, (W+pl+pr)/bw]`
+/// from the paddings, and `[N/(bh·bw), C, H·bh−ct−cb, W·bw−cl−cr]` from the crops; what is
+/// divided must divide.
+pub(super) fn space_batch(cx: &Ctx<'_>, _attrs: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    let op = if cx.node.op_type == "SpaceToBatchND" {
+        "SpaceToBatchND"
+    } else {
+        "BatchToSpaceND"
+    };
+    let x = input(cx.ins, 0)?;
+    let block = const_values(cx.ins, 1, "block_shape")?;
+    let pads = const_values(
+        cx.ins,
+        2,
+        if op == "SpaceToBatchND" {
+            "paddings"
+        } else {
+            "crops"
+        },
+    )?;
+    let ([n, c, h, w], [bh, bw], [p0, p1, p2, p3]) = (
+        <[i64; 4]>::try_from(x.shape.as_slice())
+            .map_err(|_| invalid(op, format!("input {:?}: expected N,C,H,W", x.shape)))?,
+        <[i64; 2]>::try_from(block.as_slice()).map_err(|_| {
+            invalid(
+                op,
+                format!("block_shape {block:?}: expected 2 values (height, width)"),
+            )
+        })?,
+        <[i64; 4]>::try_from(pads.as_slice()).map_err(|_| {
+            invalid(
+                op,
+                format!("paddings {pads:?}: expected [[top, bottom], [left, right]]"),
+            )
+        })?,
+    );
+    let bb = product(&[bh, bw])?;
+    let shape = if bh < 1 || bw < 1 || pads.iter().any(|&p| p < 0) {
+        None
+    } else if op == "SpaceToBatchND" {
+        let (hp, wp) = (h + p0 + p1, w + p2 + p3);
+        (hp % bh == 0 && wp % bw == 0).then(|| vec![n * bb, c, hp / bh, wp / bw])
+    } else {
+        let (hc, wc) = (h * bh - p0 - p1, w * bw - p2 - p3);
+        (n % bb == 0 && hc >= 0 && wc >= 0).then(|| vec![n / bb, c, hc, wc])
+    };
+    let shape = shape.ok_or_else(|| {
+        invalid(op, format!("block {block:?}, paddings or crops {pads:?} on N,C,H,W {:?}: expected positive blocks dividing the padded dims", x.shape))
+    })?;
+    Ok(vec![info(x.elem_type, shape)])
+}
