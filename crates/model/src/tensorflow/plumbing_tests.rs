@@ -462,10 +462,7 @@ fn conv3d_is_a_five_d_conv_between_transposes() {
             "c3",
             "Conv3D",
             &["x", "w"],
-            vec![
-                ("strides", ints(&[1, 1, 2, 2, 1])),
-                ("padding", s("SAME")),
-            ],
+            vec![("strides", ints(&[1, 1, 2, 2, 1])), ("padding", s("SAME"))],
         ),
     ]);
     assert!(g.skipped.is_empty(), "{:?}", g.skipped);
