@@ -1,7 +1,8 @@
 //! Writes the committed seed corpora under `fuzz/seeds/<target>/` from the project's fixtures:
 //! every record of `fixtures/banks/v1.redb` (for `decode_record`, in the target's sealed form),
 //! every ONNX fixture model (`load_onnx`), the Caffe, TensorFlow and MindIR fixtures
-//! (`load_caffe`, `load_tensorflow`, `load_mindir`), the restrictions of the committed replay spaces and a
+//! (`load_caffe`, `load_tensorflow`, `load_mindir`), the single-operator descriptions
+//! (`load_singleop`), the restrictions of the committed replay spaces and a
 //! few integer ones (`parse_restriction`), ATC option lists (`parse_options`) and runner protocol
 //! responses (`parse_response`).
 //!
@@ -68,6 +69,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Some("pb") => write("load_tensorflow", &name, &std::fs::read(&p)?)?,
             Some("mindir") => write("load_mindir", &name, &std::fs::read(&p)?)?,
             _ => {}
+        }
+    }
+
+    // Single-operator descriptions: each fixture file.
+    for entry in std::fs::read_dir("fixtures/models/singleop")? {
+        let p = entry?.path();
+        if p.extension().and_then(|e| e.to_str()) == Some("json") {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            write("load_singleop", &name, &std::fs::read(&p)?)?;
         }
     }
 

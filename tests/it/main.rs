@@ -30,6 +30,7 @@ mod pg_cut;
 mod queue;
 mod sgat;
 mod sgat_convert;
+mod singleop;
 mod sled_bank;
 mod tidy;
 mod training;

@@ -17,6 +17,9 @@ pub enum Framework {
     TensorFlow,
     /// `5`: an `.onnx` model.
     Onnx,
+    /// `--singleop`: ATC's single-operator description (JSON), each op a unit of its own; it
+    /// has no `--framework` code.
+    SingleOp,
 }
 
 impl Framework {
@@ -35,6 +38,7 @@ impl Framework {
             Framework::MindSpore => "1",
             Framework::TensorFlow => "3",
             Framework::Onnx => "5",
+            Framework::SingleOp => "",
         }
     }
 
@@ -45,6 +49,7 @@ impl Framework {
             Framework::MindSpore => "MindSpore",
             Framework::TensorFlow => "TensorFlow",
             Framework::Onnx => "ONNX",
+            Framework::SingleOp => "single-operator description",
         }
     }
 
@@ -55,6 +60,7 @@ impl Framework {
             Framework::MindSpore => &["air", "mindir"],
             Framework::TensorFlow => &["pb"],
             Framework::Onnx => &["onnx"],
+            Framework::SingleOp => &[],
         }
     }
 
@@ -83,7 +89,10 @@ impl Framework {
 
 impl std::fmt::Display for Framework {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "--framework={} ({})", self.code(), self.name())
+        match self {
+            Framework::SingleOp => write!(f, "--singleop"),
+            _ => write!(f, "--framework={} ({})", self.code(), self.name()),
+        }
     }
 }
 
@@ -178,10 +187,27 @@ impl ModelFiles {
         }
     }
 
-    /// [`ModelFiles::new`] on the `model`, `framework` and `weight` options.
+    /// [`ModelFiles::new`] on the `model`, `framework` and `weight` options; or the
+    /// `singleop` file, which takes the place of all three (ATC's rule: one or the other).
     pub fn from_options(options: &ResolvedOptions) -> Result<ModelFiles, ModelError> {
         let given = options.given();
         let model = given.get("model").map(String::as_str).unwrap_or("");
+        if let Some(op) = given.get("singleop").filter(|s| !s.trim().is_empty()) {
+            let clash = ["model", "framework", "weight"]
+                .into_iter()
+                .find(|f| given.get(*f).is_some_and(|v| !v.trim().is_empty()));
+            if let Some(f) = clash {
+                return Err(ModelError::Framework {
+                    input: format!("--singleop={op} with --{f}"),
+                    reason: "a single-operator description is the whole input: expected --singleop or --model, not both".into(),
+                });
+            }
+            return Ok(ModelFiles {
+                framework: Framework::SingleOp,
+                model: op.into(),
+                weight: None,
+            });
+        }
         ModelFiles::new(
             model,
             given.get("framework").map(String::as_str),
@@ -206,6 +232,7 @@ impl ModelFiles {
             (Framework::TensorFlow, _) => crate::tensorflow::load_tensorflow(&self.model),
             #[cfg(feature = "mindspore")]
             (Framework::MindSpore, _) => crate::mindir::load_mindir(&self.model),
+            (Framework::SingleOp, _) => crate::singleop::load_singleop(&self.model),
             #[cfg(not(feature = "mindspore"))]
             (f @ Framework::MindSpore, _) => Err(not_built(f, "mindspore", &self.model)),
             #[cfg(not(feature = "caffe"))]

@@ -45,6 +45,7 @@ mod mindir;
 mod optimizer;
 pub mod partition;
 mod proto;
+mod singleop;
 #[cfg(feature = "tensorflow")]
 pub mod tensorflow;
 

@@ -433,17 +433,19 @@ pub fn op_keys(
     Ok(derive_op_keys(template, options, &soc)?)
 }
 
-/// `--model` as given; a job needs one.
+/// `--model` (or `--singleop`) as given; a job needs one.
 fn model_path(options: &ResolvedOptions) -> Result<String, JobError> {
-    options
-        .given()
+    let given = options.given();
+    given
         .get("model")
+        .filter(|m| !m.is_empty())
+        .or_else(|| given.get("singleop"))
         .cloned()
         .filter(|m| !m.is_empty())
         .ok_or_else(|| {
             JobError::invalid(
                 "--model",
-                "the model to tune: an .onnx file, a Caffe .prototxt (with --weight=….caffemodel) or a TensorFlow .pb, e.g. --model=resnet50.onnx",
+                "the model to tune: an .onnx file, a Caffe .prototxt (with --weight=….caffemodel), a TensorFlow .pb or a MindSpore .mindir, e.g. --model=resnet50.onnx (or --singleop=ops.json, ATC's single-operator description)",
             )
         })
 }

@@ -205,9 +205,9 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("compress_weight_conf", Refused, "", Text, "weight compression list: not modelled"),
     opt("compression_optimize_conf", Refused, "", Text, "compression optimisations: not modelled"),
     opt("cal_conf", Refused, "", Text, "Caffe quantisation calibration: not modelled"),
-    opt("singleop", Refused, "", Text, "single-op description files: give ops with `key --op` instead"),
     // Ignored: what to read, where to write, how to log and cache, what job to run.
     opt("model", Ignored, "", Text, "model file"),
+    opt("singleop", Ignored, "", Text, "single-operator description file (JSON): its ops are the model"),
     opt("weight", Ignored, "", Text, "weight file"),
     opt("framework", Ignored, "5", OneOf(&["0", "1", "3", "5"]), "source framework"),
     opt("output", Ignored, "", Text, "output path"),
