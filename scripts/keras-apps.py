@@ -7,8 +7,10 @@ Usage (TensorFlow in a venv of its own, as for fixtures/models/training/make_tra
     python3 -m venv /tmp/tfvenv && /tmp/tfvenv/bin/pip install tensorflow-cpu
     /tmp/tfvenv/bin/python scripts/keras-apps.py OUT_DIR [--size 96] [--batch 2] [--onnx] [--tf-keras] [APP ...]
 
-APP is any of MobileNetV2, EfficientNetB0, DenseNet121, ResNet50 and Transformer (a Keras
-encoder block: MultiHeadAttention, LayerNormalization, a GELU feed-forward); all by default.
+APP is any of MobileNetV2, EfficientNetB0, DenseNet121, ResNet50, Transformer (a Keras
+encoder block: MultiHeadAttention, LayerNormalization, a GELU feed-forward) and DeepLabV3Plus
+(keras.io's segmentation example: dilated ASPP, bilinear upsampling; give --size 128; its
+inference graph only); all but DeepLabV3Plus by default.
 For each, OUT_DIR gets
 
 - `<app>.pb`: the inference graph, frozen by TensorFlow's `convert_variables_to_constants_v2`
@@ -70,11 +72,41 @@ def transformer(size, tf_keras=False):
     return keras.Model(x_in, layers.Dense(10, name="head")(x), name="transformer")
 
 
+def deeplab_v3_plus(size, tf_keras=False):
+    """DeepLabV3+ as keras.io's "Multiclass semantic segmentation using DeepLabV3+" builds it:
+    a ResNet50 backbone, ASPP with dilation rates 1, 6, 12 and 18 (TensorFlow writes a dilated
+    convolution as SpaceToBatchND, Conv2D, BatchToSpaceND) and bilinear upsampling
+    (ResizeBilinear), 8 classes."""
+    keras = keras_module(tf_keras)
+    layers = keras.layers
+
+    def block(x, filters=256, k=3, rate=1, bias=False):
+        x = layers.Conv2D(filters, k, dilation_rate=rate, padding="same", use_bias=bias)(x)
+        return layers.Activation("relu")(layers.BatchNormalization()(x))
+
+    def up(x, to):
+        return layers.UpSampling2D(size=(to // x.shape[1], to // x.shape[2]), interpolation="bilinear")(x)
+
+    inp = keras.Input((size, size, 3))
+    backbone = keras.applications.ResNet50(weights=None, include_top=False, input_tensor=inp)
+    x = backbone.get_layer("conv4_block6_2_relu").output
+    pooled = block(layers.AveragePooling2D(pool_size=(x.shape[1], x.shape[2]))(x), k=1, bias=True)
+    branches = [up(pooled, x.shape[1])]
+    branches += [block(x, k=1 if r == 1 else 3, rate=r) for r in (1, 6, 12, 18)]
+    x = block(layers.Concatenate()(branches), k=1)
+    low = block(backbone.get_layer("conv2_block3_2_relu").output, filters=48, k=1)
+    x = block(block(layers.Concatenate()([up(x, size // 4), low])))
+    out = layers.Conv2D(8, 1, padding="same")(up(x, size))
+    return keras.Model(inp, out, name="deeplabv3plus")
+
+
 def application(name, size, tf_keras=False):
     keras = keras_module(tf_keras)
 
     if name == "Transformer":
         model, shape = transformer(size, tf_keras), (size, 64)
+    elif name == "DeepLabV3Plus":
+        model, shape = deeplab_v3_plus(size, tf_keras), (size, size, 3)
     else:
         build = getattr(keras.applications, name)
         model, shape = build(weights=None, input_shape=(size, size, 3), classes=10), (size, size, 3)
@@ -139,10 +171,11 @@ def main():
     for name in apps:
         model, shape = application(name, 16 if name == "Transformer" else args.size, args.tf_keras)
         prefix = "tf_keras_" if args.tf_keras else ""
-        for kind, gd in (
-            ("", frozen(mt, model, shape, args.batch)),
-            ("_step", step(mt, model, shape, args.batch, args.tf_keras)),
-        ):
+        graphs = [("", frozen(mt, model, shape, args.batch))]
+        # The steps train a classifier on sparse labels; the segmentation net is inference only.
+        if name != "DeepLabV3Plus":
+            graphs.append(("_step", step(mt, model, shape, args.batch, args.tf_keras)))
+        for kind, gd in graphs:
             path = os.path.join(args.out, f"{prefix}{name.lower()}{kind}.pb")
             with open(path, "wb") as f:
                 f.write(gd.SerializeToString(deterministic=True))

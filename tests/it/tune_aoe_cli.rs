@@ -138,8 +138,8 @@ fn aoe_short_flags_stand_for_the_long_options() {
 }
 
 /// `--framework` must agree with the model file: a code naming another framework than the
-/// file's, a MindSpore model, a Caffe model without `--weight` and a weight file for an ONNX
-/// model are refused with exit 2, naming the flag and the file, before anything is written.
+/// file's, MindSpore's AIR (which only ATC reads), a Caffe model without `--weight` and a
+/// weight file for an ONNX model are refused with exit 2, naming the flag and the file, before anything is written.
 #[test]
 fn framework_must_agree_with_the_model_file() {
     let model = bert();
@@ -156,10 +156,7 @@ fn framework_must_agree_with_the_model_file() {
             vec!["--framework=1".to_owned(), format!("--model={model}")],
             "--framework=1",
         ),
-        (
-            vec!["--model=resnet.mindir".to_owned()],
-            "--model=resnet.mindir",
-        ),
+        (vec!["--model=resnet.air".to_owned()], "--model=resnet.air"),
         (
             vec![
                 "--framework=5".to_owned(),
@@ -184,7 +181,7 @@ fn framework_must_agree_with_the_model_file() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(flag), "{args:?}: {err}");
         let file = args.iter().find_map(|a| {
-            ["bert_layer.onnx", "resnet.mindir", "net.prototxt"]
+            ["bert_layer.onnx", "resnet.air", "net.prototxt"]
                 .into_iter()
                 .find(|f| a.ends_with(f))
         });
