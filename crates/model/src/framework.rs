@@ -219,6 +219,9 @@ impl ModelFiles {
     /// ATC makes whatever the framework (`graph_opt`).
     pub fn load(&self) -> Result<Model, ModelError> {
         let mut model = self.import()?;
+        crate::graph_opt::fold_atrous(&mut model.graph);
+        crate::graph_opt::push_transpose_above_pad(&mut model.graph);
+        crate::graph_opt::fold_pad(&mut model.graph);
         crate::graph_opt::fold_affine(&mut model.graph);
         Ok(model)
     }

@@ -279,6 +279,7 @@ pub fn load_onnx_bytes(bytes: &[u8], source: &str) -> Result<Model, ModelError> 
 }
 
 fn import_graph(g: proto::GraphProto, source: &str) -> Result<Graph, ModelError> {
+    let scales = small_floats(&g.initializer);
     let mut initializers = BTreeMap::new();
     for t in g.initializer {
         let name = t.name.clone();
@@ -311,6 +312,15 @@ fn import_graph(g: proto::GraphProto, source: &str) -> Result<Graph, ModelError>
             })?;
             attrs.insert(name, v);
         }
+        // A Resize's constant float scales, which integer-only constant tracking would lose,
+        // become its `scales` attribute (as the Upsample of opset 7 spelled it).
+        let scales_input = match n.op_type.as_str() {
+            "Resize" => n.input.get(2),
+            _ => None,
+        };
+        if let Some(v) = scales_input.and_then(|i| scales.get(i)) {
+            attrs.insert("scales".into(), Attr::Floats(v.clone()));
+        }
         let name = if n.name.is_empty() {
             format!("{}_{i}", n.op_type)
         } else {
@@ -333,6 +343,26 @@ fn import_graph(g: proto::GraphProto, source: &str) -> Result<Graph, ModelError>
         initializers,
         nodes,
     })
+}
+
+/// The values of the float initializers of at most 8 elements (a Resize's scales).
+fn small_floats(initializers: &[proto::TensorProto]) -> BTreeMap<String, Vec<f32>> {
+    initializers
+        .iter()
+        .filter(|t| t.data_type == ElemType::FLOAT.0 && t.data_location != 1)
+        .filter_map(|t| {
+            let n = usize::try_from(t.dims.iter().product::<i64>()).ok()?;
+            let v: Vec<f32> = if !t.float_data.is_empty() {
+                t.float_data.clone()
+            } else {
+                t.raw_data
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect()
+            };
+            (n <= 8 && v.len() == n).then(|| (t.name.clone(), v))
+        })
+        .collect()
 }
 
 fn value_decl(v: proto::ValueInfoProto) -> ValueDecl {

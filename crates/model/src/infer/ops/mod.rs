@@ -176,6 +176,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("ReluGrad", elementwise::arithmetic),
     ("Reorg", vision::reorg),
     ("Reshape", reshape_slice::reshape),
+    ("Resize", vision::resize),
     ("ResizeBilinearV2", vision::interp),
     ("ResizeNearestNeighborV2", vision::interp),
     ("ReverseV2", elementwise::unary),

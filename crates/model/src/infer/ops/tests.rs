@@ -234,3 +234,118 @@ fn unknown_ops_and_domains_keep_their_messages() {
     let err = infer_node(&node("Reshape", 1, &[]), &vec![t(&[1])], 4).unwrap_err();
     assert_eq!(err.to_string(), "Reshape without shape");
 }
+
+/// ONNX `Resize`: `sizes` when given; else each dim times its scale, rounded down (a
+/// 1×64×15×15 map upsampled by 2.5 is 37×37: floor(37.5)); scales of the wrong length or not
+/// positive are errors.
+#[test]
+fn onnx_resize_takes_sizes_or_floors_the_scaled_dims() {
+    let scales = |v: &[f32]| ("scales", Attr::Floats(v.to_vec()));
+    let x = t(&[1, 64, 15, 15]);
+    assert_eq!(
+        shapes(
+            "Resize",
+            1,
+            &[scales(&[1.0, 1.0, 2.5, 2.5])],
+            vec![x.clone(), None, None]
+        ),
+        [vec![1, 64, 37, 37]]
+    );
+    assert_eq!(
+        shapes(
+            "Resize",
+            1,
+            &[],
+            vec![x.clone(), None, None, c(&[1, 64, 30, 40])]
+        ),
+        [vec![1, 64, 30, 40]]
+    );
+    for bad in [vec![2.0, 2.0], vec![1.0, 1.0, 0.0, 2.0]] {
+        let r = infer_node(
+            &node("Resize", 1, &[scales(&bad)]),
+            &vec![x.clone(), None, None],
+            17,
+        );
+        assert!(r.is_err(), "{bad:?}");
+    }
+}
+
+/// The ONNX importer reads a Resize's constant float scales (`raw_data`, as tf2onnx writes
+/// them) into its `scales` attribute, so a bilinear ×8 upsampling of 1×256×4×4 infers as
+/// 1×256×32×32 and what follows it is not cut off.
+#[test]
+fn an_onnx_resize_with_constant_scales_infers() {
+    use crate::proto::{
+        Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+        TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
+    };
+    use prost::Message as _;
+    let raw: Vec<u8> = [1.0f32, 1.0, 8.0, 8.0]
+        .iter()
+        .flat_map(|f| f.to_le_bytes())
+        .collect();
+    let dims = |d: &[i64]| TensorShapeProto {
+        dim: d
+            .iter()
+            .map(|&v| Dimension {
+                dim_value: Some(v),
+                dim_param: None,
+            })
+            .collect(),
+    };
+    let graph = GraphProto {
+        name: "g".into(),
+        node: vec![
+            NodeProto {
+                input: vec!["x".into(), "".into(), "scales".into()],
+                output: vec!["up".into()],
+                name: "resize".into(),
+                op_type: "Resize".into(),
+                ..Default::default()
+            },
+            NodeProto {
+                input: vec!["up".into()],
+                output: vec!["y".into()],
+                name: "relu".into(),
+                op_type: "Relu".into(),
+                ..Default::default()
+            },
+        ],
+        initializer: vec![TensorProto {
+            dims: vec![4],
+            data_type: 1,
+            name: "scales".into(),
+            raw_data: raw,
+            ..Default::default()
+        }],
+        input: vec![ValueInfoProto {
+            name: "x".into(),
+            r#type: Some(TypeProto {
+                tensor_type: Some(TypeProtoTensor {
+                    elem_type: 1,
+                    shape: Some(dims(&[1, 256, 4, 4])),
+                }),
+            }),
+        }],
+        ..Default::default()
+    };
+    let bytes = ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(graph),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let model = crate::load_onnx_bytes(&bytes, "r.onnx").unwrap();
+    let options = tunebank_key::ResolvedOptions::from_args(
+        ["--soc_version=Ascend910B2"],
+        &tunebank_key::FsReader,
+    )
+    .unwrap();
+    let g = model.infer(&options).unwrap().remove(0);
+    assert!(g.skipped.is_empty(), "{:?}", g.skipped);
+    assert_eq!(g.shape("y"), Some(&[1, 256, 32, 32][..]));
+}

@@ -513,3 +513,37 @@ pub(super) fn flatten_v2(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorIn
     shape.extend_from_slice(&x.shape[e + 1..]);
     Ok(vec![info(x.elem_type, shape)])
 }
+
+/// ONNX `Resize` (opset 10+: X, roi, scales, sizes): the output is `sizes` when given, else
+/// each dim times its scale, rounded down (ONNX's definition); the constant scales come from
+/// the `scales` attribute the importer reads them into.
+pub(super) fn resize(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    let op = "Resize";
+    let x = crate::infer::shape::input(cx.ins, 0)?;
+    let r = x.shape.len();
+    let sizes = crate::infer::shape::opt_input(cx.ins, 3);
+    let shape: Vec<i64> = match (sizes, floats(attrs, "scales")) {
+        (Some(s), _) => match s.value.as_deref() {
+            Some(v) if v.len() == r => v.to_vec(),
+            _ => {
+                return Err(invalid(
+                    op,
+                    format!("sizes {:?}: expected {r} known values", s.value),
+                ))
+            }
+        },
+        (None, sc) if sc.len() == r && sc.iter().all(|&f| f.is_finite() && f > 0.0) => x
+            .shape
+            .iter()
+            .zip(&sc)
+            .map(|(&d, &f)| (d as f64 * f).floor() as i64)
+            .collect(),
+        (None, sc) => {
+            return Err(invalid(
+                op,
+                format!("scales {sc:?}: expected {r} positive constants (or sizes)"),
+            ))
+        }
+    };
+    Ok(vec![info(x.elem_type, shape)])
+}

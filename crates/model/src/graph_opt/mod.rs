@@ -6,6 +6,11 @@
 //! convolution before it. Only shapes are tracked, so the fold changes no dim: the weights keep
 //! theirs and the convolution gains a `[C]` bias when it had none.
 //!
+//! A dilated convolution TensorFlow writes as SpaceToBatchND, Conv2D and BatchToSpaceND is one
+//! dilated `Conv` first (`atrous.rs`), so that its bias and batch norm fold too, and a zero
+//! spatial `Pad` before a convolution becomes its padding (`pad.rs`; a layout `Transpose`
+//! after a Pad is moved above it first, so an NHWC graph's input Pad meets its convolution).
+//!
 //! A fold needs: the convolution's output read by that op alone (and not a graph output), the
 //! other operand an initializer of one value per output channel (`[C,1,1]`, `[1,C,1,1]`) or a
 //! single value (`[]`, `[1]`), and the convolution's weights an initializer of known dims.
@@ -13,6 +18,13 @@
 use std::collections::HashMap;
 
 use crate::graph::{ConstTensor, Graph};
+
+mod atrous;
+mod pad;
+#[cfg(test)]
+mod tests;
+pub(crate) use atrous::fold_atrous;
+pub(crate) use pad::{fold_pad, push_transpose_above_pad};
 
 /// Folds every per-channel `Mul`/`Add`/`Sub` by a constant that follows a `Conv` into it;
 /// returns how many ops were folded away.
@@ -109,7 +121,7 @@ fn fold(graph: &mut Graph, conv: usize, op: usize) {
 }
 
 #[cfg(test)]
-mod tests {
+mod affine_tests {
     use super::*;
     use crate::graph::{ElemType, Node, ValueDecl};
     use std::collections::BTreeMap;
