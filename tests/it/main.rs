@@ -23,6 +23,7 @@ mod inspect_model;
 mod inspect_why;
 mod job;
 mod mindir;
+mod model_path;
 mod multiprocess;
 mod pg_bank;
 mod pg_crash;

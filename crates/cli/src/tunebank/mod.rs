@@ -73,7 +73,7 @@ enum Command {
     /// rerun continues); failures as `tunebank --help` lists.
     #[command(before_long_help = tunebank_key::options_help())]
     #[command(
-        after_help = "AOE/ATC flags: --model=FILE (required), --job_type=1|2|4 | --job-type \
+        after_help = "AOE/ATC flags: --model=FILE (required; or --singleop=FILE.json, ATC's single-operator description, or --model_path=DIR, AOE's folder of models), --job_type=1|2|4 | --job-type \
 subgraph|op|gradient (SGAT, OPAT: the default, GDAT), --framework=0|1|3|5 (Caffe, MindSpore MindIR, TensorFlow, ONNX; default: the model file's), --weight=FILE (Caffe), --soc_version=SOC \
 (required), --tune_ops_file=FILE (op names or op types, one per line), and every ATC option \
 (--precision_mode, --input_shape, --dynamic_batch_size, ...).\n\nEnvironment: TUNE_BANK_PATH, \

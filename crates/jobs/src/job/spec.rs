@@ -155,7 +155,8 @@ impl JobSpec {
         };
         let framework = value("--framework")
             .and_then(|f| Framework::from_code(&f))
-            .or_else(|| value("--model").and_then(|m| Framework::of_file(Path::new(&m))));
+            .or_else(|| value("--model").and_then(|m| Framework::of_file(Path::new(&m))))
+            .or_else(|| value("--model_path").and_then(|d| folder_framework(Path::new(&d))));
         if let (Some(f), None) = (framework, value("--input_format")) {
             if f.default_input_format() != "NCHW" {
                 atc.push(format!("--input_format={}", f.default_input_format()));
@@ -433,13 +434,23 @@ pub fn op_keys(
     Ok(derive_op_keys(template, options, &soc)?)
 }
 
-/// `--model` (or `--singleop`) as given; a job needs one.
+/// The one framework of a `--model_path` folder's model files, when they share one.
+fn folder_framework(dir: &Path) -> Option<Framework> {
+    let mut kinds = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| Framework::of_file(&e.ok()?.path()));
+    let first = kinds.next()?;
+    kinds.all(|k| k == first).then_some(first)
+}
+
+/// `--model` (or `--singleop`, `--model_path`) as given; a job needs one.
 fn model_path(options: &ResolvedOptions) -> Result<String, JobError> {
     let given = options.given();
     given
         .get("model")
         .filter(|m| !m.is_empty())
         .or_else(|| given.get("singleop"))
+        .or_else(|| given.get("model_path"))
         .cloned()
         .filter(|m| !m.is_empty())
         .ok_or_else(|| {

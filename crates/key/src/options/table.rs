@@ -208,6 +208,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     // Ignored: what to read, where to write, how to log and cache, what job to run.
     opt("model", Ignored, "", Text, "model file"),
     opt("singleop", Ignored, "", Text, "single-operator description file (JSON): its ops are the model"),
+    opt("model_path", Ignored, "", Text, "a folder of model files tuned as one job (AOE's --model_path)"),
     opt("weight", Ignored, "", Text, "weight file"),
     opt("framework", Ignored, "5", OneOf(&["0", "1", "3", "5"]), "source framework"),
     opt("output", Ignored, "", Text, "output path"),

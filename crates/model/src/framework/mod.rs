@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod folder;
+
 use crate::{load_onnx, Model, ModelError};
 use tunebank_key::ResolvedOptions;
 
@@ -20,6 +22,9 @@ pub enum Framework {
     /// `--singleop`: ATC's single-operator description (JSON), each op a unit of its own; it
     /// has no `--framework` code.
     SingleOp,
+    /// `--model_path`: AOE's folder of model files, tuned as one job; it has no `--framework`
+    /// code (each file's extension names its importer).
+    Folder,
 }
 
 impl Framework {
@@ -38,7 +43,7 @@ impl Framework {
             Framework::MindSpore => "1",
             Framework::TensorFlow => "3",
             Framework::Onnx => "5",
-            Framework::SingleOp => "",
+            Framework::SingleOp | Framework::Folder => "",
         }
     }
 
@@ -50,6 +55,7 @@ impl Framework {
             Framework::TensorFlow => "TensorFlow",
             Framework::Onnx => "ONNX",
             Framework::SingleOp => "single-operator description",
+            Framework::Folder => "folder of models",
         }
     }
 
@@ -60,7 +66,7 @@ impl Framework {
             Framework::MindSpore => &["air", "mindir"],
             Framework::TensorFlow => &["pb"],
             Framework::Onnx => &["onnx"],
-            Framework::SingleOp => &[],
+            Framework::SingleOp | Framework::Folder => &[],
         }
     }
 
@@ -91,6 +97,7 @@ impl std::fmt::Display for Framework {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Framework::SingleOp => write!(f, "--singleop"),
+            Framework::Folder => write!(f, "--model_path"),
             _ => write!(f, "--framework={} ({})", self.code(), self.name()),
         }
     }
@@ -188,12 +195,13 @@ impl ModelFiles {
     }
 
     /// [`ModelFiles::new`] on the `model`, `framework` and `weight` options; or the
-    /// `singleop` file, which takes the place of all three (ATC's rule: one or the other).
+    /// `singleop` file, which takes the place of all three (ATC's rule: one or the other); or
+    /// AOE's `model_path` folder, each file's framework its extension's.
     pub fn from_options(options: &ResolvedOptions) -> Result<ModelFiles, ModelError> {
         let given = options.given();
         let model = given.get("model").map(String::as_str).unwrap_or("");
         if let Some(op) = given.get("singleop").filter(|s| !s.trim().is_empty()) {
-            let clash = ["model", "framework", "weight"]
+            let clash = ["model", "model_path", "framework", "weight"]
                 .into_iter()
                 .find(|f| given.get(*f).is_some_and(|v| !v.trim().is_empty()));
             if let Some(f) = clash {
@@ -208,11 +216,55 @@ impl ModelFiles {
                 weight: None,
             });
         }
+        if let Some(dir) = given.get("model_path").filter(|s| !s.trim().is_empty()) {
+            return ModelFiles::folder(dir, model, given.get("framework").map(String::as_str));
+        }
         ModelFiles::new(
             model,
             given.get("framework").map(String::as_str),
             given.get("weight").map(String::as_str),
         )
+    }
+
+    /// AOE's `--model_path=DIR`: the folder's model files as one model (`folder.rs`). Given
+    /// with `--model`, or with a `--framework` some model file of the folder is not of:
+    /// [`ModelError::Framework`] naming the flags and the file.
+    fn folder(dir: &str, model: &str, framework: Option<&str>) -> Result<ModelFiles, ModelError> {
+        let err = |input: String, reason: String| ModelError::Framework { input, reason };
+        if !model.trim().is_empty() {
+            return Err(err(
+                format!("--model_path={dir} with --model={model}"),
+                "a folder of models is the whole input: expected --model_path or --model, not both"
+                    .into(),
+            ));
+        }
+        if let Some(code) = framework.map(str::trim).filter(|f| !f.is_empty()) {
+            let want = Framework::from_code(code).ok_or_else(|| {
+                err(
+                    format!("--framework={code}"),
+                    "expected 0 (Caffe), 1 (MindSpore), 3 (TensorFlow) or 5 (ONNX)".into(),
+                )
+            })?;
+            for (file, _) in folder::model_files(Path::new(dir))? {
+                let of = Framework::of_file(&file);
+                if of != Some(want) {
+                    return Err(err(
+                        format!("{want} with --model_path={dir}"),
+                        format!(
+                            "{} is {}: expected every model file of the folder to be {}",
+                            file.display(),
+                            of.map_or("no model", Framework::name),
+                            want.name()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(ModelFiles {
+            framework: Framework::Folder,
+            model: dir.into(),
+            weight: None,
+        })
     }
 
     /// Imports the model with its framework's importer, then applies the graph optimizations
@@ -236,6 +288,7 @@ impl ModelFiles {
             #[cfg(feature = "mindspore")]
             (Framework::MindSpore, _) => crate::mindir::load_mindir(&self.model),
             (Framework::SingleOp, _) => crate::singleop::load_singleop(&self.model),
+            (Framework::Folder, _) => folder::load_folder(&self.model),
             #[cfg(not(feature = "mindspore"))]
             (f @ Framework::MindSpore, _) => Err(not_built(f, "mindspore", &self.model)),
             #[cfg(not(feature = "caffe"))]
