@@ -228,7 +228,7 @@ const ATC_8X: &[&str] = &[
 ];
 
 /// AOE's own options the table also holds.
-const AOE: &[&str] = &["job_type", "tune_ops_file"];
+const AOE: &[&str] = &["job_type", "tune_ops_file", "model_path"];
 
 /// A valid value other than the default, for every option.
 fn other_value(name: &str) -> &'static str {

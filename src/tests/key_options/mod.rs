@@ -244,6 +244,8 @@ fn cases() -> BTreeMap<&'static str, (Settings, Settings)> {
     add("mode", vec![], vec![("mode", "3")]);
     add("job_type", vec![], vec![("job_type", "1")]);
     add("tune_ops_file", vec![], vec![("tune_ops_file", "ops.cfg")]);
+    add("model_path", vec![], vec![("model_path", "models")]);
+    add("singleop", vec![], vec![("singleop", "ops.json")]);
     add(
         "op_compiler_cache_mode",
         vec![],
@@ -285,7 +287,6 @@ fn cases() -> BTreeMap<&'static str, (Settings, Settings)> {
         ("compress_weight_conf", "w.cfg"),
         ("compression_optimize_conf", "c.cfg"),
         ("cal_conf", "cal.cfg"),
-        ("singleop", "ops.json"),
     ] {
         add(n, vec![], vec![(n, v)]);
     }
