@@ -469,3 +469,145 @@ fn conv3d_is_a_five_d_conv_between_transposes() {
     assert_eq!(shape_of(&g, "c3/ncdhw"), [1, 6, 8, 8, 8]);
     assert_eq!(shape_of(&g, "c3"), [1, 8, 8, 8, 6]);
 }
+
+/// The inputs the op walk below feeds its ops: placeholders and integer constants.
+fn walk_inputs() -> Vec<NodeDef> {
+    vec![
+        placeholder("x", &[2, 8, 8, 4]),
+        placeholder("m1", &[4, 8]),
+        placeholder("m2", &[8, 5]),
+        placeholder("x5", &[1, 4, 8, 8, 3]),
+        konst("w5", &[3, 3, 3, 3, 2], None),
+        konst("b4", &[4], Some(&[0, 0, 0, 0])),
+        konst("e4", &[4], Some(&[1, 8, 8, 4])),
+        konst("s4", &[4], Some(&[1, 1, 1, 1])),
+        konst("mult", &[4], Some(&[1, 1, 1, 2])),
+        konst("shape4", &[4], Some(&[2, 8, 8, 4])),
+        konst("perm", &[4], Some(&[0, 2, 1, 3])),
+        konst("idx", &[1], Some(&[1])),
+        konst("two", &[2], Some(&[2, 2])),
+        konst("size", &[2], Some(&[16, 16])),
+        konst("pads", &[2, 2], Some(&[0, 0, 0, 0])),
+        konst("dims", &[2], Some(&[2, 2])),
+        konst("axis3", &[], Some(&[3])),
+        konst("zero", &[], Some(&[0])),
+        konst("one", &[], Some(&[1])),
+        konst("four", &[], Some(&[4])),
+        konst("k", &[], Some(&[2])),
+        konst("seed", &[2], Some(&[1, 2])),
+    ]
+}
+
+/// Every TensorFlow op the model-coverage work lists — shape plumbing, detection and
+/// segmentation ops, training-step ops — is mapped or refused by name: importing a graph of
+/// the op never yields an op of the `tensorflow` domain (what an unknown op becomes).
+#[test]
+fn every_listed_tensorflow_op_is_mapped_or_refused_by_name() {
+    let i = |v: i64| AttrValue {
+        i: Some(v),
+        ..Default::default()
+    };
+    type Case<'a> = (&'a str, Vec<&'a str>, Vec<(&'a str, AttrValue)>);
+    let cases: Vec<Case> = vec![
+        ("Shape", vec!["x"], vec![]),
+        ("ShapeN", vec!["x", "x"], vec![("N", i(2))]),
+        ("StridedSlice", vec!["x", "b4", "e4", "s4"], vec![]),
+        ("Pack", vec!["x", "x"], vec![("axis", i(0))]),
+        ("Unpack", vec!["x"], vec![("num", i(2)), ("axis", i(0))]),
+        ("Slice", vec!["x", "b4", "e4"], vec![]),
+        ("Split", vec!["axis3", "x"], vec![("num_split", i(2))]),
+        (
+            "SplitV",
+            vec!["x", "two", "axis3"],
+            vec![("num_split", i(2))],
+        ),
+        ("Gather", vec!["x", "idx"], vec![]),
+        ("GatherV2", vec!["x", "idx", "zero"], vec![]),
+        ("Fill", vec!["dims", "one"], vec![]),
+        ("Range", vec!["zero", "four", "one"], vec![]),
+        ("Tile", vec!["x", "mult"], vec![]),
+        ("ResizeBilinear", vec!["x", "size"], vec![]),
+        ("ResizeNearestNeighbor", vec!["x", "size"], vec![]),
+        ("SpaceToBatchND", vec!["x", "two", "pads"], vec![]),
+        ("BatchToSpaceND", vec!["x", "two", "pads"], vec![]),
+        ("DepthToSpace", vec!["x"], vec![("block_size", i(2))]),
+        ("SpaceToDepth", vec!["x"], vec![("block_size", i(2))]),
+        (
+            "Conv3D",
+            vec!["x5", "w5"],
+            vec![("strides", ints(&[1; 5])), ("padding", s("SAME"))],
+        ),
+        ("Square", vec!["x"], vec![]),
+        ("Rsqrt", vec!["x"], vec![]),
+        ("Pow", vec!["x", "x"], vec![]),
+        ("TopKV2", vec!["x", "k"], vec![]),
+        (
+            "NonMaxSuppressionV3",
+            vec!["m1", "m1", "k", "x", "x"],
+            vec![],
+        ),
+        (
+            "NonMaxSuppressionV5",
+            vec!["m1", "m1", "k", "x", "x", "x"],
+            vec![],
+        ),
+        ("While", vec!["x"], vec![]),
+        ("Switch", vec!["x", "x"], vec![]),
+        ("Merge", vec!["x", "x"], vec![]),
+        (
+            "ConcatOffset",
+            vec!["axis3", "shape4", "shape4"],
+            vec![("N", i(2))],
+        ),
+        ("BroadcastGradientArgs", vec!["shape4", "shape4"], vec![]),
+        ("InvertPermutation", vec!["perm"], vec![]),
+        (
+            "Einsum",
+            vec!["m1", "m2"],
+            vec![("equation", s("ij,jk->ik")), ("N", i(2))],
+        ),
+        ("Erf", vec!["x"], vec![]),
+        ("Erfc", vec!["x"], vec![]),
+        ("StatelessRandomGetKeyCounter", vec!["seed"], vec![]),
+        ("SelectV2", vec!["x", "x", "x"], vec![]),
+    ];
+    for (op, inputs, attrs) in cases {
+        let mut nodes = walk_inputs();
+        nodes.push(node("op", op, &inputs, attrs));
+        let bytes = GraphDef {
+            node: nodes,
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let model = load_tensorflow_bytes(&bytes, "g.pb")
+            .unwrap_or_else(|e| panic!("{op}: the graph imports: {e}"));
+        let unknown: Vec<&str> = model
+            .graph
+            .nodes
+            .iter()
+            .filter(|n| n.domain == "tensorflow")
+            .map(|n| n.op_type.as_str())
+            .collect();
+        assert!(
+            unknown.is_empty(),
+            "{op}: unknown to the importer: {unknown:?}"
+        );
+        let made = model.graph.nodes.iter().any(|n| n.name.starts_with("op"))
+            || model.graph.initializers.keys().any(|k| k.starts_with("op"));
+        assert!(made, "{op}: imported as nothing");
+    }
+}
+
+/// The walk's check can fail: an op outside the tables is a `tensorflow`-domain node.
+#[test]
+fn an_op_outside_the_tables_is_a_tensorflow_domain_node() {
+    let mut nodes = walk_inputs();
+    nodes.push(node("op", "MysteryOp", &["x"], vec![]));
+    let bytes = GraphDef {
+        node: nodes,
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let model = load_tensorflow_bytes(&bytes, "g.pb").unwrap();
+    assert!(model.graph.nodes.iter().any(|n| n.domain == "tensorflow"));
+}
