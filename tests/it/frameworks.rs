@@ -6,40 +6,13 @@
 //! named errors with nothing written.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::{Command, Output};
+
+use crate::cli::{assert_refused, model_fixture, text, tunebank, SOC};
 
 use tunebank::job::{Environment, JobSpec};
 
-const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
-const SOC: &str = "--soc_version=Ascend910B2";
-
 fn fixture(name: &str) -> String {
-    format!(
-        "{}/fixtures/models/frameworks/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn tunebank(args: &[&str], cwd: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(cwd)
-        .env("HOME", cwd)
-        .env_remove("ASCEND_WORK_PATH")
-        .env_remove("TUNE_BANK_PATH")
-        .env_remove("ASCEND_CACHE_PATH")
-        .env_remove("AOE_MODE")
-        .output()
-        .unwrap()
+    model_fixture(&format!("frameworks/{name}"))
 }
 
 /// The model flags of each file of the small network.
@@ -378,26 +351,5 @@ fn bad_caffe_and_tensorflow_input_is_refused_naming_the_file() {
             vec!["--weight=", "layer \"conv1\" (Convolution)"],
         ),
     ];
-    for (flags, wants) in cases {
-        let bank = dir.path().join("bank.redb");
-        let mut args = vec![
-            "tune".to_string(),
-            "--job_type=2".into(),
-            SOC.into(),
-            "--bank".into(),
-            bank.to_str().unwrap().into(),
-        ];
-        args.extend(flags.iter().cloned());
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let o = tunebank(&args, dir.path());
-        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", text(&o));
-        for w in wants {
-            assert!(
-                text(&o).contains(w),
-                "{flags:?}: expected {w:?} in: {}",
-                text(&o)
-            );
-        }
-        assert!(!bank.exists(), "{flags:?}: nothing written");
-    }
+    assert_refused(dir.path(), cases);
 }

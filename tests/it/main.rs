@@ -13,6 +13,7 @@ mod aoe_graph_bank;
 mod atc_options;
 mod caffe_families;
 mod ci_rule;
+mod cli;
 mod cli_bank;
 mod cli_exit_codes;
 mod frameworks;

@@ -3,35 +3,8 @@
 //! file is reported by name and the rest tuned, and a folder with no model is refused.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
-const SOC: &str = "--soc_version=Ascend910B2";
-
-fn fixture(path: &str) -> String {
-    format!("{}/fixtures/models/{path}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn tunebank(args: &[&str], cwd: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(cwd)
-        .env("HOME", cwd)
-        .env_remove("ASCEND_WORK_PATH")
-        .env_remove("TUNE_BANK_PATH")
-        .env_remove("ASCEND_CACHE_PATH")
-        .env_remove("AOE_MODE")
-        .output()
-        .unwrap()
-}
+use crate::cli::{assert_refused, model_fixture, text, tunebank, SOC};
 
 /// `convert --json` of the model flags: (op name, IR type, result) of every op.
 fn convert(model: &str, bank: &str, cwd: &Path) -> Vec<(String, String, String)> {
@@ -69,7 +42,7 @@ fn a_folder_of_models_is_one_job_and_bad_files_are_named() {
         ("garbage.onnx", "garbage.onnx"),
         ("frameworks/small_net_ms.onnx", "small_net_ms.onnx"),
     ] {
-        std::fs::copy(fixture(from), models.join(to)).unwrap();
+        std::fs::copy(model_fixture(from), models.join(to)).unwrap();
     }
     std::fs::write(models.join("notes.txt"), "not a model").unwrap();
     let folder = format!("--model_path={}", models.display());
@@ -151,7 +124,7 @@ fn a_folder_without_a_model_is_refused() {
     std::fs::write(empty.join("readme.txt"), "nothing").unwrap();
     let bad = dir.path().join("bad");
     std::fs::create_dir(&bad).unwrap();
-    std::fs::copy(fixture("garbage.onnx"), bad.join("garbage.onnx")).unwrap();
+    std::fs::copy(model_fixture("garbage.onnx"), bad.join("garbage.onnx")).unwrap();
     let cases: Vec<(Vec<String>, Vec<&str>)> = vec![
         (
             vec![format!("--model_path={}", empty.display())],
@@ -168,7 +141,7 @@ fn a_folder_without_a_model_is_refused() {
         (
             vec![
                 format!("--model_path={}", empty.display()),
-                format!("--model={}", fixture("frameworks/small_net.onnx")),
+                format!("--model={}", model_fixture("frameworks/small_net.onnx")),
             ],
             vec!["--model_path=", "--model", "not both"],
         ),
@@ -190,26 +163,5 @@ fn a_folder_without_a_model_is_refused() {
             ],
         ),
     ];
-    for (flags, wants) in cases {
-        let bank = dir.path().join("bank.redb");
-        let mut args = vec![
-            "tune".to_string(),
-            "--job_type=2".into(),
-            SOC.into(),
-            "--bank".into(),
-            bank.to_str().unwrap().into(),
-        ];
-        args.extend(flags.iter().cloned());
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let o = tunebank(&args, dir.path());
-        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", text(&o));
-        for w in wants {
-            assert!(
-                text(&o).contains(w),
-                "{flags:?}: expected {w:?} in: {}",
-                text(&o)
-            );
-        }
-        assert!(!bank.exists(), "{flags:?}: nothing written");
-    }
+    assert_refused(dir.path(), cases);
 }

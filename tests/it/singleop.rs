@@ -5,35 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_tunebank");
-const SOC: &str = "--soc_version=Ascend910B2";
-
-fn fixture(path: &str) -> String {
-    format!("{}/fixtures/models/{path}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn tunebank(args: &[&str], cwd: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(cwd)
-        .env("HOME", cwd)
-        .env_remove("ASCEND_WORK_PATH")
-        .env_remove("TUNE_BANK_PATH")
-        .env_remove("ASCEND_CACHE_PATH")
-        .env_remove("AOE_MODE")
-        .output()
-        .unwrap()
-}
+use crate::cli::{assert_refused, model_fixture, text, tunebank, SOC};
 
 /// `convert --json` of a model or single-op file: op name → (IR type, key, result).
 fn convert(input: &str, bank: &str, cwd: &Path) -> BTreeMap<String, (String, String, String)> {
@@ -59,8 +32,11 @@ fn convert(input: &str, bank: &str, cwd: &Path) -> BTreeMap<String, (String, Str
 #[test]
 fn single_ops_and_the_network_share_keys_both_ways() {
     let dir = tempfile::tempdir().unwrap();
-    let ops = format!("--singleop={}", fixture("singleop/small_net_ops.json"));
-    let net = format!("--model={}", fixture("frameworks/small_net.onnx"));
+    let ops = format!(
+        "--singleop={}",
+        model_fixture("singleop/small_net_ops.json")
+    );
+    let net = format!("--model={}", model_fixture("frameworks/small_net.onnx"));
 
     let bank = dir.path().join("net.redb");
     let bank = bank.to_str().unwrap();
@@ -144,7 +120,7 @@ fn batch_matmul_adjoints_key_apart() {
     let dir = tempfile::tempdir().unwrap();
     let bank = dir.path().join("b.redb");
     let ops = convert(
-        &format!("--singleop={}", fixture("singleop/matmuls.json")),
+        &format!("--singleop={}", model_fixture("singleop/matmuls.json")),
         bank.to_str().unwrap(),
         dir.path(),
     );
@@ -160,7 +136,7 @@ fn batch_matmul_adjoints_key_apart() {
 fn bad_single_op_descriptions_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let good: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(fixture("singleop/small_net_ops.json")).unwrap(),
+        &std::fs::read_to_string(model_fixture("singleop/small_net_ops.json")).unwrap(),
     )
     .unwrap();
     let edit = |f: &dyn Fn(&mut serde_json::Value)| {
@@ -224,37 +200,23 @@ fn bad_single_op_descriptions_are_named() {
             vec!["op 0 (Conv2D)", "4-D OIHW filter"],
         ),
     ];
-    for (name, body, wants) in cases {
-        let path = dir.path().join(name);
-        std::fs::write(&path, body).unwrap();
-        let bank = dir.path().join("bank.redb");
-        let flag = format!("--singleop={}", path.display());
-        let o = tunebank(
-            &[
-                "tune",
-                &flag,
-                "--job_type=2",
-                SOC,
-                "--bank",
-                bank.to_str().unwrap(),
-            ],
-            dir.path(),
-        );
-        assert_eq!(o.status.code(), Some(2), "{name}: {}", text(&o));
-        for w in wants {
-            assert!(
-                text(&o).contains(w),
-                "{name}: expected {w:?} in: {}",
-                text(&o)
-            );
-        }
-        assert!(!bank.exists(), "{name}: nothing written");
-    }
+    let cases = cases
+        .into_iter()
+        .map(|(name, body, wants)| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, body).unwrap();
+            (vec![format!("--singleop={}", path.display())], wants)
+        })
+        .collect();
+    assert_refused(dir.path(), cases);
     let both = tunebank(
         &[
             "tune",
-            &format!("--singleop={}", fixture("singleop/small_net_ops.json")),
-            &format!("--model={}", fixture("frameworks/small_net.onnx")),
+            &format!(
+                "--singleop={}",
+                model_fixture("singleop/small_net_ops.json")
+            ),
+            &format!("--model={}", model_fixture("frameworks/small_net.onnx")),
             SOC,
         ],
         dir.path(),

@@ -217,14 +217,14 @@ impl Builder<'_> {
         )
     }
 
-    /// The shape and format a tensor is read in, checked.
+    /// The shape a tensor is read in (its format checked with it).
     fn check(
         &self,
         i: usize,
         op: &OpDesc,
         what: &str,
         t: &TensorDesc,
-    ) -> Result<(Vec<i64>, String), ModelError> {
+    ) -> Result<Vec<i64>, ModelError> {
         if t.shape_range.is_some() {
             return Err(self.invalid(i, op, format!("{what} has a shape_range: dynamic single ops are not keyed (keys are static shapes); expected static dims")));
         }
@@ -240,7 +240,7 @@ impl Builder<'_> {
         if shape.len() == 4 && !matches!(format.as_str(), "NCHW" | "ND") {
             return Err(self.invalid(i, op, format!("{what} format {format} on {shape:?}: expected NCHW or ND (keys are NCHW; write the framework's NHWC op as NCHW)")));
         }
-        Ok((shape, format))
+        Ok(shape)
     }
 
     /// A graph input of the op, or an initializer for a constant one.
@@ -253,7 +253,7 @@ impl Builder<'_> {
         t: &TensorDesc,
     ) -> Result<String, ModelError> {
         let what = format!("input_desc[{k}]");
-        let (shape, _) = self.check(i, op, &what, t)?;
+        let shape = self.check(i, op, &what, t)?;
         let elem = elem_type(&t.dtype).ok_or_else(|| self.bad_type(i, op, &what, &t.dtype))?;
         let name = format!(
             "{node}/{}",
