@@ -48,6 +48,8 @@ mod proto;
 mod singleop;
 #[cfg(feature = "tensorflow")]
 pub mod tensorflow;
+#[cfg(feature = "pytorch")]
+mod torch;
 
 pub use framework::{Framework, ModelFiles};
 pub use fuse::{group_by_key, resolve_units, KeyGroup, ProfileUnits, ResolvedUnit, TuningUnit};
@@ -59,6 +61,8 @@ pub use infer::{profiles, InferredGraph, SkippedOp, TensorInfo};
 #[cfg(feature = "mindspore")]
 pub use mindir::load_mindir_bytes;
 pub use optimizer::{apply_op, ApplyOp};
+#[cfg(feature = "pytorch")]
+pub use torch::load_pt2_bytes;
 use tunebank_failure::{io_kind, FailureKind};
 
 /// Why a model could not be imported or its shapes not set up. Every variant names the model.

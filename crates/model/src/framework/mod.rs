@@ -19,6 +19,9 @@ pub enum Framework {
     TensorFlow,
     /// `5`: an `.onnx` model.
     Onnx,
+    /// A `torch.export` program (`.pt2`); AOE has no `--framework` code for it (PyTorch
+    /// reaches AOE through ONNX), so the file's extension names it.
+    PyTorch,
     /// `--singleop`: ATC's single-operator description (JSON), each op a unit of its own; it
     /// has no `--framework` code.
     SingleOp,
@@ -43,7 +46,7 @@ impl Framework {
             Framework::MindSpore => "1",
             Framework::TensorFlow => "3",
             Framework::Onnx => "5",
-            Framework::SingleOp | Framework::Folder => "",
+            Framework::PyTorch | Framework::SingleOp | Framework::Folder => "",
         }
     }
 
@@ -54,6 +57,7 @@ impl Framework {
             Framework::MindSpore => "MindSpore",
             Framework::TensorFlow => "TensorFlow",
             Framework::Onnx => "ONNX",
+            Framework::PyTorch => "PyTorch",
             Framework::SingleOp => "single-operator description",
             Framework::Folder => "folder of models",
         }
@@ -66,6 +70,7 @@ impl Framework {
             Framework::MindSpore => &["air", "mindir"],
             Framework::TensorFlow => &["pb"],
             Framework::Onnx => &["onnx"],
+            Framework::PyTorch => &["pt2"],
             Framework::SingleOp | Framework::Folder => &[],
         }
     }
@@ -89,6 +94,7 @@ impl Framework {
         let ext = path.extension()?.to_string_lossy().to_ascii_lowercase();
         Framework::ALL
             .into_iter()
+            .chain([Framework::PyTorch])
             .find(|f| f.extensions().contains(&ext.as_str()))
     }
 }
@@ -97,6 +103,7 @@ impl std::fmt::Display for Framework {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Framework::SingleOp => write!(f, "--singleop"),
+            Framework::PyTorch => write!(f, "PyTorch (.pt2)"),
             Framework::Folder => write!(f, "--model_path"),
             _ => write!(f, "--framework={} ({})", self.code(), self.name()),
         }
@@ -287,6 +294,10 @@ impl ModelFiles {
             (Framework::TensorFlow, _) => crate::tensorflow::load_tensorflow(&self.model),
             #[cfg(feature = "mindspore")]
             (Framework::MindSpore, _) => crate::mindir::load_mindir(&self.model),
+            #[cfg(feature = "pytorch")]
+            (Framework::PyTorch, _) => crate::torch::load_pt2(&self.model),
+            #[cfg(not(feature = "pytorch"))]
+            (f @ Framework::PyTorch, _) => Err(not_built(f, "pytorch", &self.model)),
             (Framework::SingleOp, _) => crate::singleop::load_singleop(&self.model),
             (Framework::Folder, _) => folder::load_folder(&self.model),
             #[cfg(not(feature = "mindspore"))]
@@ -310,7 +321,8 @@ impl ModelFiles {
 #[cfg(any(
     not(feature = "caffe"),
     not(feature = "tensorflow"),
-    not(feature = "mindspore")
+    not(feature = "mindspore"),
+    not(feature = "pytorch")
 ))]
 fn not_built(f: Framework, feature: &str, model: &Path) -> ModelError {
     ModelError::Framework {
