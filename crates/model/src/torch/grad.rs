@@ -22,6 +22,21 @@ use crate::{Attr, ModelError};
 
 type Attrs = BTreeMap<String, Attr>;
 
+/// aten ops the importer does not infer, by the Ascend IR op torchair compiles them to: an
+/// unmapped node carries that name (inference names it when it skips it), so a backward op
+/// is seen as one (GDAT seeds a step's backward pass at its gradient ops).
+pub(super) const ASCEND_NAMES: &[(&str, &str)] = &[
+    ("_adaptive_avg_pool2d_backward", "AdaptiveAvgPool2dGrad"),
+    ("_log_softmax_backward_data", "LogSoftmaxGrad"),
+    ("_softmax_backward_data", "SoftmaxGrad"),
+    ("embedding_dense_backward", "EmbeddingDenseGrad"),
+    ("gelu_backward", "GeluGrad"),
+    ("native_layer_norm_backward", "LayerNormGrad"),
+    ("nll_loss_backward", "NLLLossGrad"),
+    ("nll_loss_forward", "NLLLoss"),
+    ("silu_backward", "SiluGrad"),
+];
+
 impl Builder<'_> {
     /// Maps `c` when it is a backward op, an in-place op or a `_foreach_` op (`Some(mapped)`);
     /// `None` otherwise.
@@ -429,6 +444,8 @@ impl Builder<'_> {
                 (None, Some(self.t(&fresh)))
             }
         };
+        // A variable written in place is read on as the variable (TensorFlow's
+        // ReadVariableOp after an assignment), so the update ops GDAT walks see its writes.
         let out = match (var, added, result) {
             (true, Some(v), _) => {
                 let o = self.fresh(&c.name);
@@ -436,11 +453,11 @@ impl Builder<'_> {
                     &name("AssignAdd"),
                     "AssignAdd",
                     "",
-                    vec![me, v],
-                    vec![o.clone()],
+                    vec![me.clone(), v],
+                    vec![o],
                     none(),
                 );
-                o
+                me
             }
             (true, None, Some(r)) => {
                 let o = self.fresh(&c.name);
@@ -448,11 +465,11 @@ impl Builder<'_> {
                     &name("Assign"),
                     "Assign",
                     "",
-                    vec![me, r],
-                    vec![o.clone()],
+                    vec![me.clone(), r],
+                    vec![o],
                     none(),
                 );
-                o
+                me
             }
             (false, Some(v), _) => self.op2(c, "Add", me, v),
             (false, None, Some(r)) => r,

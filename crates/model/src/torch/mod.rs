@@ -11,14 +11,17 @@
 //!   the Ascend IR ops the TensorFlow importer gives a training step, and in-place updates of
 //!   parameters and buffers (the optimizer's, `_foreach_*` expanded per tensor) onto
 //!   `Assign`/`AssignAdd`/`AssignSub`, where GDAT finds a step's gradients.
+//! - `plumbing.rs` the shape plumbing (transposes, reshapes, slices, splits).
 //! - Parameters, buffers and constants are initializers named by their module path
 //!   (`layer1.0.conv1.weight`); user inputs are graph inputs.
-//! - An aten op not mapped becomes an `aten`-domain node of the same name, which inference
+//! - An aten op not mapped becomes an `aten`-domain node of its name (or of the Ascend IR op
+//!   torchair makes of it, `grad.rs`'s `ASCEND_NAMES`: `nll_loss_backward` is `NLLLossGrad`), which inference
 //!   names when it skips it; its outputs keep the shapes the program states (declared as
 //!   `value_info`), so the ops after it are still tuned.
 
 mod aten;
 mod grad;
+mod plumbing;
 pub(crate) mod program;
 
 use std::collections::{BTreeMap, HashMap};
@@ -334,7 +337,23 @@ impl<'a> Builder<'a> {
             .iter()
             .map(|o| o.clone().unwrap_or_default())
             .collect();
-        self.push(&c.name, &c.op, "aten", ins, outs, BTreeMap::new());
+        match grad::ASCEND_NAMES.iter().find(|(aten, _)| *aten == c.op) {
+            Some((_, ascend)) => {
+                // The scalar arguments as attributes (`reduction`, `dim` …).
+                let a = c
+                    .args
+                    .iter()
+                    .filter_map(|(n, a)| match a {
+                        Arg::Int(v) => Some((n.clone(), Attr::Int(*v))),
+                        Arg::Float(v) => Some((n.clone(), Attr::Float(*v as f32))),
+                        Arg::Ints(v) => Some((n.clone(), Attr::Ints(v.clone()))),
+                        _ => None,
+                    })
+                    .collect();
+                self.push(&c.name, ascend, "", ins, outs, a)
+            }
+            None => self.push(&c.name, &c.op, "aten", ins, outs, BTreeMap::new()),
+        }
     }
 
     /// The IR tensor of torch tensor `t`; a pending transpose is made here.

@@ -349,3 +349,41 @@ pub(super) fn assign(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, Inf
     input(cx.ins, 1)?;
     Ok(vec![info(var.elem_type, var.shape.clone())])
 }
+
+/// A gradient shaped as its forward tensor at input `i`, in the gradient's (input 0's) type:
+/// `LogSoftmaxGrad`, `SoftmaxGrad`, `GeluGrad`, `SiluGrad` (dy, x or y: shaped as dy, i = 0),
+/// `AdaptiveAvgPool2dGrad` and `NLLLossGrad` (dy, x …: shaped as x, i = 1).
+fn like_input(cx: &Ctx<'_>, i: usize) -> Result<Vec<TensorInfo>, InferError> {
+    let dy = input(cx.ins, 0)?;
+    let x = input(cx.ins, i)?;
+    Ok(vec![info(dy.elem_type, x.shape.clone())])
+}
+
+/// [`like_input`] of input 0.
+pub(super) fn like_dy(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    input(cx.ins, 1)?;
+    like_input(cx, 0)
+}
+
+/// [`like_input`] of input 1.
+pub(super) fn like_x(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    like_input(cx, 1)
+}
+
+/// `NLLLoss` (log-probabilities [N, C] or [N, C, …], target …): the loss — per sample under
+/// `reduction` 0 (none), else a scalar — and the total weight, a scalar.
+pub(super) fn nll_loss(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    let x = input(cx.ins, 0)?;
+    input(cx.ins, 1)?;
+    let none = matches!(attrs.get("reduction"), Some(AttrValue::Int(0)));
+    let loss = if none {
+        let mut s = x.shape.clone();
+        if s.len() >= 2 {
+            s.remove(1);
+        }
+        s
+    } else {
+        vec![]
+    };
+    Ok(vec![info(x.elem_type, loss), info(x.elem_type, vec![])])
+}
