@@ -72,6 +72,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
+    // PyTorch: each `.pt2` fixture's program JSON (the load_pt2 target stores non-ZIP input
+    // as the archive's program).
+    for entry in std::fs::read_dir("fixtures/models/pytorch")? {
+        let p = entry?.path();
+        if p.extension().and_then(|e| e.to_str()) == Some("pt2") {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let mut zip = zip::ZipArchive::new(std::fs::File::open(&p)?)?;
+            let entry = zip
+                .file_names()
+                .filter_map(Result::ok)
+                .find(|n| n.ends_with("models/model.json"))
+                .map(|n| n.into_owned())
+                .ok_or("no models/model.json")?;
+            let mut program = Vec::new();
+            std::io::Read::read_to_end(&mut zip.by_name(&entry)?, &mut program)?;
+            write("load_pt2", &format!("{name}.json"), &program)?;
+        }
+    }
+
     // Single-operator descriptions: each fixture file.
     for entry in std::fs::read_dir("fixtures/models/singleop")? {
         let p = entry?.path();

@@ -25,7 +25,7 @@ shift || true
 if [ "$#" -gt 0 ]; then
   targets=("$@")
 else
-  targets=(decode_record load_caffe load_mindir load_onnx load_singleop load_tensorflow parse_options parse_response parse_restriction)
+  targets=(decode_record load_caffe load_mindir load_onnx load_pt2 load_singleop load_tensorflow parse_options parse_response parse_restriction)
 fi
 profile="${FUZZ_PROFILE:-release}"
 triple=$(rustc -vV | sed -n 's/^host: //p')

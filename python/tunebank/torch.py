@@ -78,6 +78,9 @@ def _arg(v, nodes):
     import torch.fx as fx
 
     if isinstance(v, fx.Node):
+        val = v.meta.get("val")
+        if val is not None and not _is_tensor(val):
+            return _arg(int(val) if hasattr(val, "node") else val, nodes)
         return {"as_tensor": {"name": nodes[v]}}
     if v is None:
         return {"as_none": True}
@@ -92,6 +95,13 @@ def _arg(v, nodes):
     if isinstance(v, torch.dtype):
         return {"as_scalar_type": _dtype_code(v)}
     if isinstance(v, (list, tuple)):
+        # A size computed in the graph (a node whose value is a number) is its value.
+        v = [
+            x.meta.get("val") if isinstance(x, fx.Node) and not _is_tensor(x.meta.get("val"))
+            else x
+            for x in v
+        ]
+        v = [int(x) if hasattr(x, "node") and not _is_tensor(x) else x for x in v]
         if any(isinstance(x, fx.Node) for x in v):
             if any(x is None for x in v):
                 return {
@@ -219,6 +229,11 @@ def program_bytes(program, name="model"):
     return buf.getvalue()
 
 
+def _unsupported(kind):
+    return (f"optimizer {kind}: expected torch.optim.SGD, Adam or AdamW (tunebank replays "
+            "their update rule in the captured step)")
+
+
 def _optimizer_update(optimizer, params, grads, state):
     """`optimizer`'s update of `params` (name → tensor) by `grads`, in place, on the state
     tensors `state` (name → tensor), as torch.optim's single-tensor forms write it."""
@@ -251,11 +266,7 @@ def _optimizer_update(optimizer, params, grads, state):
             denom = (v.sqrt() / (1 - b2) ** 0.5).add_(group["eps"])
             p.addcdiv_(m, denom, value=-lr / (1 - b1))
         else:
-            raise ValueError(
-                f"optimizer {kind}: expected torch.optim.SGD, Adam or AdamW (tunebank replays "
-                "their update rule in the captured step)"
-            )
-    del torch
+            raise ValueError(_unsupported(kind))
 
 
 def _state_names(optimizer, params):
@@ -265,7 +276,7 @@ def _state_names(optimizer, params):
     slots = {"SGD": ["momentum_buffer"] if optimizer.param_groups[0].get("momentum") else [],
              "Adam": ["exp_avg", "exp_avg_sq"], "AdamW": ["exp_avg", "exp_avg_sq"]}.get(kind)
     if slots is None:
-        _optimizer_update(optimizer, {}, {}, {})  # raises the named error
+        raise ValueError(_unsupported(kind))
     return [f"{n}.{s}" for n in params for s in slots]
 
 
@@ -281,6 +292,7 @@ def capture(module, example_inputs, *, loss_fn=None, target=None, optimizer=None
 
     if training is None:
         training = loss_fn is not None or optimizer is not None
+    paths = getattr(module, "_tunebank_paths", {})
     params = {n: p for n, p in module.named_parameters() if p.requires_grad}
     buffers = dict(module.named_buffers())
     frozen = {n: p for n, p in module.named_parameters() if not p.requires_grad}
@@ -317,15 +329,22 @@ def capture(module, example_inputs, *, loss_fn=None, target=None, optimizer=None
         module.train(was_training)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     k = len(ps)
-    pmap = {n.name: pnames[i] for i, n in enumerate(placeholders[:k])}
-    bmap = {n.name: bnames[i] for i, n in enumerate(placeholders[k:k + len(bs)])}
-    smap = {n.name: slots[i] for i, n in enumerate(placeholders[k + len(bs):k + len(bs) + len(st)])}
+    pmap = {n.name: paths.get(pnames[i], pnames[i]) for i, n in enumerate(placeholders[:k])}
+    bmap = {n.name: paths.get(bnames[i], bnames[i])
+            for i, n in enumerate(placeholders[k:k + len(bs)])}
+    def slot_path(s):
+        owner, slot = s.rsplit(".", 1)
+        return f"{paths.get(owner, owner)}.{slot}"
+
+    smap = {n.name: slot_path(slots[i])
+            for i, n in enumerate(placeholders[k + len(bs):k + len(bs) + len(st)])}
     bmap.update(smap)
     gradients = {}
     if training:
         out = [n for n in gm.graph.nodes if n.op == "output"][0]
         flat = torch.utils._pytree.tree_leaves(out.args[0])
-        gradients = {g.name: pnames[i] for i, g in enumerate(flat[1:1 + k]) if g is not None}
+        gradients = {g.name: paths.get(pnames[i], pnames[i])
+                     for i, g in enumerate(flat[1:1 + k]) if g is not None}
     return program_bytes(_graph_json(gm, pmap, bmap, gradients), name)
 
 
@@ -369,6 +388,61 @@ def tune(module, example_inputs, *, loss_fn=None, target=None, optimizer=None, n
     return _tune(path, soc_version=soc_version, **_options(training, options))
 
 
+def _module_path(placeholder):
+    """The module path of a parameter or buffer input of a graph torch.compile captured
+    (`L_self_modules_conv1_parameters_weight_` → `conv1.weight`)."""
+    p = placeholder
+    for prefix in ("L_self_", "L_"):
+        if p.startswith(prefix):
+            p = p[len(prefix):]
+            break
+    p = p.rstrip("_")
+    for part in ("_modules_", "_parameters_", "_buffers_"):
+        p = p.replace(part, ".")
+    for part in ("modules_", "parameters_", "buffers_"):
+        if p.startswith(part):
+            p = p[len(part):]
+    return p
+
+
+def _lifted(gm, example_inputs):
+    """A module around a graph torch.compile captured whose parameters and buffers are graph
+    inputs: the parameters (inputs that are `nn.Parameter`s) and buffers (inputs named as a
+    module's buffers) become the module's own, named by their module path; the other inputs
+    stay its inputs. Returns the module and its user inputs."""
+    import torch
+
+    class Lifted(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gm = gm
+            self.kinds = []
+            self._tunebank_paths = {}
+
+        def forward(self, *user):
+            it = iter(user)
+            args = [getattr(self, name) if kind else next(it) for kind, name in self.kinds]
+            return self.gm(*args)
+
+    mod = Lifted()
+    user = []
+    names = [n.target for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, (x, ph) in enumerate(zip(example_inputs, names)):
+        if isinstance(x, torch.nn.Parameter):
+            key = f"p{i}"
+            mod.register_parameter(key, x)
+        elif "_buffers_" in ph and isinstance(x, torch.Tensor):
+            key = f"b{i}"
+            mod.register_buffer(key, x)
+        else:
+            mod.kinds.append((False, None))
+            user.append(x)
+            continue
+        mod.kinds.append((True, key))
+        mod._tunebank_paths[key] = _module_path(ph)
+    return mod, tuple(user)
+
+
 class _Backend:
     """The ``torch.compile`` backend :func:`backend` returns."""
 
@@ -385,10 +459,11 @@ class _Backend:
         import torch
 
         if os.environ.get("AOE_MODE", "").strip() and not self.results:
+            module, user = _lifted(gm, example_inputs)
             training = torch.is_grad_enabled() and any(
-                getattr(x, "requires_grad", False) for x in example_inputs
-            ) or any(p.requires_grad for p in gm.parameters())
-            data = capture(gm, tuple(example_inputs), loss_fn=self.loss_fn,
+                p.requires_grad for p in module.parameters()
+            )
+            data = capture(module, user, loss_fn=self.loss_fn,
                            optimizer=self.optimizer if training else None,
                            training=training, name=self.name)
             log.info("in tune mode, training graph handled by tools.")

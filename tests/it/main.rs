@@ -29,6 +29,7 @@ mod multiprocess;
 mod pg_bank;
 mod pg_crash;
 mod pg_cut;
+mod pytorch;
 mod queue;
 mod sgat;
 mod sgat_convert;
