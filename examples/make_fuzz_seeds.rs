@@ -81,9 +81,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut zip = zip::ZipArchive::new(std::fs::File::open(&p)?)?;
             let entry = zip
                 .file_names()
-                .filter_map(Result::ok)
                 .find(|n| n.ends_with("models/model.json"))
-                .map(|n| n.into_owned())
+                .map(str::to_string)
                 .ok_or("no models/model.json")?;
             let mut program = Vec::new();
             std::io::Read::read_to_end(&mut zip.by_name(&entry)?, &mut program)?;

@@ -7,6 +7,9 @@
 - :func:`tune` — an operator-tuning job (``tunebank tune --job_type=2``);
 - :mod:`tunebank.tf` — tuning during training: a Keras callback or one call that tunes a
   TensorFlow training step when ``AOE_MODE`` is set (TensorFlow is the ``tf`` extra);
+- :mod:`tunebank.torch` — the same for PyTorch: a ``torch.compile`` backend or one call that
+  captures the forward, backward and optimizer update as a ``.pt2`` program and tunes it
+  (torch is the ``torch`` extra);
 - :mod:`tunebank.search` — spaces, strategies with ask/tell, Kernel Tuner cache replay, the
   scorer and the comparison that also runs strategies written in Python;
 - :mod:`tunebank.errors` — the exception classes.
@@ -28,6 +31,7 @@ from ._tunebank import (
 )
 from . import search
 from . import tf
+from . import torch
 from .errors import (
     BankBusyError,
     BankDamagedError,

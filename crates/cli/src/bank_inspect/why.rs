@@ -30,7 +30,7 @@ pub struct WhyArgs {
     /// produces them.
     #[arg(long, conflicts_with_all = ["op_descriptor", "model"])]
     pub ops: Option<PathBuf>,
-    /// Model (ONNX, Caffe prototxt with `--weight`, TensorFlow frozen graph, MindSpore MindIR): imported, shape-inferred per dynamic profile and fused into tuning units
+    /// Model (ONNX, Caffe prototxt with `--weight`, TensorFlow frozen graph, MindSpore MindIR, PyTorch `.pt2`): imported, shape-inferred per dynamic profile and fused into tuning units
     /// exactly as `tunebank tune` and `tunebank convert` do. With the ATC-style
     /// `--job_type=1` (AOE's subgraph tuning), its subgraph keys are diagnosed instead, against
     /// the graph bank (`--bank FILE`, else TUNE_BANK_PATH / ASCEND_CACHE_PATH/aoe_data / the

@@ -65,7 +65,7 @@ enum Command {
     #[command(subcommand)]
     Bank(BankCommand),
     /// Tuning of a model (ONNX, Caffe prototxt with `--weight`, TensorFlow frozen graph,
-    /// MindSpore MindIR):
+    /// MindSpore MindIR, PyTorch `torch.export` program `.pt2`):
     /// operators (OPAT, `--job_type=2`, the default), subgraphs (SGAT, `--job_type=1`) or
     /// gradient splits (GDAT, `--job_type=4`), with `--model=m.onnx --soc_version=...` plus ATC
     /// options; winners go to the custom bank of the job's kind and
@@ -82,7 +82,7 @@ TUNING_PARALLEL_NUM (measurement slots, capped by available memory; --tuning_par
 TE_PARALLEL_COMPILER (candidates per search round; default: the slots dealt out among the ops), AOE_MODE (the job type when --job_type is not given), ASCEND_DEVICE_ID."
     )]
     Tune(Box<tune::TuneArgs>),
-    /// The converter's view: every op of `--model=FILE` (ONNX, Caffe, TensorFlow, MindIR) resolved against the bank under the
+    /// The converter's view: every op of `--model=FILE` (ONNX, Caffe, TensorFlow, MindIR, PyTorch .pt2) resolved against the bank under the
     /// given ATC options, hit or miss per op.
     #[command(before_long_help = tunebank_key::options_help())]
     #[command(

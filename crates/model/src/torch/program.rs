@@ -202,11 +202,7 @@ pub(crate) fn read_program<R: Read + Seek>(
     let bad = |reason: String| malformed(source, reason);
     let mut zip =
         zip::ZipArchive::new(archive).map_err(|e| bad(format!("not a ZIP archive ({e})")))?;
-    let names: Vec<String> = zip
-        .file_names()
-        .filter_map(Result::ok)
-        .map(|n| n.into_owned())
-        .collect();
+    let names: Vec<String> = zip.file_names().map(str::to_string).collect();
     let entry = names
         .iter()
         .find(|n| n.ends_with("/models/model.json") || *n == "models/model.json")
