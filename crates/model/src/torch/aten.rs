@@ -161,6 +161,12 @@ impl Builder<'_> {
         if RESHAPES.contains(&op) {
             return Ok(self.reshape(c));
         }
+        self.by_name(c)
+    }
+
+    /// The ops of [`Builder::aten`] that are not in its tables.
+    fn by_name(&mut self, c: &Call) -> Result<bool, ModelError> {
+        let op = c.op.as_str();
         match op {
             "conv1d" | "conv2d" | "conv3d" | "convolution" | "_convolution" => self.conv(c),
             "linear" => Ok(self.linear(c)),
@@ -182,38 +188,7 @@ impl Builder<'_> {
             | "_native_batch_norm_legit"
             | "_native_batch_norm_legit_functional" => Ok(self.batch_norm(c)),
             "layer_norm" | "native_layer_norm" => Ok(self.layer_norm(c)),
-            "silu" => {
-                let x = self.input(c, 0, "self");
-                let s = self.fresh(&c.name);
-                self.push(
-                    &s,
-                    "Sigmoid",
-                    "",
-                    vec![x.clone()],
-                    vec![s.clone()],
-                    Attrs::new(),
-                );
-                self.emit(c, "Mul", vec![x, s], Attrs::new());
-                Ok(true)
-            }
-            "hardtanh" | "relu6" => {
-                let x = self.input(c, 0, "self");
-                let lo = self.constant(&format!("{}/min", c.name), vec![], None);
-                let hi = self.constant(&format!("{}/max", c.name), vec![], None);
-                self.emit(c, "Clip", vec![x, lo, hi], Attrs::new());
-                Ok(true)
-            }
-            "leaky_relu" => {
-                let x = self.input(c, 0, "self");
-                let alpha = c.float(1, "negative_slope").unwrap_or(0.01) as f32;
-                self.emit(
-                    c,
-                    "LeakyRelu",
-                    vec![x],
-                    attrs([("alpha", Attr::Float(alpha))]),
-                );
-                Ok(true)
-            }
+            "silu" | "hardtanh" | "relu6" | "leaky_relu" => Ok(self.activation(c)),
             "max_pool2d" | "max_pool2d_with_indices" | "avg_pool2d" => Ok(self.pool(c)),
             "adaptive_avg_pool2d" | "_adaptive_avg_pool2d" => {
                 if c.ints(1, "output_size").as_deref() != Some(&[1, 1]) {
@@ -286,6 +261,45 @@ impl Builder<'_> {
             }
             "scaled_dot_product_attention" => Ok(self.attention(c)),
             _ => Ok(false),
+        }
+    }
+
+    /// silu, hardtanh/relu6, leaky_relu.
+    fn activation(&mut self, c: &Call) -> bool {
+        match c.op.as_str() {
+            "silu" => {
+                let x = self.input(c, 0, "self");
+                let s = self.fresh(&c.name);
+                self.push(
+                    &s,
+                    "Sigmoid",
+                    "",
+                    vec![x.clone()],
+                    vec![s.clone()],
+                    Attrs::new(),
+                );
+                self.emit(c, "Mul", vec![x, s], Attrs::new());
+                true
+            }
+            "hardtanh" | "relu6" => {
+                let x = self.input(c, 0, "self");
+                let lo = self.constant(&format!("{}/min", c.name), vec![], None);
+                let hi = self.constant(&format!("{}/max", c.name), vec![], None);
+                self.emit(c, "Clip", vec![x, lo, hi], Attrs::new());
+                true
+            }
+            "leaky_relu" => {
+                let x = self.input(c, 0, "self");
+                let alpha = c.float(1, "negative_slope").unwrap_or(0.01) as f32;
+                self.emit(
+                    c,
+                    "LeakyRelu",
+                    vec![x],
+                    attrs([("alpha", Attr::Float(alpha))]),
+                );
+                true
+            }
+            _ => false,
         }
     }
 
