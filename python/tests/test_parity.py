@@ -116,13 +116,15 @@ FRAMEWORKS = FIXTURES / "models" / "frameworks"
 
 
 @pytest.mark.parametrize("model,flags", [
-    ("small_net.prototxt", {"framework": 0, "weight": FRAMEWORKS / "small_net.caffemodel"}),
-    ("small_net.pb", {"framework": 3}),
-], ids=["caffe", "tensorflow"])
-def test_caffe_and_tensorflow_models_enter_every_front_door(clean_env, cli, model, flags):
+    (FRAMEWORKS / "small_net.prototxt", {"framework": 0, "weight": FRAMEWORKS / "small_net.caffemodel"}),
+    (FRAMEWORKS / "small_net.pb", {"framework": 3}),
+    (FIXTURES / "models" / "pytorch" / "small_cnn_step.pt2", {}),
+], ids=["caffe", "tensorflow", "pytorch"])
+def test_caffe_tensorflow_and_pytorch_models_enter_every_front_door(clean_env, cli, model, flags):
     """The CLI's ``convert``, Python's ``model_keys`` and the C ABI take a Caffe prototxt with
-    its ``weight`` and a frozen TensorFlow graph alike, with the same units and keys."""
-    path = FRAMEWORKS / model
+    its ``weight``, a frozen TensorFlow graph and a PyTorch ``.pt2`` (a captured training step)
+    alike, with the same units and keys."""
+    path = model
     options = {"soc_version": SOC, **{k: str(v) for k, v in flags.items()}}
     converted = rows(json.loads(cli("convert", f"--model={path}", *args_of(options), "--json"))["ops"])
     assert any(r["ir_type"].startswith("Conv2D") for r in converted), converted

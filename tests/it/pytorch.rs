@@ -247,3 +247,55 @@ fn bad_pt2_input_is_refused_by_name_and_nothing_is_written() {
     }
     assert_refused(dir.path(), refused);
 }
+
+/// The training step of fixtures/models/training's small CNN captured from PyTorch
+/// (tf_twin_step.pt2) and traced from TensorFlow (small_cnn_step.pb): the backward ops ATC
+/// compiles alike key alike — both filter gradients, the ReLU, pooling and batch-norm
+/// gradients, the batch-norm statistics — and PyTorch's input and bias gradients are among
+/// TensorFlow's (TensorFlow adds a BiasAddGrad for the dense bias, which PyTorch sums with a
+/// ReduceSum). Where ATC compiles other ops they differ: the loss (NLLLoss against
+/// SoftmaxCrossEntropyWithLogits), BNTrainingUpdate (PyTorch's updates the running statistics
+/// itself, `factor` = momentum; TensorFlow's leaves them to assignments, `factor` 1), the
+/// average pool (`count_include_pad` 1 against 0) and the dense layer's MatMuls (NCHW against
+/// NHWC flattening order).
+#[test]
+fn the_backward_ops_of_a_pytorch_step_key_as_the_tensorflow_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let precision = "--precision_mode=allow_fp32_to_fp16";
+    let torch = convert(
+        &format!("--model={}", fixture("tf_twin_step.pt2")),
+        &[precision],
+        dir.path(),
+    );
+    let tf_step = model_fixture("training/small_cnn_step.pb");
+    let tf = convert(
+        &format!("--model={tf_step}"),
+        &["--framework=3", precision],
+        dir.path(),
+    );
+    let (a, b) = (keys(&torch), keys(&tf));
+    let set = |m: &BTreeMap<String, Vec<String>>, t: &str| -> std::collections::BTreeSet<String> {
+        m.get(t).into_iter().flatten().cloned().collect()
+    };
+    for t in [
+        "Conv2DBackpropFilter",
+        "ReluGrad",
+        "MaxPoolGrad",
+        "AvgPoolGrad",
+        "BNTrainingReduce",
+        "BNTrainingReduceGrad",
+        "BNTrainingUpdateGrad",
+    ] {
+        assert!(!set(&a, t).is_empty(), "{t} in the PyTorch step");
+        assert_eq!(set(&a, t), set(&b, t), "{t}");
+    }
+    for t in ["Conv2DBackpropInput", "BiasAddGrad"] {
+        assert!(!set(&a, t).is_empty(), "{t} in the PyTorch step");
+        assert!(
+            set(&a, t).is_subset(&set(&b, t)),
+            "{t}: {:?} {:?}",
+            a.get(t),
+            b.get(t)
+        );
+    }
+}

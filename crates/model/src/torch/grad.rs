@@ -9,6 +9,9 @@
 //! | convolution_backward (2-D, not transposed) | `Conv2DBackpropInput` (input sizes, weight, dy), `Conv2DBackpropFilter` (x, dy; `filter_size` OIHW), `BiasAddGrad` (NCHW), each as `output_mask` asks; `Depthwise…` when groups = input channels |
 //! | threshold_backward; hardtanh_backward (0, 6); sigmoid_backward; tanh_backward | `ReluGrad` (dy, features); `Relu6Grad`; `SigmoidGrad` (y, dy); `TanhGrad` (y, dy) |
 //! | max_pool2d_with_indices_backward; avg_pool2d_backward | `MaxPoolGrad` (x, the forward's values, dy); `AvgPoolGrad` (input sizes, dy); `ksize`, `strides` NCHW, `pads` explicit |
+//!
+//! The backward convolutions and poolings carry `data_format` NCHW, as the TensorFlow importer
+//! gives the same ops of an NHWC graph it holds in NCHW.
 //! | `op_` in place on a parameter or buffer: add_/sub_ (`alpha`), addcdiv_, addcmul_, lerp_, copy_, any other mapped op | `AssignAdd`/`AssignSub` of the scaled operand; `AssignAdd` of the scaled product or quotient; `AssignAdd` of the step; `Assign`; the op then `Assign` |
 //! | `op_` in place on any other tensor | the op, its result relabelled |
 //! | `_foreach_op` / `_foreach_op_` (tensor lists, scalar lists) | `op` / `op_` once per tensor of the list |
@@ -260,6 +263,7 @@ impl Builder<'_> {
                 ("padding", Attr::Str("EXPLICIT".into())),
                 ("pads", Attr::Ints(vec![p[0], p[0], p[1], p[1]])),
                 ("groups", Attr::Int(groups)),
+                ("data_format", Attr::Str("NCHW".into())),
             ])
         };
         let dy = self.input(c, 0, "grad_output");
@@ -342,6 +346,7 @@ impl Builder<'_> {
         let mut a = attrs([
             ("ksize", Attr::Ints(vec![1, 1, k[0], k[1]])),
             ("strides", Attr::Ints(vec![1, 1, s[0], s[1]])),
+            ("data_format", Attr::Str("NCHW".into())),
         ]);
         if p == [0, 0] {
             a.insert("padding".into(), Attr::Str("VALID".into()));
