@@ -299,3 +299,36 @@ fn the_backward_ops_of_a_pytorch_step_key_as_the_tensorflow_steps() {
         );
     }
 }
+
+/// The encoder block's training step (mean-squared error, AdamW) imports whole: flash
+/// attention and its gradient as torchair compiles them (`FlashAttentionScore`,
+/// `FlashAttentionScoreGrad`), the layer-norm and GELU gradients, the loss and its gradient;
+/// GDAT finds one gradient per parameter (twelve).
+#[test]
+fn the_encoder_blocks_step_imports_whole_and_gdat_finds_every_gradient() {
+    let dir = tempfile::tempdir().unwrap();
+    let step_file = fixture("encoder_block_step.pt2");
+    let step = format!("--model={step_file}");
+    let precision = "--precision_mode=allow_fp32_to_fp16";
+    let report = convert(&step, &[precision], dir.path());
+    assert_eq!(report["skipped"], serde_json::json!([]), "{report}");
+    let types = keys(&report);
+    for op in [
+        "FlashAttentionScore",
+        "FlashAttentionScoreGrad",
+        "LayerNormGrad",
+        "GeluGrad",
+        "MseLossGrad",
+        "MatMulV2",
+    ] {
+        assert!(types.contains_key(op), "{op} in {:?}", types.keys());
+    }
+    let o = tune(
+        &step,
+        &["--job_type=4", "--rank_size=8", precision],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(parameters(&step_file), 12);
+    assert!(text(&o).contains("GDAT: 12 gradients"), "{}", text(&o));
+}

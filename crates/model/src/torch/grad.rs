@@ -30,10 +30,25 @@ type Attrs = BTreeMap<String, Attr>;
 /// is seen as one (GDAT seeds a step's backward pass at its gradient ops).
 pub(super) const ASCEND_NAMES: &[(&str, &str)] = &[
     ("_adaptive_avg_pool2d_backward", "AdaptiveAvgPool2dGrad"),
+    ("_scaled_dot_product_flash_attention", "FlashAttentionScore"),
+    (
+        "_scaled_dot_product_flash_attention_backward",
+        "FlashAttentionScoreGrad",
+    ),
+    (
+        "_scaled_dot_product_flash_attention_for_cpu",
+        "FlashAttentionScore",
+    ),
+    (
+        "_scaled_dot_product_flash_attention_for_cpu_backward",
+        "FlashAttentionScoreGrad",
+    ),
     ("_log_softmax_backward_data", "LogSoftmaxGrad"),
     ("_softmax_backward_data", "SoftmaxGrad"),
     ("embedding_dense_backward", "EmbeddingDenseGrad"),
     ("gelu_backward", "GeluGrad"),
+    ("mse_loss", "MseLoss"),
+    ("mse_loss_backward", "MseLossGrad"),
     ("native_layer_norm_backward", "LayerNormGrad"),
     ("nll_loss_backward", "NLLLossGrad"),
     ("nll_loss_forward", "NLLLoss"),

@@ -352,7 +352,7 @@ pub(super) fn assign(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, Inf
 
 /// A gradient shaped as its forward tensor at input `i`, in the gradient's (input 0's) type:
 /// `LogSoftmaxGrad`, `SoftmaxGrad`, `GeluGrad`, `SiluGrad` (dy, x or y: shaped as dy, i = 0),
-/// `AdaptiveAvgPool2dGrad` and `NLLLossGrad` (dy, x …: shaped as x, i = 1).
+/// `AdaptiveAvgPool2dGrad`, `NLLLossGrad` and `MseLossGrad` (dy, x …: shaped as x, i = 1).
 fn like_input(cx: &Ctx<'_>, i: usize) -> Result<Vec<TensorInfo>, InferError> {
     let dy = input(cx.ins, 0)?;
     let x = input(cx.ins, i)?;
@@ -368,6 +368,18 @@ pub(super) fn like_dy(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, In
 /// [`like_input`] of input 1.
 pub(super) fn like_x(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
     like_input(cx, 1)
+}
+
+/// `MseLoss` (x, target; `reduction`): the loss — shaped as x under `reduction` 0 (none),
+/// else a scalar.
+pub(super) fn mse_loss(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    let x = input(cx.ins, 0)?;
+    input(cx.ins, 1)?;
+    let none = matches!(attrs.get("reduction"), Some(AttrValue::Int(0)));
+    Ok(vec![info(
+        x.elem_type,
+        if none { x.shape.clone() } else { vec![] },
+    )])
 }
 
 /// `NLLLoss` (log-probabilities [N, C] or [N, C, …], target …): the loss — per sample under
@@ -386,4 +398,84 @@ pub(super) fn nll_loss(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo
         vec![]
     };
     Ok(vec![info(x.elem_type, loss), info(x.elem_type, vec![])])
+}
+
+/// `FlashAttentionScore` (q [B, N, S, D], k, v [B, N, S', Dv] …): the attention output
+/// [B, N, S, Dv] and the softmax's log-sum-exp [B, N, S] (PyTorch's flash-attention outputs).
+pub(super) fn flash_attention(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    let q = input(cx.ins, 0)?;
+    input(cx.ins, 1)?;
+    let v = input(cx.ins, 2)?;
+    let (Some((_, rows)), Some(dv)) = (q.shape.split_last(), v.shape.last()) else {
+        return Err(bad(
+            "FlashAttentionScore",
+            format!("query {:?}: expected a rank ≥ 1", q.shape),
+        ));
+    };
+    let mut out = rows.to_vec();
+    out.push(*dv);
+    Ok(vec![
+        info(q.elem_type, out),
+        info(ElemType::FLOAT, rows.to_vec()),
+    ])
+}
+
+/// `FlashAttentionScoreGrad` (dy, q, k, v, …): the gradients of q, k and v, shaped as they.
+pub(super) fn flash_attention_grad(
+    cx: &Ctx<'_>,
+    _: &mut Attrs,
+) -> Result<Vec<TensorInfo>, InferError> {
+    let dy = input(cx.ins, 0)?;
+    (1..4)
+        .map(|i| input(cx.ins, i).map(|t| info(dy.elem_type, t.shape.clone())))
+        .collect()
+}
+
+/// `LayerNormGrad` (dy, x, mean, rstd, [gamma, beta]; `normalized_shape`): the input gradient
+/// shaped as x, and the gradients of gamma and beta, of the normalized shape.
+pub(super) fn layer_norm_grad(
+    cx: &Ctx<'_>,
+    attrs: &mut Attrs,
+) -> Result<Vec<TensorInfo>, InferError> {
+    let dy = input(cx.ins, 0)?;
+    let x = input(cx.ins, 1)?;
+    let norm = ints(attrs, "normalized_shape").ok_or(InferError::MissingAttr {
+        op: "LayerNormGrad",
+        attr: "normalized_shape",
+    })?;
+    if !x.shape.ends_with(&norm) {
+        return Err(bad(
+            "LayerNormGrad",
+            format!(
+                "input {:?} does not end with the normalized shape {norm:?}",
+                x.shape
+            ),
+        ));
+    }
+    Ok(vec![
+        info(dy.elem_type, x.shape.clone()),
+        info(dy.elem_type, norm.clone()),
+        info(dy.elem_type, norm),
+    ])
+}
+
+/// `EmbeddingDenseGrad` (dy [..., D], indices; `num_weights`): the table's gradient
+/// [num_weights, D].
+pub(super) fn embedding_grad(
+    cx: &Ctx<'_>,
+    attrs: &mut Attrs,
+) -> Result<Vec<TensorInfo>, InferError> {
+    let dy = input(cx.ins, 0)?;
+    input(cx.ins, 1)?;
+    let rows = match attrs.get("num_weights") {
+        Some(AttrValue::Int(n)) if *n > 0 => *n,
+        _ => {
+            return Err(InferError::MissingAttr {
+                op: "EmbeddingDenseGrad",
+                attr: "num_weights",
+            })
+        }
+    };
+    let d = dy.shape.last().copied().unwrap_or(1);
+    Ok(vec![info(dy.elem_type, vec![rows, d])])
 }
