@@ -26,7 +26,7 @@ fn is_cube(t: &str) -> bool {
     t.starts_with("Conv2D") || t.starts_with("MatMulV2")
 }
 
-/// A folder of two good models (ONNX, and Caffe with its caffemodel), a file that is no model
+/// A folder of three good models (ONNX, Caffe with its caffemodel, a PyTorch `.pt2`), a file that is no model
 /// at all under a model's name, an ONNX export of another opset, and a text file: one job
 /// tunes both good models into one result file whose units name their files, reports the two
 /// bad files by name, and each model converted alone then hits every cube op.
@@ -41,6 +41,7 @@ fn a_folder_of_models_is_one_job_and_bad_files_are_named() {
         ("caffe/se_block.caffemodel", "se_block.caffemodel"),
         ("garbage.onnx", "garbage.onnx"),
         ("frameworks/small_net_ms.onnx", "small_net_ms.onnx"),
+        ("pytorch/small_cnn.pt2", "small_cnn.pt2"),
     ] {
         std::fs::copy(model_fixture(from), models.join(to)).unwrap();
     }
@@ -76,7 +77,7 @@ fn a_folder_of_models_is_one_job_and_bad_files_are_named() {
         .find(|p| p.to_string_lossy().contains("aoe_result_opat"))
         .expect("one result file");
     let body = std::fs::read_to_string(result).unwrap();
-    for file in ["small_net.onnx/", "se_block.prototxt/"] {
+    for file in ["small_net.onnx/", "se_block.prototxt/", "small_cnn.pt2/"] {
         assert!(body.contains(file), "the result file names {file}: {body}");
     }
 
@@ -93,6 +94,10 @@ fn a_folder_of_models_is_one_job_and_bad_files_are_named() {
             format!("--model={}", models.join("se_block.prototxt").display()),
             format!("--weight={}", models.join("se_block.caffemodel").display()),
         ],
+        vec![format!(
+            "--model={}",
+            models.join("small_cnn.pt2").display()
+        )],
     ] {
         let mut args = vec![
             "convert".to_string(),

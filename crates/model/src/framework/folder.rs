@@ -1,7 +1,7 @@
 //! AOE's `--model_path=DIR`: every model file of a folder tuned in one job with one set of
 //! options, as `aoe --job_type=2 --model_path=<folder>` tunes the graphs torch_npu's
 //! `set_aoe` dumps there. The folder's files are read in name order, each by its extension's
-//! importer (`.onnx`, `.pb`, `.mindir`, a `.prototxt` with the `.caffemodel` of its stem;
+//! importer (`.onnx`, `.pb`, `.mindir`, `.pt2`, a `.prototxt` with the `.caffemodel` of its stem;
 //! other files are not models and are passed over), then merged into one graph in which every
 //! node, tensor, input and initializer name is prefixed with `<file name>/`: units and the
 //! result file name their file, and keys, which never hold names, are each model's own.
@@ -37,7 +37,7 @@ pub(crate) fn model_files(dir: &Path) -> Result<Vec<(PathBuf, Option<PathBuf>)>,
         .filter_map(|p| {
             let ext = p.extension()?.to_string_lossy().to_ascii_lowercase();
             match ext.as_str() {
-                "onnx" | "pb" | "mindir" => Some((p, None)),
+                "onnx" | "pb" | "mindir" | "pt2" => Some((p, None)),
                 "prototxt" => {
                     let w = p.with_extension("caffemodel");
                     Some((p, Some(w)))
@@ -57,7 +57,7 @@ pub(crate) fn load_folder(dir: &Path) -> Result<Model, ModelError> {
     if files.is_empty() {
         return Err(ModelError::Framework {
             input: format!("--model_path={label}"),
-            reason: "holds no model file: expected .onnx, .pb, .mindir or .prototxt (with its .caffemodel) files".into(),
+            reason: "holds no model file: expected .onnx, .pb, .mindir, .pt2 or .prototxt (with its .caffemodel) files".into(),
         });
     }
     let mut merged = Graph {

@@ -163,3 +163,80 @@ fn another_schema_version_and_what_is_no_archive_are_refused_by_name() {
         .to_string();
     assert!(e.contains("has no models/model.json"), "{e}");
 }
+
+/// An optimizer's `_foreach_` ops, as a compiled `optimizer.step` writes them: each is the op
+/// once per tensor of its lists; an in-place add on parameters becomes one `AssignAdd` per
+/// parameter of the scaled operand, a list-returning op one node per output.
+#[test]
+fn foreach_ops_are_one_op_per_tensor_and_in_place_adds_write_each_parameter() {
+    let list = |names: &[&str]| {
+        let ts: Vec<_> = names
+            .iter()
+            .map(|n| serde_json::json!({"name": n}))
+            .collect();
+        serde_json::json!({"as_tensors": ts})
+    };
+    let sqrt = node(
+        "torch.ops.aten._foreach_sqrt.default",
+        serde_json::json!([arg("self", list(&["g_a", "g_b"]))]),
+        serde_json::json!([list(&["s_a", "s_b"])]),
+    );
+    let add = node(
+        "torch.ops.aten._foreach_add_.List",
+        serde_json::json!([
+            arg("self", list(&["p_a", "p_b"])),
+            arg("other", list(&["s_a", "s_b"])),
+            arg("alpha", serde_json::json!({"as_float": -0.1})),
+        ]),
+        serde_json::json!([]),
+    );
+    let mut values = serde_json::Map::new();
+    for (n, d) in [
+        ("p_a", vec![4]),
+        ("p_b", vec![2, 3]),
+        ("g_a", vec![4]),
+        ("g_b", vec![2, 3]),
+        ("s_a", vec![4]),
+        ("s_b", vec![2, 3]),
+    ] {
+        values.insert(n.into(), meta(&d));
+    }
+    let program = serde_json::json!({
+        "schema_version": {"major": 8, "minor": 0},
+        "graph_module": {
+            "graph": {"nodes": [sqrt, add], "tensor_values": values, "outputs": [tensor("s_a")]},
+            "signature": {"input_specs": [
+                {"parameter": {"arg": {"name": "p_a"}, "parameter_name": "a"}},
+                {"parameter": {"arg": {"name": "p_b"}, "parameter_name": "b"}},
+                {"user_input": {"arg": tensor("g_a")}},
+                {"user_input": {"arg": tensor("g_b")}}
+            ]}
+        }
+    });
+    let m = load_pt2_bytes(&archive(&program), "step.pt2").unwrap();
+    let ops: Vec<(&str, Vec<&str>)> = m
+        .graph
+        .nodes
+        .iter()
+        .map(|n| {
+            let ins = n.inputs.iter().map(String::as_str).collect();
+            (n.op_type.as_str(), ins)
+        })
+        .collect();
+    let sqrts: Vec<_> = ops.iter().filter(|(t, _)| *t == "Sqrt").collect();
+    assert_eq!(sqrts.len(), 2, "{ops:?}");
+    let writes: Vec<&str> = ops
+        .iter()
+        .filter(|(t, _)| *t == "AssignAdd")
+        .map(|(_, ins)| ins[0])
+        .collect();
+    assert_eq!(writes, ["a", "b"], "{ops:?}");
+    // Each write adds its operand scaled by alpha: a Mul of the sqrt's output.
+    let scaled = ops
+        .iter()
+        .filter(|(t, ins)| *t == "Mul" && (ins[0] == "s_a" || ins[0] == "s_b"))
+        .count();
+    assert_eq!(scaled, 2, "{ops:?}");
+    let inferred = infer(&m);
+    assert!(inferred.skipped.is_empty(), "{:?}", inferred.skipped);
+}
