@@ -441,3 +441,43 @@ fn keras3_and_tf_keras_steps_with_the_plumbing_give_every_gradient_in_backward_o
         );
     }
 }
+
+/// A batch norm whose channel rows (N·H·W of one channel, 64·64·64 floats: 1 MB) fit no
+/// tiling of the simulated core (each row is held in the unified buffer) is not tuned, and the
+/// job says why on the op's line instead of leaving it `unsatisfied` without a word; the job
+/// still succeeds and the ops that fit are tuned.
+#[test]
+fn an_op_no_tiling_fits_is_named_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = format!("--model={}", fixture("small_cnn_step.pb"));
+    let bank = dir.path().join("bank.redb");
+    let o = tunebank(
+        &[
+            "tune",
+            &model,
+            "--framework=3",
+            "--input_shape=input:64,64,64,3;labels:64,10",
+            "--soc_version=Ascend910B2",
+            "--budget",
+            "4",
+            "--bank",
+            bank.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with('[') && l.contains("bn1/BNTrainingReduce"))
+        .unwrap_or_else(|| panic!("no progress line for the batch norm's reduce: {out}"));
+    assert!(
+        line.contains("(not tuned: no tiling fits Ascend910B2"),
+        "{line}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with('[') && l.contains(" add ")),
+        "the ops that fit are tuned: {out}"
+    );
+}

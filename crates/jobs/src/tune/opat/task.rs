@@ -190,7 +190,15 @@ impl Opat<'_> {
         let related = self.transfer.get(job.task);
         let history = self.search(out, t, &task, &space, related, &first, runner, granted)?;
         let Some(best) = history.best() else {
-            return Ok(()); // every candidate failed: nothing to write
+            // Every candidate failed (none fits the core, say): nothing to write, and the
+            // report says why the op is left untuned.
+            let soc = &t.descriptor.soc.version;
+            return Err(Early::Unsupported(match out.trials {
+                0 => format!(
+                    "no tiling fits {soc}: the op's tiling space is empty under the core's limits"
+                ),
+                n => format!("none of the {n} tilings tried ran on {soc}"),
+            }));
         };
         let best_strategy = space.strategy(best.id);
         let same = best_strategy == baseline;
