@@ -34,6 +34,7 @@ mod plots_render;
 mod queue;
 mod sgat;
 mod sgat_convert;
+mod shape_ranges;
 mod store_conformance;
 mod training;
 mod tune_aoe;

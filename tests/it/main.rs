@@ -31,6 +31,7 @@ mod pg_crash;
 mod pg_cut;
 mod pytorch;
 mod queue;
+mod ranges;
 mod sgat;
 mod sgat_convert;
 mod singleop;

@@ -66,7 +66,7 @@ fn malformed_input_shape_names_expected_form() {
     assert_mentions(&m, &["--input_shape=\"data:1,x\"", "name:d1,d2", "-1"]);
     assert_mentions(
         &err(&["--input_shape=data:0,3"]),
-        &["--input_shape", "≥ 1 or -1"],
+        &["--input_shape", "≥ 1, -1 or a range lo~hi"],
     );
     assert_mentions(
         &err(&["--input_shape=data"]),

@@ -30,6 +30,9 @@ pub struct TunePlan {
     pub units: Vec<ResolvedUnit>,
     /// Ops left out (not inferable, unkeyable dtype), per profile, de-duplicated by node.
     pub skipped: Vec<SkippedOp>,
+    /// The graph inputs' shapes of each profile tuned (a range's or gears' shapes), in
+    /// profile order; empty for a static model.
+    pub shapes: Vec<Vec<(String, Vec<i64>)>>,
 }
 
 /// Imports nothing itself: takes a loaded `model`, infers and fuses it under `options` on
@@ -46,7 +49,18 @@ pub fn plan(
 ) -> Result<TunePlan, TuneError> {
     let mut out = TunePlan::default();
     let mut seen_skips = BTreeSet::new();
+    let mut shapes = Vec::new();
     for profile in model.tuning_units(options)? {
+        if !matches!(profile.graph.profile, tunebank_key::Profile::Static) {
+            shapes.push(
+                profile
+                    .graph
+                    .input_shapes
+                    .iter()
+                    .filter_map(|(n, s)| Some((n.clone(), s.clone()?)))
+                    .collect(),
+            );
+        }
         for s in profile.graph.skipped.iter().chain(&profile.unkeyable) {
             if seen_skips.insert(s.node_name.clone()) {
                 out.skipped.push(s.clone());
@@ -64,7 +78,9 @@ pub fn plan(
                 .filter(|r| only.is_none_or(|set| by_name(&r.unit, set) || by_ir(r, set))),
         );
     }
-    Ok(TunePlan::from_units(out.units, out.skipped))
+    let mut plan = TunePlan::from_units(out.units, out.skipped);
+    plan.shapes = shapes;
+    Ok(plan)
 }
 
 impl TunePlan {
@@ -85,6 +101,7 @@ impl TunePlan {
             tasks,
             units,
             skipped,
+            shapes: Vec::new(),
         }
     }
 }

@@ -30,4 +30,4 @@ pub use resolved::ResolvedOptions;
 pub(crate) use resolved::{ImplModeOption, PrecisionMode};
 pub use table::{graph_extension_specs, graph_option_specs, option_spec, options_help};
 pub use table::{FileFormat, KeyEffect, OptionSpec, ValueKind, OPTIONS};
-pub use values::Dynamic;
+pub use values::{DimRange, Dynamic};

@@ -13,7 +13,7 @@ use super::files::{
     FileContent, FileReader, FusionSwitches, KeepDtype, MemFiles, MixPatch, OpPrecisionTable,
 };
 use super::table::{graph_extension_specs, graph_option_specs, option_spec, OptionSpec, OPTIONS};
-use super::values::{self, invalid, Checked, Dynamic, Parsed, DIMS_FORM, SHAPE_FORM};
+use super::values::{self, invalid, Checked, DimRange, Dynamic, Parsed, DIMS_FORM, SHAPE_FORM};
 use crate::precision::Mixlist;
 use crate::soc::{soc_facts, SocFacts, AI_CORE, VECTOR_CORE};
 use crate::{Format, SocSpec};
@@ -96,6 +96,7 @@ pub struct ResolvedOptions {
     pub(crate) impl_mode: ImplModeOption,
     pub(crate) impl_op_types: BTreeSet<String>,
     pub(crate) input_shape: Vec<(String, Vec<i64>)>,
+    pub(crate) input_ranges: Vec<DimRange>,
     pub(crate) dynamic: Dynamic,
     pub(crate) input_format: Format,
     pub(crate) input_fp16_nodes: BTreeSet<String>,
@@ -164,6 +165,7 @@ impl ResolvedOptions {
             impl_mode: ImplModeOption::HighPerformance,
             impl_op_types: BTreeSet::new(),
             input_shape: Vec::new(),
+            input_ranges: Vec::new(),
             dynamic: Dynamic::None,
             input_format: Format::NCHW,
             input_fp16_nodes: BTreeSet::new(),
@@ -186,6 +188,7 @@ impl ResolvedOptions {
                 r.mixlist.add(t, *class);
             }
         }
+        r.apply_ranges()?;
         r.check_combinations()?;
         Ok(r)
     }
@@ -262,7 +265,10 @@ impl ResolvedOptions {
     /// [`ResolvedOptions::check_dynamic`]).
     fn set_shapes(&mut self, checked: Checked) -> String {
         match checked.parsed {
-            Parsed::Shape(shape) => self.input_shape = shape,
+            Parsed::Shape(shape, ranges) => {
+                self.input_shape = shape;
+                self.input_ranges = ranges;
+            }
             Parsed::Dynamic(dynamic) => self.dynamic = dynamic,
             _ => {}
         }
@@ -286,6 +292,26 @@ impl ResolvedOptions {
             _ => {}
         }
         checked.canonical
+    }
+
+    /// Ranges in `input_shape` (`x:1~64,128`): tuned at the representative shapes of
+    /// [`values::range_profiles`], as `dynamic_dims` gears over the ranged dims. A range with a
+    /// dynamic option is a conflict naming both.
+    fn apply_ranges(&mut self) -> Result<(), OptionError> {
+        if self.input_ranges.is_empty() {
+            return Ok(());
+        }
+        if let Some(other) = self.dynamic_option()? {
+            return Err(OptionError::Conflict {
+                first: "input_shape".to_string(),
+                second: other.to_string(),
+                why: "a range in --input_shape is tuned at its own shapes: expected either ranges or gears, not both".to_string(),
+            });
+        }
+        let profiles = values::range_profiles(&self.input_ranges)
+            .map_err(|why| invalid("input_shape", &self.canonical["input_shape"], why))?;
+        self.dynamic = Dynamic::Dims(profiles);
+        Ok(())
     }
 
     /// Rules between options, group by group.
@@ -556,6 +582,13 @@ impl ResolvedOptions {
     /// The dynamic option in force.
     pub fn dynamic(&self) -> &Dynamic {
         &self.dynamic
+    }
+
+    /// The dims `input_shape` gives as ranges (`x:1~64,128`), in the order given: each is -1
+    /// in [`ResolvedOptions::input_shape`], and [`ResolvedOptions::dynamic`] holds the shapes
+    /// the ranges are tuned at (`Dynamic::Dims`, one value per range).
+    pub fn input_ranges(&self) -> &[DimRange] {
+        &self.input_ranges
     }
 
     /// `input_shape` entries, in the order given.

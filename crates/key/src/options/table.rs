@@ -175,7 +175,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("modify_mixlist", OpAndGraph, "", File(FileFormat::MixlistJson), "mixed-precision list patch"),
     opt("op_select_implmode", OpAndGraph, "high_performance", OneOf(IMPL_MODES), "impl mode"),
     opt("optypelist_for_implmode", OpAndGraph, "", NameSet(','), "op types op_select_implmode applies to"),
-    opt("input_shape", OpAndGraph, "", InputShape, "shapes of graph inputs"),
+    opt("input_shape", OpAndGraph, "", InputShape, "shapes of graph inputs (a dim lo~hi: a range)"),
     opt("dynamic_batch_size", OpAndGraph, "", DynamicBatch, "batch-size profiles"),
     opt("dynamic_image_size", OpAndGraph, "", DynamicImage, "image-size profiles"),
     opt("dynamic_dims", OpAndGraph, "", DynamicDims, "ND dynamic-dim profiles"),
@@ -197,7 +197,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("buffer_optimize", Graph, "l2_optimize", OneOf(&["l2_optimize", "l1_optimize", "off_optimize"]), "L1/L2 buffer optimisation"),
     // Refused: options that would change ops or shapes in ways tunebank does not model.
     opt("customize_dtypes", Refused, "", Text, "per-op dtype file: custom dtypes are not modelled"),
-    opt("input_shape_range", Refused, "", Text, "shape ranges (deprecated): keys are static shapes"),
+    opt("input_shape_range", Refused, "", Text, "shape ranges (deprecated): give them in --input_shape, x:1~64,128"),
     opt("input_hint_shape", Refused, "", Text, "dynamic-shape hints: keys are static shapes"),
     opt("shape_generalized_build_mode", Refused, "shape_precise", OneOf(&["shape_precise", "shape_generalized"]), "generalised (dynamic) shapes: keys are static shapes"),
     opt("sparsity", Refused, "0", OneOf(&["0", "1"]), "structured-sparse weights: not modelled"),

@@ -28,7 +28,74 @@ pub enum Dynamic {
 const OUTPUT_TYPES: &[&str] = &["FP32", "FP16", "UINT8", "INT8"];
 
 /// The form `input_shape` takes, as error messages state it.
-pub(super) const SHAPE_FORM: &str = "\"name:d1,d2,...;name2:...\" with integers ≥ 1 or -1";
+pub(super) const SHAPE_FORM: &str =
+    "\"name:d1,d2,...;name2:...\" with integers ≥ 1, -1 or a range lo~hi (1 ≤ lo ≤ hi)";
+
+/// A dim of `input_shape` given as a range (`x:1~64,128`): the input, the dim's index and its
+/// bounds. The dim is -1 in `input_shape`; the range is tuned at representative shapes: its
+/// ends and the powers of two between them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DimRange {
+    /// The graph input.
+    pub input: String,
+    /// The dim's index in the input's shape.
+    pub dim: usize,
+    /// The smallest value.
+    pub min: i64,
+    /// The largest value.
+    pub max: i64,
+}
+
+/// The most shapes a range is tuned at (`dynamic_dims`' limit of profiles).
+pub(super) const MAX_RANGE_SHAPES: usize = 100;
+
+/// The values a range is tuned at: its ends and the powers of two between them. A tiling
+/// chosen for a shape serves the shapes around it (the transfer distance grows with the log of
+/// the size ratio), so geometric spacing covers a range with a handful of shapes whatever its
+/// width: 1~2048 takes 12, 1~64 7, 3~20 5 (3, 4, 8, 16, 20).
+pub(super) fn range_values(min: i64, max: i64) -> Vec<i64> {
+    let mut v = vec![min];
+    let mut p = 1i64;
+    while p <= max {
+        if p > min && p < max {
+            v.push(p);
+        }
+        p = p.saturating_mul(2);
+        if p == i64::MAX {
+            break;
+        }
+    }
+    if max > min {
+        v.push(max);
+    }
+    v
+}
+
+/// The profiles (one value per range, in `ranges` order) a set of ranges is tuned at: the
+/// product of each range's [`range_values`]. Errors name the count when it exceeds
+/// [`MAX_RANGE_SHAPES`].
+pub(super) fn range_profiles(ranges: &[DimRange]) -> Result<Vec<Vec<i64>>, String> {
+    let mut out: Vec<Vec<i64>> = vec![vec![]];
+    for r in ranges {
+        let vals = range_values(r.min, r.max);
+        out = out
+            .into_iter()
+            .flat_map(|p| {
+                vals.iter().map(move |&x| {
+                    let mut q = p.clone();
+                    q.push(x);
+                    q
+                })
+            })
+            .collect();
+        if out.len() > MAX_RANGE_SHAPES {
+            return Err(format!(
+                "ranges tuned at more than {MAX_RANGE_SHAPES} shapes (each range at its ends and the powers of two between): expected narrower ranges or fewer ranged dims"
+            ));
+        }
+    }
+    Ok(out)
+}
 const BATCH_FORM: &str = "\"b1,b2,...\": 2 to 100 distinct integers, each 1 to 2048";
 const IMAGE_FORM: &str = "\"h1,w1;h2,w2;...\": 2 to 100 distinct pairs of integers ≥ 1";
 /// The form `dynamic_dims` takes, as error messages state it.
@@ -57,8 +124,9 @@ pub(super) enum Parsed {
         /// The separator of the canonical text.
         sep: char,
     },
-    /// [`ValueKind::InputShape`]: inputs and their dims, in the order given.
-    Shape(Vec<(String, Vec<i64>)>),
+    /// [`ValueKind::InputShape`]: inputs and their dims, in the order given (a ranged dim -1),
+    /// and the ranges.
+    Shape(Vec<(String, Vec<i64>)>, Vec<DimRange>),
     /// The dynamic kinds: the profiles.
     Dynamic(Dynamic),
     /// [`ValueKind::File`]: the file's parsed content.
@@ -92,10 +160,10 @@ pub(super) fn check(
         ValueKind::OutNodes => plain(out_nodes(name, v)?),
         ValueKind::OutputType => plain(output_type(name, v)?),
         ValueKind::InputShape => {
-            let shape = parse_input_shape(name, v)?;
+            let (shape, ranges) = parse_input_shape(name, v)?;
             Checked {
-                canonical: shape_text(&shape),
-                parsed: Parsed::Shape(shape),
+                canonical: shape_text(&shape, &ranges),
+                parsed: Parsed::Shape(shape, ranges),
             }
         }
         ValueKind::DynamicBatch => dynamic_batch(name, v)?,
@@ -222,8 +290,11 @@ fn output_type(name: &str, v: &str) -> Result<String, OptionError> {
     Ok(items.join(";"))
 }
 
-fn parse_input_shape(name: &str, v: &str) -> Result<Vec<(String, Vec<i64>)>, OptionError> {
+type Shapes = (Vec<(String, Vec<i64>)>, Vec<DimRange>);
+
+fn parse_input_shape(name: &str, v: &str) -> Result<Shapes, OptionError> {
     let mut out: Vec<(String, Vec<i64>)> = Vec::new();
+    let mut ranges = Vec::new();
     for entry in v.split(';').filter(|e| !e.trim().is_empty()) {
         let Some((input, dims)) = entry.rsplit_once(':') else {
             return Err(invalid(name, v, SHAPE_FORM));
@@ -237,7 +308,27 @@ fn parse_input_shape(name: &str, v: &str) -> Result<Vec<(String, Vec<i64>)>, Opt
             ));
         }
         let mut ds = Vec::new();
-        for d in dims.split(',') {
+        for (j, d) in dims.split(',').enumerate() {
+            if let Some((lo, hi)) = d.split_once('~') {
+                let (Some(min), Some(max)) = (parse_int(lo), parse_int(hi)) else {
+                    return Err(invalid(name, v, SHAPE_FORM));
+                };
+                if min < 1 || min > max {
+                    return Err(invalid(
+                        name,
+                        v,
+                        format!("{SHAPE_FORM}: dim {j} of {input} is the range {min}~{max}, expected 1 ≤ lo ≤ hi"),
+                    ));
+                }
+                ranges.push(DimRange {
+                    input: input.to_string(),
+                    dim: j,
+                    min,
+                    max,
+                });
+                ds.push(-1);
+                continue;
+            }
             match parse_int(d) {
                 Some(x) if x >= 1 || x == -1 => ds.push(x),
                 _ => return Err(invalid(name, v, SHAPE_FORM)),
@@ -245,7 +336,7 @@ fn parse_input_shape(name: &str, v: &str) -> Result<Vec<(String, Vec<i64>)>, Opt
         }
         out.push((input.to_string(), ds));
     }
-    Ok(out)
+    Ok((out, ranges))
 }
 
 fn parse_profiles(name: &str, v: &str, form: &str) -> Result<Vec<Vec<i64>>, OptionError> {
@@ -269,14 +360,21 @@ fn parse_profiles(name: &str, v: &str, form: &str) -> Result<Vec<Vec<i64>>, Opti
     Ok(out)
 }
 
-fn shape_text(shape: &[(String, Vec<i64>)]) -> String {
+fn shape_text(shape: &[(String, Vec<i64>)], ranges: &[DimRange]) -> String {
     shape
         .iter()
         .map(|(n, d)| {
-            format!(
-                "{n}:{}",
-                d.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
-            )
+            let dims: Vec<String> = d
+                .iter()
+                .enumerate()
+                .map(
+                    |(j, x)| match ranges.iter().find(|r| &r.input == n && r.dim == j) {
+                        Some(r) => format!("{}~{}", r.min, r.max),
+                        None => x.to_string(),
+                    },
+                )
+                .collect();
+            format!("{n}:{}", dims.join(","))
         })
         .collect::<Vec<_>>()
         .join(";")

@@ -150,6 +150,19 @@ impl Model {
                 });
             };
             if let Some(model) = &slot.1 {
+                let ranged = options.input_ranges().iter().filter(|r| &r.input == name);
+                for r in ranged {
+                    if let Some(&fixed) = model.get(r.dim).filter(|&&d| d >= 0) {
+                        return Err(ModelError::InputShape {
+                            path: self.source.clone(),
+                            input: name.clone(),
+                            reason: format!(
+                                "--input_shape ranges dim {} over {}~{}, but the model fixes it at {fixed}: expected a dim the model leaves dynamic (-1 or a named dim)",
+                                r.dim, r.min, r.max
+                            ),
+                        });
+                    }
+                }
                 if model.len() != dims.len() {
                     return Err(ModelError::InputShape {
                         path: self.source.clone(),

@@ -237,6 +237,7 @@ pub(crate) fn run_task(
         tasks: vec![single.task.clone()],
         units: Vec::new(),
         skipped: Vec::new(),
+        shapes: Vec::new(),
     };
     let budget = Budget::new(None, None);
     let transfer = transfer::Snapshot::single(0, single.related.clone());

@@ -275,7 +275,10 @@ impl<'a> Progress<'a> {
             plan,
             result_file,
             observer,
-            report: OpatReport::new(tuning_name),
+            report: OpatReport {
+                tuned_shapes: plan.shapes.clone(),
+                ..OpatReport::new(tuning_name)
+            },
             outcomes: Vec::with_capacity(plan.tasks.len()),
             stats: TuneStats::default(),
         };

@@ -194,6 +194,9 @@ pub struct OpatReport {
     /// order ops finished (written only when not empty, so a job without transfer writes
     /// exactly AOE's fields).
     pub transfer: Vec<OpSeeded>,
+    /// `tunebank_tuned_shapes`: the graph inputs' shapes of each profile tuned (a range's or
+    /// gears' shapes), written only for a dynamic model.
+    pub tuned_shapes: Vec<Vec<(String, Vec<i64>)>>,
 }
 
 impl OpatReport {
@@ -207,6 +210,7 @@ impl OpatReport {
             summary: RepoSummary::default(),
             failed_ops: Vec::new(),
             transfer: Vec::new(),
+            tuned_shapes: Vec::new(),
         }
     }
 
@@ -249,6 +253,14 @@ impl OpatReport {
         }
         if !self.transfer.is_empty() {
             opat.insert("tunebank_transfer".into(), transfer_json(&self.transfer));
+        }
+        if !self.tuned_shapes.is_empty() {
+            let shapes: Vec<Value> = self
+                .tuned_shapes
+                .iter()
+                .map(|p| Value::Object(p.iter().map(|(n, d)| (n.clone(), json!(d))).collect()))
+                .collect();
+            opat.insert("tunebank_tuned_shapes".into(), Value::Array(shapes));
         }
         json!({ report_id: [ {"basic": basic}, {"OPAT": opat} ] })
     }
