@@ -18,6 +18,9 @@ impl Builder<'_> {
             return false;
         };
         let r = xd.len() as i64;
+        if r == 0 {
+            return false; // a scalar has no dims to transpose
+        }
         let perm: Vec<i64> = match c.op.as_str() {
             "t" => (0..r).rev().collect(),
             "transpose" => {
@@ -30,8 +33,8 @@ impl Builder<'_> {
                 p
             }
             _ => match c.ints(1, "dims") {
-                Some(p) => p.iter().map(|d| d.rem_euclid(r.max(1))).collect(),
-                None => return false,
+                Some(p) if p.len() as i64 == r => p.iter().map(|d| d.rem_euclid(r)).collect(),
+                _ => return false,
             },
         };
         if r == 2 && perm == [1, 0] {
