@@ -24,8 +24,8 @@ shapes. TensorFlow is an optional dependency: ``pip install ./python[tf]``.
 """
 
 import logging
-import os
 
+from . import _step
 from . import tune as _tune
 
 __all__ = ["step_graph", "tune_step", "TuneCallback"]
@@ -115,10 +115,9 @@ def step_graph(model, loss, optimizer, batch):
     return gd.SerializeToString(deterministic=True)
 
 
-#: The ``precision_mode`` a TensorFlow training run compiles under when the script sets none:
-#: TF Adapter's default for training graphs (``tf_adapter/util/npu_attrs.cc``:
-#: ``graph_run_mode`` 1 → ``allow_fp32_to_fp16``, else ``force_fp16``), the same on every SoC.
-TRAINING_PRECISION_MODE = "allow_fp32_to_fp16"
+#: The ``precision_mode`` a TensorFlow training run compiles under when the script sets none
+#: (``tunebank._step``: TF Adapter's training default).
+TRAINING_PRECISION_MODE = _step.TRAINING_PRECISION_MODE
 
 
 def tune_step(model, loss, optimizer, batch, *, name=None, soc_version="Ascend910B2", **options):
@@ -134,25 +133,13 @@ def tune_step(model, loss, optimizer, batch, *, name=None, soc_version="Ascend91
     on every SoC, where ATC's inference default is ``force_fp16``. Tuned under ATC's default,
     an fp32 step's vector ops (``ReluGrad``, ``BNTrainingUpdate``, ``ApplyAdam`` …) would be
     keyed float16 while the run compiles them float32, and never hit."""
-    mode = os.environ.get("AOE_MODE", "").strip()
-    if not mode:
+    if not _step.aoe_mode():
         return None
     log.info("in tune mode, training graph handled by tools.")
     name = name or getattr(model, "name", None) or "model"
-    out = os.environ.get("ASCEND_WORK_PATH") or os.getcwd()
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, f"{name}_step.pb")
-    data = step_graph(model, loss, optimizer, batch)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-    if "precision_mode" not in options and "precision_mode_v2" not in options:
-        options["precision_mode"] = TRAINING_PRECISION_MODE
-    if mode == "4" and "rank_size" not in options and os.environ.get("RANK_SIZE"):
-        options["rank_size"] = int(os.environ["RANK_SIZE"])
+    path = _step.write(step_graph(model, loss, optimizer, batch), f"{name}_step.pb")
     log.info("Aoe tuning graph.")
-    return _tune(path, framework=3, soc_version=soc_version, **options)
+    return _tune(path, framework=3, soc_version=soc_version, **_step.options(True, options))
 
 
 _callback = None
@@ -184,7 +171,7 @@ def _callback_class():
             self.result = None
 
         def on_train_batch_begin(self, batch, logs=None):
-            if batch != 0 or self.result is not None or not os.environ.get("AOE_MODE"):
+            if batch != 0 or self.result is not None or not _step.aoe_mode():
                 return
             model = self.model
             loss = self._loss or getattr(model, "loss", None)

@@ -28,17 +28,15 @@ import io
 import json
 import logging
 import operator
-import os
 import zipfile
 
+from . import _step
 from . import tune as _tune
 
 __all__ = ["backend", "capture", "tune", "program_bytes"]
 
 log = logging.getLogger("tunebank")
 
-#: The precision a training step is tuned under when the script sets none (as tunebank.tf).
-TRAINING_PRECISION_MODE = "allow_fp32_to_fp16"
 
 #: The program schema version written (torch.export's, whose reader is tunebank's `.pt2`).
 SCHEMA_VERSION = {"major": 8, "minor": 0}
@@ -348,26 +346,6 @@ def capture(module, example_inputs, *, loss_fn=None, target=None, optimizer=None
     return program_bytes(_graph_json(gm, pmap, bmap, gradients), name)
 
 
-def _options(training, options):
-    mode = os.environ.get("AOE_MODE", "").strip()
-    if training and "precision_mode" not in options and "precision_mode_v2" not in options:
-        options["precision_mode"] = TRAINING_PRECISION_MODE
-    if mode == "4" and "rank_size" not in options and os.environ.get("RANK_SIZE"):
-        options["rank_size"] = int(os.environ["RANK_SIZE"])
-    return options
-
-
-def _write(data, name):
-    out = os.environ.get("ASCEND_WORK_PATH") or os.getcwd()
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, name)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-    return path
-
-
 def tune(module, example_inputs, *, loss_fn=None, target=None, optimizer=None, name=None,
          soc_version="Ascend910B2", **options):
     """Tunes ``module`` when ``AOE_MODE`` is set (else returns ``None`` and does nothing): a
@@ -376,16 +354,16 @@ def tune(module, example_inputs, *, loss_fn=None, target=None, optimizer=None, n
     ``tunebank.tune`` (the job type from ``AOE_MODE``). A step without ``precision_mode`` is
     tuned under ``allow_fp32_to_fp16``, the training default (as ``tunebank.tf``). Returns the
     :class:`tunebank.TuneResult`."""
-    if not os.environ.get("AOE_MODE", "").strip():
+    if not _step.aoe_mode():
         return None
     log.info("in tune mode, training graph handled by tools.")
     training = loss_fn is not None or optimizer is not None
     name = name or type(module).__name__.lower()
     data = capture(module, example_inputs, loss_fn=loss_fn, target=target,
                    optimizer=optimizer, training=training, name=name)
-    path = _write(data, f"{name}_{'step' if training else 'fwd'}.pt2")
+    path = _step.write(data, f"{name}_{'step' if training else 'fwd'}.pt2")
     log.info("Aoe tuning graph.")
-    return _tune(path, soc_version=soc_version, **_options(training, options))
+    return _tune(path, soc_version=soc_version, **_step.options(training, options))
 
 
 def _module_path(placeholder):
@@ -458,7 +436,7 @@ class _Backend:
     def __call__(self, gm, example_inputs):
         import torch
 
-        if os.environ.get("AOE_MODE", "").strip() and not self.results:
+        if _step.aoe_mode() and not self.results:
             module, user = _lifted(gm, example_inputs)
             training = torch.is_grad_enabled() and any(
                 p.requires_grad for p in module.parameters()
@@ -467,11 +445,11 @@ class _Backend:
                            optimizer=self.optimizer if training else None,
                            training=training, name=self.name)
             log.info("in tune mode, training graph handled by tools.")
-            path = _write(data, f"{self.name}_{'step' if training else 'fwd'}.pt2")
+            path = _step.write(data, f"{self.name}_{'step' if training else 'fwd'}.pt2")
             log.info("Aoe tuning graph.")
             self.results.append(
                 _tune(path, soc_version=self.soc_version,
-                      **_options(training, dict(self.options)))
+                      **_step.options(training, dict(self.options)))
             )
         if self.then == "inductor":
             from torch._inductor.compile_fx import compile_fx
