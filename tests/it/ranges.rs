@@ -82,6 +82,82 @@ fn a_range_is_tuned_at_its_shapes_and_served_at_each() {
     for r in cube {
         assert_eq!(r["result"], "hit", "{r}");
     }
+
+    // Inside the range at a shape nobody tuned: each cube op is served by the nearest tuned
+    // shape. For batch 3 the nearest tuned batch is 4 (|ln 3/4| = 0.29 < |ln 3/2| = 0.41), for
+    // sequence 40 it is 32 (0.22 < |ln 40/64| = 0.47).
+    let convert = |shape: &str, extra: &[&str]| {
+        let shape = format!("--input_shape=x:{shape},64");
+        let mut args = vec!["convert", &model, SOC, &shape, "--bank", bank, "--json"];
+        args.extend_from_slice(extra);
+        tunebank(&args, dir.path())
+    };
+    let o = convert("3,40", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = report["ops"].as_array().unwrap();
+    let mut served = 0;
+    for r in rows
+        .iter()
+        .filter(|r| r["ir_type"].as_str().unwrap().contains("MatMul"))
+    {
+        assert_eq!(r["result"], "nearest", "{r}");
+        let n = &r["nearest"];
+        assert!(n["distance"].as_f64().unwrap() > 0.0, "{r}");
+        assert_ne!(n["source"], r["key"], "{r}");
+        let first: Vec<i64> = serde_json::from_value(n["tuned_shapes"][0].clone()).unwrap();
+        if first.len() == 3 {
+            assert_eq!(first[..2], [4, 32], "{r}");
+            served += 1;
+        }
+    }
+    assert!(served >= 4, "{report}");
+    assert_eq!(
+        report["nearest"].as_u64().unwrap()
+            + report["hits"].as_u64().unwrap()
+            + report["misses"].as_u64().unwrap(),
+        report["total"].as_u64().unwrap()
+    );
+
+    // The strict mode answers exact hits only, and exits 1 naming how many were not.
+    let o = convert("3,40", &["--strict"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("strict:"), "{}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["nearest"], 0, "{report}");
+    for r in report["ops"].as_array().unwrap() {
+        assert_eq!(r["result"], "miss", "{r}");
+        assert!(
+            r.get("nearest").is_none() && r.get("not_served").is_none(),
+            "{r}"
+        );
+    }
+
+    // Outside the range: no answer, the dim and the range named.
+    let o = convert("3,100", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let outside: Vec<&serde_json::Value> = report["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["ir_type"].as_str().unwrap().contains("MatMul"))
+        .collect();
+    assert!(!outside.is_empty());
+    for r in outside {
+        assert_eq!(r["result"], "miss", "{r}");
+        let why = &r["not_served"];
+        assert_eq!(why["reason"], "outside_range", "{r}");
+        assert_eq!(
+            (
+                why["min"].as_i64(),
+                why["max"].as_i64(),
+                why["value"].as_i64()
+            ),
+            (Some(8), Some(64), Some(100)),
+            "{r}"
+        );
+    }
 }
 
 #[test]

@@ -11,6 +11,7 @@ use tunebank_key::StrategyMap;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
+use crate::inspect::nearest::{MatchMode, Nearest, NearestIndex, NotServed};
 use crate::inspect::InspectError;
 use crate::tune::sgat::AppliedSubgraph;
 use tunebank_bank::{Bank, LayerId, Lookup};
@@ -75,13 +76,18 @@ impl fmt::Display for KeyListing {
 
 /// The look-up of every op template's keys (`tunebank lookup`).
 ///
-/// JSON: `{"hits", "ops": [row], "total"}`; a row is `{"default_confirmed", "key", "layer",
-/// "node", "op_type", "profile", "result": "hit", "shadowed", "strategy"}` or `{"key", "node",
-/// "op_type", "profile", "rejected", "result": "miss"}`.
+/// JSON: `{"hits", "nearest", "ops": [row], "total"}`; a row is `{"default_confirmed", "key",
+/// "layer", "node", "op_type", "profile", "result": "hit", "shadowed", "strategy"}`, `{"adapted",
+/// "distance", "key", "layer", "node", "op_type", "profile", "result": "nearest", "source",
+/// "strategy", "tuned_shapes"}` or `{"key", "node", "op_type", "profile", "rejected", "result":
+/// "miss", "not_served"?}` (`not_served`: why no nearest answer, `{"reason", …}`; absent in the
+/// strict mode).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct LookupReport {
-    /// Look-ups that hit.
+    /// Look-ups that hit exactly.
     pub hits: u64,
+    /// Look-ups answered by the nearest tuned shape ([`crate::inspect::nearest`]).
+    pub nearest: u64,
     /// Per template and profile, in order.
     #[serde(serialize_with = "tunebank_bank::json::sorted")]
     pub ops: Vec<LookupRow>,
@@ -122,21 +128,29 @@ pub enum LookupAnswer {
         /// The strategy is the default, confirmed by a search without a clear win.
         default_confirmed: bool,
     },
+    /// No layer holds the key; the nearest tuned shape of the op's family answers.
+    Nearest(Nearest),
     /// No layer answered.
     Miss {
         /// Layers whose entry the validity check refused.
         #[serde(serialize_with = "tunebank_bank::json::layers")]
         rejected: Vec<LayerId>,
+        /// Why the nearest tuned shape did not answer either (`None` in the strict mode).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        not_served: Option<NotServed>,
     },
 }
 
 impl LookupReport {
-    /// Resolves every template under `options` on `soc` and looks each key up in `bank`.
+    /// Resolves every template under `options` on `soc` and looks each key up in `bank`; a key
+    /// no layer holds is answered by the nearest tuned shape unless `mode` is
+    /// [`MatchMode::Exact`].
     pub fn run(
         bank: &Bank,
         templates: &[OpTemplate],
         options: &ResolvedOptions,
         soc: &SocSpec,
+        mode: MatchMode,
     ) -> Result<LookupReport, InspectError> {
         let mut report = LookupReport::default();
         let mut rows = Vec::new();
@@ -147,6 +161,7 @@ impl LookupReport {
         }
         let keys: Vec<BankKey> = rows.iter().map(|(_, r)| r.key).collect();
         let answers = bank.lookup_batch(&keys)?;
+        let index = nearest_index(bank, mode, rows.iter().map(|(_, r)| &r.descriptor))?;
         for ((t, r), answer) in rows.into_iter().zip(answers) {
             report.total += 1;
             let answer = match answer {
@@ -159,7 +174,22 @@ impl LookupReport {
                         strategy: h.answer.strategy,
                     }
                 }
-                Lookup::Miss { rejected } => LookupAnswer::Miss { rejected },
+                Lookup::Miss { rejected } => {
+                    match index.as_ref().map(|i| i.answer(&r.descriptor, &r.key)) {
+                        Some(Ok(n)) => {
+                            report.nearest += 1;
+                            LookupAnswer::Nearest(n)
+                        }
+                        Some(Err(why)) => LookupAnswer::Miss {
+                            rejected,
+                            not_served: Some(why),
+                        },
+                        None => LookupAnswer::Miss {
+                            rejected,
+                            not_served: None,
+                        },
+                    }
+                }
             };
             report.ops.push(LookupRow {
                 node: t.node_name.clone(),
@@ -172,29 +202,58 @@ impl LookupReport {
         Ok(report)
     }
 
-    /// Whether some look-up missed.
+    /// Whether some look-up was answered by neither an exact hit nor a nearest shape.
     pub fn missed(&self) -> bool {
+        self.hits + self.nearest < self.total
+    }
+
+    /// Whether some look-up was not an exact hit (what the strict mode refuses).
+    pub fn inexact(&self) -> bool {
         self.hits < self.total
     }
 }
 
+/// The nearest-shape index of `bank` for `ops`, or `None` in the strict mode.
+fn nearest_index<'a>(
+    bank: &Bank,
+    mode: MatchMode,
+    ops: impl IntoIterator<Item = &'a tunebank_key::OpDescriptor>,
+) -> Result<Option<NearestIndex>, InspectError> {
+    Ok(match mode {
+        MatchMode::Exact => None,
+        MatchMode::Nearest => Some(NearestIndex::read(bank, ops)?),
+    })
+}
+
 impl fmt::Display for LookupReport {
-    /// `hit (LAYER)` / `hit (LAYER, default)` / `miss`, node, profile and key per row, then
-    /// `HITS/TOTAL hits`.
+    /// `hit (LAYER)` / `hit (LAYER, default)` / `nearest (LAYER, d=DIST)` / `miss`, node,
+    /// profile and key per row (a nearest row then names its source and tuned shape, a miss why
+    /// no nearest shape served), then `HITS/TOTAL hits` and the nearest answers.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for r in &self.ops {
-            let how = match &r.answer {
+            let (how, then) = match &r.answer {
                 LookupAnswer::Hit {
                     layer,
                     default_confirmed: true,
                     ..
-                } => format!("hit ({layer}, default)"),
-                LookupAnswer::Hit { layer, .. } => format!("hit ({layer})"),
-                LookupAnswer::Miss { .. } => "miss".to_owned(),
+                } => (format!("hit ({layer}, default)"), String::new()),
+                LookupAnswer::Hit { layer, .. } => (format!("hit ({layer})"), String::new()),
+                LookupAnswer::Nearest(n) => (nearest_label(n), nearest_source(n)),
+                LookupAnswer::Miss { not_served, .. } => (
+                    "miss".to_owned(),
+                    not_served
+                        .as_ref()
+                        .map(|w| format!("\t({w})"))
+                        .unwrap_or_default(),
+                ),
             };
-            writeln!(f, "{how:<26}{}\t{:?}\t{}", r.node, r.profile, r.key)?;
+            writeln!(f, "{how:<25} {}\t{:?}\t{}{then}", r.node, r.profile, r.key)?;
         }
-        writeln!(f, "{}/{} hits", self.hits, self.total)
+        write!(f, "{}/{} hits", self.hits, self.total)?;
+        if self.nearest > 0 {
+            write!(f, ", {} nearest", self.nearest)?;
+        }
+        writeln!(f)
     }
 }
 
@@ -202,10 +261,16 @@ impl fmt::Display for LookupReport {
 /// with a graph bank, its subgraphs first (`ConvertReport::with_graph_bank`), then the
 /// resulting (post-SGAT) units in the op bank.
 ///
+/// A unit whose key no layer holds is answered by the nearest tuned shape of its family
+/// ([`crate::inspect::nearest`]) unless the strict mode ([`MatchMode::Exact`]) is asked for.
+///
 /// JSON: `{"default_confirmed_hits", "graph_bank", "graph_hits", "hits", "misses", "model",
-/// "ops": [{"default_confirmed", "ir_type", "key", "layer", "op_name", "op_type", "profile",
-/// "result"}], "skipped": [{"node_name", "op_type", "reason", "cause"?}], "soc_version", "subgraphs":
-/// [{"key", "layer", "name", "result", "sliced", "units_after", "units_before"}], "total"}`;
+/// "nearest", "ops": [{"default_confirmed", "ir_type", "key", "layer", "op_name", "op_type",
+/// "profile", "result", "nearest"?, "not_served"?}], "skipped": [{"node_name", "op_type",
+/// "reason", "cause"?}], "soc_version", "subgraphs": [{"key", "layer", "name", "result",
+/// "sliced", "units_after", "units_before"}], "total"}`; `result` is `hit`, `nearest` (with
+/// `nearest`: `{"adapted", "distance", "layer", "source", "strategy", "tuned_shapes"}`) or
+/// `miss` (with `not_served`, why no nearest shape answered, outside the strict mode);
 /// `graph_bank` is null and `subgraphs` empty without a graph bank.
 #[derive(Clone, Debug, Serialize)]
 pub struct ConvertReport {
@@ -215,12 +280,14 @@ pub struct ConvertReport {
     pub graph_bank: Option<String>,
     /// Subgraphs the graph bank answered.
     pub graph_hits: u64,
-    /// Units that hit.
+    /// Units that hit exactly.
     pub hits: u64,
-    /// Units that missed.
+    /// Units that missed (neither exact nor nearest).
     pub misses: u64,
     /// The model file.
     pub model: String,
+    /// Units answered by the nearest tuned shape.
+    pub nearest: u64,
     /// Per unit, in plan order.
     pub ops: Vec<ConvertRow>,
     /// Ops the model import left out.
@@ -251,11 +318,26 @@ pub struct ConvertRow {
     pub layer: Option<LayerId>,
     /// The hit's strategy is a default confirmed by tuning.
     pub default_confirmed: bool,
+    /// On a miss: the nearest tuned shape that answers instead.
+    pub nearest: Option<Nearest>,
+    /// On a miss without a nearest answer: why (`None` in the strict mode).
+    pub not_served: Option<NotServed>,
+}
+
+impl ConvertRow {
+    /// `hit`, `nearest` or `miss`.
+    pub fn result(&self) -> &'static str {
+        match (&self.layer, &self.nearest) {
+            (Some(_), _) => "hit",
+            (None, Some(_)) => "nearest",
+            (None, None) => "miss",
+        }
+    }
 }
 
 impl Serialize for ConvertRow {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut row = s.serialize_struct("ConvertRow", 8)?;
+        let mut row = s.serialize_struct("ConvertRow", 10)?;
         row.serialize_field("default_confirmed", &self.default_confirmed)?;
         row.serialize_field("ir_type", &self.ir_type)?;
         row.serialize_field("key", &self.key)?;
@@ -263,8 +345,13 @@ impl Serialize for ConvertRow {
         row.serialize_field("op_name", &self.op_name)?;
         row.serialize_field("op_type", &self.op_types)?;
         row.serialize_field("profile", &self.profile)?;
-        let result = if self.layer.is_some() { "hit" } else { "miss" };
-        row.serialize_field("result", result)?;
+        row.serialize_field("result", self.result())?;
+        if let Some(n) = &self.nearest {
+            row.serialize_field("nearest", n)?;
+        }
+        if let Some(w) = &self.not_served {
+            row.serialize_field("not_served", w)?;
+        }
         row.end()
     }
 }
@@ -289,7 +376,8 @@ fn ser_skipped<S: Serializer>(skipped: &[SkippedOp], s: S) -> Result<S::Ok, S::E
 }
 
 impl ConvertReport {
-    /// Looks up every unit of a model's plan in `bank`; `model` and `soc_version` label the
+    /// Looks up every unit of a model's plan in `bank` (a miss answered by the nearest tuned
+    /// shape unless `mode` is [`MatchMode::Exact`]); `model` and `soc_version` label the
     /// report, `skipped` are the ops the import left out.
     pub fn run(
         bank: &Bank,
@@ -297,12 +385,16 @@ impl ConvertReport {
         soc_version: &str,
         units: &[ResolvedUnit],
         skipped: &[SkippedOp],
+        mode: MatchMode,
     ) -> Result<ConvertReport, InspectError> {
         let (mut hits, mut defaults, mut ops) = (0u64, 0u64, Vec::with_capacity(units.len()));
+        let mut nearest_count = 0u64;
         let keys: Vec<BankKey> = units.iter().map(|u| u.resolved.key).collect();
         let answers = bank.lookup_batch(&keys)?;
+        let index = nearest_index(bank, mode, units.iter().map(|u| &u.resolved.descriptor))?;
         for (u, answer) in units.iter().zip(answers) {
             let r = &u.resolved;
+            let (mut nearest, mut not_served) = (None, None);
             let (layer, default_confirmed) = match answer {
                 Lookup::Hit(h) => {
                     hits += 1;
@@ -310,7 +402,17 @@ impl ConvertReport {
                     defaults += u64::from(d);
                     (Some(h.layer), d)
                 }
-                Lookup::Miss { .. } => (None, false),
+                Lookup::Miss { .. } => {
+                    match index.as_ref().map(|i| i.answer(&r.descriptor, &r.key)) {
+                        Some(Ok(n)) => {
+                            nearest_count += 1;
+                            nearest = Some(n);
+                        }
+                        Some(Err(why)) => not_served = Some(why),
+                        None => {}
+                    }
+                    (None, false)
+                }
             };
             ops.push(ConvertRow {
                 op_name: u.unit.name.clone(),
@@ -324,6 +426,8 @@ impl ConvertReport {
                 key: r.key,
                 layer,
                 default_confirmed,
+                nearest,
+                not_served,
             });
         }
         let total = units.len() as u64;
@@ -332,8 +436,9 @@ impl ConvertReport {
             graph_bank: None,
             graph_hits: 0,
             hits,
-            misses: total - hits,
+            misses: total - hits - nearest_count,
             model: model.to_owned(),
+            nearest: nearest_count,
             ops,
             skipped: skipped.to_vec(),
             soc_version: soc_version.to_owned(),
@@ -389,15 +494,24 @@ impl fmt::Display for ConvertReport {
             )?;
         }
         for r in &self.ops {
-            let how = match &r.layer {
-                Some(l) if r.default_confirmed => format!("hit ({l}, default)"),
-                Some(l) => format!("hit ({l})"),
-                None => "miss".to_owned(),
+            let (how, then) = match (&r.layer, &r.nearest) {
+                (Some(l), _) if r.default_confirmed => {
+                    (format!("hit ({l}, default)"), String::new())
+                }
+                (Some(l), _) => (format!("hit ({l})"), String::new()),
+                (None, Some(n)) => (nearest_label(n), nearest_source(n)),
+                (None, None) => (
+                    "miss".to_owned(),
+                    r.not_served
+                        .as_ref()
+                        .map(|w| format!("\t({w})"))
+                        .unwrap_or_default(),
+                ),
             };
             let types = r.op_types.join("+");
             writeln!(
                 f,
-                "{how:<26}{}\t{types} → {}\t{}",
+                "{how:<25} {}\t{types} → {}\t{}{then}",
                 r.key, r.ir_type, r.op_name
             )?;
         }
@@ -407,7 +521,15 @@ impl fmt::Display for ConvertReport {
         } else {
             100.0
         };
-        writeln!(f, "{hits}/{total} ops hit ({pct:.1}%)")?;
+        if self.nearest > 0 {
+            writeln!(
+                f,
+                "{hits}/{total} ops hit ({pct:.1}%), {} served by the nearest tuned shape, {} missed",
+                self.nearest, self.misses
+            )?;
+        } else {
+            writeln!(f, "{hits}/{total} ops hit ({pct:.1}%)")?;
+        }
         if self.default_confirmed_hits > 0 {
             writeln!(
                 f,
@@ -417,4 +539,16 @@ impl fmt::Display for ConvertReport {
         }
         Ok(())
     }
+}
+
+/// `nearest (LAYER, d=DIST)`, `adapted` added when the strategy was fitted to the shape.
+fn nearest_label(n: &Nearest) -> String {
+    let adapted = if n.adapted { ", adapted" } else { "" };
+    format!("nearest ({}, d={:.2}{adapted})", n.layer, n.distance)
+}
+
+/// `<TAB>from KEY tuned at [dims]…`: the record a nearest answer came from.
+fn nearest_source(n: &Nearest) -> String {
+    let shapes: Vec<String> = n.tuned_shapes.iter().map(|s| format!("{s:?}")).collect();
+    format!("\tfrom {} tuned at {}", n.source, shapes.join(" "))
 }

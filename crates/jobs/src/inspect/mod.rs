@@ -16,6 +16,7 @@ pub mod calibrate;
 mod catalog;
 pub(crate) mod fields;
 mod lookup;
+pub mod nearest;
 pub(crate) mod why;
 
 pub use catalog::{BankDiff, BankStats, DiffReport, Listed};

@@ -4,6 +4,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::inspect::nearest::MatchMode;
+
 use crate::tune::sgat::{post_sgat_plan, PostSgat};
 use crate::tune::{self, TunePlan};
 use tunebank_bank::{Bank, BankError, BankRequest, CustomLayer};
@@ -157,8 +159,9 @@ impl Conversion {
     }
 
     /// Every unit looked up in the layered op bank (the spec's `bank` or AOE's custom bank,
-    /// over its `builtin_banks` and the default built-in bank), read-only.
-    pub fn look_up(&self) -> Result<crate::inspect::ConvertReport, JobError> {
+    /// over its `builtin_banks` and the default built-in bank), read-only; a miss answered by
+    /// the nearest tuned shape unless `mode` is the strict [`MatchMode::Exact`].
+    pub fn look_up(&self, mode: MatchMode) -> Result<crate::inspect::ConvertReport, JobError> {
         let request = BankRequest {
             custom: self.bank.clone().into(),
             builtin: self.builtin_banks.clone(),
@@ -172,6 +175,7 @@ impl Conversion {
             &self.soc.version,
             &plan.units,
             &plan.skipped,
+            mode,
         )?;
         if let Some(g) = &self.graph {
             report = report.with_graph_bank(g.files.clone(), g.applied.subgraphs.clone());

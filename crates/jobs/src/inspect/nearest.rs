@@ -1,0 +1,538 @@
+//! The look-up of a shape nobody tuned: when the bank holds no record for an op's exact key, the
+//! strategy of the nearest tuned shape of the same op, fitted to the asked shape.
+//!
+//! **Which records serve.** Only records of the op's *shape family*: the same IR op type, fused
+//! ops, attributes, impl and cube math modes, SoC (version, core count, core type), and the same
+//! inputs and outputs in count, dtype, formats and rank — everything of the key but the dims.
+//! Another dtype, format or option is another strategy, never a neighbour (that is a miss, and
+//! `bank-inspect why` names the field).
+//!
+//! **Which shapes are served.** A shape inside the range the family covers: each dim of each
+//! input between the smallest and the largest value tuned for it. A range tune (`x:1~2048`)
+//! tunes its ends, so the range tuned is exactly the range asked for; a dim that every tuned
+//! shape has at one value (a model's hidden size) serves that value only. A shape outside is
+//! refused, naming the input, the dim and the range ([`NotServed::OutsideRange`]).
+//!
+//! **Which record.** The nearest by the transfer distance the search starts from (the sum over
+//! the inputs' dims of |ln(a / b)|: twice as large in one dim is ln 2 ≈ 0.69 away), ties by key.
+//!
+//! **Fitted to the shape.** The record's strategy is checked against the asked shape's own
+//! strategy space (the simulated Ascend core's: its buffer sizes and alignment rules). A strategy
+//! valid there is served as it is; else the valid strategy of that space nearest to it
+//! (per parameter |ln(a / b)| for positive numbers, 1 for any other difference) is served,
+//! marked `adapted`. A strategy that does not fit the asked shape is never returned; an op the
+//! space cannot be built for is not served ([`NotServed::NoSpace`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::Serialize;
+
+use tunebank_bank::{Bank, BankError, Descriptor, IndexGroup, LayerId};
+use tunebank_key::{BankKey, OpDescriptor, RecordKind, StrategyMap, KEY_SCHEMA_VERSION};
+use tunebank_measure::sim::SimRunner;
+use tunebank_measure::{json_to_value, Measure, TaskSpace, TuningTask};
+
+use crate::tune::transfer::distance::transfer_distance;
+
+/// At most this many records of one family (one layer, SoC and op type) are read.
+pub const FAMILY_LIMIT: usize = 4096;
+
+/// What a look-up may answer with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchMode {
+    /// An exact hit, else the nearest tuned shape of the op's family (the default).
+    #[default]
+    Nearest,
+    /// Only an exact hit: the strict mode (TensorRT's error-on-miss); anything else is refused.
+    Exact,
+}
+
+/// A nearest answer: the strategy of a tuned shape of the same family, fitted to the asked
+/// shape.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Nearest {
+    /// The record the strategy came from (`bank-inspect show KEY`).
+    pub source: BankKey,
+    /// The layer that holds it.
+    #[serde(serialize_with = "tunebank_bank::json::layer")]
+    pub layer: LayerId,
+    /// Its transfer distance to the asked shape (> 0).
+    pub distance: f64,
+    /// Its inputs' shapes (`ori_shape`), the shape it was tuned at.
+    pub tuned_shapes: Vec<Vec<i64>>,
+    /// The strategy served: the record's, or with `adapted` the valid strategy nearest to it.
+    pub strategy: StrategyMap,
+    /// The record's strategy did not fit the asked shape and was moved to the nearest that does.
+    pub adapted: bool,
+}
+
+/// Why no nearest answer was given.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum NotServed {
+    /// The bank holds no tuned shape of this op's family.
+    NoFamily,
+    /// The shape lies outside the range the family's tuned shapes cover.
+    OutsideRange {
+        /// The input.
+        input: usize,
+        /// The dim (of its `ori_shape`).
+        dim: usize,
+        /// The asked value.
+        value: i64,
+        /// The smallest tuned value.
+        min: i64,
+        /// The largest tuned value.
+        max: i64,
+    },
+    /// The strategy space of the asked shape could not be built (the op is not modelled, or it
+    /// admits no strategy), so no strategy can be shown to fit it.
+    NoSpace {
+        /// Why.
+        why: String,
+    },
+}
+
+impl fmt::Display for NotServed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotServed::NoFamily => write!(
+                f,
+                "no tuned shape of this op (same type, dtypes, formats, attributes, modes and SoC)"
+            ),
+            NotServed::OutsideRange {
+                input,
+                dim,
+                value,
+                min,
+                max,
+            } => {
+                let range = if min == max {
+                    format!("tuned only at {min}")
+                } else {
+                    format!("tuned range {min}~{max}")
+                };
+                write!(
+                    f,
+                    "input {input} dim {dim} = {value} is outside the {range}: expected a shape inside the range a tune covered"
+                )
+            }
+            NotServed::NoSpace { why } => write!(f, "no strategy can be fitted: {why}"),
+        }
+    }
+}
+
+/// A stored record of a shape family.
+#[derive(Clone, Debug)]
+struct Member {
+    key: BankKey,
+    layer: LayerId,
+    op: OpDescriptor,
+    strategy: StrategyMap,
+}
+
+/// The tuned shapes of a bank, read once per op type and SoC, that nearest answers come from.
+/// Built from the bank's secondary index (SoC, op, op type) of every layer: never a scan of the
+/// whole bank. Records written after it was read are not seen.
+#[derive(Debug, Default)]
+pub struct NearestIndex {
+    /// (SoC version, case-folded op type) → that group's members, in key order.
+    groups: BTreeMap<(String, String), Vec<Member>>,
+}
+
+impl NearestIndex {
+    /// Reads the op records of `ops`' op types on their SoCs from every layer of `bank` (a key
+    /// held by several layers from the first, the one a look-up answers from). Records of
+    /// another key schema, or that do not decode, are left out.
+    pub fn read<'a>(
+        bank: &Bank,
+        ops: impl IntoIterator<Item = &'a OpDescriptor>,
+    ) -> Result<NearestIndex, BankError> {
+        let wanted: BTreeSet<(String, String)> = ops
+            .into_iter()
+            .map(|o| (o.soc.version.clone(), o.op_type.to_ascii_lowercase()))
+            .collect();
+        let mut index = NearestIndex::default();
+        for (soc, op_type) in wanted {
+            let mut members: BTreeMap<BankKey, Member> = BTreeMap::new();
+            let group = IndexGroup {
+                soc: &soc,
+                kind: RecordKind::Op,
+                op_type: &op_type,
+            };
+            let seen = std::cell::RefCell::new(BTreeSet::new());
+            bank.index_group(
+                None,
+                &group,
+                FAMILY_LIMIT,
+                &|k| seen.borrow().contains(k),
+                &mut |g| {
+                    seen.borrow_mut().insert(*g.key);
+                    let Ok(r) = g.record else { return };
+                    if r.key_schema_version != KEY_SCHEMA_VERSION {
+                        return;
+                    }
+                    if let Descriptor::Op(op) = r.descriptor {
+                        members.entry(*g.key).or_insert(Member {
+                            key: *g.key,
+                            layer: g.layer,
+                            op,
+                            strategy: r.strategy,
+                        });
+                    }
+                },
+            )?;
+            index
+                .groups
+                .insert((soc, op_type), members.into_values().collect());
+        }
+        Ok(index)
+    }
+
+    /// The nearest answer for `target` (whose exact key missed), or why there is none. `own` is
+    /// the target's key, never its own source.
+    pub fn answer(&self, target: &OpDescriptor, own: &BankKey) -> Result<Nearest, NotServed> {
+        let group = (
+            target.soc.version.clone(),
+            target.op_type.to_ascii_lowercase(),
+        );
+        let family: Vec<&Member> = self
+            .groups
+            .get(&group)
+            .into_iter()
+            .flatten()
+            .filter(|m| m.key != *own && same_family(target, &m.op))
+            .collect();
+        if family.is_empty() {
+            return Err(NotServed::NoFamily);
+        }
+        inside_range(target, &family)?;
+        let mut ranked: Vec<(f64, &Member)> = family
+            .into_iter()
+            .filter_map(|m| transfer_distance(target, &m.op).map(|d| (d, m)))
+            .collect();
+        // Members are in key order and the sort is stable: ties stay in key order.
+        ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (distance, nearest) = *ranked.first().ok_or(NotServed::NoFamily)?;
+        let space = SimRunner::new()
+            .space(&TuningTask::new(target.clone()))
+            .map_err(|e| NotServed::NoSpace { why: e.to_string() })?;
+        let (strategy, adapted) =
+            fit(&space, &nearest.strategy).ok_or_else(|| NotServed::NoSpace {
+                why: format!(
+                    "the shape admits no strategy ({} parameters)",
+                    space.space.params().len()
+                ),
+            })?;
+        Ok(Nearest {
+            source: nearest.key,
+            layer: nearest.layer,
+            distance,
+            tuned_shapes: nearest
+                .op
+                .inputs
+                .iter()
+                .map(|t| t.ori_shape.clone())
+                .collect(),
+            strategy,
+            adapted,
+        })
+    }
+}
+
+/// Everything of the key but the dims is equal: op type (ASCII case-insensitive), fused ops,
+/// attributes, modes, SoC, and per input and output the dtype, formats and rank.
+pub(crate) fn same_family(a: &OpDescriptor, b: &OpDescriptor) -> bool {
+    let tensors = |x: &[tunebank_key::TensorDesc], y: &[tunebank_key::TensorDesc]| {
+        x.len() == y.len()
+            && x.iter().zip(y).all(|(s, t)| {
+                s.dtype == t.dtype
+                    && s.format == t.format
+                    && s.ori_format == t.ori_format
+                    && s.ori_shape.len() == t.ori_shape.len()
+                    && s.shape.len() == t.shape.len()
+            })
+    };
+    a.op_type.eq_ignore_ascii_case(&b.op_type)
+        && a.fused_ops.len() == b.fused_ops.len()
+        && a.fused_ops
+            .iter()
+            .zip(&b.fused_ops)
+            .all(|(x, y)| x.eq_ignore_ascii_case(y))
+        && a.attrs == b.attrs
+        && a.impl_mode == b.impl_mode
+        && a.cube_math == b.cube_math
+        && a.soc.version.eq_ignore_ascii_case(&b.soc.version)
+        && a.soc.core_count == b.soc.core_count
+        && a.soc.core_type == b.soc.core_type
+        && tensors(&a.inputs, &b.inputs)
+        && tensors(&a.outputs, &b.outputs)
+}
+
+/// Each input dim of `target` lies between the smallest and largest value the family tuned it
+/// at; else the first dim outside, by input and dim.
+fn inside_range(target: &OpDescriptor, family: &[&Member]) -> Result<(), NotServed> {
+    for (i, t) in target.inputs.iter().enumerate() {
+        for (d, &value) in t.ori_shape.iter().enumerate() {
+            let tuned = family.iter().map(|m| m.op.inputs[i].ori_shape[d]);
+            let (min, max) = tuned.fold((i64::MAX, i64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+            if value < min || value > max {
+                return Err(NotServed::OutsideRange {
+                    input: i,
+                    dim: d,
+                    value,
+                    min,
+                    max,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `strategy` if it is a valid strategy of `space` (not adapted), else the valid strategy
+/// nearest to it (adapted): per parameter, 0 for the stored value, |ln(a / b)| between positive
+/// numbers, 1 for any other difference or a parameter the stored strategy lacks; ties to the
+/// lowest configuration. `None` when the space is empty.
+fn fit(space: &TaskSpace, strategy: &StrategyMap) -> Option<(StrategyMap, bool)> {
+    if space.config_of(strategy).is_some() {
+        return Some((strategy.clone(), false));
+    }
+    let params = space.space.params();
+    // cost[p][i]: the cost of value i of parameter p against the stored value.
+    let cost: Vec<Vec<f64>> = params
+        .iter()
+        .map(|p| {
+            let stored = strategy.get(&p.name).and_then(json_to_value);
+            p.values
+                .iter()
+                .map(|v| value_cost(stored.as_ref(), v))
+                .collect()
+        })
+        .collect();
+    let mut best: Option<(f64, usize)> = None;
+    for id in 0..space.len() {
+        let c = space.space.config(id as _);
+        let d: f64 = c
+            .iter()
+            .zip(&cost)
+            .map(|(&i, row)| row[usize::from(i)])
+            .sum();
+        if best.is_none_or(|(b, _)| d < b) {
+            best = Some((d, id));
+        }
+    }
+    best.map(|(_, id)| (space.strategy(id as _), true))
+}
+
+/// The cost of a space value against the stored one (see [`fit`]).
+fn value_cost(stored: Option<&search_strategies::Value>, v: &search_strategies::Value) -> f64 {
+    use search_strategies::Value;
+    let Some(s) = stored else { return 1.0 };
+    if s == v {
+        return 0.0;
+    }
+    let num = |x: &Value| match x {
+        Value::Int(i) => Some(*i as f64),
+        Value::Float(f) => Some(*f),
+        _ => None,
+    };
+    match (num(s), num(v)) {
+        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => (a / b).ln().abs(),
+        _ => 1.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use tunebank_bank::testing::fresh_bank;
+    use tunebank_bank::{descriptor_key, Origin, Performance, Provenance, Record};
+    use tunebank_key::{AttrValue, CubeMath, DType, Format, ImplMode, SocSpec, TensorDesc};
+
+    const SOC: &str = "Ascend910B2";
+
+    fn tensor(shape: &[i64], dtype: DType) -> TensorDesc {
+        TensorDesc {
+            shape: shape.to_vec(),
+            ori_shape: shape.to_vec(),
+            dtype,
+            format: Format::ND,
+            ori_format: Format::ND,
+        }
+    }
+
+    /// A MatMulV2 of (m × k) · (k × 768).
+    fn matmul(m: i64, k: i64, dtype: DType) -> OpDescriptor {
+        let attrs: BTreeMap<String, AttrValue> = [
+            ("transpose_x1".to_owned(), AttrValue::Bool(false)),
+            ("transpose_x2".to_owned(), AttrValue::Bool(false)),
+        ]
+        .into();
+        OpDescriptor {
+            op_type: "MatMulV2".into(),
+            fused_ops: Vec::new(),
+            inputs: vec![tensor(&[m, k], dtype), tensor(&[k, 768], dtype)],
+            outputs: vec![tensor(&[m, 768], dtype)],
+            attrs,
+            impl_mode: ImplMode::HighPerformance,
+            cube_math: CubeMath::Native,
+            soc: SocSpec::from_version(SOC).unwrap(),
+            origin: None,
+        }
+    }
+
+    fn space(op: &OpDescriptor) -> TaskSpace {
+        SimRunner::new()
+            .space(&TuningTask::new(op.clone()))
+            .unwrap()
+    }
+
+    fn record(op: &OpDescriptor, strategy: StrategyMap) -> Record {
+        Record {
+            key_schema_version: KEY_SCHEMA_VERSION,
+            kind: RecordKind::Op,
+            descriptor: Descriptor::Op(op.clone()),
+            options: Default::default(),
+            strategy,
+            performance: Performance {
+                baseline_us: 2.0,
+                tuned_us: 1.0,
+                samples_us: vec![1.0],
+                runner: "sim".into(),
+                default_confirmed: false,
+                confirmed_budget: None,
+            },
+            provenance: Provenance {
+                tool_version: "0".into(),
+                algorithm: "test".into(),
+                trials: 1,
+                seed: 0,
+                unix_time: 0,
+                origin: Origin::Tuned,
+            },
+        }
+    }
+
+    /// A bank holding `ops` with their strategies, and its index for `target`.
+    fn index_of(ops: &[(OpDescriptor, StrategyMap)], target: &OpDescriptor) -> NearestIndex {
+        let (_dir, bank) = fresh_bank();
+        let records: Vec<Record> = ops.iter().map(|(o, s)| record(o, s.clone())).collect();
+        bank.write_batch(&records).unwrap();
+        NearestIndex::read(&bank, [target]).unwrap()
+    }
+
+    fn key(op: &OpDescriptor) -> BankKey {
+        descriptor_key(&Descriptor::Op(op.clone())).unwrap()
+    }
+
+    /// A valid strategy of `op` that is not its first configuration (a tuned one, not a default).
+    fn some_strategy(op: &OpDescriptor) -> StrategyMap {
+        let s = space(op);
+        s.strategy((s.len() / 2) as _)
+    }
+
+    #[test]
+    fn a_shape_between_tuned_shapes_takes_the_nearest_one_and_its_strategy_fits() {
+        let (small, large) = (
+            matmul(64, 768, DType::Float16),
+            matmul(1024, 768, DType::Float16),
+        );
+        let index = index_of(
+            &[
+                (small.clone(), some_strategy(&small)),
+                (large.clone(), some_strategy(&large)),
+            ],
+            &small,
+        );
+        // M = 200: |ln 200/64| = 1.14 against |ln 200/1024| = 1.63.
+        let target = matmul(200, 768, DType::Float16);
+        let n = index.answer(&target, &key(&target)).unwrap();
+        assert_eq!(n.source, key(&small));
+        assert!(
+            (n.distance - (200f64 / 64.0).ln()).abs() < 1e-9,
+            "{}",
+            n.distance
+        );
+        assert_eq!(n.tuned_shapes[0], vec![64, 768]);
+        assert!(space(&target).config_of(&n.strategy).is_some(), "{n:?}");
+    }
+
+    #[test]
+    fn a_strategy_that_no_longer_fits_is_moved_into_the_shape_never_returned() {
+        let (small, large) = (
+            matmul(16, 768, DType::Float16),
+            matmul(1024, 768, DType::Float16),
+        );
+        // M = 140: nearer 1024 (|ln 140/1024| = 1.99) than 16 (2.17); its splits of M stop at 9
+        // (a split of 16 rows each must leave every core rows), 1024's go to 24.
+        let target = matmul(140, 768, DType::Float16);
+        let (large_space, target_space) = (space(&large), space(&target));
+        let misfit = (0..large_space.len())
+            .map(|i| large_space.strategy(i as _))
+            .find(|s| target_space.config_of(s).is_none())
+            .expect("a strategy of M = 1024 that does not fit M = 140");
+        let index = index_of(
+            &[
+                (small.clone(), some_strategy(&small)),
+                (large.clone(), misfit.clone()),
+            ],
+            &target,
+        );
+        let n = index.answer(&target, &key(&target)).unwrap();
+        assert_eq!(n.source, key(&large));
+        assert!(n.adapted);
+        assert_ne!(n.strategy, misfit);
+        assert!(target_space.config_of(&n.strategy).is_some(), "{n:?}");
+    }
+
+    #[test]
+    fn a_shape_outside_the_range_or_another_family_is_not_served() {
+        let (small, large) = (
+            matmul(16, 768, DType::Float16),
+            matmul(1024, 768, DType::Float16),
+        );
+        let ops = [
+            (small.clone(), some_strategy(&small)),
+            (large.clone(), some_strategy(&large)),
+        ];
+        let index = index_of(&ops, &small);
+        let beyond = matmul(2048, 768, DType::Float16);
+        assert_eq!(
+            index.answer(&beyond, &key(&beyond)),
+            Err(NotServed::OutsideRange {
+                input: 0,
+                dim: 0,
+                value: 2048,
+                min: 16,
+                max: 1024
+            })
+        );
+        // K was tuned at 768 only: 512 is outside what was tuned.
+        let other_k = matmul(100, 512, DType::Float16);
+        let why = index.answer(&other_k, &key(&other_k)).unwrap_err();
+        assert_eq!(
+            why,
+            NotServed::OutsideRange {
+                input: 0,
+                dim: 1,
+                value: 512,
+                min: 768,
+                max: 768
+            }
+        );
+        assert!(
+            why.to_string()
+                .contains("input 0 dim 1 = 512 is outside the tuned only at 768"),
+            "{why}"
+        );
+        // Another dtype is another strategy, never a neighbour.
+        let fp32 = matmul(100, 768, DType::Float32);
+        let index = index_of(&ops, &fp32);
+        assert_eq!(index.answer(&fp32, &key(&fp32)), Err(NotServed::NoFamily));
+    }
+}
