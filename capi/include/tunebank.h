@@ -54,6 +54,22 @@
 
 
 
+// `tunebank_lookup_shape` mode: an exact hit, else the nearest tuned shape.
+#define TUNEBANK_MATCH_NEAREST 0
+
+// `tunebank_lookup_shape` mode: only an exact hit (the strict mode); anything else is
+// `TUNEBANK_STATUS_MISS`.
+#define TUNEBANK_MATCH_EXACT 1
+
+// `TunebankMatchInfo::kind` when nothing answered.
+#define TUNEBANK_ANSWER_NONE -1
+
+// `TunebankMatchInfo::kind` of an exact hit: the shape was tuned.
+#define TUNEBANK_ANSWER_EXACT 0
+
+// `TunebankMatchInfo::kind` of a nearest answer: another tuned shape's strategy, fitted.
+#define TUNEBANK_ANSWER_NEAREST 1
+
 // What a call did. Every entry point returns one of these; a status other than
 // `TUNEBANK_STATUS_OK` leaves a message for `tunebank_last_error` on the calling thread.
 enum TunebankStatus
@@ -122,6 +138,23 @@ typedef struct {
   // clear win (then `tuned_us` equals `baseline_us`); 0 for a tuned winner or a miss.
   uint32_t default_confirmed;
 } TunebankHitInfo;
+
+// What answered a `tunebank_lookup_shape`.
+typedef struct {
+  // `TUNEBANK_ANSWER_EXACT`, `TUNEBANK_ANSWER_NEAREST` or `TUNEBANK_ANSWER_NONE`.
+  int32_t kind;
+  // The layer of the record that answered (as `TunebankHitInfo::layer`), or
+  // `TUNEBANK_LAYER_NONE`.
+  int32_t layer;
+  // 1 when the nearest shape's strategy did not fit this shape and was moved to the nearest
+  // one that does; else 0.
+  uint32_t adapted;
+  // The transfer distance from the answering record's shape (0 for an exact hit).
+  double distance;
+  // The key of the record that answered (the op's own key for an exact hit); zeros when
+  // nothing answered.
+  uint8_t source_key[TUNEBANK_KEY_LEN];
+} TunebankMatchInfo;
 
 #ifdef __cplusplus
 extern "C" {
@@ -294,6 +327,31 @@ TunebankStatus tunebank_model_keys(const char *model_path,
                                    char *out,
                                    size_t capacity,
                                    size_t *out_len);
+
+// Derives the key of profile `profile` of an op (as `tunebank_lookup_op`) and looks it up;
+// when no layer holds it and `mode` is `TUNEBANK_MATCH_NEAREST`, the nearest tuned shape of
+// the op's family (the same key but the dims, inside the range its tuned shapes cover)
+// answers with its strategy fitted to this shape — never a strategy that does not fit.
+//
+// Returns `TUNEBANK_STATUS_OK` on an exact or a nearest answer (`info->kind` says which), the
+// strategy (compact JSON) delivered with the required-size protocol if `strategy_len` is not
+// NULL; `TUNEBANK_STATUS_MISS` when nothing answers, `tunebank_last_error()` naming why (in
+// the strict mode `TUNEBANK_MATCH_EXACT`, any shape not tuned exactly; else no tuned shape of
+// the family, or the dim outside the tuned range). A `mode` of another value is
+// `TUNEBANK_STATUS_BAD_INPUT`.
+//
+// # Safety
+// As `tunebank_lookup_op` for the JSON arguments and the strategy buffer; `info` is NULL or
+// valid for a write.
+TunebankStatus tunebank_lookup_shape(TunebankBank bank,
+                                     const char *op_json,
+                                     const char *options_json,
+                                     size_t profile,
+                                     int32_t mode,
+                                     char *strategy,
+                                     size_t capacity,
+                                     size_t *strategy_len,
+                                     TunebankMatchInfo *info);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -34,9 +34,14 @@ mod args;
 mod model;
 mod registry;
 mod resolve;
+mod shape;
 mod status;
 
 pub use model::tunebank_model_keys;
+pub use shape::{
+    tunebank_lookup_shape, TunebankMatchInfo, TUNEBANK_ANSWER_EXACT, TUNEBANK_ANSWER_NEAREST,
+    TUNEBANK_ANSWER_NONE, TUNEBANK_MATCH_EXACT, TUNEBANK_MATCH_NEAREST,
+};
 
 use std::ffi::c_char;
 use std::ptr;

@@ -14,7 +14,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tunebank::bank::AnswerRef;
 use tunebank::bank::{Access, Bank as RustBank, BankRequest, Found, HitRef, LayerId};
-use tunebank::inspect::{why_resolved, why_templates, WhyConfig};
+use tunebank::inspect::nearest::MatchMode;
+use tunebank::inspect::{why_resolved, why_templates, LookupAnswer, LookupReport, WhyConfig};
 use tunebank::job::JobSpec;
 use tunebank::key::{BankKey, Environment, OpTemplate, RecordKind, KEY_SCHEMA_VERSION};
 
@@ -237,6 +238,55 @@ impl Bank {
         from_json(py, &json)
     }
 
+    /// Looks `ops` (a list of op-template dicts) up under the ATC options (`soc_version`
+    /// defaults to the bank's), as `tunebank lookup --json` does: returns `{"hits", "nearest",
+    /// "ops": [row], "total"}`, each row's `result` `hit` (tuned at this exact shape),
+    /// `nearest` (not tuned; the nearest tuned shape of the op's family answers, with its
+    /// `source` key, `distance`, `tuned_shapes` and a `strategy` that fits this shape) or `miss`
+    /// (with `not_served`, why no tuned shape answers). `strict=True` answers exact hits only
+    /// and raises `tunebank.errors.NotExactError` naming the ops that are not.
+    #[pyo3(signature = (ops, *, strict=false, **atc_options))]
+    fn lookup_ops<'py>(
+        &self,
+        py: Python<'py>,
+        ops: Vec<Bound<'py, PyAny>>,
+        strict: bool,
+        atc_options: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let with_soc = self.with_soc(py, atc_options)?;
+        let (options, soc) = options_of(Some(&with_soc))?;
+        let templates = ops
+            .iter()
+            .map(template_of)
+            .collect::<PyResult<Vec<OpTemplate>>>()?;
+        let mode = if strict {
+            MatchMode::Exact
+        } else {
+            MatchMode::Nearest
+        };
+        let report = self.with(py, move |bank| {
+            LookupReport::run(bank, &templates, &options, &soc, mode).map_err(to_py)
+        })?;
+        if strict && report.inexact() {
+            let names: Vec<String> = report
+                .ops
+                .iter()
+                .filter(|r| !matches!(r.answer, LookupAnswer::Hit { .. }))
+                .map(|r| format!("{} (key {})", r.node, r.key))
+                .collect();
+            return Err(errors::not_exact(format!(
+                "strict: {} of {} look-ups not tuned at this exact shape: {}",
+                names.len(),
+                report.total,
+                names.join(", ")
+            )));
+        }
+        let json = serde_json::to_value(&report).map_err(|e| {
+            errors::input(format!("lookup_ops: the report does not serialise: {e}"))
+        })?;
+        from_json(py, &json)
+    }
+
     /// The `why` report as `bank-inspect why` prints it (text).
     #[pyo3(signature = (ops=None, *, model=None, graph_bank=None, nearest=3, **atc_options))]
     fn why_text<'py>(
@@ -332,15 +382,13 @@ impl<'py> WhyInput<'py> {
 }
 
 impl Bank {
-    /// The why report of the ops or the model: (JSON, text).
-    fn why_report(
+    /// The ATC options with `soc_version` defaulting to the bank's.
+    fn with_soc<'py>(
         &self,
-        py: Python<'_>,
-        input: WhyInput<'_>,
-        nearest: usize,
-        atc_options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<(serde_json::Value, String)> {
-        let with_soc = match atc_options {
+        py: Python<'py>,
+        atc_options: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        Ok(match atc_options {
             Some(d) if d.contains("soc_version")? => d.copy()?,
             Some(d) => {
                 let d = d.copy()?;
@@ -352,7 +400,18 @@ impl Bank {
                 d.set_item("soc_version", &self.soc_version)?;
                 d
             }
-        };
+        })
+    }
+
+    /// The why report of the ops or the model: (JSON, text).
+    fn why_report(
+        &self,
+        py: Python<'_>,
+        input: WhyInput<'_>,
+        nearest: usize,
+        atc_options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<(serde_json::Value, String)> {
+        let with_soc = self.with_soc(py, atc_options)?;
         let (options, _) = options_of(Some(&with_soc))?;
         let what = match input {
             WhyInput::Ops(list) => Explained::Ops(

@@ -67,6 +67,22 @@ pub fn raise(kind: FailureKind, message: impl Into<String>) -> PyErr {
     })
 }
 
+/// `tunebank.errors.NotExactError`: a strict look-up found an op not tuned at its exact shape
+/// (a policy of the call, not a failure of the library, so not in the error table).
+pub fn not_exact(message: impl Into<String>) -> PyErr {
+    let message = message.into();
+    Python::attach(|py| {
+        let class = py
+            .import("tunebank.errors")
+            .and_then(|m| m.getattr("NotExactError"))
+            .and_then(|c| Ok(c.cast_into::<PyType>()?));
+        match class {
+            Ok(class) => PyErr::from_type(class, message),
+            Err(e) => e,
+        }
+    })
+}
+
 /// An [`FailureKind::Input`] exception: the request named bad input.
 pub fn input(message: impl Into<String>) -> PyErr {
     raise(FailureKind::Input, message)

@@ -58,6 +58,14 @@ class Bank:
         """Looks one hex key up, custom layer first: a :class:`Hit`, or ``None`` on a miss."""
     def lookup_many(self, keys: Sequence[str]) -> List[Optional[Hit]]:
         """Looks many keys up, one read per layer: one hit or ``None`` per key, in order."""
+    def lookup_ops(
+        self, ops: Sequence[Dict[str, Any]], *, strict: bool = False, **atc_options: Any
+    ) -> Dict[str, Any]:
+        """Looks op templates up as ``tunebank lookup --json`` does: each row's ``result`` is
+        ``hit`` (tuned at this exact shape), ``nearest`` (the nearest tuned shape of the op's
+        family, with ``source``, ``distance``, ``tuned_shapes``, ``adapted`` and a ``strategy``
+        that fits this shape) or ``miss`` (with ``not_served``). ``strict=True`` answers exact
+        hits only and raises :class:`tunebank.errors.NotExactError` otherwise."""
     def why(
         self,
         ops: Optional[Sequence[Dict[str, Any]]] = None,

@@ -14,6 +14,10 @@ exit code of the ``tunebank`` command line and its status in the C ABI:
 - :class:`BankDamagedError` — a record fails its checksum or the storage engine is corrupt.
 - :class:`BankUnreachableError` — a ``postgres://`` bank's server cannot be reached (also a
   :class:`ConnectionError`).
+
+One class is not a failure of the library but the answer of a strict call:
+:class:`NotExactError` — ``Bank.lookup_ops(..., strict=True)`` found an op not tuned at its
+exact shape (also a :class:`LookupError`).
 """
 
 
@@ -41,6 +45,10 @@ class BankDamagedError(TunebankError):
     """The bank is damaged: a record fails its checksum or does not decode."""
 
 
+class NotExactError(TunebankError, LookupError):
+    """A strict look-up (``strict=True``) found an op not tuned at its exact shape."""
+
+
 __all__ = [
     "TunebankError",
     "InputError",
@@ -48,4 +56,5 @@ __all__ = [
     "BankBusyError",
     "BankDamagedError",
     "BankUnreachableError",
+    "NotExactError",
 ]

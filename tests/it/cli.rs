@@ -37,6 +37,20 @@ pub fn tunebank(args: &[&str], cwd: &Path) -> Output {
         .unwrap()
 }
 
+/// `bank-inspect ARGS` run in `cwd` (also its HOME), with the environment of [`tunebank`].
+pub fn bank_inspect(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bank-inspect"))
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", cwd)
+        .env_remove("ASCEND_WORK_PATH")
+        .env_remove("TUNE_BANK_PATH")
+        .env_remove("ASCEND_CACHE_PATH")
+        .env_remove("AOE_MODE")
+        .output()
+        .unwrap()
+}
+
 /// For each case (the model flags, the texts the error must hold): `tunebank tune
 /// --job_type=2` with those flags and a bank in `dir` exits 2, names every text, and writes no
 /// bank.

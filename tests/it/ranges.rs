@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::cli::{assert_refused, model_fixture, text, tunebank, SOC};
+use crate::cli::{assert_refused, bank_inspect, model_fixture, text, tunebank, SOC};
 
 fn result_file(dir: &Path) -> serde_json::Value {
     let path = std::fs::read_dir(dir)
@@ -117,6 +117,54 @@ fn a_range_is_tuned_at_its_shapes_and_served_at_each() {
             + report["hits"].as_u64().unwrap()
             + report["misses"].as_u64().unwrap(),
         report["total"].as_u64().unwrap()
+    );
+
+    // `bank-inspect why` explains each such miss with the nearest tuned shape that serves it.
+    let why = |json: bool| {
+        let mut args = vec![
+            "why",
+            &model,
+            SOC,
+            "--input_shape=x:3,40,64",
+            "--bank",
+            bank,
+        ];
+        if json {
+            args.push("--json");
+        }
+        bank_inspect(&args, dir.path())
+    };
+    let o = why(true);
+    assert!(o.status.success(), "{}", text(&o));
+    let diagnosis: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let sources: std::collections::BTreeMap<String, String> = rows
+        .iter()
+        .filter(|r| r["result"] == "nearest")
+        .map(|r| {
+            (
+                r["key"].as_str().unwrap().to_owned(),
+                r["nearest"]["source"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut explained = 0;
+    for op in diagnosis["ops"].as_array().unwrap() {
+        if let Some(source) = sources.get(op["key"].as_str().unwrap()) {
+            assert_eq!(op["result"], "miss", "{op}");
+            assert_eq!(
+                op["served"]["source"].as_str(),
+                Some(source.as_str()),
+                "{op}"
+            );
+            explained += 1;
+        }
+    }
+    assert!(explained > 0, "{diagnosis}");
+    let o = why(false);
+    assert!(
+        text(&o).contains("served by the nearest tuned shape [4, 32, 64]"),
+        "{}",
+        text(&o)
     );
 
     // The strict mode answers exact hits only, and exits 1 naming how many were not.

@@ -215,17 +215,24 @@ impl NearestIndex {
             .collect();
         // Members are in key order and the sort is stable: ties stay in key order.
         ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (distance, nearest) = *ranked.first().ok_or(NotServed::NoFamily)?;
         let space = SimRunner::new()
             .space(&TuningTask::new(target.clone()))
             .map_err(|e| NotServed::NoSpace { why: e.to_string() })?;
-        let (strategy, adapted) =
-            fit(&space, &nearest.strategy).ok_or_else(|| NotServed::NoSpace {
-                why: format!(
-                    "the shape admits no strategy ({} parameters)",
-                    space.space.params().len()
-                ),
-            })?;
+        if space.is_empty() {
+            return Err(NotServed::NoSpace {
+                why: "the shape admits no strategy".into(),
+            });
+        }
+        // The nearest record whose strategy speaks of this space's parameters (a record
+        // imported with another tiling vocabulary has nothing to fit).
+        let Some((distance, nearest, (strategy, adapted))) = ranked
+            .iter()
+            .find_map(|&(d, m)| fit(&space, &m.strategy).map(|f| (d, m, f)))
+        else {
+            return Err(NotServed::NoSpace {
+                why: "no tuned shape's strategy names a parameter of this shape's space".into(),
+            });
+        };
         Ok(Nearest {
             source: nearest.key,
             layer: nearest.layer,
@@ -295,12 +302,16 @@ fn inside_range(target: &OpDescriptor, family: &[&Member]) -> Result<(), NotServ
 /// `strategy` if it is a valid strategy of `space` (not adapted), else the valid strategy
 /// nearest to it (adapted): per parameter, 0 for the stored value, |ln(a / b)| between positive
 /// numbers, 1 for any other difference or a parameter the stored strategy lacks; ties to the
-/// lowest configuration. `None` when the space is empty.
+/// lowest configuration. `None` when the space is empty or `strategy` names none of its
+/// parameters.
 fn fit(space: &TaskSpace, strategy: &StrategyMap) -> Option<(StrategyMap, bool)> {
     if space.config_of(strategy).is_some() {
         return Some((strategy.clone(), false));
     }
     let params = space.space.params();
+    if !params.iter().any(|p| strategy.contains_key(&p.name)) {
+        return None;
+    }
     // cost[p][i]: the cost of value i of parameter p against the stored value.
     let cost: Vec<Vec<f64>> = params
         .iter()

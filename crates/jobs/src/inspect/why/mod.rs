@@ -13,6 +13,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::inspect::fields::{FieldClass, FieldDiff};
+use crate::inspect::nearest::{Nearest, NearestIndex, NotServed};
 use crate::inspect::InspectError;
 use tunebank_bank::{Answer, Origin};
 use tunebank_bank::{Bank, LayerId, Lookup};
@@ -193,6 +194,13 @@ pub struct SearchScope {
 pub struct MissDiagnosis {
     /// The cause.
     pub cause: MissCause,
+    /// The nearest tuned shape of the op's family that answers this miss in a look-up outside
+    /// the strict mode (`convert`, `lookup`; [`crate::inspect::nearest`]), if one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served: Option<Nearest>,
+    /// Why no tuned shape answers it, when none does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_served: Option<NotServed>,
     /// Nearest stored entries, nearest first.
     pub nearest: Vec<NearEntry>,
     /// What was searched.
@@ -310,7 +318,11 @@ impl fmt::Display for OpDiagnosis {
             }
             Verdict::Miss(d) => {
                 let cause = d.cause.label();
-                writeln!(f, "{node}\t{op_type}\t{profile}\t{key}\tmiss: {cause}")?;
+                let how = match &d.served {
+                    Some(_) => format!("miss, served nearest: {cause}"),
+                    None => format!("miss: {cause}"),
+                };
+                writeln!(f, "{node}\t{op_type}\t{profile}\t{key}\t{how}")?;
                 write!(f, "{d}")
             }
         }
@@ -321,6 +333,24 @@ impl fmt::Display for OpDiagnosis {
 /// candidate limit, indented under the op's line (every line ends in a newline).
 impl fmt::Display for MissDiagnosis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(s) = &self.served {
+            let shapes: Vec<String> = s.tuned_shapes.iter().map(|t| format!("{t:?}")).collect();
+            let adapted = if s.adapted {
+                ", its strategy moved to the nearest that fits this shape"
+            } else {
+                ""
+            };
+            writeln!(
+                f,
+                "    served by the nearest tuned shape: {} {} tuned at {} (distance {:.2}{adapted})",
+                s.layer,
+                s.source,
+                shapes.join(" "),
+                s.distance
+            )?;
+        } else if let Some(w) = &self.not_served {
+            writeln!(f, "    no tuned shape serves it: {w}")?;
+        }
         for n in &self.nearest {
             writeln!(
                 f,
@@ -458,6 +488,7 @@ fn diagnose(
     valid: &dyn Fn(&Answer) -> bool,
 ) -> Result<WhyReport, InspectError> {
     let mut cache = GroupCache::default();
+    let shapes = NearestIndex::read(bank, queries.iter().map(|q| &q.descriptor))?;
     let mut ops = Vec::with_capacity(queries.len());
     let mut summary = Summary::default();
     for q in queries {
@@ -474,7 +505,11 @@ fn diagnose(
             }
             Lookup::Miss { rejected } => {
                 summary.misses += 1;
-                let d = diagnose_miss(bank, &q, &rejected, options, config, &mut cache)?;
+                let mut d = diagnose_miss(bank, &q, &rejected, options, config, &mut cache)?;
+                match shapes.answer(&q.descriptor, &q.key) {
+                    Ok(n) => d.served = Some(n),
+                    Err(w) => d.not_served = Some(w),
+                }
                 *summary.misses_by_cause.entry(d.cause.label()).or_default() += 1;
                 Verdict::Miss(Box::new(d))
             }
@@ -505,6 +540,8 @@ fn diagnose_miss(
     let nearest = explain::near_entries(q, &ranked, options, &mut cache.stored_options);
     Ok(MissDiagnosis {
         cause: explain::cause(rejected, &nearest),
+        served: None,
+        not_served: None,
         nearest,
         searched,
     })

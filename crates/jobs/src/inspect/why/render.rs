@@ -85,6 +85,12 @@ impl WhyReport {
             s.misses,
             if s.misses == 1 { "" } else { "es" }
         );
+        let served = (self.ops.iter())
+            .filter(|o| matches!(&o.verdict, Verdict::Miss(d) if d.served.is_some()))
+            .count();
+        if served > 0 {
+            let _ = write!(line, " ({served} served by the nearest tuned shape)");
+        }
         match groups {
             [] if s.ops > 0 => line.push_str(" — every op hits the bank"),
             [] => {}
@@ -259,8 +265,33 @@ fn verdict_cell(op: &OpDiagnosis) -> String {
     }
 }
 
-/// What differs in the nearest entry, collapsed, or why there is none.
+/// What differs in the nearest entry, collapsed, or why there is none; led by the nearest tuned
+/// shape that serves the miss outside the strict mode, or followed by why none does when the
+/// shape lies outside the tuned range.
 fn miss_cell(d: &MissDiagnosis) -> String {
+    let cell = differences_cell(d);
+    match (&d.served, &d.not_served) {
+        (Some(s), _) => {
+            let adapted = if s.adapted { ", adapted" } else { "" };
+            let at = s
+                .tuned_shapes
+                .first()
+                .map(|t| format!("{t:?}"))
+                .unwrap_or_default();
+            format!(
+                "served by the nearest tuned shape {at} (distance {:.2}{adapted}, {}) — {cell}",
+                s.distance, s.source
+            )
+        }
+        (None, Some(w @ crate::inspect::nearest::NotServed::OutsideRange { .. })) => {
+            format!("{cell}; not served: {w}")
+        }
+        _ => cell,
+    }
+}
+
+/// [`miss_cell`] without the nearest answer.
+fn differences_cell(d: &MissDiagnosis) -> String {
     match &d.cause {
         MissCause::Rejected { layers } => return format!("rejected in {}", layers.join(", ")),
         MissCause::Stale { version } => return format!("stored under key schema {version}"),
