@@ -124,9 +124,28 @@ fn onnx_templates_of_a_record_shape_hit_it_through_lookup() {
             ("mm", "hit"),
             ("fc", "hit"),
             ("mm_t", "miss"),
-            ("mm_n", "miss")
+            ("mm_n", "nearest")
         ]
     );
+    // mm_n (N = 48) was not imported: the nearest imported MatMul of its family answers, with
+    // its tiling fitted to N = 48; the strict mode refuses it.
+    let nearest = &report["ops"][3];
+    assert_eq!(nearest["source"], report["ops"][0]["key"], "{nearest}");
+    let o = tunebank(&[
+        "lookup",
+        "--op",
+        ops.to_str().unwrap(),
+        "--builtin-bank",
+        imported.to_str().unwrap(),
+        "--bank",
+        custom.to_str().unwrap(),
+        &format!("--soc_version={SOC}"),
+        "--json",
+        "--strict",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let strict: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(strict["ops"][3]["result"], "miss", "{strict}");
     let hit = &report["ops"][1];
     assert_eq!(hit["layer"], LayerId::BuiltIn(0).to_string());
     assert!(hit["strategy"]["aoe_md5"]

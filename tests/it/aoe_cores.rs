@@ -133,7 +133,8 @@ fn assert_conversions_hit(dir: &Path, bank: &Path) {
     let results: Vec<&str> = (report["ops"].as_array().unwrap().iter())
         .map(|r| r["result"].as_str().unwrap())
         .collect();
-    assert_eq!(results, ["hit", "hit", "miss", "miss"], "{report}");
+    // mm_n, a shape not in the file, is served by the nearest imported MatMul of its family.
+    assert_eq!(results, ["hit", "hit", "miss", "nearest"], "{report}");
 }
 
 #[test]

@@ -22,6 +22,21 @@ pub(super) fn unary(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, Infe
     Ok(vec![out])
 }
 
+/// `Trilu` (ONNX opset 14): input 0's shape and type, the triangle of its last two dims kept;
+/// a rank below 2 is refused.
+pub(super) fn trilu(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    let x = input(cx.ins, 0)?;
+    if x.shape.len() < 2 {
+        return Err(InferError::Rank {
+            expected: "a Trilu input of rank 2 or more (a batch of matrices)",
+            shape: x.shape.clone(),
+        });
+    }
+    let mut out = x.clone();
+    out.value = None;
+    Ok(vec![out])
+}
+
 /// `Softmax`, `LogSoftmax`, `Hardmax`: a unary op whose `axis` is made non-negative.
 pub(super) fn softmax(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
     let x = input(cx.ins, 0)?;

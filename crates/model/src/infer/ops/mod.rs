@@ -239,6 +239,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("TileWithAxis", vision::tile_with_axis),
     ("TopKV2", plumbing::top_k),
     ("Transpose", movement::transpose),
+    ("Trilu", elementwise::trilu),
     ("Unpack", plumbing::unpack),
     ("Unsqueeze", reshape_slice::unsqueeze),
     ("Upsample", vision::upsample),

@@ -349,3 +349,21 @@ fn an_onnx_resize_with_constant_scales_infers() {
     assert!(g.skipped.is_empty(), "{:?}", g.skipped);
     assert_eq!(g.shape("y"), Some(&[1, 256, 32, 32][..]));
 }
+
+/// ONNX `Trilu` (opset 14): "the output has the same shape as the input"; its optional `k`
+/// input (the diagonal offset) changes values only. A vector has no triangle.
+#[test]
+fn trilu_keeps_the_shape_and_refuses_a_vector() {
+    let k = c(&[1]);
+    assert_eq!(
+        shapes(
+            "Trilu",
+            1,
+            &[("upper", Attr::Int(0))],
+            vec![t(&[2, 12, 5, 7]), k]
+        ),
+        [vec![2, 12, 5, 7]]
+    );
+    let err = infer_node(&node("Trilu", 1, &[]), &vec![t(&[7])], 17).unwrap_err();
+    assert!(matches!(err, InferError::Rank { .. }), "{err}");
+}
