@@ -100,3 +100,55 @@ fn bad_ranges_are_refused_naming_the_range() {
         "{e}"
     );
 }
+
+/// ATC's deprecated `--input_shape_range="x:[1~4,8~64,64]"` is the same ranges as
+/// `--input_shape=x:1~4,8~64,64`: the same profiles, the same canonical `input_shape` (so the
+/// same keys, op and graph); ATC's `-1` (no bound), a missing bracket, or both options with
+/// different shapes are refused by name.
+#[test]
+fn the_deprecated_range_option_is_the_same_ranges() {
+    let new = opts(&["--input_shape=x:1~4,8~64,64"]).unwrap();
+    let old = opts(&["--input_shape_range=x:[1~4,8~64,64]"]).unwrap();
+    assert_eq!(old.dynamic(), new.dynamic());
+    assert_eq!(old.input_shape(), new.input_shape());
+    assert_eq!(old.canonical("input_shape"), Some("x:1~4,8~64,64"));
+    assert_eq!(old.canonical("input_shape_range"), Some(""));
+    assert_eq!(old.graph_options(), new.graph_options());
+    // Both spellings of the same shapes are one request.
+    assert!(opts(&[
+        "--input_shape=x:1~4,8~64,64",
+        "--input_shape_range=x:[1~4,8~64,64]"
+    ])
+    .is_ok());
+    for (args, wants) in [
+        (
+            vec!["--input_shape_range=x:[-1,64]"],
+            vec![
+                "--input_shape_range",
+                "dim 0 of x is -1",
+                "needs bounds lo~hi",
+            ],
+        ),
+        (
+            vec!["--input_shape_range=x:[1~-1,64]"],
+            vec!["dim 0 of x is -1"],
+        ),
+        (
+            vec!["--input_shape_range=x:1~4,64"],
+            vec!["name:[d1,d2,...]"],
+        ),
+        (
+            vec!["--input_shape=x:2,64", "--input_shape_range=x:[1~4,64]"],
+            vec!["input_shape", "input_shape_range", "expected one"],
+        ),
+        (
+            vec!["--input_shape_range=x:[4~1,64]"],
+            vec!["dim 0 of x is the range 4~1"],
+        ),
+    ] {
+        let e = opts(&args).unwrap_err();
+        for w in wants {
+            assert!(e.contains(w), "{args:?}: expected {w:?} in {e}");
+        }
+    }
+}

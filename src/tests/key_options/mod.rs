@@ -276,10 +276,16 @@ fn cases() -> BTreeMap<&'static str, (Settings, Settings)> {
         vec![],
         vec![("buffer_optimize", "off_optimize")],
     );
+    // ATC's deprecated range form: the range tuned as --input_shape's (its own test:
+    // shape_ranges.rs).
+    add(
+        "input_shape_range",
+        vec![],
+        vec![("input_shape_range", "data:[1~8,64]")],
+    );
     // Refused rows: the change is refused as not modelled.
     for (n, v) in [
         ("customize_dtypes", "dtypes.cfg"),
-        ("input_shape_range", "data:[1~8,64]"),
         ("input_hint_shape", "0:[8,64]"),
         ("shape_generalized_build_mode", "shape_generalized"),
         ("sparsity", "1"),

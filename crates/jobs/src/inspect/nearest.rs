@@ -16,6 +16,11 @@
 //! **Which record.** The nearest by the transfer distance the search starts from (the sum over
 //! the inputs' dims of |ln(a / b)|: twice as large in one dim is ln 2 ≈ 0.69 away), ties by key.
 //!
+//! **Only a clear win.** The nearest record answers only when its own win over the default at
+//! its shape clears a margin that grows with the distance ([`GAIN_MARGIN`]); a confirmed
+//! default, or a small win far away, leaves the shape to its default tiling
+//! ([`NotServed::NoGain`]).
+//!
 //! **Fitted to the shape.** The record's strategy is checked against the asked shape's own
 //! strategy space (the simulated Ascend core's: its buffer sizes and alignment rules). A strategy
 //! valid there is served as it is; else the valid strategy of that space nearest to it
@@ -37,6 +42,18 @@ use crate::tune::transfer::distance::transfer_distance;
 
 /// At most this many records of one family (one layer, SoC and op type) are read.
 pub const FAMILY_LIMIT: usize = 4096;
+
+/// How much of its win a tiling must have had at its own shape, per unit of distance, to be
+/// served at another: the nearest record answers only when ln(its baseline / its tuned time) >
+/// `GAIN_MARGIN` × distance, i.e. a win of more than e^(0.2 d) — 1.15× for a shape twice as
+/// large in one dim (d = ln 2), 1.32× at four times. A tiling's edge over the default shrinks as
+/// the shape moves away (tile counts stop dividing the dims, cores go idle), and a record whose
+/// search found no win at all (a confirmed default) knows nothing the target's own default does
+/// not. Measured on the GPT-2 layer of `examples/shape_ranges.rs` (seed 1, 40 shapes, on which
+/// it was chosen): served as is, 46 of 760 units were slower than their default; with the margin
+/// 7, for 99 % of the gain (0.1: 11 and 100 %; 0.3: 5 and 96 %). BENCHMARKS.md has the figure
+/// on shapes it was not chosen on.
+pub const GAIN_MARGIN: f64 = 0.2;
 
 /// What a look-up may answer with.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -66,6 +83,9 @@ pub struct Nearest {
     pub strategy: StrategyMap,
     /// The record's strategy did not fit the asked shape and was moved to the nearest that does.
     pub adapted: bool,
+    /// The record's own gain at its shape: its baseline (default) time over its tuned time (1
+    /// for a confirmed default).
+    pub source_speedup: f64,
 }
 
 /// Why no nearest answer was given.
@@ -86,6 +106,16 @@ pub enum NotServed {
         min: i64,
         /// The largest tuned value.
         max: i64,
+    },
+    /// The nearest tuned shape's win at its own shape does not clear [`GAIN_MARGIN`] for its
+    /// distance: the default tiling is the safer answer.
+    NoGain {
+        /// The nearest record.
+        source: BankKey,
+        /// Its distance.
+        distance: f64,
+        /// Its baseline over its tuned time (1 for a confirmed default).
+        speedup: f64,
     },
     /// The strategy space of the asked shape could not be built (the op is not modelled, or it
     /// admits no strategy), so no strategy can be shown to fit it.
@@ -119,6 +149,15 @@ impl fmt::Display for NotServed {
                     "input {input} dim {dim} = {value} is outside the {range}: expected a shape inside the range a tune covered"
                 )
             }
+            NotServed::NoGain {
+                source,
+                distance,
+                speedup,
+            } => write!(
+                f,
+                "the nearest tuned shape ({source}, distance {distance:.2}) won {speedup:.3}× over its default there, not the {:.3}× a shape that far needs: the default tiling is the safer answer",
+                (GAIN_MARGIN * distance).exp()
+            ),
             NotServed::NoSpace { why } => write!(f, "no strategy can be fitted: {why}"),
         }
     }
@@ -131,6 +170,7 @@ struct Member {
     layer: LayerId,
     op: OpDescriptor,
     strategy: StrategyMap,
+    speedup: f64,
 }
 
 /// The tuned shapes of a bank, read once per op type and SoC, that nearest answers come from.
@@ -174,12 +214,19 @@ impl NearestIndex {
                     if r.key_schema_version != KEY_SCHEMA_VERSION {
                         return;
                     }
+                    let p = &r.performance;
+                    let speedup = if p.tuned_us > 0.0 && p.baseline_us.is_finite() {
+                        (p.baseline_us / p.tuned_us).max(1.0)
+                    } else {
+                        1.0
+                    };
                     if let Descriptor::Op(op) = r.descriptor {
                         members.entry(*g.key).or_insert(Member {
                             key: *g.key,
                             layer: g.layer,
                             op,
                             strategy: r.strategy,
+                            speedup,
                         });
                     }
                 },
@@ -233,6 +280,13 @@ impl NearestIndex {
                 why: "no tuned shape's strategy names a parameter of this shape's space".into(),
             });
         };
+        if nearest.speedup.ln() <= GAIN_MARGIN * distance {
+            return Err(NotServed::NoGain {
+                source: nearest.key,
+                distance,
+                speedup: nearest.speedup,
+            });
+        }
         Ok(Nearest {
             source: nearest.key,
             layer: nearest.layer,
@@ -245,6 +299,7 @@ impl NearestIndex {
                 .collect(),
             strategy,
             adapted,
+            source_speedup: nearest.speedup,
         })
     }
 }
@@ -404,6 +459,11 @@ mod tests {
     }
 
     fn record(op: &OpDescriptor, strategy: StrategyMap) -> Record {
+        record_won(op, strategy, 2.0)
+    }
+
+    /// A record whose strategy ran `speedup` times faster than the default at its shape.
+    fn record_won(op: &OpDescriptor, strategy: StrategyMap, speedup: f64) -> Record {
         Record {
             key_schema_version: KEY_SCHEMA_VERSION,
             kind: RecordKind::Op,
@@ -411,11 +471,11 @@ mod tests {
             options: Default::default(),
             strategy,
             performance: Performance {
-                baseline_us: 2.0,
+                baseline_us: speedup,
                 tuned_us: 1.0,
                 samples_us: vec![1.0],
                 runner: "sim".into(),
-                default_confirmed: false,
+                default_confirmed: speedup == 1.0,
                 confirmed_budget: None,
             },
             provenance: Provenance {
@@ -545,5 +605,41 @@ mod tests {
         let fp32 = matmul(100, 768, DType::Float32);
         let index = index_of(&ops, &fp32);
         assert_eq!(index.answer(&fp32, &key(&fp32)), Err(NotServed::NoFamily));
+    }
+
+    #[test]
+    fn a_neighbour_without_a_clear_win_leaves_the_shape_to_its_default() {
+        let (small, large) = (
+            matmul(64, 768, DType::Float16),
+            matmul(1024, 768, DType::Float16),
+        );
+        let target = matmul(200, 768, DType::Float16);
+        let write = |speedup: f64| {
+            let (_dir, bank) = fresh_bank();
+            let records = [
+                record_won(&small, some_strategy(&small), speedup),
+                record_won(&large, some_strategy(&large), 2.0),
+            ];
+            bank.write_batch(&records).unwrap();
+            NearestIndex::read(&bank, [&target]).unwrap()
+        };
+        // d = ln(200 / 64) = 1.14 needs a win above e^(0.2 · 1.14) = 1.256×.
+        let d = (200f64 / 64.0).ln();
+        for (speedup, served) in [(1.0, false), (1.25, false), (1.26, true), (3.0, true)] {
+            let answer = write(speedup).answer(&target, &key(&target));
+            match answer {
+                Ok(n) => assert!(served && n.source == key(&small), "{speedup}: {n:?}"),
+                Err(NotServed::NoGain {
+                    source,
+                    distance,
+                    speedup: s,
+                }) => {
+                    assert!(!served, "{speedup}");
+                    assert_eq!((source, s), (key(&small), speedup));
+                    assert!((distance - d).abs() < 1e-9);
+                }
+                Err(e) => panic!("{speedup}: {e}"),
+            }
+        }
     }
 }

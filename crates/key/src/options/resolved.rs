@@ -215,9 +215,8 @@ impl ResolvedOptions {
             "op_select_implmode" | "optypelist_for_implmode" => {
                 self.set_impl_mode(spec.name, checked)
             }
-            "input_shape" | "dynamic_batch_size" | "dynamic_image_size" | "dynamic_dims" => {
-                self.set_shapes(checked)
-            }
+            "input_shape" | "input_shape_range" | "dynamic_batch_size" | "dynamic_image_size"
+            | "dynamic_dims" => self.set_shapes(checked),
             "input_format" | "input_fp16_nodes" => self.set_graph_inputs(spec.name, checked),
             "precision_mode_v2" | "allow_hf32" => self.set_precision_v2(spec.name, checked),
             "fusion_switch_file" | "oo_level" | "out_nodes" => {
@@ -298,6 +297,20 @@ impl ResolvedOptions {
     /// [`values::range_profiles`], as `dynamic_dims` gears over the ranged dims. A range with a
     /// dynamic option is a conflict naming both.
     fn apply_ranges(&mut self) -> Result<(), OptionError> {
+        // `input_shape_range` is the same shapes in ATC's older spelling: one canonical form,
+        // under `input_shape`, so both spellings make the same keys.
+        let range_form = std::mem::take(self.canonical.entry("input_shape_range").or_default());
+        if !range_form.is_empty() {
+            let shape = self.canonical.entry("input_shape").or_default();
+            if !shape.is_empty() && *shape != range_form {
+                return Err(OptionError::Conflict {
+                    first: "input_shape".to_string(),
+                    second: "input_shape_range".to_string(),
+                    why: "both give the graph inputs' shapes: expected one (a range may be written in --input_shape, x:1~64,128)".to_string(),
+                });
+            }
+            *shape = range_form;
+        }
         if self.input_ranges.is_empty() {
             return Ok(());
         }

@@ -61,6 +61,8 @@ pub enum ValueKind {
     OutputType,
     /// `name:d1,d2;name2:...`.
     InputShape,
+    /// `name:[d1~d2,d3];name2:[...]`: ATC's deprecated range form, read as `InputShape`.
+    InputShapeRange,
     /// `b1,b2,...`.
     DynamicBatch,
     /// `h,w;h,w`.
@@ -197,7 +199,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("buffer_optimize", Graph, "l2_optimize", OneOf(&["l2_optimize", "l1_optimize", "off_optimize"]), "L1/L2 buffer optimisation"),
     // Refused: options that would change ops or shapes in ways tunebank does not model.
     opt("customize_dtypes", Refused, "", Text, "per-op dtype file: custom dtypes are not modelled"),
-    opt("input_shape_range", Refused, "", Text, "shape ranges (deprecated): give them in --input_shape, x:1~64,128"),
+    opt("input_shape_range", OpAndGraph, "", InputShapeRange, "shape ranges (deprecated form of a range in --input_shape)"),
     opt("input_hint_shape", Refused, "", Text, "dynamic-shape hints: keys are static shapes"),
     opt("shape_generalized_build_mode", Refused, "shape_precise", OneOf(&["shape_precise", "shape_generalized"]), "generalised (dynamic) shapes: keys are static shapes"),
     opt("sparsity", Refused, "0", OneOf(&["0", "1"]), "structured-sparse weights: not modelled"),

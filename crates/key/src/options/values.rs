@@ -166,6 +166,13 @@ pub(super) fn check(
                 parsed: Parsed::Shape(shape, ranges),
             }
         }
+        ValueKind::InputShapeRange => {
+            let (shape, ranges) = parse_input_shape_range(name, v)?;
+            Checked {
+                canonical: shape_text(&shape, &ranges),
+                parsed: Parsed::Shape(shape, ranges),
+            }
+        }
         ValueKind::DynamicBatch => dynamic_batch(name, v)?,
         ValueKind::DynamicImage => dynamic_image(name, v)?,
         ValueKind::DynamicDims => dynamic_dims(name, v)?,
@@ -337,6 +344,40 @@ fn parse_input_shape(name: &str, v: &str) -> Result<Shapes, OptionError> {
         out.push((input.to_string(), ds));
     }
     Ok((out, ranges))
+}
+
+/// The form `input_shape_range` takes, as error messages state it.
+const SHAPE_RANGE_FORM: &str =
+    "\"name:[d1,d2,...];name2:[...]\" with integers ≥ 1 or a range lo~hi (1 ≤ lo ≤ hi)";
+
+/// ATC's deprecated `--input_shape_range="x:[1~64,128];y:[…]"`: the dims of each input in
+/// brackets, read as the same ranges `input_shape` takes. ATC's `-1` (any size, no bound) is
+/// refused by name: a range is tuned at its shapes, which needs its bounds.
+fn parse_input_shape_range(name: &str, v: &str) -> Result<Shapes, OptionError> {
+    let mut plain = Vec::new();
+    for entry in v.split(';').filter(|e| !e.trim().is_empty()) {
+        let Some((input, dims)) = entry.rsplit_once(':') else {
+            return Err(invalid(name, v, SHAPE_RANGE_FORM));
+        };
+        let dims = dims.trim();
+        let Some(inner) = dims.strip_prefix('[').and_then(|d| d.strip_suffix(']')) else {
+            return Err(invalid(name, v, SHAPE_RANGE_FORM));
+        };
+        for (j, d) in inner.split(',').enumerate() {
+            if d.split('~').any(|x| x.trim() == "-1") {
+                return Err(invalid(
+                    name,
+                    v,
+                    format!(
+                        "{SHAPE_RANGE_FORM}: dim {j} of {} is -1 (any size): a range is tuned at its shapes, so it needs bounds lo~hi",
+                        input.trim()
+                    ),
+                ));
+            }
+        }
+        plain.push(format!("{input}:{inner}"));
+    }
+    parse_input_shape(name, &plain.join(";"))
 }
 
 fn parse_profiles(name: &str, v: &str, form: &str) -> Result<Vec<Vec<i64>>, OptionError> {
