@@ -14,7 +14,8 @@
 //! the range bank's answer is slower than the default.
 //!
 //! ```text
-//! cargo run --release --example shape_ranges -- [--shapes 200] [--budget 32] [--seed 1]
+//! cargo run --release --example shape_ranges -- [--shapes 200] [--budget 32] [--seed 1] \
+//!     [--range-shapes 100]
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -57,8 +58,15 @@ fn model() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/models/pytorch/gpt2_layer_dyn.onnx")
 }
 
-/// Tunes `shape` (an `--input_shape` option) into `bank`; returns the measurements it took.
-fn tune(bank: &Path, dir: &Path, shape: &str, budget: u64) -> Result<u64, Error> {
+/// Tunes `shape` (an `--input_shape` option) into `bank`, a range at `range_shapes` shapes at
+/// most; returns the measurements it took.
+fn tune(
+    bank: &Path,
+    dir: &Path,
+    shape: &str,
+    budget: u64,
+    range_shapes: Option<usize>,
+) -> Result<u64, Error> {
     let mut spec = JobSpec::new(vec![
         format!("--model={}", model().display()),
         "--job_type=2".into(),
@@ -67,6 +75,7 @@ fn tune(bank: &Path, dir: &Path, shape: &str, budget: u64) -> Result<u64, Error>
     ]);
     spec.budget = budget as usize;
     spec.transfer = false;
+    spec.range_shapes = range_shapes;
     spec.bank = Some(bank.to_path_buf());
     spec.output_dir = Some(dir.to_path_buf());
     let job = spec.resolve(&Environment::empty())?;
@@ -106,18 +115,19 @@ fn run() -> Result<(), Error> {
     let shapes = flag(&mut args, "--shapes", 200)?;
     let budget = flag(&mut args, "--budget", 32)?;
     let mut seed = flag(&mut args, "--seed", 1)?;
+    let range_shapes = flag(&mut args, "--range-shapes", 100)? as usize;
     if let Some(a) = args.first() {
         return Err(format!(
-            "unexpected argument {a:?}: expected --shapes N, --budget N, --seed N"
+            "unexpected argument {a:?}: expected --shapes N, --budget N, --seed N, --range-shapes N"
         )
         .into());
     }
     let dir = tempfile::tempdir()?;
     let range_bank = dir.path().join("range.redb");
     let started = std::time::Instant::now();
-    let range_trials = tune(&range_bank, dir.path(), RANGE, budget)?;
+    let range_trials = tune(&range_bank, dir.path(), RANGE, budget, Some(range_shapes))?;
     println!(
-        "range {RANGE}: tuned in {:.1} s, {range_trials} measurements (budget {budget}/op)",
+        "range {RANGE} at {range_shapes} shapes at most: tuned in {:.1} s, {range_trials} measurements (budget {budget}/op)",
         started.elapsed().as_secs_f64()
     );
     let mut sim = SimRunner::new();
@@ -128,7 +138,7 @@ fn run() -> Result<(), Error> {
         let s = 1 + splitmix_next(&mut seed) % 2048;
         let shape = format!("--input_shape=x:{b},{s},768");
         let exact_bank = dir.path().join(format!("exact{i}.redb"));
-        exact_trials += tune(&exact_bank, dir.path(), &shape, budget)?;
+        exact_trials += tune(&exact_bank, dir.path(), &shape, budget, None)?;
         let units = units(&shape)?;
         let range = Bank::builder(tunebank::key::RecordKind::Op, "Ascend910B2")
             .custom_path(&range_bank)
@@ -157,16 +167,6 @@ fn run() -> Result<(), Error> {
                     match index.answer(&u.resolved.descriptor, &u.resolved.key) {
                         Ok(n) => {
                             t.nearest += 1;
-                            if std::env::var_os("SHAPE_RANGES_DEBUG").is_some() {
-                                let us = time(&task, &n.strategy).unwrap_or(before);
-                                eprintln!(
-                                    "row,{},{:.4},{},{:.4},{us:.3},{before:.3}",
-                                    u.resolved.descriptor.op_type,
-                                    n.distance,
-                                    n.adapted,
-                                    n.source_speedup
-                                );
-                            }
                             Some(n.strategy)
                         }
                         Err(_) => {
@@ -186,12 +186,6 @@ fn run() -> Result<(), Error> {
             t.exact += exact_us;
         }
         std::fs::remove_file(&exact_bank).ok();
-        if std::env::var_os("SHAPE_RANGES_DEBUG").is_some() {
-            eprintln!(
-                "shape {b}×{s}: default {:.1} range {:.1} exact {:.1}",
-                t.default, t.range, t.exact
-            );
-        }
         rows.push((b, s, t));
     }
     report(&rows, range_trials, exact_trials, budget);

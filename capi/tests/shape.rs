@@ -139,7 +139,7 @@ fn a_shape_inside_the_tuned_range_is_answered_nearest_and_strict_refuses_it() {
     // The strategy served is one of batch 3's own space.
     let strategy: tunebank::key::StrategyMap = serde_json::from_str(&text).unwrap();
     let options = tunebank::key::ResolvedOptions::from_args(
-        &[
+        [
             "--soc_version=Ascend910B2",
             "--precision_mode=allow_fp32_to_fp16",
             "--input_shape=x:3,64",

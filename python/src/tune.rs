@@ -106,7 +106,7 @@ impl BudgetArg {
 }
 
 #[pyfunction]
-#[pyo3(signature = (model, job_type=None, *, bank=None, graph_bank=None, op_bank=None, output_dir=None, config=None, platform_config=None, runner="sim".to_owned(), strategy="ensemble".to_owned(), budget=BudgetArg::Count(64), seed=1, workers=None, repeat_tune=None, transfer=true, rank_size=None, devices_per_server=8, cluster=None, max_segments=8, progress=None, **atc_options))]
+#[pyo3(signature = (model, job_type=None, *, bank=None, graph_bank=None, op_bank=None, output_dir=None, config=None, platform_config=None, runner="sim".to_owned(), strategy="ensemble".to_owned(), budget=BudgetArg::Count(64), seed=1, workers=None, repeat_tune=None, transfer=true, range_shapes=None, shape_samples=None, rank_size=None, devices_per_server=8, cluster=None, max_segments=8, progress=None, **atc_options))]
 #[allow(clippy::too_many_arguments)]
 fn tune(
     py: Python<'_>,
@@ -125,6 +125,8 @@ fn tune(
     workers: Option<usize>,
     repeat_tune: Option<bool>,
     transfer: bool,
+    range_shapes: Option<usize>,
+    shape_samples: Option<PathBuf>,
     rank_size: Option<u32>,
     devices_per_server: u32,
     cluster: Option<PathBuf>,
@@ -150,6 +152,8 @@ fn tune(
     spec.workers = workers;
     spec.repeat_tune = repeat_tune;
     spec.transfer = transfer;
+    spec.range_shapes = range_shapes;
+    spec.shape_samples = shape_samples;
     spec.bank = bank;
     spec.graph_bank = graph_bank;
     spec.op_bank = op_bank;

@@ -144,6 +144,8 @@ def tune(
     workers: Optional[int] = None,
     repeat_tune: Optional[bool] = None,
     transfer: bool = True,
+    range_shapes: Optional[int] = None,
+    shape_samples: Optional[_Path] = None,
     rank_size: Optional[int] = None,
     devices_per_server: int = 8,
     cluster: Optional[_Path] = None,
@@ -158,7 +160,9 @@ def tune(
     bank; ``None`` takes ``AOE_MODE``, else 2. ``workers`` (measurement slots, dealt out among the
     ops searched as batch widths; ``--tuning_parallel_num``), ``repeat_tune`` and ``output_dir``
     default to ``TUNING_PARALLEL_NUM``, ``REPEAT_TUNE`` and ``ASCEND_WORK_PATH`` (then aoe.ini,
-    ``config`` or AOE's locations), as for the CLI. ``transfer`` (operator tuning): a miss's
+    ``config`` or AOE's locations), as for the CLI. ``range_shapes`` and ``shape_samples``: as
+    ``--range-shapes`` and ``--shape-samples`` (a range in ``input_shape`` tuned at at most that
+    many shapes, or at the samples that serve the others best). ``transfer`` (operator tuning): a miss's
     search starts from the winners of related bank records. ``platform_config`` is the
     simulator's SoC description file (or a folder of ``<SoC>.ini`` files), as
     ``--platform-config``. ``progress`` is called with

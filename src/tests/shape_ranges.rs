@@ -152,3 +152,84 @@ fn the_deprecated_range_option_is_the_same_ranges() {
         }
     }
 }
+
+fn profiles(o: &ResolvedOptions) -> Vec<Vec<i64>> {
+    match o.dynamic() {
+        Dynamic::Dims(p) => p.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// `--range-shapes N`: the longest value list keeps its ends and every other value until the
+/// product fits: 1~32 (6 values) × 1~2048 (12) = 72; at 24 the sequence goes to powers of four
+/// (1, 4, 16, 64, 256, 1024, 2048: 6 × 7 = 42), then of sixteen (1, 16, 256, 2048: 6 × 4 =
+/// 24); at 16 the batch follows (1, 4, 16, 32: 4 × 4).
+#[test]
+fn a_shape_budget_thins_the_longest_range_geometrically() {
+    let mut o = opts(&["--input_shape=x:1~32,1~2048,768"]).unwrap();
+    assert_eq!(profiles(&o).len(), 72);
+    let dims = |o: &ResolvedOptions, i: usize| -> Vec<i64> {
+        let set: std::collections::BTreeSet<i64> = profiles(o).iter().map(|v| v[i]).collect();
+        set.into_iter().collect()
+    };
+    o.choose_range_shapes(Some(24), None).unwrap();
+    assert_eq!(profiles(&o).len(), 24);
+    assert_eq!(dims(&o, 0), [1, 2, 4, 8, 16, 32]);
+    assert_eq!(dims(&o, 1), [1, 16, 256, 2048]);
+    o.choose_range_shapes(Some(16), None).unwrap();
+    assert_eq!(profiles(&o).len(), 16);
+    assert_eq!(dims(&o, 0), [1, 4, 16, 32]);
+    assert_eq!(dims(&o, 1), [1, 16, 256, 2048]);
+    // The ends stay whatever the budget; below the corners it is refused by name.
+    o.choose_range_shapes(Some(4), None).unwrap();
+    assert_eq!(profiles(&o), [[1, 1], [1, 2048], [32, 1], [32, 2048]]);
+    let e = o
+        .choose_range_shapes(Some(3), None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("range-shapes") && e.contains("at least 4 shapes"),
+        "{e}"
+    );
+    // Without a range there is nothing to choose.
+    let mut fixed = opts(&["--input_shape=x:2,16,768"]).unwrap();
+    let e = fixed
+        .choose_range_shapes(Some(8), None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a range in --input_shape"), "{e}");
+}
+
+/// `--shape-samples`: with room for every distinct sample, all of them; with less, greedy
+/// weighted k-medoids under Σ |ln a/b|: first the sample nearest all others by weight, then the
+/// one that most lowers the weighted distance to the nearest chosen. Worked by hand: samples
+/// 8 (×10, and ×3 on another line: 13), 9 (×1), 1000 (×5), 1024 (×1) in 1~2048; the first pick
+/// minimises Σ w·d — 8 costs 1·ln(9/8) + 5·ln 125 + 1·ln 128 = 29.1, 1000 costs 13·ln 125 +
+/// ln(1000/9) + ln 1.024 = 67.5 — so 8; the second is 1000 (it brings 1000 and 1024 to ≈ 0,
+/// 9 would save only 0.12).
+#[test]
+fn samples_are_reduced_to_the_shapes_that_serve_the_others_best() {
+    let mut o = opts(&["--input_shape=x:1~2048,64"]).unwrap();
+    let samples = vec![
+        (vec![8], 10),
+        (vec![9], 1),
+        (vec![1000], 5),
+        (vec![1024], 1),
+        (vec![8], 3),
+    ];
+    o.choose_range_shapes(Some(2), Some(&samples)).unwrap();
+    assert_eq!(profiles(&o), [[8], [1000]]);
+    o.choose_range_shapes(None, Some(&samples)).unwrap();
+    assert_eq!(profiles(&o).len(), 4, "every distinct sample when they fit");
+    // A sample outside the range, or of the wrong length, is refused by line.
+    let e = o
+        .choose_range_shapes(None, Some(&[(vec![8], 1), (vec![4096], 1)]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 2") && e.contains("outside 1~2048"), "{e}");
+    let e = o
+        .choose_range_shapes(None, Some(&[(vec![8, 64], 1)]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 1") && e.contains("1 values"), "{e}");
+}

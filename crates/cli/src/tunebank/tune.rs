@@ -69,6 +69,16 @@ pub struct TuneArgs {
     /// the job starts; the result file names them (`tunebank_transfer`).
     #[arg(long = "no-transfer")]
     pub no_transfer: bool,
+    /// A range in --input_shape (x:1~2048,768) is tuned at N shapes at most: its ends and the
+    /// powers of two between, thinned to powers of four, sixteen … until they fit (default:
+    /// all of them, at most 100).
+    #[arg(long = "range-shapes", value_name = "N")]
+    pub range_shapes: Option<usize>,
+    /// Shapes the model is seen with in service, one a line: the ranged dims' values and how
+    /// often ("3,777 12"); a range is tuned at the ones that serve the others best (at most
+    /// --range-shapes).
+    #[arg(long = "shape-samples", value_name = "FILE")]
+    pub shape_samples: Option<PathBuf>,
     /// Custom bank file; overrides TUNE_BANK_PATH / ASCEND_CACHE_PATH / the $HOME default.
     #[arg(long)]
     pub bank: Option<PathBuf>,
@@ -159,6 +169,8 @@ fn job_spec(args: &TuneArgs, atc: &[String]) -> Result<JobSpec> {
     spec.seed = args.seed;
     spec.workers = args.tuning_parallel_num.map(|n| n as usize);
     spec.transfer = !args.no_transfer;
+    spec.range_shapes = args.range_shapes;
+    spec.shape_samples = args.shape_samples.clone();
     spec.bank = args.bank.clone();
     spec.graph_bank = args.graph_bank.clone();
     // SGAT with `--graph-bank`: `--bank` names the op bank read for node strategies.

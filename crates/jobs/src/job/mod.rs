@@ -28,6 +28,7 @@ mod env;
 pub(crate) mod ini;
 mod ops_file;
 mod run;
+mod shape_samples;
 mod spec;
 
 use std::path::{Path, PathBuf};

@@ -77,6 +77,12 @@ pub struct JobSpec {
     pub seed: u64,
     /// A miss's search starts from the winners of related bank records.
     pub transfer: bool,
+    /// `--range-shapes`: a range in `--input_shape` is tuned at this many shapes at most (its
+    /// ends and powers of two, thinned geometrically; `None`: all of them, at most 100).
+    pub range_shapes: Option<usize>,
+    /// `--shape-samples`: shapes seen in service (a file, `job/shape_samples.rs`); a range is
+    /// tuned at the ones that serve the others best (at most `range_shapes`).
+    pub shape_samples: Option<PathBuf>,
     /// Measurement slots (`--tuning_parallel_num`); `None`: `TUNING_PARALLEL_NUM`, else
     /// aoe.ini's, else the cores (at most 8). Either way capped by available memory. OPAT tunes
     /// up to this many ops at once and deals the slots out among them as batch widths unless
@@ -131,6 +137,8 @@ impl JobSpec {
             total_time: None,
             seed: 1,
             transfer: true,
+            range_shapes: None,
+            shape_samples: None,
             workers: None,
             repeat_tune: None,
             bank: None,
@@ -196,7 +204,8 @@ impl JobSpec {
     /// available memory. Writes nothing.
     pub fn resolve(&self, env: &Environment) -> Result<Job, JobError> {
         let job_type = self.job_type(env)?;
-        let (options, soc) = options_of(&self.atc())?;
+        let (mut options, soc) = options_of(&self.atc())?;
+        self.choose_range_shapes(&mut options)?;
         let platform = self.select_platform(&soc.version, env)?;
         let files = ModelFiles::from_options(&options)?;
         let ini = ini::find(self.config.as_deref(), env)?;
@@ -396,6 +405,19 @@ impl JobSpec {
                     .min(8),
             },
         )
+    }
+
+    /// `--range-shapes` and `--shape-samples` applied to the ranges of `options`.
+    fn choose_range_shapes(&self, options: &mut ResolvedOptions) -> Result<(), JobError> {
+        if self.range_shapes.is_none() && self.shape_samples.is_none() {
+            return Ok(());
+        }
+        let samples = match &self.shape_samples {
+            Some(p) => Some(super::shape_samples::read(&p.display().to_string())?),
+            None => None,
+        };
+        options.choose_range_shapes(self.range_shapes, samples.as_deref())?;
+        Ok(())
     }
 
     /// GDAT's cluster for `soc`.

@@ -17,6 +17,7 @@
 mod args;
 mod error;
 mod files;
+mod range_shapes;
 mod resolved;
 mod table;
 mod values;
