@@ -318,3 +318,47 @@ fn the_user_bounds_the_shapes_a_range_is_tuned_at() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("line 1"), "{}", text(&o));
 }
+
+#[test]
+fn subgraph_tuning_over_a_range_lists_its_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = format!(
+        "--model={}",
+        model_fixture("pytorch/encoder_block_dyn.onnx")
+    );
+    let bank = dir.path().join("graph.redb");
+    let o = tunebank(
+        &[
+            "tune",
+            "--job_type=1",
+            &model,
+            SOC,
+            "--input_shape=x:1~2,8~16,64",
+            "--budget",
+            "2",
+            "--bank",
+            bank.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let path = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.to_string_lossy().contains("aoe_result_sgat"))
+        .expect("an SGAT result file");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let entries = doc.as_object().unwrap().values().next().unwrap();
+    let shapes: Vec<Vec<i64>> = entries[1]["SGAT"]["tunebank_tuned_shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| serde_json::from_value(s["x"].clone()).unwrap())
+        .collect();
+    assert_eq!(
+        shapes,
+        [[1, 8, 64], [1, 16, 64], [2, 8, 64], [2, 16, 64]],
+        "{doc}"
+    );
+}

@@ -103,6 +103,9 @@ pub struct SgatPlan {
     pub skipped: Vec<SkippedOp>,
     /// Units partitioned, over all profiles.
     pub units: usize,
+    /// The graph inputs' shapes of each dynamic profile (a range's or a gear's), in order;
+    /// empty for a static model. The result file lists them (`tunebank_tuned_shapes`).
+    pub shapes: Vec<Vec<(String, Vec<i64>)>>,
 }
 
 /// Partitions `model` under `options` into subgraphs (every dynamic profile), one task per key.
@@ -125,6 +128,7 @@ pub(crate) fn partition_plan(
     let mut out = SgatPlan {
         skipped: p.skipped.clone(),
         units: p.units.len(),
+        shapes: p.shapes.clone(),
         ..SgatPlan::default()
     };
     let mut start = 0;
@@ -215,7 +219,10 @@ pub fn run_sgat(
     let mut prepared = Vec::with_capacity(plan.tasks.len());
     let mut st = State {
         plan,
-        report: SgatReport::new(tuning_name),
+        report: SgatReport {
+            tuned_shapes: plan.shapes.clone(),
+            ..SgatReport::new(tuning_name)
+        },
         times_us: vec![(0.0, 0.0); plan.tasks.len()],
         outcomes: Vec::new(),
         result_file,

@@ -15,7 +15,9 @@
 //! ```
 //!
 //! As for OPAT, `tuning_time(s)` is absent while tuning runs and after an interruption, and
-//! `tuning_failed_subgraphs` (subgraph names) is present only when the job failed.
+//! `tuning_failed_subgraphs` (subgraph names) is present only when the job failed;
+//! `tunebank_tuned_shapes` (the graph inputs' shapes of each profile, `[{"x": [1, 8, 64]}, …]`)
+//! only for a dynamic model (a range or gears).
 
 use serde_json::{json, Map, Value};
 
@@ -53,6 +55,9 @@ pub struct SgatReport {
     pub summary: RepoSummary,
     /// Subgraphs that could not be tuned (names).
     pub failed: Vec<String>,
+    /// The graph inputs' shapes of each dynamic profile tuned (`tunebank_tuned_shapes`, as
+    /// OPAT's result file lists them); empty for a static model.
+    pub tuned_shapes: Vec<Vec<(String, Vec<i64>)>>,
 }
 
 impl SgatReport {
@@ -68,6 +73,7 @@ impl SgatReport {
             updated: Vec::new(),
             summary: RepoSummary::default(),
             failed: Vec::new(),
+            tuned_shapes: Vec::new(),
         }
     }
 
@@ -115,6 +121,12 @@ impl SgatReport {
         sgat.insert("repo_summary".into(), s.to_json());
         if self.result == OpatResult::Failed {
             sgat.insert("tuning_failed_subgraphs".into(), json!(self.failed));
+        }
+        if !self.tuned_shapes.is_empty() {
+            let shapes: Vec<Value> = (self.tuned_shapes.iter())
+                .map(|p| Value::Object(p.iter().map(|(n, d)| (n.clone(), json!(d))).collect()))
+                .collect();
+            sgat.insert("tunebank_tuned_shapes".into(), Value::Array(shapes));
         }
         json!({ report_id: [ {"basic": basic}, {"SGAT": sgat} ] })
     }
