@@ -326,7 +326,7 @@ pub struct ConvertRow {
 
 impl ConvertRow {
     /// `hit`, `nearest` or `miss`.
-    pub fn result(&self) -> &'static str {
+    fn result(&self) -> &'static str {
         match (&self.layer, &self.nearest) {
             (Some(_), _) => "hit",
             (None, Some(_)) => "nearest",

@@ -41,7 +41,7 @@ use tunebank_measure::{json_to_value, Measure, TaskSpace, TuningTask};
 use crate::tune::transfer::distance::transfer_distance;
 
 /// At most this many records of one family (one layer, SoC and op type) are read.
-pub const FAMILY_LIMIT: usize = 4096;
+pub(crate) const FAMILY_LIMIT: usize = 4096;
 
 /// How much of its win a tiling must have had at its own shape, per unit of distance, to be
 /// served at another: the nearest record answers only when ln(its baseline / its tuned time) >
