@@ -19,7 +19,8 @@
 //! **Only a clear win.** The nearest record answers only when its own win over the default at
 //! its shape clears a margin that grows with the distance ([`GAIN_MARGIN`]); a confirmed
 //! default, or a small win far away, leaves the shape to its default tiling
-//! ([`NotServed::NoGain`]).
+//! ([`NotServed::NoGain`]). A record imported from AOE's bank knows one time and no baseline:
+//! its win is unknown (taken as 1), so it answers only its own shape.
 //!
 //! **Fitted to the shape.** The record's strategy is checked against the asked shape's own
 //! strategy space (the simulated Ascend core's: its buffer sizes and alignment rules). A strategy
