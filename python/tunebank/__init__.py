@@ -38,6 +38,7 @@ from .errors import (
     BankIOError,
     BankUnreachableError,
     InputError,
+    NotExactError,
     TunebankError,
 )
 
@@ -59,4 +60,5 @@ __all__ = [
     "BankBusyError",
     "BankDamagedError",
     "BankUnreachableError",
+    "NotExactError",
 ]
