@@ -8,14 +8,15 @@
 //! of the layer (each op as often as the layer runs it) is timed on the simulator three ways:
 //! at its default tiling; at the range bank's answer (an exact hit, else the nearest tuned shape
 //! of its family fitted to the shape, else the default); and at the answer of a bank tuned at
-//! that shape alone (the same budget per op, transfer off). A shape's time is the sum over its
+//! that shape alone (`--budget` per op, transfer off; the range is tuned with `--range-budget`,
+//! default the same). A shape's time is the sum over its
 //! units. Reported: the share of the exact per-shape gain the range bank keeps (Σ over shapes of
 //! default − range, over Σ default − exact), the measurements each spent, and the shapes where
 //! the range bank's answer is slower than the default.
 //!
 //! ```text
 //! cargo run --release --example shape_ranges -- [--shapes 200] [--budget 32] [--seed 1] \
-//!     [--range-shapes 100]
+//!     [--range-shapes 100] [--range-budget BUDGET]
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -116,18 +117,25 @@ fn run() -> Result<(), Error> {
     let budget = flag(&mut args, "--budget", 32)?;
     let mut seed = flag(&mut args, "--seed", 1)?;
     let range_shapes = flag(&mut args, "--range-shapes", 100)? as usize;
+    let range_budget = flag(&mut args, "--range-budget", budget)?;
     if let Some(a) = args.first() {
         return Err(format!(
-            "unexpected argument {a:?}: expected --shapes N, --budget N, --seed N, --range-shapes N"
+            "unexpected argument {a:?}: expected --shapes N, --budget N, --seed N, --range-shapes N, --range-budget N"
         )
         .into());
     }
     let dir = tempfile::tempdir()?;
     let range_bank = dir.path().join("range.redb");
     let started = std::time::Instant::now();
-    let range_trials = tune(&range_bank, dir.path(), RANGE, budget, Some(range_shapes))?;
+    let range_trials = tune(
+        &range_bank,
+        dir.path(),
+        RANGE,
+        range_budget,
+        Some(range_shapes),
+    )?;
     println!(
-        "range {RANGE} at {range_shapes} shapes at most: tuned in {:.1} s, {range_trials} measurements (budget {budget}/op)",
+        "range {RANGE} at {range_shapes} shapes at most: tuned in {:.1} s, {range_trials} measurements (budget {range_budget}/op)",
         started.elapsed().as_secs_f64()
     );
     let mut sim = SimRunner::new();
