@@ -161,7 +161,10 @@ impl LookupReport {
         }
         let keys: Vec<BankKey> = rows.iter().map(|(_, r)| r.key).collect();
         let answers = bank.lookup_batch(&keys)?;
-        let index = nearest_index(bank, mode, rows.iter().map(|(_, r)| &r.descriptor))?;
+        // Only the misses' op types are read for nearest answers: an all-hit look-up reads no
+        // index group.
+        let missed = rows.iter().zip(&answers).filter(|(_, a)| a.hit().is_none());
+        let index = nearest_index(bank, mode, missed.map(|((_, r), _)| &r.descriptor))?;
         for ((t, r), answer) in rows.into_iter().zip(answers) {
             report.total += 1;
             let answer = match answer {
@@ -391,7 +394,11 @@ impl ConvertReport {
         let mut nearest_count = 0u64;
         let keys: Vec<BankKey> = units.iter().map(|u| u.resolved.key).collect();
         let answers = bank.lookup_batch(&keys)?;
-        let index = nearest_index(bank, mode, units.iter().map(|u| &u.resolved.descriptor))?;
+        let missed = units
+            .iter()
+            .zip(&answers)
+            .filter(|(_, a)| a.hit().is_none());
+        let index = nearest_index(bank, mode, missed.map(|(u, _)| &u.resolved.descriptor))?;
         for (u, answer) in units.iter().zip(answers) {
             let r = &u.resolved;
             let (mut nearest, mut not_served) = (None, None);

@@ -488,7 +488,9 @@ fn diagnose(
     valid: &dyn Fn(&Answer) -> bool,
 ) -> Result<WhyReport, InspectError> {
     let mut cache = GroupCache::default();
-    let shapes = NearestIndex::read(bank, queries.iter().map(|q| &q.descriptor))?;
+    // The nearest-shape index of every query's op type, read at the first miss only.
+    let all: Vec<OpDescriptor> = queries.iter().map(|q| q.descriptor.clone()).collect();
+    let mut shapes: Option<NearestIndex> = None;
     let mut ops = Vec::with_capacity(queries.len());
     let mut summary = Summary::default();
     for q in queries {
@@ -506,7 +508,11 @@ fn diagnose(
             Lookup::Miss { rejected } => {
                 summary.misses += 1;
                 let mut d = diagnose_miss(bank, &q, &rejected, options, config, &mut cache)?;
-                match shapes.answer(&q.descriptor, &q.key) {
+                if shapes.is_none() {
+                    shapes = Some(NearestIndex::read(bank, &all)?);
+                }
+                let index = shapes.as_ref().expect("read above");
+                match index.answer(&q.descriptor, &q.key) {
                     Ok(n) => d.served = Some(n),
                     Err(w) => d.not_served = Some(w),
                 }
