@@ -140,15 +140,17 @@ impl fmt::Display for NotServed {
                 min,
                 max,
             } => {
-                let range = if min == max {
-                    format!("tuned only at {min}")
+                if min == max {
+                    write!(
+                        f,
+                        "input {input} dim {dim} = {value}, but this op was tuned only at {min}: expected a shape inside the range a tune covered"
+                    )
                 } else {
-                    format!("tuned range {min}~{max}")
-                };
-                write!(
-                    f,
-                    "input {input} dim {dim} = {value} is outside the {range}: expected a shape inside the range a tune covered"
-                )
+                    write!(
+                        f,
+                        "input {input} dim {dim} = {value} is outside the tuned range {min}~{max}: expected a shape inside the range a tune covered"
+                    )
+                }
             }
             NotServed::NoGain {
                 source,
@@ -599,7 +601,7 @@ mod tests {
         );
         assert!(
             why.to_string()
-                .contains("input 0 dim 1 = 512 is outside the tuned only at 768"),
+                .contains("input 0 dim 1 = 512, but this op was tuned only at 768"),
             "{why}"
         );
         // Another dtype is another strategy, never a neighbour.
