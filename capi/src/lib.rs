@@ -53,7 +53,7 @@ use tunebank::key::{BankKey, Environment, RecordKind, KEY_SCHEMA_VERSION};
 
 use crate::args::{check_buffer, deliver, key_arg, text};
 use crate::registry::OpenBank;
-use crate::resolve::resolve;
+use crate::resolve::{resolve, resolve_profile};
 pub use crate::status::TunebankStatus;
 use crate::status::{guard, Fail};
 
@@ -476,13 +476,7 @@ pub unsafe extern "C" fn tunebank_lookup_op(
             )
         };
         let open = registry::get(bank)?;
-        let resolved = resolve(op_json, options_json, Some(&open.soc))?;
-        let Some(r) = resolved.get(profile) else {
-            return Err(Fail::bad_input(format!(
-                "profile {profile}: the op has {} profile(s); expected an index below that",
-                resolved.len()
-            )));
-        };
+        let r = resolve_profile(op_json, options_json, &open.soc, profile)?;
         if !key_out.is_null() {
             // SAFETY: a non-NULL `key_out` is valid for 32 bytes of writes (this function's
             // contract); the key is memory of this library, so the two do not overlap.

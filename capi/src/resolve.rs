@@ -87,6 +87,25 @@ pub(crate) fn resolve(
     op_keys(&template, &options).map_err(|e| Fail::bad_input(e.to_string()))
 }
 
+/// Profile `profile` of an op template JSON resolved under options JSON on the bank's SoC
+/// `bank_soc`: what the by-descriptor look-ups (`tunebank_lookup_op`, `tunebank_lookup_shape`)
+/// look up. A profile index past the last profile is bad input.
+pub(crate) fn resolve_profile(
+    op_json: &str,
+    options_json: &str,
+    bank_soc: &str,
+    profile: usize,
+) -> Result<ResolvedOp, Fail> {
+    let mut resolved = resolve(op_json, options_json, Some(bank_soc))?;
+    if profile >= resolved.len() {
+        return Err(Fail::bad_input(format!(
+            "profile {profile}: the op has {} profile(s); expected an index below that",
+            resolved.len()
+        )));
+    }
+    Ok(resolved.swap_remove(profile))
+}
+
 /// Every unit of the model at `model_path` under the options JSON, as a converter resolves
 /// it ([`JobSpec::conversion`]): the graph bank `graph_bank` (else AOE's resolution of the
 /// custom graph bank plus the built-in one) applied first.

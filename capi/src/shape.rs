@@ -9,7 +9,7 @@ use tunebank::inspect::nearest::NearestIndex;
 use tunebank::key::BankKey;
 
 use crate::args::{check_buffer, deliver, text};
-use crate::resolve::resolve;
+use crate::resolve::resolve_profile;
 use crate::status::{guard, Fail, TunebankStatus};
 use crate::{layer_number, registry, TUNEBANK_KEY_LEN, TUNEBANK_LAYER_NONE};
 
@@ -107,13 +107,7 @@ pub unsafe extern "C" fn tunebank_lookup_shape(
             )
         };
         let open = registry::get(bank)?;
-        let resolved = resolve(op_json, options_json, Some(&open.soc))?;
-        let Some(r) = resolved.get(profile) else {
-            return Err(Fail::bad_input(format!(
-                "profile {profile}: the op has {} profile(s); expected an index below that",
-                resolved.len()
-            )));
-        };
+        let r = resolve_profile(op_json, options_json, &open.soc, profile)?;
         let (answer, strategy_map) = match crate::lookup(&open.bank, &r.key)? {
             Lookup::Hit(h) => (
                 TunebankMatchInfo {

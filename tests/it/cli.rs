@@ -25,21 +25,17 @@ pub fn text(o: &Output) -> String {
 /// `tunebank ARGS` run in `cwd` (also its HOME), without TUNE_BANK_PATH, ASCEND_CACHE_PATH,
 /// ASCEND_WORK_PATH or AOE_MODE from the caller's environment.
 pub fn tunebank(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tunebank"))
-        .args(args)
-        .current_dir(cwd)
-        .env("HOME", cwd)
-        .env_remove("ASCEND_WORK_PATH")
-        .env_remove("TUNE_BANK_PATH")
-        .env_remove("ASCEND_CACHE_PATH")
-        .env_remove("AOE_MODE")
-        .output()
-        .unwrap()
+    run(env!("CARGO_BIN_EXE_tunebank"), args, cwd)
 }
 
 /// `bank-inspect ARGS` run in `cwd` (also its HOME), with the environment of [`tunebank`].
 pub fn bank_inspect(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bank-inspect"))
+    run(env!("CARGO_BIN_EXE_bank-inspect"), args, cwd)
+}
+
+/// `binary ARGS` in `cwd` (also its HOME), without the AOE variables of the caller.
+fn run(binary: &str, args: &[&str], cwd: &Path) -> Output {
+    Command::new(binary)
         .args(args)
         .current_dir(cwd)
         .env("HOME", cwd)

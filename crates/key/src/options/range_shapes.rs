@@ -15,7 +15,7 @@
 //! nearest chosen one. Every shape tuned is a shape seen; frequent shapes pull the choice
 //! toward themselves. A sample outside the ranges is refused by line.
 
-use super::values::{range_values, DimRange, Dynamic, MAX_RANGE_SHAPES};
+use super::values::{product, range_values, DimRange, Dynamic, MAX_RANGE_SHAPES};
 use super::{OptionError, ResolvedOptions};
 
 impl ResolvedOptions {
@@ -55,8 +55,8 @@ impl ResolvedOptions {
 /// The product of the ranges' [`range_values`], thinned to at most `budget` shapes.
 pub(super) fn thinned(ranges: &[DimRange], budget: usize) -> Result<Vec<Vec<i64>>, OptionError> {
     let mut lists: Vec<Vec<i64>> = ranges.iter().map(|r| range_values(r.min, r.max)).collect();
-    let product = |l: &[Vec<i64>]| l.iter().map(Vec::len).product::<usize>();
-    while product(&lists) > budget {
+    let count = |l: &[Vec<i64>]| l.iter().map(Vec::len).product::<usize>();
+    while count(&lists) > budget {
         let (i, longest) = lists
             .iter()
             .enumerate()
@@ -68,7 +68,7 @@ pub(super) fn thinned(ranges: &[DimRange], budget: usize) -> Result<Vec<Vec<i64>
                 value: budget.to_string(),
                 expected: format!(
                     "at least {} shapes: each ranged dim is tuned at its two ends at least",
-                    product(&lists)
+                    count(&lists)
                 ),
             });
         }
@@ -80,20 +80,7 @@ pub(super) fn thinned(ranges: &[DimRange], budget: usize) -> Result<Vec<Vec<i64>
             .map(|(_, v)| *v)
             .collect();
     }
-    let mut out: Vec<Vec<i64>> = vec![vec![]];
-    for l in &lists {
-        out = out
-            .into_iter()
-            .flat_map(|p| {
-                l.iter().map(move |&x| {
-                    let mut q = p.clone();
-                    q.push(x);
-                    q
-                })
-            })
-            .collect();
-    }
-    Ok(out)
+    Ok(product(&lists))
 }
 
 /// Σ |ln a/b| over the dims (the transfer distance's shape term).

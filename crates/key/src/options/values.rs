@@ -75,26 +75,31 @@ pub(super) fn range_values(min: i64, max: i64) -> Vec<i64> {
 /// product of each range's [`range_values`]. Errors name the count when it exceeds
 /// [`MAX_RANGE_SHAPES`].
 pub(super) fn range_profiles(ranges: &[DimRange]) -> Result<Vec<Vec<i64>>, String> {
+    let lists: Vec<Vec<i64>> = ranges.iter().map(|r| range_values(r.min, r.max)).collect();
+    if lists.iter().map(Vec::len).product::<usize>() > MAX_RANGE_SHAPES {
+        return Err(format!(
+            "ranges tuned at more than {MAX_RANGE_SHAPES} shapes (each range at its ends and the powers of two between): expected narrower ranges or fewer ranged dims"
+        ));
+    }
+    Ok(product(&lists))
+}
+
+/// Every profile taking one value from each list, the first list varying slowest.
+pub(super) fn product(lists: &[Vec<i64>]) -> Vec<Vec<i64>> {
     let mut out: Vec<Vec<i64>> = vec![vec![]];
-    for r in ranges {
-        let vals = range_values(r.min, r.max);
+    for l in lists {
         out = out
             .into_iter()
             .flat_map(|p| {
-                vals.iter().map(move |&x| {
+                l.iter().map(move |&x| {
                     let mut q = p.clone();
                     q.push(x);
                     q
                 })
             })
             .collect();
-        if out.len() > MAX_RANGE_SHAPES {
-            return Err(format!(
-                "ranges tuned at more than {MAX_RANGE_SHAPES} shapes (each range at its ends and the powers of two between): expected narrower ranges or fewer ranged dims"
-            ));
-        }
     }
-    Ok(out)
+    out
 }
 const BATCH_FORM: &str = "\"b1,b2,...\": 2 to 100 distinct integers, each 1 to 2048";
 const IMAGE_FORM: &str = "\"h1,w1;h2,w2;...\": 2 to 100 distinct pairs of integers ≥ 1";
