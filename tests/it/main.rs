@@ -12,6 +12,7 @@ mod aoe_cores;
 mod aoe_graph_bank;
 mod atc_options;
 mod caffe_families;
+mod cann_repository;
 mod ci_rule;
 mod cli;
 mod cli_bank;

@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::backend::Backend;
 use crate::interchange::aoe::{self, AoeBank, AoeImportReport};
+use crate::interchange::tbe::repository::{parse_repository, Repository};
 use crate::interchange::{
     export_store, merge_into, read_export, read_store, ExportReport, InterchangeError, MergeReport,
     StoreRecords,
@@ -194,6 +195,37 @@ pub fn read_aoe_file(
         })?;
     parsed.core_count = cores;
     Ok(parsed)
+}
+
+/// Reads CANN's MatMul repository file `path` (JSON lines, gzip-compressed when its name ends
+/// in `.gz`) for `soc`: a name in CANN's pattern `repository_<SoC>_<op>…` must name `soc`'s
+/// version (nothing is read otherwise). Lines that are not records are rejected in the result,
+/// naming the line; see [`crate::interchange::tbe::repository`].
+pub fn read_repository_file(path: &Path, soc: &SocSpec) -> Result<Repository, MaintenanceError> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let stem = name.split('.').next().unwrap_or("");
+    if let Some(rest) = stem.strip_prefix("repository_") {
+        if let Some((named, _op)) = rest.rsplit_once('_') {
+            if !named.eq_ignore_ascii_case(&soc.version) {
+                return Err(MaintenanceError::AoeFileName {
+                    path: path.to_owned(),
+                    found: format!("SoC {named}"),
+                    expected: format!("SoC {} (--soc_version)", soc.version),
+                });
+            }
+        }
+    }
+    let read = |source| MaintenanceError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read)?;
+    let parsed = if name.ends_with(".gz") {
+        parse_repository(std::io::BufReader::new(flate2::read::GzDecoder::new(file)))
+    } else {
+        parse_repository(std::io::BufReader::new(file))
+    };
+    parsed.map_err(read)
 }
 
 /// The records of one merge source, read before anything is written.

@@ -21,20 +21,20 @@
 //! [`import_aoe`]).
 
 mod cores;
+mod import;
 
 use std::collections::BTreeMap;
-use tunebank_key::StrategyMap;
 
 use crate::interchange::pyjson::PyJson;
 use crate::interchange::tbe;
-use crate::interchange::{md5_hex, merge_into, InterchangeError, MergeReport};
+use crate::interchange::{md5_hex, InterchangeError, MergeReport};
 use crate::layered::{Bank, BankError};
 use crate::layered::{LayerId, Lookup};
-use crate::policy::{Held, WritePolicy};
-use crate::record::{Descriptor, Origin, Record};
+use crate::record::Record;
 pub use cores::{file_core_count, Cores};
+pub use import::{import_aoe, import_entries, EntryImport, BASELINE_OPTION};
 use tunebank_key::{
-    AttrValue, BankKey, CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc,
+    AttrValue, CubeMath, DType, Format, ImplMode, OpDescriptor, SocSpec, TensorDesc,
 };
 
 /// One verified entry of a `unified_bank` file.
@@ -404,49 +404,6 @@ pub(crate) fn aoe_descriptor(info_dict: &PyJson, soc: &SocSpec) -> (OpDescriptor
     }
 }
 
-/// The record of an imported entry (kind op), keyed for `soc`, with `origin` (imported, or
-/// built-in when the bank being made will serve as a built-in layer) and the import time. Its
-/// options are `soc_version` and, when `file_cores` (the count the bank file was tuned on) is
-/// known, `aoe_core_count`: provenance only, the key is `soc`'s whatever the file's count.
-pub(crate) fn aoe_record(
-    entry: &AoeEntry,
-    soc: &SocSpec,
-    file_cores: Option<u32>,
-    origin: Origin,
-    unix_time: u64,
-) -> Record {
-    let (descriptor, _) = aoe_descriptor(&entry.info_dict, soc);
-    let mut strategy = StrategyMap::new();
-    strategy.insert(
-        "aoe_knowledge".into(),
-        serde_json::Value::String(entry.knowledge.dumps()),
-    );
-    strategy.insert(
-        "aoe_info_dict".into(),
-        serde_json::Value::String(entry.info_dict.dumps()),
-    );
-    strategy.insert(
-        "aoe_md5".into(),
-        serde_json::Value::String(entry.md5.clone()),
-    );
-    if let Some(Ok(tiling)) = tbe::entry_tiling(&entry.info_dict, &entry.knowledge) {
-        strategy.extend(tiling);
-    }
-    let mut options = BTreeMap::from([("soc_version".to_owned(), soc.version.clone())]);
-    if let Some(n) = file_cores {
-        options.insert(cores::CORE_COUNT_OPTION.to_owned(), n.to_string());
-    }
-    Record::imported(
-        Descriptor::Op(descriptor),
-        options,
-        strategy,
-        entry.cost_time,
-        "aoe",
-        origin,
-        unix_time,
-    )
-}
-
 /// What [`import_aoe`] did.
 ///
 /// Serialised (`--json`) as `{"accepted": n, "cores"?: {"bank_file", "core_type", "keyed"},
@@ -600,61 +557,6 @@ impl AoeImportReport {
         }
         Ok(())
     }
-}
-
-/// Imports the verified entries of `parsed` into the bank's custom layer (atomically), under the
-/// bank-write policy (`merge_into`): an AOE record's `cost_time` was measured on the board, so
-/// it replaces a record whose time was simulated or measured on the host, whatever the numbers.
-/// Rejected entries are only reported.
-///
-/// Records are keyed for `soc`, its core count included (the built-in description file's
-/// `ai_core_cnt`, or `--aicore_num`); `parsed.core_count`, the count the bank file was tuned on
-/// when known, is only recorded, in each record's options as `aoe_core_count`. AOE's shared
-/// Ascend910B1 bank was tuned on 25 cores while the SoC's file says 24: a converter on the
-/// 24-core part derives its keys with 24 and must hit these records, and a tiling split over
-/// more blocks than there are cores still runs, in waves (as the simulator models it), so the
-/// board's tiling answers for the keyed part.
-pub fn import_aoe(
-    bank: &Bank,
-    parsed: &AoeBank,
-    soc: &SocSpec,
-    origin: Origin,
-    unix_time: u64,
-) -> Result<AoeImportReport, InterchangeError> {
-    let mut report = AoeImportReport {
-        accepted: parsed.accepted.len(),
-        rejected: parsed.rejected.clone(),
-        file_cores: parsed.core_count,
-        keyed_cores: soc.core_count,
-        core_type: soc.core_type.clone(),
-        ..AoeImportReport::default()
-    };
-    // Several entries may share a key: one source (AOE's board times), so the policy keeps the
-    // fastest, the first on a tie, before merging.
-    let mut best: BTreeMap<BankKey, Record> = BTreeMap::new();
-    for entry in &parsed.accepted {
-        match aoe_descriptor(&entry.info_dict, soc) {
-            (_, Some(why)) => report.unmapped.push((entry.md5.clone(), why)),
-            (_, None) => report.mapped += 1,
-        }
-        match tbe::entry_tiling(&entry.info_dict, &entry.knowledge) {
-            Some(Ok(_)) => report.tilings += 1,
-            Some(Err(why)) => report.untiled.push((entry.md5.clone(), why.reason)),
-            None => {}
-        }
-        let rec = aoe_record(entry, soc, parsed.core_count, origin, unix_time);
-        let key = crate::layered::descriptor_key(&rec.descriptor).map_err(BankError::Key)?;
-        let replace = best.get(&key).is_none_or(|old| {
-            WritePolicy::MERGE
-                .judge((&rec).into(), Held::Sound(old.into()))
-                .replace
-        });
-        if replace {
-            best.insert(key, rec);
-        }
-    }
-    report.merge = merge_into(bank, best.into_iter().collect())?;
-    Ok(report)
 }
 
 /// Finds the record imported for `info_dict` in any layer of `bank`, by the descriptor it maps to

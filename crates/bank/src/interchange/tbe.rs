@@ -9,7 +9,8 @@
 //!   32 bytes of the A dtype); `B_shape = [K, N1, 1, 1, 16]` (N = 16·N1). Sizes are multiples
 //!   of the fractal: the real unpadded M, K, N are not recorded, so the descriptor holds the
 //!   aligned ones and only shapes that are multiples of 16 (K0) can hit.
-//! - `batch_type` 0: a plain MatMul (batch 1); 2: A batched, B shared (BatchMatMulV2 with a 2-D
+//! - `batch_type` 0 (or absent, with batch 1, as in some lines of CANN's repository): a plain
+//!   MatMul (batch 1); 2: A batched, B shared (BatchMatMulV2 with a 2-D
 //!   x2, as the records with a batch show: their `B_shape` has no batch). Other values, and
 //!   fusion fields that are not zero (`fused_double_operand_num`, `scalar_size`,
 //!   `reduce_fusion`, a non-zero `C_shape`, alignment flags ≠ 1), are not decoded: such an entry
@@ -17,7 +18,8 @@
 //!   untransposed, so a transposed op never hits it. Window fields (pads, strides, dilations,
 //!   group) mean nothing for MatMul and are ignored; `fixpipe_flag` names the kernel variant.
 //! - `AL0_matrix = [ma, ka, 16, K0, …]`, `BL0_matrix = [kb, nb, 16, K0, …]` (`[]`: all of this
-//!   core's B in L0B), `CL0_matrix = [nc, mc, 16, 16, …]`: L0 tiles in fractals. baseM = 16·mc,
+//!   core's B in L0B; the output tile's N is then CL0's), `CL0_matrix = [nc, mc, 16, 16, …]`:
+//!   L0 tiles in fractals. baseM = 16·mc,
 //!   baseN = 16·nc, baseK = K0·min(ka, kb); CL0 must agree with AL0's M and BL0's N.
 //! - `AL1_shape = [K elements, M tiles, …]` (`[]`: all of this core's A in L1; `BL1_shape`
 //!   likewise for B): stepKa = K elements / baseK. The M (N) multiple counts L0C tiles held
@@ -73,7 +75,7 @@ fn ints(v: Option<&PyJson>, what: &str) -> Result<Vec<i64>, String> {
     }
 }
 
-fn dtype(info: &PyJson, field: &str) -> Result<DType, String> {
+pub(super) fn dtype(info: &PyJson, field: &str) -> Result<DType, String> {
     let name = info
         .get(field)
         .and_then(PyJson::as_str)
@@ -82,7 +84,7 @@ fn dtype(info: &PyJson, field: &str) -> Result<DType, String> {
         .map_err(|_| format!("{field} {name:?} is not a dtype"))
 }
 
-fn elem_bytes(d: DType) -> i64 {
+pub(super) fn elem_bytes(d: DType) -> i64 {
     match d {
         DType::Int8 | DType::Uint8 | DType::Bool => 1,
         DType::Float32 | DType::Int32 => 4,
@@ -141,12 +143,17 @@ pub(super) fn gemm(info: &PyJson) -> Result<TbeGemm, String> {
             }
         }
     }
-    if let Some(c) = info.get("C_shape") {
+    if let Some(c) = info.get("C_shape").filter(|c| **c != PyJson::Null) {
         if ints(Some(c), "C_shape")?.iter().any(|&d| d != 0) {
             return Err("C_shape is set: an output fusion that is not decoded".into());
         }
     }
-    let batch_type = int(info.get("batch_type"), "batch_type")?;
+    // CANN's repository leaves `batch_type` out of some plain MatMuls: absent with a batch of
+    // one is a plain MatMul.
+    let batch_type = match info.get("batch_type") {
+        None if a[0] == 1 => 0,
+        v => int(v, "batch_type")?,
+    };
     match (batch_type, a[0]) {
         (0, 1) | (2, _) => {}
         (t, n) => {
@@ -201,7 +208,8 @@ fn descriptor(info: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, String> {
         ));
     }
     let (m, k, n) = (16 * g.m1, g.k0 * g.k1, 16 * g.n1);
-    let batched = int(info.get("batch_type"), "batch_type")? == 2;
+    let batched =
+        info.get("batch_type").is_some() && int(info.get("batch_type"), "batch_type")? == 2;
     let x1 = if batched {
         vec![g.batch, m, k]
     } else {
@@ -246,6 +254,7 @@ fn descriptor(info: &PyJson, soc: &SocSpec) -> Result<OpDescriptor, String> {
 }
 
 mod knowledge;
+pub mod repository;
 pub mod space;
 
 pub use knowledge::tiling_of;

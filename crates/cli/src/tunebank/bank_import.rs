@@ -1,13 +1,17 @@
-//! `tunebank bank import`: a `bank export` file, an AOE `unified_bank` file, or an AOE graph-bank
-//! file (into the graph bank), merged into the custom bank atomically under the merge rule.
+//! `tunebank bank import`: a `bank export` file, an AOE `unified_bank` file, CANN's MatMul
+//! tiling repository, or an AOE graph-bank file (into the graph bank), merged into the custom
+//! bank atomically under the merge rule.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use tunebank_bank::interchange::aoe::AoeEntry;
+use tunebank_bank::interchange::tbe::repository::{self, RepositoryImportReport};
 use tunebank_bank::interchange::{aoe, aoe_graph, merge_into};
-use tunebank_bank::{read_aoe_file, read_export_file};
+use tunebank_bank::{read_aoe_file, read_export_file, read_repository_file};
 use tunebank_bank::{Access, Bank, ImportReport, Origin};
+use tunebank_jobs::inspect::calibrate::repository::estimated_baseline;
 use tunebank_jobs::job::options_of;
 use tunebank_key::{Environment, RecordKind};
 
@@ -35,6 +39,12 @@ pub struct ImportArgs {
     /// (needs --soc_version): its subgraphs become graph-bank records.
     #[arg(long, conflicts_with = "aoe")]
     pub aoe_graph: bool,
+    /// The file is CANN's MatMul dynamic-tiling repository (repository_<SoC>_matmul.json, JSON
+    /// lines, .gz read too; needs --soc_version): each shape's tiling and board time becomes a
+    /// record, its default-tiling time estimated on the simulator so that it can serve nearest
+    /// answers for shapes nobody tuned.
+    #[arg(long, conflicts_with_all = ["aoe", "aoe_graph"])]
+    pub cann_repository: bool,
     /// Mark imported records as built-in (for a bank that will serve as a built-in layer).
     #[arg(long)]
     pub as_builtin: bool,
@@ -45,6 +55,11 @@ pub struct ImportArgs {
 
 /// Imports the file; exit 1 if AOE entries failed their md5 check.
 pub fn run(args: ImportArgs, atc: &[String]) -> Result<ExitCode> {
+    if args.cann_repository {
+        let report = import_repository(&args, atc)?;
+        print_report(&report, args.json)?;
+        return Ok(failed_if(!report.is_complete()));
+    }
     if args.aoe_graph {
         let report = import_aoe_graph(&args, atc)?;
         print_report(&report, args.json)?;
@@ -76,6 +91,32 @@ fn import_aoe(args: &ImportArgs, atc: &[String]) -> Result<ImportReport> {
     };
     let report = aoe::import_aoe(&bank, &parsed, &soc, origin, now_unix())?;
     Ok(ImportReport::Aoe(report))
+}
+
+/// CANN's MatMul repository, read whole (and checked) before the bank is opened for writing.
+fn import_repository(args: &ImportArgs, atc: &[String]) -> Result<RepositoryImportReport> {
+    let (_, soc) = options_of(atc).context("a CANN repository import needs --soc_version")?;
+    let repo = read_repository_file(&args.file, &soc)?;
+    let bank = Bank::open(
+        &Environment::process(),
+        &args
+            .bank
+            .request(RecordKind::Op, &soc.version, Access::Writable),
+    )?;
+    let origin = if args.as_builtin {
+        Origin::BuiltIn
+    } else {
+        Origin::Imported
+    };
+    let baseline = |e: &AoeEntry| estimated_baseline(e, &soc);
+    Ok(repository::import_repository(
+        &bank,
+        &repo,
+        &soc,
+        origin,
+        now_unix(),
+        &baseline,
+    )?)
 }
 
 /// An AOE graph-bank file, read whole and checked before the graph bank is opened for writing.

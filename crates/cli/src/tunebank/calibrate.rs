@@ -1,7 +1,9 @@
 //! `tunebank calibrate --aoe FILE --soc_version=SOC`: the simulator against the board on the
 //! records of an AOE unified_bank file (stored tiling, default, best of N sampled tilings);
 //! `--aoe-graph FILE`: the subgraph model against the board on an AOE graph bank (stored
-//! strategies, unfused default, the simulator's own SGAT best, per graph line).
+//! strategies, unfused default, the simulator's own SGAT best, per graph line);
+//! `--cann-repository FILE`: CANN's MatMul repository held back one record at a time and
+//! answered by its nearest record's tiling.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,6 +13,7 @@ use tunebank_bank::interchange::aoe_graph::read_aoe_graph_file;
 use tunebank_bank::read_aoe_file;
 use tunebank_jobs::inspect::calibrate::calibrate;
 use tunebank_jobs::inspect::calibrate::graph::calibrate_graphs;
+use tunebank_jobs::inspect::calibrate::repository::leave_one_out;
 use tunebank_jobs::job::options_of;
 use tunebank_jobs::tune::TuneSettings;
 use tunebank_key::platform::{self, PlatformSearch};
@@ -25,10 +28,15 @@ pub struct CalibrateArgs {
     /// a file named in AOE's pattern <SoC>_<N>_AiCore_<op>.json must name --soc_version's SoC.
     #[arg(
         long,
-        required_unless_present = "aoe_graph",
-        conflicts_with = "aoe_graph"
+        required_unless_present_any = ["aoe_graph", "cann_repository"],
+        conflicts_with_all = ["aoe_graph", "cann_repository"]
     )]
     pub aoe: Option<PathBuf>,
+    /// CANN's MatMul tiling repository (repository_<SoC>_matmul.json, JSON lines, .gz read
+    /// too): how well its records predict each other, each held back in turn and answered by
+    /// its nearest neighbour's tiling (simulated; see `inspect::calibrate::repository`).
+    #[arg(long, conflicts_with = "aoe_graph")]
+    pub cann_repository: Option<PathBuf>,
     /// An AOE graph-bank file (`ascend910b2_l2cache.json` format) whose graph lines (board
     /// `end2EndTime`, stored subgraph strategies) calibrate the subgraph model against.
     #[arg(long)]
@@ -55,6 +63,15 @@ pub fn run(args: CalibrateArgs, atc: &[String]) -> Result<ExitCode> {
     // The simulator models the SoC from the files this host's toolkit roots hold.
     let search = PlatformSearch::new(None, &Environment::process());
     platform::select(&soc.version, &search).map_err(|c| anyhow!("{c}"))?;
+    if let Some(path) = &args.cann_repository {
+        let repo = tunebank_bank::read_repository_file(path, &soc)?;
+        for (line, why) in repo.rejected.iter().chain(&repo.skipped) {
+            eprintln!("tunebank: left out line {line}: {why}");
+        }
+        let report = leave_one_out(&repo, &soc);
+        print_report(&report, args.json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(path) = &args.aoe_graph {
         let file = read_aoe_graph_file(path)?;
         // One graph line per thread at a time, on every core (the report does not depend on it).

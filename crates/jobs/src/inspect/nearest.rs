@@ -168,12 +168,17 @@ impl fmt::Display for NotServed {
 
 /// A stored record of a shape family.
 #[derive(Clone, Debug)]
-struct Member {
-    key: BankKey,
-    layer: LayerId,
-    op: OpDescriptor,
-    strategy: StrategyMap,
-    speedup: f64,
+pub(crate) struct Member {
+    /// Its key.
+    pub(crate) key: BankKey,
+    /// The layer that answers for it.
+    pub(crate) layer: LayerId,
+    /// Its descriptor.
+    pub(crate) op: OpDescriptor,
+    /// Its strategy.
+    pub(crate) strategy: StrategyMap,
+    /// Its baseline over its tuned time, at least 1.
+    pub(crate) speedup: f64,
 }
 
 /// The tuned shapes of a bank, read once per op type and SoC, that nearest answers come from.
@@ -186,6 +191,22 @@ pub struct NearestIndex {
 }
 
 impl NearestIndex {
+    /// An index of `members` (grouped by SoC and op type, each group in key order), for
+    /// answers over records that are not in a bank (the repository's leave-one-out).
+    pub(crate) fn from_members(members: impl IntoIterator<Item = Member>) -> NearestIndex {
+        let mut groups: BTreeMap<(String, String), BTreeMap<BankKey, Member>> = BTreeMap::new();
+        for m in members {
+            let group = (m.op.soc.version.clone(), m.op.op_type.to_ascii_lowercase());
+            groups.entry(group).or_default().entry(m.key).or_insert(m);
+        }
+        NearestIndex {
+            groups: groups
+                .into_iter()
+                .map(|(g, m)| (g, m.into_values().collect()))
+                .collect(),
+        }
+    }
+
     /// Reads the op records of `ops`' op types on their SoCs from every layer of `bank` (a key
     /// held by several layers from the first, the one a look-up answers from). Records of
     /// another key schema, or that do not decode, are left out.
@@ -362,7 +383,7 @@ fn inside_range(target: &OpDescriptor, family: &[&Member]) -> Result<(), NotServ
 /// numbers, 1 for any other difference or a parameter the stored strategy lacks; ties to the
 /// lowest configuration. `None` when the space is empty or `strategy` names none of its
 /// parameters.
-fn fit(space: &TaskSpace, strategy: &StrategyMap) -> Option<(StrategyMap, bool)> {
+pub(crate) fn fit(space: &TaskSpace, strategy: &StrategyMap) -> Option<(StrategyMap, bool)> {
     if space.config_of(strategy).is_some() {
         return Some((strategy.clone(), false));
     }

@@ -89,8 +89,17 @@ fn tiling(knowledge: &PyJson, g: &TbeGemm) -> Result<StrategyMap, String> {
     }
     let (ma, ka) = (al0[0], al0[1]);
     let bl0 = list(knowledge, "BL0_matrix")?;
+    let cl0 = list(knowledge, "CL0_matrix")?;
     let (kb, nb) = match bl0.as_slice() {
-        [] => (g.k1, (g.n1 + bn - 1) / bn),
+        // All of this core's B in L0B: the output tile's N is CL0's, which may walk the core's
+        // N in smaller tiles (CANN's repository does on 290 of its 3,200 records).
+        [] => (
+            g.k1,
+            cl0.first()
+                .copied()
+                .filter(|&n| n > 0)
+                .unwrap_or((g.n1 + bn - 1) / bn),
+        ),
         [kb, nb, ..] if *kb > 0 && *nb > 0 => (*kb, *nb),
         _ => {
             return Err(format!(
@@ -98,7 +107,6 @@ fn tiling(knowledge: &PyJson, g: &TbeGemm) -> Result<StrategyMap, String> {
             ))
         }
     };
-    let cl0 = list(knowledge, "CL0_matrix")?;
     if cl0.len() < 2 || cl0[0] != nb || cl0[1] != ma {
         return Err(format!(
             "CL0_matrix {cl0:?}: expected [{nb}, {ma}, …], the N of BL0 and the M of AL0"

@@ -16,6 +16,7 @@ use serde::Serialize;
 use tunebank_key::StrategyMap;
 
 pub mod graph;
+pub mod repository;
 pub(crate) mod view;
 
 use tunebank_bank::interchange::aoe::AoeBank;
