@@ -208,3 +208,54 @@ fn calibrate_holds_each_repository_record_back() {
         "{s}"
     );
 }
+
+/// A repository named for another SoC than `--soc_version` is refused naming both, exit 2,
+/// and no bank is created; a line that is not a record is named and the rest imported (exit 1).
+#[test]
+fn bad_repository_input_is_named_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = dir.path().join("b.redb");
+    let o = tunebank(&[
+        "bank",
+        "import",
+        "--cann-repository",
+        subset().to_str().unwrap(),
+        "--bank",
+        bank.to_str().unwrap(),
+        "--soc_version=Ascend910B1",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("the file name says SoC Ascend910B2; expected SoC Ascend910B1"),
+        "{}",
+        text(&o)
+    );
+    assert!(!bank.exists());
+    // One good line of the subset and one cut short.
+    let file = std::fs::File::open(subset()).unwrap();
+    let mut lines = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut lines).unwrap();
+    let first = lines.lines().next().unwrap();
+    let repo = dir.path().join("repository_Ascend910B2_matmul.json");
+    std::fs::write(&repo, format!("{first}\n{}\n", &first[..first.len() / 2])).unwrap();
+    let o = tunebank(&[
+        "bank",
+        "import",
+        "--cann-repository",
+        repo.to_str().unwrap(),
+        "--bank",
+        bank.to_str().unwrap(),
+        &format!("--soc_version={SOC}"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("rejected line 2: not JSON"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("target: 0 records before, 1 after"),
+        "{}",
+        text(&o)
+    );
+}
