@@ -32,6 +32,7 @@ mod pg_crash;
 mod pg_cut;
 mod pytorch;
 mod queue;
+mod range_records;
 mod ranges;
 mod sgat;
 mod sgat_convert;

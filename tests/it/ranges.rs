@@ -117,6 +117,8 @@ fn a_range_is_tuned_at_its_shapes_and_served_at_each() {
             "{r}"
         );
         assert_ne!(n["source"], r["key"], "{r}");
+        // The range record of the job's range holds the shape (`tune::range_record`).
+        assert!(n["range"].as_str().is_some_and(|k| k.len() == 64), "{r}");
         let first: Vec<i64> = serde_json::from_value(n["tuned_shapes"][0].clone()).unwrap();
         // Batch 4 (or batch × 4 heads = 16, where attention merges them), sequence 32.
         assert!(

@@ -39,6 +39,8 @@ use tunebank_key::{BankKey, OpDescriptor, RecordKind, StrategyMap, KEY_SCHEMA_VE
 use tunebank_measure::sim::SimRunner;
 use tunebank_measure::{json_to_value, Measure, TaskSpace, TuningTask};
 
+pub(crate) use crate::tune::range_record::same_family;
+use crate::tune::range_record::{self, Coverage};
 use crate::tune::transfer::distance::transfer_distance;
 
 /// At most this many records of one family (one layer, SoC and op type) are read.
@@ -87,6 +89,10 @@ pub struct Nearest {
     /// The record's own gain at its shape: its baseline (default) time over its tuned time (1
     /// for a confirmed default).
     pub source_speedup: f64,
+    /// The range record whose range holds the asked shape (`tune::range_record`); `None` when
+    /// the op's family has no range record and the hull of its tuned shapes served it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<BankKey>,
 }
 
 /// Why no nearest answer was given.
@@ -188,6 +194,8 @@ pub(crate) struct Member {
 pub struct NearestIndex {
     /// (SoC version, case-folded op type) → that group's members, in key order.
     groups: BTreeMap<(String, String), Vec<Member>>,
+    /// The same groups' range records (key, descriptor), in key order.
+    ranges: BTreeMap<(String, String), Vec<(BankKey, OpDescriptor)>>,
 }
 
 impl NearestIndex {
@@ -204,6 +212,7 @@ impl NearestIndex {
                 .into_iter()
                 .map(|(g, m)| (g, m.into_values().collect()))
                 .collect(),
+            ranges: BTreeMap::new(),
         }
     }
 
@@ -221,6 +230,7 @@ impl NearestIndex {
         let mut index = NearestIndex::default();
         for (soc, op_type) in wanted {
             let mut members: BTreeMap<BankKey, Member> = BTreeMap::new();
+            let mut ranges: BTreeMap<BankKey, OpDescriptor> = BTreeMap::new();
             let group = IndexGroup {
                 soc: &soc,
                 kind: RecordKind::Op,
@@ -245,6 +255,10 @@ impl NearestIndex {
                         1.0
                     };
                     if let Descriptor::Op(op) = r.descriptor {
+                        if range_record::is_range(&op) {
+                            ranges.entry(*g.key).or_insert(op);
+                            return;
+                        }
                         members.entry(*g.key).or_insert(Member {
                             key: *g.key,
                             layer: g.layer,
@@ -255,9 +269,11 @@ impl NearestIndex {
                     }
                 },
             )?;
+            let group = (soc, op_type);
             index
-                .groups
-                .insert((soc, op_type), members.into_values().collect());
+                .ranges
+                .insert(group.clone(), ranges.into_iter().collect());
+            index.groups.insert(group, members.into_values().collect());
         }
         Ok(index)
     }
@@ -279,7 +295,10 @@ impl NearestIndex {
         if family.is_empty() {
             return Err(NotServed::NoFamily);
         }
-        inside_range(target, &family)?;
+        let range = self.range_of(&group, target)?;
+        if range.is_none() {
+            inside_range(target, &family)?;
+        }
         let mut ranked: Vec<(f64, &Member)> = family
             .into_iter()
             .filter_map(|m| transfer_distance(target, &m.op).map(|d| (d, m)))
@@ -324,37 +343,36 @@ impl NearestIndex {
             strategy,
             adapted,
             source_speedup: nearest.speedup,
+            range,
         })
     }
-}
 
-/// Everything of the key but the dims is equal: op type (ASCII case-insensitive), fused ops,
-/// attributes, modes, SoC, and per input and output the dtype, formats and rank.
-pub(crate) fn same_family(a: &OpDescriptor, b: &OpDescriptor) -> bool {
-    let tensors = |x: &[tunebank_key::TensorDesc], y: &[tunebank_key::TensorDesc]| {
-        x.len() == y.len()
-            && x.iter().zip(y).all(|(s, t)| {
-                s.dtype == t.dtype
-                    && s.format == t.format
-                    && s.ori_format == t.ori_format
-                    && s.ori_shape.len() == t.ori_shape.len()
-                    && s.shape.len() == t.shape.len()
-            })
-    };
-    a.op_type.eq_ignore_ascii_case(&b.op_type)
-        && a.fused_ops.len() == b.fused_ops.len()
-        && a.fused_ops
-            .iter()
-            .zip(&b.fused_ops)
-            .all(|(x, y)| x.eq_ignore_ascii_case(y))
-        && a.attrs == b.attrs
-        && a.impl_mode == b.impl_mode
-        && a.cube_math == b.cube_math
-        && a.soc.version.eq_ignore_ascii_case(&b.soc.version)
-        && a.soc.core_count == b.soc.core_count
-        && a.soc.core_type == b.soc.core_type
-        && tensors(&a.inputs, &b.inputs)
-        && tensors(&a.outputs, &b.outputs)
+    /// The range record of `group` whose range holds `target`; `None` when no range record is
+    /// of `target`'s op (the hull of the tuned shapes decides); an error naming the first
+    /// ranged dim outside when range records of the op exist and none holds it.
+    fn range_of(
+        &self,
+        group: &(String, String),
+        target: &OpDescriptor,
+    ) -> Result<Option<BankKey>, NotServed> {
+        let mut outside = None;
+        for (key, range) in self.ranges.get(group).into_iter().flatten() {
+            match range_record::coverage(range, target) {
+                Coverage::Inside => return Ok(Some(*key)),
+                Coverage::Outside(input, dim, value, min, max) => {
+                    outside.get_or_insert(NotServed::OutsideRange {
+                        input,
+                        dim,
+                        value,
+                        min,
+                        max,
+                    });
+                }
+                Coverage::Unrelated => {}
+            }
+        }
+        outside.map_or(Ok(None), Err)
+    }
 }
 
 /// Each input dim of `target` lies between the smallest and largest value the family tuned it
@@ -436,234 +454,5 @@ fn value_cost(stored: Option<&search_strategies::Value>, v: &search_strategies::
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-    use tunebank_bank::testing::fresh_bank;
-    use tunebank_bank::{descriptor_key, Origin, Performance, Provenance, Record};
-    use tunebank_key::{AttrValue, CubeMath, DType, Format, ImplMode, SocSpec, TensorDesc};
-
-    const SOC: &str = "Ascend910B2";
-
-    fn tensor(shape: &[i64], dtype: DType) -> TensorDesc {
-        TensorDesc {
-            shape: shape.to_vec(),
-            ori_shape: shape.to_vec(),
-            dtype,
-            format: Format::ND,
-            ori_format: Format::ND,
-        }
-    }
-
-    /// A MatMulV2 of (m × k) · (k × 768).
-    fn matmul(m: i64, k: i64, dtype: DType) -> OpDescriptor {
-        let attrs: BTreeMap<String, AttrValue> = [
-            ("transpose_x1".to_owned(), AttrValue::Bool(false)),
-            ("transpose_x2".to_owned(), AttrValue::Bool(false)),
-        ]
-        .into();
-        OpDescriptor {
-            op_type: "MatMulV2".into(),
-            fused_ops: Vec::new(),
-            inputs: vec![tensor(&[m, k], dtype), tensor(&[k, 768], dtype)],
-            outputs: vec![tensor(&[m, 768], dtype)],
-            attrs,
-            impl_mode: ImplMode::HighPerformance,
-            cube_math: CubeMath::Native,
-            soc: SocSpec::from_version(SOC).unwrap(),
-            origin: None,
-        }
-    }
-
-    fn space(op: &OpDescriptor) -> TaskSpace {
-        SimRunner::new()
-            .space(&TuningTask::new(op.clone()))
-            .unwrap()
-    }
-
-    fn record(op: &OpDescriptor, strategy: StrategyMap) -> Record {
-        record_won(op, strategy, 2.0)
-    }
-
-    /// A record whose strategy ran `speedup` times faster than the default at its shape.
-    fn record_won(op: &OpDescriptor, strategy: StrategyMap, speedup: f64) -> Record {
-        Record {
-            key_schema_version: KEY_SCHEMA_VERSION,
-            kind: RecordKind::Op,
-            descriptor: Descriptor::Op(op.clone()),
-            options: Default::default(),
-            strategy,
-            performance: Performance {
-                baseline_us: speedup,
-                tuned_us: 1.0,
-                samples_us: vec![1.0],
-                runner: "sim".into(),
-                default_confirmed: speedup == 1.0,
-                confirmed_budget: None,
-            },
-            provenance: Provenance {
-                tool_version: "0".into(),
-                algorithm: "test".into(),
-                trials: 1,
-                seed: 0,
-                unix_time: 0,
-                origin: Origin::Tuned,
-            },
-        }
-    }
-
-    /// A bank holding `ops` with their strategies, and its index for `target`.
-    fn index_of(ops: &[(OpDescriptor, StrategyMap)], target: &OpDescriptor) -> NearestIndex {
-        let (_dir, bank) = fresh_bank();
-        let records: Vec<Record> = ops.iter().map(|(o, s)| record(o, s.clone())).collect();
-        bank.write_batch(&records).unwrap();
-        NearestIndex::read(&bank, [target]).unwrap()
-    }
-
-    fn key(op: &OpDescriptor) -> BankKey {
-        descriptor_key(&Descriptor::Op(op.clone())).unwrap()
-    }
-
-    /// A valid strategy of `op` that is not its first configuration (a tuned one, not a default).
-    fn some_strategy(op: &OpDescriptor) -> StrategyMap {
-        let s = space(op);
-        s.strategy((s.len() / 2) as _)
-    }
-
-    #[test]
-    fn a_shape_between_tuned_shapes_takes_the_nearest_one_and_its_strategy_fits() {
-        let (small, large) = (
-            matmul(64, 768, DType::Float16),
-            matmul(1024, 768, DType::Float16),
-        );
-        let index = index_of(
-            &[
-                (small.clone(), some_strategy(&small)),
-                (large.clone(), some_strategy(&large)),
-            ],
-            &small,
-        );
-        // M = 200: |ln 200/64| = 1.14 against |ln 200/1024| = 1.63.
-        let target = matmul(200, 768, DType::Float16);
-        let n = index.answer(&target, &key(&target)).unwrap();
-        assert_eq!(n.source, key(&small));
-        assert!(
-            (n.distance - (200f64 / 64.0).ln()).abs() < 1e-9,
-            "{}",
-            n.distance
-        );
-        assert_eq!(n.tuned_shapes[0], vec![64, 768]);
-        assert!(space(&target).config_of(&n.strategy).is_some(), "{n:?}");
-    }
-
-    #[test]
-    fn a_strategy_that_no_longer_fits_is_moved_into_the_shape_never_returned() {
-        let (small, large) = (
-            matmul(16, 768, DType::Float16),
-            matmul(1024, 768, DType::Float16),
-        );
-        // M = 140: nearer 1024 (|ln 140/1024| = 1.99) than 16 (2.17); its splits of M stop at 9
-        // (a split of 16 rows each must leave every core rows), 1024's go to 24.
-        let target = matmul(140, 768, DType::Float16);
-        let (large_space, target_space) = (space(&large), space(&target));
-        let misfit = (0..large_space.len())
-            .map(|i| large_space.strategy(i as _))
-            .find(|s| target_space.config_of(s).is_none())
-            .expect("a strategy of M = 1024 that does not fit M = 140");
-        let index = index_of(
-            &[
-                (small.clone(), some_strategy(&small)),
-                (large.clone(), misfit.clone()),
-            ],
-            &target,
-        );
-        let n = index.answer(&target, &key(&target)).unwrap();
-        assert_eq!(n.source, key(&large));
-        assert!(n.adapted);
-        assert_ne!(n.strategy, misfit);
-        assert!(target_space.config_of(&n.strategy).is_some(), "{n:?}");
-    }
-
-    #[test]
-    fn a_shape_outside_the_range_or_another_family_is_not_served() {
-        let (small, large) = (
-            matmul(16, 768, DType::Float16),
-            matmul(1024, 768, DType::Float16),
-        );
-        let ops = [
-            (small.clone(), some_strategy(&small)),
-            (large.clone(), some_strategy(&large)),
-        ];
-        let index = index_of(&ops, &small);
-        let beyond = matmul(2048, 768, DType::Float16);
-        assert_eq!(
-            index.answer(&beyond, &key(&beyond)),
-            Err(NotServed::OutsideRange {
-                input: 0,
-                dim: 0,
-                value: 2048,
-                min: 16,
-                max: 1024
-            })
-        );
-        // K was tuned at 768 only: 512 is outside what was tuned.
-        let other_k = matmul(100, 512, DType::Float16);
-        let why = index.answer(&other_k, &key(&other_k)).unwrap_err();
-        assert_eq!(
-            why,
-            NotServed::OutsideRange {
-                input: 0,
-                dim: 1,
-                value: 512,
-                min: 768,
-                max: 768
-            }
-        );
-        assert!(
-            why.to_string()
-                .contains("input 0 dim 1 = 512, but this op was tuned only at 768"),
-            "{why}"
-        );
-        // Another dtype is another strategy, never a neighbour.
-        let fp32 = matmul(100, 768, DType::Float32);
-        let index = index_of(&ops, &fp32);
-        assert_eq!(index.answer(&fp32, &key(&fp32)), Err(NotServed::NoFamily));
-    }
-
-    #[test]
-    fn a_neighbour_without_a_clear_win_leaves_the_shape_to_its_default() {
-        let (small, large) = (
-            matmul(64, 768, DType::Float16),
-            matmul(1024, 768, DType::Float16),
-        );
-        let target = matmul(200, 768, DType::Float16);
-        let write = |speedup: f64| {
-            let (_dir, bank) = fresh_bank();
-            let records = [
-                record_won(&small, some_strategy(&small), speedup),
-                record_won(&large, some_strategy(&large), 2.0),
-            ];
-            bank.write_batch(&records).unwrap();
-            NearestIndex::read(&bank, [&target]).unwrap()
-        };
-        // d = ln(200 / 64) = 1.14 needs a win above e^(0.2 · 1.14) = 1.256×.
-        let d = (200f64 / 64.0).ln();
-        for (speedup, served) in [(1.0, false), (1.25, false), (1.26, true), (3.0, true)] {
-            let answer = write(speedup).answer(&target, &key(&target));
-            match answer {
-                Ok(n) => assert!(served && n.source == key(&small), "{speedup}: {n:?}"),
-                Err(NotServed::NoGain {
-                    source,
-                    distance,
-                    speedup: s,
-                }) => {
-                    assert!(!served, "{speedup}");
-                    assert_eq!((source, s), (key(&small), speedup));
-                    assert!((distance - d).abs() < 1e-9);
-                }
-                Err(e) => panic!("{speedup}: {e}"),
-            }
-        }
-    }
-}
+#[path = "nearest_tests.rs"]
+mod tests;

@@ -24,6 +24,7 @@ pub(crate) mod observe;
 pub mod opat;
 mod plan;
 mod pool;
+pub(crate) mod range_record;
 pub mod report;
 mod settings;
 pub mod sgat;

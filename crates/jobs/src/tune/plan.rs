@@ -33,6 +33,9 @@ pub struct TunePlan {
     /// The graph inputs' shapes of each profile tuned (a range's or gears' shapes), in
     /// profile order; empty for a static model.
     pub shapes: Vec<Vec<(String, Vec<i64>)>>,
+    /// The profiles are a range's representative shapes (`--input_shape` with `min~max`
+    /// dims), not gears: the job writes range records (`tune::range_record`).
+    pub ranged: bool,
 }
 
 /// Imports nothing itself: takes a loaded `model`, infers and fuses it under `options` on
@@ -80,6 +83,7 @@ pub fn plan(
     }
     let mut plan = TunePlan::from_units(out.units, out.skipped);
     plan.shapes = shapes;
+    plan.ranged = !options.input_ranges().is_empty();
     Ok(plan)
 }
 
@@ -102,6 +106,7 @@ impl TunePlan {
             units,
             skipped,
             shapes: Vec::new(),
+            ranged: false,
         }
     }
 }

@@ -17,6 +17,7 @@ use tunebank_key::{
 };
 
 use super::{Query, SearchScope, WhyConfig};
+use crate::tune::range_record::is_range;
 
 /// A stored entry read for comparison.
 pub struct Candidate {
@@ -172,6 +173,10 @@ fn group(
         }
         // Damaged records are `verify`'s business; a diagnosis compares what can be read.
         if let Ok(record) = g.record {
+            // A range record is an index over tuned shapes, not a shape to compare with.
+            if matches!(&record.descriptor, Descriptor::Op(op) if is_range(op)) {
+                return;
+            }
             out.push(Candidate {
                 layer,
                 key: *g.key,

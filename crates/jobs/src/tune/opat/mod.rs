@@ -102,6 +102,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use crate::tune::pool::{Budget, Pool, TimedRunner};
+use crate::tune::range_record;
 use crate::tune::report::ResultFile;
 use crate::tune::{
     check_settings, check_soc, transfer, Observer, TuneError, TunePlan, TuneSettings, TuneTask,
@@ -207,6 +208,12 @@ pub fn run(
             Ok(())
         },
     )?;
+    if plan.ranged {
+        // After every shape's record: a range record lists the shapes the bank holds.
+        let t = Instant::now();
+        range_record::write_range_records(plan, bank)?;
+        progress.stats.bank_report += t.elapsed();
+    }
     progress.finish(start)
 }
 
@@ -238,6 +245,7 @@ pub(crate) fn run_task(
         units: Vec::new(),
         skipped: Vec::new(),
         shapes: Vec::new(),
+        ranged: false,
     };
     let budget = Budget::new(None, None);
     let transfer = transfer::Snapshot::single(0, single.related.clone());

@@ -58,6 +58,10 @@ pub(super) fn read_pool(
                         return;
                     }
                     if let Descriptor::Op(op) = r.descriptor {
+                        // A range record is an index over tuned shapes, not one.
+                        if crate::tune::range_record::is_range(&op) {
+                            return;
+                        }
                         let stored = Stored {
                             key: *g.key,
                             op,
