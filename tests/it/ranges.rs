@@ -183,6 +183,28 @@ fn a_range_is_tuned_at_its_shapes_and_served_at_each() {
         "{}",
         text(&o)
     );
+    // The text of `convert` names the range record that holds each served shape.
+    let o = tunebank(
+        &[
+            "convert",
+            &model,
+            SOC,
+            "--input_shape=x:3,40,64",
+            "--bank",
+            bank,
+        ],
+        dir.path(),
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let served_rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("nearest"))
+        .collect();
+    assert!(!served_rows.is_empty(), "{}", text(&o));
+    assert!(
+        served_rows.iter().all(|l| l.contains(" in range ")),
+        "{served_rows:?}"
+    );
 
     // The strict mode answers exact hits only, and exits 1 naming how many were not.
     let o = convert("3,40", &["--strict"]);

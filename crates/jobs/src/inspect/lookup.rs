@@ -554,8 +554,13 @@ fn nearest_label(n: &Nearest) -> String {
     format!("nearest ({}, d={:.2}{adapted})", n.layer, n.distance)
 }
 
-/// `<TAB>from KEY tuned at [dims]…`: the record a nearest answer came from.
+/// `<TAB>from KEY tuned at [dims]…[ in range KEY]`: the record a nearest answer came from, and
+/// the range record that holds the shape, when one does.
 fn nearest_source(n: &Nearest) -> String {
     let shapes: Vec<String> = n.tuned_shapes.iter().map(|s| format!("{s:?}")).collect();
-    format!("\tfrom {} tuned at {}", n.source, shapes.join(" "))
+    let range = n
+        .range
+        .map(|r| format!(" in range {r}"))
+        .unwrap_or_default();
+    format!("\tfrom {} tuned at {}{range}", n.source, shapes.join(" "))
 }

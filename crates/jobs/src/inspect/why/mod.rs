@@ -340,9 +340,13 @@ impl fmt::Display for MissDiagnosis {
             } else {
                 ""
             };
+            let range = s
+                .range
+                .map(|r| format!(", inside range record {r}"))
+                .unwrap_or_default();
             writeln!(
                 f,
-                "    served by the nearest tuned shape: {} {} tuned at {} (distance {:.2}{adapted})",
+                "    served by the nearest tuned shape: {} {} tuned at {} (distance {:.2}{adapted}{range})",
                 s.layer,
                 s.source,
                 shapes.join(" "),
