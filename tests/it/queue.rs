@@ -665,3 +665,60 @@ fn cancel_marks_queued_tasks_and_workers_skip_them() {
         "{err}"
     );
 }
+
+/// The range records of an export: key → members.
+fn range_records(dir: &Path, bank: &str) -> BTreeMap<String, Value> {
+    bank_records(dir, bank)
+        .into_iter()
+        .filter(|(_, r)| r["descriptor"]["op"]["attrs"]["_tunebank_range"].is_object())
+        .map(|(k, r)| (k, r["strategy"]["range_members"].clone()))
+        .collect()
+}
+
+/// A job over a shape range through the queue: once a worker has done its tasks, the waiting
+/// submitter writes the range records a local range job writes (the same keys and members).
+#[test]
+fn a_queued_range_job_writes_the_range_records_of_a_local_one() {
+    let Some((_server, url)) = PgServer::database() else {
+        return;
+    };
+    let sb = sandbox();
+    let dir = sb.path();
+    let model = fixture("pytorch/encoder_block_dyn.onnx");
+    let range = "--input_shape=x:1~2,8~16,64";
+    let local = dir.join("ref/bank.redb");
+    let local = local.to_str().unwrap();
+    let mut args = job_flags(&model, local);
+    args.push(range);
+    let out = cmd(dir, &args).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let want = range_records(dir, local);
+    assert!(want.len() >= 5, "{want:?}");
+
+    let bank = dir.join("queue/bank.redb");
+    let bank = bank.to_str().unwrap();
+    let mut args = job_flags(&model, bank);
+    args.extend_from_slice(&[range, "--queue", &url]);
+    let submitter = cmd(dir, &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let w = spawn_worker(
+        dir,
+        &url,
+        bank,
+        "w1",
+        common::timing::scale(Duration::from_secs(5)),
+        false,
+    );
+    let out = wait_output(submitter, common::timing::scale(Duration::from_secs(120)));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!("{} range records written", want.len())),
+        "{}",
+        text(&out.stderr)
+    );
+    wait_output(w, common::timing::scale(Duration::from_secs(60)));
+    assert_eq!(range_records(dir, bank), want);
+}

@@ -39,11 +39,17 @@ pub fn run(detach: bool, job: &Job, url: &str) -> Result<ExitCode> {
     let dir = job.create_output_dir()?;
     let result = ResultFile::opat(&dir, SystemTime::now(), std::process::id());
     install_signal_handlers();
-    wait(&mut client, e.job_id, &result)
+    wait(&mut client, e.job_id, &result, job)
 }
 /// Follows job `job_id` until every task is settled (or the wait is interrupted), printing a
-/// progress line on each change and rewriting the result file from the database.
-fn wait(client: &mut queue::Client, job_id: i64, result: &ResultFile) -> Result<ExitCode> {
+/// progress line on each change and rewriting the result file from the database. A job over
+/// a shape range then writes its range records, as a local range job does.
+fn wait(
+    client: &mut queue::Client,
+    job_id: i64,
+    result: &ResultFile,
+    job: &Job,
+) -> Result<ExitCode> {
     let mut last = None;
     loop {
         let status = queue::job_status(client, job_id)?;
@@ -68,6 +74,10 @@ fn wait(client: &mut queue::Client, job_id: i64, result: &ResultFile) -> Result<
         std::thread::sleep(Duration::from_millis(300));
     }
     let report = write_report(client, job_id, result)?;
+    let ranges = job.write_range_records()?;
+    if ranges > 0 {
+        eprintln!("tunebank: job {job_id}: {ranges} range records written");
+    }
     let s = report.summary;
     writeln!(
         std::io::stdout().lock(),

@@ -422,6 +422,21 @@ impl Job {
         Ok(crate::queue::enqueue(client, &bank, &submission)?)
     }
 
+    /// After a queued OPAT job over a shape range has settled (every task done on some
+    /// worker): writes its range records (`tune::range_record`) to the job's bank, as a local
+    /// range job does at its end; returns how many. 0, and nothing opened, for a job that is
+    /// not over a range.
+    pub fn write_range_records(&self) -> Result<usize, JobError> {
+        let JobPlan::Op { plan, .. } = &self.plan else {
+            return Ok(0);
+        };
+        if !plan.ranged {
+            return Ok(0);
+        }
+        let bank = self.open_bank()?;
+        Ok(crate::tune::range_record::write_range_records(plan, &bank)?)
+    }
+
     /// The bank the job writes, opened for writing (created if needed): the custom bank of
     /// the job's kind (SGAT: `graph_bank`, else `bank`).
     pub fn open_bank(&self) -> Result<Bank, JobError> {
