@@ -308,6 +308,26 @@ impl Strategy {
         Ok(())
     }
 
+    /// What the strategy's model expects the next `horizon` measurements to gain: the sum of
+    /// the `horizon` largest expected improvements of the best value, as a fraction of it
+    /// (0.01: 1 % lower). `None` when the strategy has no model (random, exhaustive, the
+    /// genetic and annealing searches) or too little data for one. Asking it changes nothing
+    /// the strategy proposes next. `tune --budget auto` stops on this estimate.
+    #[pyo3(signature = (horizon=20))]
+    fn expected_gain(&mut self, py: Python<'_>, horizon: usize) -> PyResult<Option<f64>> {
+        if horizon == 0 {
+            return Err(errors::input(
+                "expected_gain: horizon 0; expected at least 1 measurement",
+            ));
+        }
+        let space = self.space.bind(py).get();
+        let ctx = SearchContext {
+            space: &space.inner,
+            history: &self.history,
+        };
+        Ok(self.inner.expected_gain(&ctx, horizon))
+    }
+
     /// Configurations told so far.
     #[getter]
     fn evaluations(&self) -> usize {

@@ -114,6 +114,36 @@ def test_ask_tell_is_deterministic_per_seed(name):
         assert run(8) != a
 
 
+def test_expected_gain_is_the_models_estimate_and_changes_no_proposal():
+    def run(name, ask_gain):
+        space = small_space()
+        s = search.Strategy(name, space, seed=3)
+        seen, gains = [], []
+        while len(seen) < 30:
+            if ask_gain:
+                gains.append(s.expected_gain(20))
+            batch = s.ask(1)
+            if not batch:
+                break
+            c = batch[0]
+            seen.append(c)
+            s.tell(c, float(c["bx"] * c["tile"] + c["by"]) * (1.5 if c["vec"] == "b" else 1.0))
+        return seen, gains
+
+    for name in ("bayes_opt", "ensemble"):
+        with_gain, gains = run(name, True)
+        assert with_gain == run(name, False)[0], name
+        # Nothing told yet: no model to estimate with.
+        assert gains[0] is None, name
+        later = [g for g in gains[10:] if g is not None]
+        assert later and all(g >= 0.0 for g in later), (name, gains)
+    # A strategy without a model never estimates.
+    _, gains = run("random", True)
+    assert all(g is None for g in gains)
+    with pytest.raises(tunebank.InputError, match="horizon 0"):
+        search.Strategy("bayes_opt", small_space()).expected_gain(0)
+
+
 def test_tell_rejects_unknown_and_repeated_configurations():
     space = small_space()
     s = search.Strategy("random", space, seed=1)

@@ -207,6 +207,9 @@ class Strategy:
         """Up to ``n`` unmeasured configurations to measure next."""
     def tell(self, config: Config, value: Optional[float]) -> None:
         """Records a measurement (lower is better; ``None`` = failed)."""
+    def expected_gain(self, horizon: int = 20) -> Optional[float]:
+        """The model's expected gain of the next ``horizon`` measurements, as a fraction of the
+        best (``None``: no model, or too little data); asking it changes no proposal."""
     @property
     def evaluations(self) -> int: ...
     @property
