@@ -58,8 +58,11 @@ pub fn to_ir(d: OpDescriptor) -> OpDescriptor {
         d.fused_ops.clone()
     };
     let anchor_onnx = d.op_type.clone();
-    let anchor = ir_type(&anchor_onnx, ranks).map_or_else(|| d.op_type.clone(), str::to_owned);
     let mut out = d.clone();
+    let anchor = match resize_ir(&mut out) {
+        Some(ir) => ir.to_owned(),
+        None => ir_type(&anchor_onnx, ranks).map_or_else(|| d.op_type.clone(), str::to_owned),
+    };
     out.op_type = anchor.clone();
     let mut kept: Vec<usize> = (0..members.len()).collect();
 
@@ -104,6 +107,52 @@ pub fn to_ir(d: OpDescriptor) -> OpDescriptor {
         }));
     }
     out
+}
+
+/// An ONNX `Resize` (opsets 10–13) as ATC's ONNX plugin makes it (CANN's `resize_plugin.cc`):
+/// `ResizeNearestNeighborV2` for `mode = nearest` (the default), `ResizeBilinearV2` for
+/// `linear`, with inputs x and an int32 `size` of the two output spatial dims, and attributes
+/// `half_pixel_centers` (set by `coordinate_transformation_mode = pytorch_half_pixel`) and
+/// `align_corners` (set by `align_corners`; every other mode leaves both unset), as integers as
+/// the TensorFlow importer writes them. Rewrites `d` and returns the IR type; `None` (nothing changed) for another op, a `cubic` Resize (ATC
+/// refuses it), or one whose x is not 4-D.
+fn resize_ir(d: &mut OpDescriptor) -> Option<&'static str> {
+    if d.op_type != "Resize" || d.outputs.first()?.ori_shape.len() != 4 {
+        return None;
+    }
+    let text = |name: &str, default: &str| match d.attrs.get(name) {
+        Some(AttrValue::Str(s)) => s.clone(),
+        _ => default.to_owned(),
+    };
+    let ir = match text("mode", "nearest").as_str() {
+        "nearest" => "ResizeNearestNeighborV2",
+        "linear" => "ResizeBilinearV2",
+        _ => return None,
+    };
+    let mode = text("coordinate_transformation_mode", "half_pixel");
+    let x = d.inputs.first()?.clone();
+    if x.ori_shape.len() != 4 {
+        return None;
+    }
+    let size = TensorDesc {
+        shape: vec![2],
+        ori_shape: vec![2],
+        dtype: DType::Int32,
+        format: Format::ND,
+        ori_format: Format::ND,
+    };
+    d.inputs = vec![x, size];
+    d.attrs = BTreeMap::from([
+        (
+            "align_corners".to_owned(),
+            AttrValue::Int(i64::from(mode == "align_corners")),
+        ),
+        (
+            "half_pixel_centers".to_owned(),
+            AttrValue::Int(i64::from(mode == "pytorch_half_pixel")),
+        ),
+    ]);
+    Some(ir)
 }
 
 /// MatMul: `transpose_x1`/`transpose_x2` (`adj_x1`/`adj_x2` for BatchMatMulV2), false unless

@@ -207,3 +207,58 @@ fn ops_spelled_alike_keep_their_name_and_no_origin() {
         "sorted for binary search"
     );
 }
+
+/// ONNX `Resize` becomes what ATC's ONNX plugin makes of it (CANN's `resize_plugin.cc`): the
+/// interpolation by `mode`, inputs x and an int32 `size`, `half_pixel_centers` only for
+/// `pytorch_half_pixel` and `align_corners` only for `align_corners`; `cubic` stays `Resize`.
+#[test]
+fn onnx_resize_becomes_the_resize_op_atc_makes() {
+    let resize = |mode: Option<&str>, ctm: Option<&str>| {
+        let mut d = op(
+            "Resize",
+            &[],
+            vec![nchw(&[1, 8, 16, 16]), nd(&[0]), nd(&[4])],
+            nchw(&[1, 8, 32, 32]),
+            "Ascend910B2",
+        );
+        d.attrs
+            .insert("scales".into(), AttrValue::Floats(vec![1.0, 1.0, 2.0, 2.0]));
+        for (k, v) in [("mode", mode), ("coordinate_transformation_mode", ctm)] {
+            if let Some(v) = v {
+                d.attrs.insert(k.into(), AttrValue::Str(v.into()));
+            }
+        }
+        to_ir(d)
+    };
+    let flags = |d: &OpDescriptor| {
+        (
+            d.attrs["align_corners"].clone(),
+            d.attrs["half_pixel_centers"].clone(),
+        )
+    };
+    let (off, on) = (AttrValue::Int(0), AttrValue::Int(1));
+    let nearest = resize(None, None);
+    assert_eq!(nearest.op_type, "ResizeNearestNeighborV2");
+    assert_eq!(flags(&nearest), (off.clone(), off.clone()));
+    assert_eq!(nearest.attrs.len(), 2, "{:?}", nearest.attrs);
+    assert_eq!(nearest.inputs.len(), 2);
+    assert_eq!(nearest.inputs[0].ori_shape, [1, 8, 16, 16]);
+    assert_eq!(
+        (nearest.inputs[1].ori_shape.clone(), nearest.inputs[1].dtype),
+        (vec![2], DType::Int32)
+    );
+    let linear = resize(Some("linear"), Some("pytorch_half_pixel"));
+    assert_eq!(linear.op_type, "ResizeBilinearV2");
+    assert_eq!(flags(&linear), (off.clone(), on.clone()));
+    assert_eq!(
+        flags(&resize(Some("linear"), Some("align_corners"))),
+        (on, off.clone())
+    );
+    // ATC's plugin leaves both unset for plain half_pixel, as for every other mode.
+    assert_eq!(
+        flags(&resize(Some("linear"), Some("half_pixel"))),
+        (off.clone(), off)
+    );
+    assert_eq!(resize(Some("cubic"), None).op_type, "Resize");
+    assert_eq!(linear.origin.as_ref().unwrap().op_type, "Resize");
+}
