@@ -74,21 +74,26 @@ pub fn run(args: ImportArgs, atc: &[String]) -> Result<ExitCode> {
     Ok(failed_if(!report.is_complete()))
 }
 
-/// An AOE `unified_bank` file, for the SoC of `--soc_version`.
-fn import_aoe(args: &ImportArgs, atc: &[String]) -> Result<ImportReport> {
-    let (_, soc) = options_of(atc).context("an AOE import needs --soc_version")?;
-    let parsed = read_aoe_file(&args.file, &soc, args.aoe_core_count)?;
+/// The bank of `kind` on `soc` opened for writing, and the origin imported records take
+/// (built-in with `--as-builtin`).
+fn writable(args: &ImportArgs, kind: RecordKind, soc: &str) -> Result<(Bank, Origin)> {
     let bank = Bank::open(
         &Environment::process(),
-        &args
-            .bank
-            .request(RecordKind::Op, &soc.version, Access::Writable),
+        &args.bank.request(kind, soc, Access::Writable),
     )?;
     let origin = if args.as_builtin {
         Origin::BuiltIn
     } else {
         Origin::Imported
     };
+    Ok((bank, origin))
+}
+
+/// An AOE `unified_bank` file, for the SoC of `--soc_version`.
+fn import_aoe(args: &ImportArgs, atc: &[String]) -> Result<ImportReport> {
+    let (_, soc) = options_of(atc).context("an AOE import needs --soc_version")?;
+    let parsed = read_aoe_file(&args.file, &soc, args.aoe_core_count)?;
+    let (bank, origin) = writable(args, RecordKind::Op, &soc.version)?;
     let report = aoe::import_aoe(&bank, &parsed, &soc, origin, now_unix())?;
     Ok(ImportReport::Aoe(report))
 }
@@ -97,17 +102,7 @@ fn import_aoe(args: &ImportArgs, atc: &[String]) -> Result<ImportReport> {
 fn import_repository(args: &ImportArgs, atc: &[String]) -> Result<RepositoryImportReport> {
     let (_, soc) = options_of(atc).context("a CANN repository import needs --soc_version")?;
     let repo = read_repository_file(&args.file, &soc)?;
-    let bank = Bank::open(
-        &Environment::process(),
-        &args
-            .bank
-            .request(RecordKind::Op, &soc.version, Access::Writable),
-    )?;
-    let origin = if args.as_builtin {
-        Origin::BuiltIn
-    } else {
-        Origin::Imported
-    };
+    let (bank, origin) = writable(args, RecordKind::Op, &soc.version)?;
     let baseline = |e: &AoeEntry| estimated_baseline(e, &soc);
     Ok(repository::import_repository(
         &bank,
@@ -123,17 +118,7 @@ fn import_repository(args: &ImportArgs, atc: &[String]) -> Result<RepositoryImpo
 fn import_aoe_graph(args: &ImportArgs, atc: &[String]) -> Result<aoe_graph::AoeGraphImportReport> {
     let (_, soc) = options_of(atc).context("an AOE graph-bank import needs --soc_version")?;
     let parsed = aoe_graph::read_aoe_graph_file(&args.file)?;
-    let bank = Bank::open(
-        &Environment::process(),
-        &args
-            .bank
-            .request(RecordKind::Graph, &soc.version, Access::Writable),
-    )?;
-    let origin = if args.as_builtin {
-        Origin::BuiltIn
-    } else {
-        Origin::Imported
-    };
+    let (bank, origin) = writable(args, RecordKind::Graph, &soc.version)?;
     Ok(aoe_graph::import_aoe_graph(
         &bank,
         &parsed,
