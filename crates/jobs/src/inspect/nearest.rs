@@ -299,12 +299,7 @@ impl NearestIndex {
         if range.is_none() {
             inside_range(target, &family)?;
         }
-        let mut ranked: Vec<(f64, &Member)> = family
-            .into_iter()
-            .filter_map(|m| transfer_distance(target, &m.op).map(|d| (d, m)))
-            .collect();
-        // Members are in key order and the sort is stable: ties stay in key order.
-        ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let ranked = ranked(target, family);
         let space = SimRunner::new()
             .space(&TuningTask::new(target.clone()))
             .map_err(|e| NotServed::NoSpace { why: e.to_string() })?;
@@ -347,6 +342,22 @@ impl NearestIndex {
         })
     }
 
+    /// The members of `target`'s family but `own`, nearest first by transfer distance, ties in
+    /// key order: the order [`NearestIndex::answer`] tries them in, whatever range or margin.
+    pub(crate) fn ranked(&self, target: &OpDescriptor, own: &BankKey) -> Vec<(f64, &Member)> {
+        let group = (
+            target.soc.version.clone(),
+            target.op_type.to_ascii_lowercase(),
+        );
+        let family = self.groups.get(&group).into_iter().flatten();
+        ranked(
+            target,
+            family
+                .filter(|m| m.key != *own && same_family(target, &m.op))
+                .collect(),
+        )
+    }
+
     /// The range record of `group` whose range holds `target`; `None` when no range record is
     /// of `target`'s op (the hull of the tuned shapes decides); an error naming the first
     /// ranged dim outside when range records of the op exist and none holds it.
@@ -373,6 +384,17 @@ impl NearestIndex {
         }
         outside.map_or(Ok(None), Err)
     }
+}
+
+/// `family` (in key order) nearest first by transfer distance to `target`; the sort is stable,
+/// so ties stay in key order.
+fn ranked<'a>(target: &OpDescriptor, family: Vec<&'a Member>) -> Vec<(f64, &'a Member)> {
+    let mut out: Vec<(f64, &Member)> = family
+        .into_iter()
+        .filter_map(|m| transfer_distance(target, &m.op).map(|d| (d, m)))
+        .collect();
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
 }
 
 /// Each input dim of `target` lies between the smallest and largest value the family tuned it

@@ -18,18 +18,19 @@
 //! simulator: how often the nearest record stored the same tiling (split, L0 tiles) as the
 //! held-back one.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 use tunebank_bank::interchange::aoe::AoeEntry;
 use tunebank_bank::interchange::tbe::repository::Repository;
 use tunebank_bank::interchange::tbe::{self};
 use tunebank_bank::LayerId;
-use tunebank_key::{OpDescriptor, SocSpec, StrategyMap};
+use tunebank_key::{BankKey, OpDescriptor, SocSpec, StrategyMap};
 use tunebank_measure::sim::SimRunner;
 use tunebank_measure::{Measure, TuningTask};
 
 use super::quantile;
-use crate::inspect::nearest::{fit, same_family, Member, NearestIndex};
-use crate::tune::transfer::distance::transfer_distance;
+use crate::inspect::nearest::{fit, Member, NearestIndex};
 
 /// The simulated default and stored-tiling times of `entry` at its own shape, µs, or `None`
 /// when it does not map or the simulator refuses either.
@@ -160,25 +161,25 @@ pub fn leave_one_out(repo: &Repository, soc: &SocSpec) -> LooReport {
         })
         .collect();
     let index = NearestIndex::from_members(items.iter().map(|i| i.member.clone()));
-    let rows: Vec<LooRow> = items.iter().map(|it| row(it, &items, &index)).collect();
+    let mut by_key: HashMap<BankKey, &Item<'_>> = HashMap::new();
+    for i in &items {
+        by_key.entry(i.member.key).or_insert(i); // the first of a key, as the index keeps it
+    }
+    let rows: Vec<LooRow> = items.iter().map(|it| row(it, &by_key, &index)).collect();
     let summary = summarise(&rows);
     LooReport { rows, summary }
 }
 
 /// One held-back record's row.
-fn row(it: &Item<'_>, items: &[Item<'_>], index: &NearestIndex) -> LooRow {
+fn row(it: &Item<'_>, by_key: &HashMap<BankKey, &Item<'_>>, index: &NearestIndex) -> LooRow {
     let task = TuningTask::new(it.op.clone());
     let sim = |s: &StrategyMap| SimRunner::simulate(&task, s).ok().and_then(|r| r.ok());
     let space = SimRunner::new().space(&task).ok();
-    // The nearest other record of the family, ties by key (as the look-up ranks them).
-    let nearest = items
-        .iter()
-        .filter(|o| o.member.key != it.member.key && same_family(&it.op, &o.op))
-        .filter_map(|o| transfer_distance(&it.op, &o.op).map(|d| (d, o)))
-        .min_by(|a, b| {
-            a.0.total_cmp(&b.0)
-                .then(a.1.member.key.cmp(&b.1.member.key))
-        });
+    // The nearest other record of the family, as the look-up ranks them.
+    let nearest = index
+        .ranked(&it.op, &it.member.key)
+        .first()
+        .and_then(|&(d, m)| Some((d, *by_key.get(&m.key)?)));
     let fitted = |s: &StrategyMap| space.as_ref().and_then(|sp| fit(sp, s)).map(|f| f.0);
     let nearest_us = nearest.and_then(|(_, o)| fitted(&o.member.strategy).and_then(|s| sim(&s)));
     let answer = index.answer(&it.op, &it.member.key).ok();
