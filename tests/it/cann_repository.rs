@@ -15,19 +15,30 @@ fn subset() -> PathBuf {
         .join("fixtures/ascend/repository_Ascend910B2_matmul.every16.jsonl.gz")
 }
 
-/// Imports the subset into `dir/repo.redb` and returns the bank and its exported records.
-fn import(dir: &Path) -> (PathBuf, Vec<serde_json::Value>) {
-    let bank = dir.join("repo.redb");
-    let o = tunebank(&[
+/// `tunebank bank import --cann-repository FILE --bank BANK SOC_OPTION EXTRA…`.
+fn import_cmd(file: &Path, bank: &Path, soc: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
         "bank",
         "import",
         "--cann-repository",
-        subset().to_str().unwrap(),
+        file.to_str().unwrap(),
         "--bank",
         bank.to_str().unwrap(),
+        soc,
+    ];
+    args.extend_from_slice(extra);
+    tunebank(&args)
+}
+
+/// Imports the subset into `dir/repo.redb` and returns the bank and its exported records.
+fn import(dir: &Path) -> (PathBuf, Vec<serde_json::Value>) {
+    let bank = dir.join("repo.redb");
+    let o = import_cmd(
+        &subset(),
+        &bank,
         &format!("--soc_version={SOC}"),
-        "--json",
-    ]);
+        &["--json"],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(report["lines"], 200, "{report}");
@@ -215,15 +226,7 @@ fn calibrate_holds_each_repository_record_back() {
 fn bad_repository_input_is_named_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let bank = dir.path().join("b.redb");
-    let o = tunebank(&[
-        "bank",
-        "import",
-        "--cann-repository",
-        subset().to_str().unwrap(),
-        "--bank",
-        bank.to_str().unwrap(),
-        "--soc_version=Ascend910B1",
-    ]);
+    let o = import_cmd(&subset(), &bank, "--soc_version=Ascend910B1", &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains("the file name says SoC Ascend910B2; expected SoC Ascend910B1"),
@@ -238,15 +241,7 @@ fn bad_repository_input_is_named_and_loses_nothing() {
     let first = lines.lines().next().unwrap();
     let repo = dir.path().join("repository_Ascend910B2_matmul.json");
     std::fs::write(&repo, format!("{first}\n{}\n", &first[..first.len() / 2])).unwrap();
-    let o = tunebank(&[
-        "bank",
-        "import",
-        "--cann-repository",
-        repo.to_str().unwrap(),
-        "--bank",
-        bank.to_str().unwrap(),
-        &format!("--soc_version={SOC}"),
-    ]);
+    let o = import_cmd(&repo, &bank, &format!("--soc_version={SOC}"), &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
         text(&o).contains("rejected line 2: not JSON"),
