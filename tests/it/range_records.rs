@@ -8,11 +8,13 @@ use std::path::Path;
 
 use crate::cli::{model_fixture, text, tunebank, SOC};
 
-/// A range record as exported: its bounds `(input, dim, min, max)` and its members.
+/// A range record as exported: its bounds `(input, dim, min, max)`, its members and the
+/// transfers measured between them `(from, to, speed-up)`.
 #[derive(Debug, PartialEq)]
 struct Range {
     bounds: Vec<[i64; 4]>,
     members: BTreeSet<String>,
+    transfers: Vec<(String, String, f64)>,
 }
 
 /// The bank's records: every key's descriptor, and the range records by key.
@@ -49,7 +51,23 @@ fn export(
                 .map(|k| k.as_str().unwrap().to_owned())
                 .collect();
             let bounds = ints.chunks(4).map(|c| [c[0], c[1], c[2], c[3]]).collect();
-            ranges.insert(key.clone(), Range { bounds, members });
+            let transfers = v["record"]["strategy"]["range_transfers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| {
+                    let s = |i: usize| t[i].as_str().unwrap().to_owned();
+                    (s(0), s(1), t[2].as_f64().unwrap())
+                })
+                .collect();
+            ranges.insert(
+                key.clone(),
+                Range {
+                    bounds,
+                    members,
+                    transfers,
+                },
+            );
         }
         all.insert(key, op);
     }
@@ -97,6 +115,37 @@ fn a_range_job_writes_range_records_that_the_same_range_meets() {
             );
             assert_eq!(dim(key, input, d), 0, "{key}");
             sequence_ranged += usize::from((min, max) == (8, 64));
+        }
+        // Each member's strategy measured at its neighbours' shapes on the grid of batch 1, 2,
+        // 4 × sequence 8, 16, 32, 64 — one step along one of them, both ways: 3 × 3 + 4 × 2
+        // neighbour pairs, 34 transfers; no third member between the two in any ranged dim. A
+        // speed-up is a measured ratio: finite and positive.
+        assert_eq!(r.transfers.len(), 34, "{key}: {:?}", r.transfers);
+        let at = |m: &str| -> Vec<i64> {
+            r.bounds
+                .iter()
+                .map(|&[input, d, _, _]| dim(m, input, d))
+                .collect()
+        };
+        let pairs: BTreeSet<(&str, &str)> = r
+            .transfers
+            .iter()
+            .map(|(a, b, _)| (a.as_str(), b.as_str()))
+            .collect();
+        for (from, to, speedup) in &r.transfers {
+            assert!(r.members.contains(from) && r.members.contains(to), "{key}");
+            assert!(pairs.contains(&(to.as_str(), from.as_str())), "{key}");
+            let (a, b) = (at(from), at(to));
+            let between = r
+                .members
+                .iter()
+                .filter(|m| *m != from && *m != to)
+                .find(|m| {
+                    let x = at(m);
+                    (0..x.len()).all(|i| a[i].min(b[i]) <= x[i] && x[i] <= a[i].max(b[i]))
+                });
+            assert_eq!(between, None, "{key}: {from} → {to}");
+            assert!(speedup.is_finite() && *speedup > 0.0, "{key}: {speedup}");
         }
     }
     assert!(sequence_ranged >= 5, "{first:?}");

@@ -22,6 +22,15 @@
 //! ([`NotServed::NoGain`]). A record imported from AOE's bank knows one time and no baseline:
 //! its win is unknown (taken as 1), so it answers only its own shape.
 //!
+//! **Only a win that survives the way.** Inside a range record whose job measured each member's
+//! strategy at its adjacent members' shapes (`range_transfers`, `tune::range_transfer`), the
+//! nearest record's win at the asked shape is estimated from those measurements: for each
+//! transfer toward a member beyond the asked shape, log-linearly between its own win and the
+//! measured one; the dims' losses add. No win left: the default tiling
+//! ([`NotServed::LosesOnTheWay`]). A tiling that wins 1.4× at M = 256 can run at half the
+//! default's speed at M = 800 (its split of the cores stops fitting); the margin alone cannot
+//! see that, one measurement at the next tuned shape can.
+//!
 //! **Fitted to the shape.** The record's strategy is checked against the asked shape's own
 //! strategy space (the simulated Ascend core's: its buffer sizes and alignment rules). A strategy
 //! valid there is served as it is; else the valid strategy of that space nearest to it
@@ -37,10 +46,12 @@ use serde::Serialize;
 use tunebank_bank::{Bank, BankError, Descriptor, IndexGroup, LayerId};
 use tunebank_key::{BankKey, OpDescriptor, RecordKind, StrategyMap, KEY_SCHEMA_VERSION};
 use tunebank_measure::sim::SimRunner;
-use tunebank_measure::{json_to_value, Measure, TaskSpace, TuningTask};
+use tunebank_measure::{Measure, TuningTask};
 
 pub(crate) use crate::tune::range_record::same_family;
 use crate::tune::range_record::{self, Coverage};
+pub(crate) use crate::tune::range_transfer::fit;
+use crate::tune::range_transfer::{stored_transfers, Transfer};
 use crate::tune::transfer::distance::transfer_distance;
 
 /// At most this many records of one family (one layer, SoC and op type) are read.
@@ -124,6 +135,19 @@ pub enum NotServed {
         /// Its baseline over its tuned time (1 for a confirmed default).
         speedup: f64,
     },
+    /// The nearest tuned shape's strategy, measured at an adjacent tuned shape beyond the asked
+    /// one (its range record's transfers), loses so much of its win on the way that at the asked
+    /// shape it is estimated no faster than the default: the default tiling is the safer answer.
+    LosesOnTheWay {
+        /// The nearest record.
+        source: BankKey,
+        /// The adjacent tuned shape it was measured at.
+        toward: BankKey,
+        /// Its speed-up over that shape's default there.
+        measured: f64,
+        /// The speed-up estimated at the asked shape (log-linear between its own and `measured`).
+        estimated: f64,
+    },
     /// The strategy space of the asked shape could not be built (the op is not modelled, or it
     /// admits no strategy), so no strategy can be shown to fit it.
     NoSpace {
@@ -167,6 +191,15 @@ impl fmt::Display for NotServed {
                 "the nearest tuned shape ({source}, distance {distance:.2}) won {speedup:.3}× over its default there, not the {:.3}× a shape that far needs: the default tiling is the safer answer",
                 (GAIN_MARGIN * distance).exp()
             ),
+            NotServed::LosesOnTheWay {
+                source,
+                toward,
+                measured,
+                estimated,
+            } => write!(
+                f,
+                "the nearest tuned shape's strategy ({source}) ran {measured:.3}× of the default at the tuned shape {toward} beyond this one, so here it is estimated at {estimated:.3}×: the default tiling is the safer answer"
+            ),
             NotServed::NoSpace { why } => write!(f, "no strategy can be fitted: {why}"),
         }
     }
@@ -194,8 +227,16 @@ pub(crate) struct Member {
 pub struct NearestIndex {
     /// (SoC version, case-folded op type) → that group's members, in key order.
     groups: BTreeMap<(String, String), Vec<Member>>,
-    /// The same groups' range records (key, descriptor), in key order.
-    ranges: BTreeMap<(String, String), Vec<(BankKey, OpDescriptor)>>,
+    /// The same groups' range records, in key order.
+    ranges: BTreeMap<(String, String), Vec<RangeEntry>>,
+}
+
+/// A range record as the look-up reads it.
+#[derive(Debug)]
+struct RangeEntry {
+    key: BankKey,
+    op: OpDescriptor,
+    transfers: Vec<Transfer>,
 }
 
 impl NearestIndex {
@@ -230,7 +271,7 @@ impl NearestIndex {
         let mut index = NearestIndex::default();
         for (soc, op_type) in wanted {
             let mut members: BTreeMap<BankKey, Member> = BTreeMap::new();
-            let mut ranges: BTreeMap<BankKey, OpDescriptor> = BTreeMap::new();
+            let mut ranges: BTreeMap<BankKey, RangeEntry> = BTreeMap::new();
             let group = IndexGroup {
                 soc: &soc,
                 kind: RecordKind::Op,
@@ -256,7 +297,11 @@ impl NearestIndex {
                     };
                     if let Descriptor::Op(op) = r.descriptor {
                         if range_record::is_range(&op) {
-                            ranges.entry(*g.key).or_insert(op);
+                            ranges.entry(*g.key).or_insert(RangeEntry {
+                                key: *g.key,
+                                op,
+                                transfers: stored_transfers(&r.strategy),
+                            });
                             return;
                         }
                         members.entry(*g.key).or_insert(Member {
@@ -272,7 +317,7 @@ impl NearestIndex {
             let group = (soc, op_type);
             index
                 .ranges
-                .insert(group.clone(), ranges.into_iter().collect());
+                .insert(group.clone(), ranges.into_values().collect());
             index.groups.insert(group, members.into_values().collect());
         }
         Ok(index)
@@ -299,7 +344,7 @@ impl NearestIndex {
         if range.is_none() {
             inside_range(target, &family)?;
         }
-        let ranked = ranked(target, family);
+        let ranked = ranked(target, family.clone());
         let space = SimRunner::new()
             .space(&TuningTask::new(target.clone()))
             .map_err(|e| NotServed::NoSpace { why: e.to_string() })?;
@@ -325,6 +370,9 @@ impl NearestIndex {
                 speedup: nearest.speedup,
             });
         }
+        if let Some(range) = range {
+            on_the_way(target, nearest, &range.transfers, &family)?;
+        }
         Ok(Nearest {
             source: nearest.key,
             layer: nearest.layer,
@@ -338,7 +386,7 @@ impl NearestIndex {
             strategy,
             adapted,
             source_speedup: nearest.speedup,
-            range,
+            range: range.map(|r| r.key),
         })
     }
 
@@ -365,11 +413,11 @@ impl NearestIndex {
         &self,
         group: &(String, String),
         target: &OpDescriptor,
-    ) -> Result<Option<BankKey>, NotServed> {
+    ) -> Result<Option<&RangeEntry>, NotServed> {
         let mut outside = None;
-        for (key, range) in self.ranges.get(group).into_iter().flatten() {
-            match range_record::coverage(range, target) {
-                Coverage::Inside => return Ok(Some(*key)),
+        for range in self.ranges.get(group).into_iter().flatten() {
+            match range_record::coverage(&range.op, target) {
+                Coverage::Inside => return Ok(Some(range)),
                 Coverage::Outside(input, dim, value, min, max) => {
                     outside.get_or_insert(NotServed::OutsideRange {
                         input,
@@ -397,6 +445,68 @@ fn ranked<'a>(target: &OpDescriptor, family: Vec<&'a Member>) -> Vec<(f64, &'a M
     out
 }
 
+/// Whether `source`'s strategy keeps a win at `target` by its range's measured `transfers`
+/// (`tune::range_transfer`): for each transfer from `source` toward a member that lies beyond
+/// `target` (every dim in which that member differs from `source`, `target` differs the same
+/// way), the win at `target` is estimated log-linearly between `source`'s own (at its shape)
+/// and the measured one (at the member's), by how far `target` has come along those dims
+/// (|ln| ratios, at most all the way); the losses of the dims' transfers add up. An estimate
+/// of no win refuses, naming the transfer that lost most. No transfer toward `target`: no
+/// objection.
+fn on_the_way(
+    target: &OpDescriptor,
+    source: &Member,
+    transfers: &[Transfer],
+    family: &[&Member],
+) -> Result<(), NotServed> {
+    let dims = |o: &OpDescriptor| -> Vec<f64> {
+        o.inputs
+            .iter()
+            .flat_map(|t| t.ori_shape.iter().map(|&d| (d.max(1)) as f64))
+            .collect()
+    };
+    let (x, s) = (dims(target), dims(&source.op));
+    let own = source.speedup.max(1e-9).ln();
+    let mut estimate = own;
+    let mut worst: Option<(f64, &Transfer)> = None;
+    for t in transfers.iter().filter(|t| t.from == source.key) {
+        let Some(member) = family.iter().find(|m| m.key == t.to) else {
+            continue;
+        };
+        let n = dims(&member.op);
+        if n.len() != s.len() || x.len() != s.len() {
+            continue;
+        }
+        let (mut along, mut span) = (0.0, 0.0);
+        let mut beyond = true;
+        for ((&xv, &sv), &nv) in x.iter().zip(&s).zip(&n) {
+            if nv == sv {
+                continue;
+            }
+            beyond &= (xv - sv).signum() == (nv - sv).signum();
+            along += (xv / sv).ln().abs();
+            span += (nv / sv).ln().abs();
+        }
+        if !beyond || span == 0.0 {
+            continue;
+        }
+        let delta = (t.speedup.max(1e-9).ln() - own) * (along / span).min(1.0);
+        estimate += delta.min(0.0);
+        if worst.is_none_or(|(w, _)| delta < w) {
+            worst = Some((delta, t));
+        }
+    }
+    match worst {
+        Some((_, t)) if estimate <= 0.0 => Err(NotServed::LosesOnTheWay {
+            source: source.key,
+            toward: t.to,
+            measured: t.speedup,
+            estimated: estimate.exp(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Each input dim of `target` lies between the smallest and largest value the family tuned it
 /// at; else the first dim outside, by input and dim.
 fn inside_range(target: &OpDescriptor, family: &[&Member]) -> Result<(), NotServed> {
@@ -416,63 +526,6 @@ fn inside_range(target: &OpDescriptor, family: &[&Member]) -> Result<(), NotServ
         }
     }
     Ok(())
-}
-
-/// `strategy` if it is a valid strategy of `space` (not adapted), else the valid strategy
-/// nearest to it (adapted): per parameter, 0 for the stored value, |ln(a / b)| between positive
-/// numbers, 1 for any other difference or a parameter the stored strategy lacks; ties to the
-/// lowest configuration. `None` when the space is empty or `strategy` names none of its
-/// parameters.
-pub(crate) fn fit(space: &TaskSpace, strategy: &StrategyMap) -> Option<(StrategyMap, bool)> {
-    if space.config_of(strategy).is_some() {
-        return Some((strategy.clone(), false));
-    }
-    let params = space.space.params();
-    if !params.iter().any(|p| strategy.contains_key(&p.name)) {
-        return None;
-    }
-    // cost[p][i]: the cost of value i of parameter p against the stored value.
-    let cost: Vec<Vec<f64>> = params
-        .iter()
-        .map(|p| {
-            let stored = strategy.get(&p.name).and_then(json_to_value);
-            p.values
-                .iter()
-                .map(|v| value_cost(stored.as_ref(), v))
-                .collect()
-        })
-        .collect();
-    let mut best: Option<(f64, usize)> = None;
-    for id in 0..space.len() {
-        let c = space.space.config(id as _);
-        let d: f64 = c
-            .iter()
-            .zip(&cost)
-            .map(|(&i, row)| row[usize::from(i)])
-            .sum();
-        if best.is_none_or(|(b, _)| d < b) {
-            best = Some((d, id));
-        }
-    }
-    best.map(|(_, id)| (space.strategy(id as _), true))
-}
-
-/// The cost of a space value against the stored one (see [`fit`]).
-fn value_cost(stored: Option<&search_strategies::Value>, v: &search_strategies::Value) -> f64 {
-    use search_strategies::Value;
-    let Some(s) = stored else { return 1.0 };
-    if s == v {
-        return 0.0;
-    }
-    let num = |x: &Value| match x {
-        Value::Int(i) => Some(*i as f64),
-        Value::Float(f) => Some(*f),
-        _ => None,
-    };
-    match (num(s), num(v)) {
-        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => (a / b).ln().abs(),
-        _ => 1.0,
-    }
 }
 
 #[cfg(test)]

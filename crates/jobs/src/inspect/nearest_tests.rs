@@ -4,6 +4,7 @@ use super::*;
 use tunebank_bank::testing::fresh_bank;
 use tunebank_bank::{descriptor_key, Origin, Performance, Provenance, Record};
 use tunebank_key::{AttrValue, CubeMath, DType, Format, ImplMode, SocSpec, TensorDesc};
+use tunebank_measure::TaskSpace;
 
 const SOC: &str = "Ascend910B2";
 
@@ -254,7 +255,7 @@ fn a_range_record_bounds_what_the_look_up_serves() {
     // The hull (8~512) serves M = 300 from the lone shape.
     let hull = answer(&records, 300).unwrap();
     assert_eq!((hull.source, hull.range), (key(&lone), None));
-    records.push(range_record::range_record(range.clone(), &held));
+    records.push(range_record::range_record(range.clone(), &held, &[]));
     assert_eq!(
         answer(&records, 300).unwrap_err(),
         NotServed::OutsideRange {
@@ -276,4 +277,62 @@ fn a_range_record_bounds_what_the_look_up_serves() {
         stored["range_shapes"],
         serde_json::json!([[[8, 768], [768, 768]], [[64, 768], [768, 768]]])
     );
+}
+
+/// A range 8~512 tuned at M = 8, 64 and 512, each won 1.5× at its own shape, and the transfers
+/// measured between them (`tune::range_transfer`): where M = 64's strategy was measured at
+/// M = 512 at a quarter of the default's speed, M = 128 (nearest to 64, a third of the way to
+/// 512 on a log scale) is estimated to lose and is refused, naming that measurement; where it
+/// kept 1.2× it is served. M = 40, on the other side of 64, is served whatever 64 → 512 ran.
+#[test]
+fn a_strategy_that_loses_on_the_way_to_the_next_tuned_shape_is_not_served() {
+    let members = [8, 64, 512].map(|m| matmul(m, 768, DType::Float16));
+    let range = range_record::range_descriptor(&members.iter().collect::<Vec<_>>()).unwrap();
+    let won = |m: &OpDescriptor| record_won(m, some_strategy(m), 1.5);
+    let held: Vec<(BankKey, Record)> = members.iter().map(|m| (key(m), won(m))).collect();
+    let answer = |measured: f64, m: i64| {
+        let transfers = [Transfer {
+            from: key(&members[1]),
+            to: key(&members[2]),
+            speedup: measured,
+        }];
+        let mut records: Vec<Record> = held.iter().map(|h| h.1.clone()).collect();
+        records.push(range_record::range_record(range.clone(), &held, &transfers));
+        let (_dir, bank) = fresh_bank();
+        bank.write_batch(&records).unwrap();
+        let target = matmul(m, 768, DType::Float16);
+        NearestIndex::read(&bank, [&target])
+            .unwrap()
+            .answer(&target, &key(&target))
+    };
+    // ln 1.5 + (ln 0.25 − ln 1.5) · ln 2 / ln 8 = −0.19: no win left at M = 128.
+    let refused = answer(0.25, 128);
+    if let Err(e) = &refused {
+        // `why` and a convert's `not_served` say it in these words.
+        let said = e.to_string();
+        assert!(said.contains("ran 0.250× of the default"), "{said}");
+        assert!(said.contains(&key(&members[2]).to_string()), "{said}");
+    }
+    match refused {
+        Err(NotServed::LosesOnTheWay {
+            source,
+            toward,
+            measured,
+            estimated,
+        }) => {
+            assert_eq!(
+                (source, toward, measured),
+                (key(&members[1]), key(&members[2]), 0.25)
+            );
+            let want = (1.5f64.ln() + (0.25f64.ln() - 1.5f64.ln()) / 3.0).exp();
+            assert!((estimated - want).abs() < 1e-9, "{estimated} vs {want}");
+            assert!(estimated < 1.0);
+        }
+        other => panic!("M = 128 after a 0.25× transfer: {other:?}"),
+    }
+    let kept = answer(1.2, 128).unwrap();
+    assert_eq!(kept.source, key(&members[1]));
+    assert_eq!(kept.range, Some(key(&range)));
+    let below = answer(0.25, 40).unwrap();
+    assert_eq!(below.source, key(&members[1]));
 }

@@ -434,7 +434,8 @@ impl Job {
             return Ok(0);
         }
         let bank = self.open_bank()?;
-        Ok(crate::tune::range_record::write_range_records(plan, &bank)?)
+        // No measurements here: the board is the workers'; the stored transfers are kept.
+        Ok(crate::tune::range_record::write_range_records(plan, &bank, None, &|| false)?.0)
     }
 
     /// The bank the job writes, opened for writing (created if needed): the custom bank of

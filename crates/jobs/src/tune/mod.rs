@@ -25,6 +25,7 @@ pub mod opat;
 mod plan;
 mod pool;
 pub(crate) mod range_record;
+pub(crate) mod range_transfer;
 pub mod report;
 mod settings;
 pub mod sgat;

@@ -16,7 +16,8 @@
 //! same key. Its strategy lists the members: `range_members` (the tuned shapes' keys, hex,
 //! ascending) and `range_shapes` (their inputs' `ori_shape`s, in the same order); its
 //! performance is the members' summed baseline and tuned times. A second job over the same
-//! range writes the union of both member lists. Members are ordinary records: a range record is
+//! range writes the union of both member lists. A local job also measures each member's strategy
+//! at its adjacent members' shapes (`range_transfers`, [`super::range_transfer`]). Members are ordinary records: a range record is
 //! an index over them, never an answer itself (no converter key has a `0` dim and the
 //! attribute), and readers of a family's records (transfer, nearest look-ups, `why`) leave it
 //! out as a member ([`is_range`]).
@@ -30,7 +31,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use tunebank_bank::{Bank, BankError, Descriptor, Lookup, Performance, Provenance, Record};
 use tunebank_key::{AttrValue, BankKey, OpDescriptor, RecordKind, StrategyMap, KEY_SCHEMA_VERSION};
 
+use tunebank_measure::Measure;
+
 use super::plan::TunePlan;
+use super::range_transfer::{
+    measure_transfers, stored_transfers, transfers_json, MemberRef, Transfer,
+};
 
 /// The attribute that makes a descriptor a range record's: `Ints[input, dim, min, max, …]`.
 pub const RANGE_ATTR: &str = "_tunebank_range";
@@ -219,12 +225,24 @@ pub(crate) fn stored_members(strategy: &StrategyMap) -> BTreeSet<BankKey> {
 
 /// Writes the range records of `plan` to `bank` (see the module docs): each with the members
 /// the bank holds, united with those of a range record already under its key; a range with
-/// fewer than two members in the bank is not written. Returns how many were written.
-pub(crate) fn write_range_records(plan: &TunePlan, bank: &Bank) -> Result<usize, BankError> {
+/// fewer than two members in the bank is not written. With a `runner`, the transfers between
+/// adjacent members that the stored record lacks are measured, each as `allow` grants
+/// ([`super::range_transfer`]); without one, the stored record's are kept. Returns how many
+/// records were written and the measurements taken.
+pub(crate) fn write_range_records(
+    plan: &TunePlan,
+    bank: &Bank,
+    mut runner: Option<&mut dyn Measure>,
+    allow: &dyn Fn() -> bool,
+) -> Result<(usize, u64), BankError> {
     let mut records = Vec::new();
+    let mut trials = 0;
     for (key, (descriptor, mut members)) in plan_ranges(plan) {
+        let mut known = Vec::new();
         if let Lookup::Hit(hit) = bank.lookup(&key)? {
-            members.extend(stored_members(&hit.record()?.strategy));
+            let stored = hit.record()?.strategy;
+            members.extend(stored_members(&stored));
+            known = stored_transfers(&stored);
         }
         let mut held: Vec<(BankKey, Record)> = Vec::new();
         for m in &members {
@@ -235,7 +253,31 @@ pub(crate) fn write_range_records(plan: &TunePlan, bank: &Bank) -> Result<usize,
         if held.len() < 2 {
             continue;
         }
-        records.push(range_record(descriptor, &held));
+        let transfers = match runner.as_deref_mut() {
+            Some(runner) => {
+                let refs: Vec<MemberRef<'_>> = held
+                    .iter()
+                    .filter_map(|(k, r)| match &r.descriptor {
+                        Descriptor::Op(op) => {
+                            Some((*k, op, &r.strategy, r.performance.baseline_us))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let (measured, n) = measure_transfers(runner, &refs, &known, allow);
+                trials += n;
+                measured
+            }
+            None => known
+                .into_iter()
+                .filter(|t| {
+                    [t.from, t.to]
+                        .iter()
+                        .all(|k| held.iter().any(|h| h.0 == *k))
+                })
+                .collect(),
+        };
+        records.push(range_record(descriptor, &held, &transfers));
         debug_assert_eq!(
             tunebank_bank::descriptor_key(&records.last().expect("pushed").descriptor).ok(),
             Some(key)
@@ -244,11 +286,16 @@ pub(crate) fn write_range_records(plan: &TunePlan, bank: &Bank) -> Result<usize,
     if !records.is_empty() {
         bank.write_batch(&records)?;
     }
-    Ok(records.len())
+    Ok((records.len(), trials))
 }
 
-/// The range record of `descriptor` over its `members` (key order), as the module docs lay out.
-pub(crate) fn range_record(descriptor: OpDescriptor, members: &[(BankKey, Record)]) -> Record {
+/// The range record of `descriptor` over its `members` (key order) and the `transfers` measured
+/// between them, as the module docs lay out.
+pub(crate) fn range_record(
+    descriptor: OpDescriptor,
+    members: &[(BankKey, Record)],
+    transfers: &[Transfer],
+) -> Record {
     let shapes: Vec<serde_json::Value> = members
         .iter()
         .map(|(_, r)| match &r.descriptor {
@@ -269,6 +316,9 @@ pub(crate) fn range_record(descriptor: OpDescriptor, members: &[(BankKey, Record
             .collect::<Vec<_>>()),
     );
     strategy.insert("range_shapes".into(), serde_json::Value::Array(shapes));
+    if !transfers.is_empty() {
+        strategy.insert("range_transfers".into(), transfers_json(transfers));
+    }
     let sum = |f: fn(&Performance) -> f64| members.iter().map(|(_, r)| f(&r.performance)).sum();
     let first = &members[0].1;
     Record {

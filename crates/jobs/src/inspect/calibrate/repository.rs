@@ -30,7 +30,8 @@ use tunebank_measure::sim::SimRunner;
 use tunebank_measure::{Measure, TuningTask};
 
 use super::quantile;
-use crate::inspect::nearest::{fit, Member, NearestIndex};
+use crate::inspect::nearest::{Member, NearestIndex};
+use crate::tune::range_transfer::fit;
 
 /// The simulated default and stored-tiling times of `entry` at its own shape, µs, or `None`
 /// when it does not map or the simulator refuses either.

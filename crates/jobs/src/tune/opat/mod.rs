@@ -64,7 +64,7 @@
 //!
 //! ```
 //! use std::collections::BTreeSet;
-//! use std::sync::atomic::AtomicBool;
+//! use std::sync::atomic::{AtomicBool, Ordering};
 //! use tunebank_bank::Bank;
 //! use tunebank_key::{FsReader, RecordKind, ResolvedOptions};
 //! use tunebank_model::load_onnx;
@@ -98,7 +98,7 @@
 //! # }
 //! ```
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::tune::pool::{Budget, Pool, TimedRunner};
@@ -209,10 +209,16 @@ pub fn run(
         },
     )?;
     if plan.ranged {
-        // After every shape's record: a range record lists the shapes the bank holds.
+        // After every shape's record: a range record lists the shapes the bank holds, and
+        // each member's strategy measured at its adjacent members' shapes, what a look-up
+        // between them interpolates (`tune::range_transfer`), within the job's budget.
         let t = Instant::now();
-        range_record::write_range_records(plan, bank)?;
-        progress.stats.bank_report += t.elapsed();
+        let mut runner = settings.runner.build(settings.timing).ok();
+        let runner = runner.as_deref_mut().map(|r| r as &mut dyn tunebank_measure::Measure);
+        let allow = || !cancel.load(Ordering::Relaxed) && budget.reserve(1) == 1;
+        let (_, trials) = range_record::write_range_records(plan, bank, runner, &allow)?;
+        progress.stats.trials += trials;
+        progress.stats.measure += t.elapsed();
     }
     progress.finish(start)
 }
