@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
 use crate::inspect::fields::FieldClass;
+use crate::inspect::nearest::NotServed;
 use crate::tune::report::text::{name_width, shorten_middle, text_table, Align};
 
 use super::{Explanation, FieldDiff, MissCause, MissDiagnosis, OpDiagnosis, Verdict, WhyReport};
@@ -267,7 +268,7 @@ fn verdict_cell(op: &OpDiagnosis) -> String {
 
 /// What differs in the nearest entry, collapsed, or why there is none; led by the nearest tuned
 /// shape that serves the miss outside the strict mode, or followed by why none does when the
-/// shape lies outside the tuned range.
+/// shape lies outside the tuned range or the nearest one's win would not hold at it.
 fn miss_cell(d: &MissDiagnosis) -> String {
     let cell = differences_cell(d);
     match (&d.served, &d.not_served) {
@@ -283,9 +284,14 @@ fn miss_cell(d: &MissDiagnosis) -> String {
                 s.distance, s.source
             )
         }
-        (None, Some(w @ crate::inspect::nearest::NotServed::OutsideRange { .. })) => {
-            format!("{cell}; not served: {w}")
-        }
+        (
+            None,
+            Some(
+                w @ (NotServed::OutsideRange { .. }
+                | NotServed::NoGain { .. }
+                | NotServed::LosesOnTheWay { .. }),
+            ),
+        ) => format!("{cell}; not served: {w}"),
         _ => cell,
     }
 }
