@@ -113,23 +113,48 @@ pub fn to_ir(d: OpDescriptor) -> OpDescriptor {
 /// `ResizeNearestNeighborV2` for `mode = nearest` (the default), `ResizeBilinearV2` for
 /// `linear`, with inputs x and an int32 `size` of the two output spatial dims, and attributes
 /// `half_pixel_centers` (set by `coordinate_transformation_mode = pytorch_half_pixel`) and
-/// `align_corners` (set by `align_corners`; every other mode leaves both unset), as integers as
-/// the TensorFlow importer writes them. Rewrites `d` and returns the IR type; `None` (nothing changed) for another op, a `cubic` Resize (ATC
-/// refuses it), or one whose x is not 4-D.
+/// `align_corners` (set by `align_corners`; every other mode leaves both unset), as integers.
+/// The IR ops themselves, as the TensorFlow, Caffe (`Interp`) and MindIR importers write them,
+/// take the same form: x and the int32 `size` (Caffe's reference blob is only where H and W came
+/// from; the output shape holds them), the two flags as integers, nothing else — so one resize
+/// keys alike from every framework. Rewrites `d` and returns the IR type; `None` (nothing
+/// changed) for another op, a `cubic` Resize (ATC refuses it), or one whose x is not 4-D.
 fn resize_ir(d: &mut OpDescriptor) -> Option<&'static str> {
-    if d.op_type != "Resize" || d.outputs.first()?.ori_shape.len() != 4 {
+    if d.outputs.first()?.ori_shape.len() != 4 {
         return None;
     }
-    let text = |name: &str, default: &str| match d.attrs.get(name) {
-        Some(AttrValue::Str(s)) => s.clone(),
-        _ => default.to_owned(),
+    let flag = |d: &OpDescriptor, name: &str| match d.attrs.get(name) {
+        Some(AttrValue::Bool(b)) => *b,
+        Some(AttrValue::Int(i)) => *i != 0,
+        _ => false,
     };
-    let ir = match text("mode", "nearest").as_str() {
-        "nearest" => "ResizeNearestNeighborV2",
-        "linear" => "ResizeBilinearV2",
+    let (ir, align_corners, half_pixel_centers) = match d.op_type.as_str() {
+        "Resize" => {
+            let text = |name: &str, default: &str| match d.attrs.get(name) {
+                Some(AttrValue::Str(s)) => s.clone(),
+                _ => default.to_owned(),
+            };
+            let ir = match text("mode", "nearest").as_str() {
+                "nearest" => "ResizeNearestNeighborV2",
+                "linear" => "ResizeBilinearV2",
+                _ => return None,
+            };
+            let mode = text("coordinate_transformation_mode", "half_pixel");
+            (ir, mode == "align_corners", mode == "pytorch_half_pixel")
+        }
+        _ if !d.fused_ops.is_empty() => return None,
+        "ResizeBilinearV2" => (
+            "ResizeBilinearV2",
+            flag(d, "align_corners"),
+            flag(d, "half_pixel_centers"),
+        ),
+        "ResizeNearestNeighborV2" => (
+            "ResizeNearestNeighborV2",
+            flag(d, "align_corners"),
+            flag(d, "half_pixel_centers"),
+        ),
         _ => return None,
     };
-    let mode = text("coordinate_transformation_mode", "half_pixel");
     let x = d.inputs.first()?.clone();
     if x.ori_shape.len() != 4 {
         return None;
@@ -145,11 +170,11 @@ fn resize_ir(d: &mut OpDescriptor) -> Option<&'static str> {
     d.attrs = BTreeMap::from([
         (
             "align_corners".to_owned(),
-            AttrValue::Int(i64::from(mode == "align_corners")),
+            AttrValue::Int(i64::from(align_corners)),
         ),
         (
             "half_pixel_centers".to_owned(),
-            AttrValue::Int(i64::from(mode == "pytorch_half_pixel")),
+            AttrValue::Int(i64::from(half_pixel_centers)),
         ),
     ]);
     Some(ir)

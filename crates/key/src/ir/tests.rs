@@ -262,3 +262,83 @@ fn onnx_resize_becomes_the_resize_op_atc_makes() {
     assert_eq!(resize(Some("cubic"), None).op_type, "Resize");
     assert_eq!(linear.origin.as_ref().unwrap().op_type, "Resize");
 }
+
+/// One resize keys alike from every framework: the `ResizeBilinearV2` the TensorFlow importer
+/// writes (x, an int32 size, integer flags, the size also as an attribute) and the one Caffe's
+/// `Interp` becomes (x alone or with its reference blob, boolean flags) take the form of ONNX's
+/// `Resize` as ATC's plugin makes it. The flags still decide: TensorFlow's `half_pixel_centers`
+/// is not ONNX's `half_pixel`, which ATC's plugin compiles with both flags unset.
+#[test]
+fn a_resize_keys_alike_from_every_framework() {
+    let x = || nchw(&[1, 8, 16, 16]);
+    let out = || nchw(&[1, 8, 32, 32]);
+    let int32 = |shape: &[i64]| TensorDesc {
+        dtype: DType::Int32,
+        ..nd(shape)
+    };
+    let onnx = |mode: &str, ctm: &str| {
+        let mut d = op(
+            "Resize",
+            &[],
+            vec![x(), nd(&[0]), nd(&[4])],
+            out(),
+            "Ascend910B2",
+        );
+        d.attrs.insert("mode".into(), AttrValue::Str(mode.into()));
+        d.attrs.insert(
+            "coordinate_transformation_mode".into(),
+            AttrValue::Str(ctm.into()),
+        );
+        to_ir(d).key().unwrap()
+    };
+    let ir = |op_type: &str, inputs: Vec<TensorDesc>, flags: [AttrValue; 2]| {
+        let mut d = op(op_type, &[], inputs, out(), "Ascend910B2");
+        let [align, half] = flags;
+        d.attrs.insert("align_corners".into(), align);
+        d.attrs.insert("half_pixel_centers".into(), half);
+        d.attrs.insert("size".into(), AttrValue::Ints(vec![32, 32]));
+        to_ir(d).key().unwrap()
+    };
+    let (on, off) = (AttrValue::Int(1), AttrValue::Int(0));
+    let aligned = onnx("linear", "align_corners");
+    let tf = ir(
+        "ResizeBilinearV2",
+        vec![x(), int32(&[2])],
+        [on.clone(), off.clone()],
+    );
+    let caffe = ir(
+        "ResizeBilinearV2",
+        vec![x()],
+        [AttrValue::Bool(true), AttrValue::Bool(false)],
+    );
+    let caffe_reference = ir(
+        "ResizeBilinearV2",
+        vec![x(), out()],
+        [AttrValue::Bool(true), AttrValue::Bool(false)],
+    );
+    assert_eq!(tf, aligned);
+    assert_eq!(caffe, aligned);
+    assert_eq!(caffe_reference, aligned);
+    let nearest = ir(
+        "ResizeNearestNeighborV2",
+        vec![x(), int32(&[2])],
+        [off.clone(), off.clone()],
+    );
+    assert_eq!(nearest, onnx("nearest", "asymmetric"));
+    // TensorFlow's half-pixel centres are a flag ATC's ONNX plugin never sets for half_pixel.
+    let half = ir(
+        "ResizeBilinearV2",
+        vec![x(), int32(&[2])],
+        [off.clone(), on],
+    );
+    assert_ne!(half, onnx("linear", "half_pixel"));
+    assert_eq!(half, onnx("linear", "pytorch_half_pixel"));
+    assert_ne!(
+        tf,
+        ir(
+            "ResizeBilinearV2",
+            vec![x(), int32(&[2])],
+            [off.clone(), off]
+        )
+    );
+}

@@ -214,7 +214,9 @@ pub fn run(
         // between them interpolates (`tune::range_transfer`), within the job's budget.
         let t = Instant::now();
         let mut runner = settings.runner.build(settings.timing).ok();
-        let runner = runner.as_deref_mut().map(|r| r as &mut dyn tunebank_measure::Measure);
+        let runner = runner
+            .as_deref_mut()
+            .map(|r| r as &mut dyn tunebank_measure::Measure);
         let allow = || !cancel.load(Ordering::Relaxed) && budget.reserve(1) == 1;
         let (_, trials) = range_record::write_range_records(plan, bank, runner, &allow)?;
         progress.stats.trials += trials;
