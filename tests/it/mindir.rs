@@ -179,3 +179,80 @@ fn bad_mindspore_input_is_refused_naming_the_file() {
     ];
     assert_refused(dir.path(), cases);
 }
+
+/// A segmentation-style head (decoder_head.mindir): MindSpore's Conv2DTranspose in each pad
+/// mode and its two resizes import with nothing skipped. The transposed convolutions key as in
+/// MindSpore's ONNX export of the same head where the two files say the same padding (valid,
+/// explicit pads). For `same` they do not: MindSpore's op puts the odd padding row at the end
+/// (its `pad_list`), while its ONNX export says SAME_LOWER, which ONNX defines as the odd row at
+/// the beginning — two paddings, two keys. The resizes (MindSpore cannot export them to ONNX)
+/// key as ONNX `Resize` ops of the same shapes and modes, given as op templates.
+#[test]
+fn conv_transposes_and_resizes_key_as_their_onnx_forms() {
+    let dir = tempfile::tempdir().unwrap();
+    let ms = convert(
+        &format!("--model={}", fixture("decoder_head.mindir")),
+        &["--framework=1"],
+        dir.path(),
+    );
+    let twin = convert(
+        &format!("--model={}", fixture("decoder_head_ms.onnx")),
+        &[],
+        dir.path(),
+    );
+    assert_eq!(ms["skipped"], serde_json::json!([]), "{ms}");
+    let (ms_keys, twin_keys) = (keys(&ms), keys(&twin));
+    let ct = |k: &BTreeMap<String, Vec<String>>| k["Conv2DTranspose"].clone();
+    assert_eq!((ct(&ms_keys).len(), ct(&twin_keys).len()), (3, 3));
+    // In file order: valid, same, pad.
+    let in_order = |r: &serde_json::Value| -> Vec<String> {
+        r["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["ir_type"] == "Conv2DTranspose")
+            .map(|o| o["key"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (a, b) = (in_order(&ms), in_order(&twin));
+    assert_eq!(a[0], b[0], "valid");
+    assert_ne!(
+        a[1], b[1],
+        "same: MindSpore pads the end, ONNX's SAME_LOWER the beginning"
+    );
+    assert_eq!(a[2], b[2], "explicit pads");
+    assert_eq!(ms_keys["Conv2D+Relu"], twin_keys["Conv2D+Relu"]);
+
+    let resize = |mode: &str, ctm: &str| {
+        serde_json::json!({
+            "node_name": mode, "op_type": "Resize",
+            "inputs": [
+                {"shape": [1, 4, 64, 64], "dtype": "float32"},
+                {"shape": [0], "dtype": "float32"},
+                {"shape": [4], "dtype": "float32"}
+            ],
+            "outputs": [{"shape": [1, 4, 128, 128], "dtype": "float32"}],
+            "attrs": {"mode": {"str": mode}, "coordinate_transformation_mode": {"str": ctm}}
+        })
+    };
+    let templates = dir.path().join("resize.json");
+    let list = serde_json::json!([
+        resize("linear", "align_corners"),
+        resize("nearest", "asymmetric")
+    ]);
+    std::fs::write(&templates, list.to_string()).unwrap();
+    let o = tunebank(
+        &["key", "--op", templates.to_str().unwrap(), SOC, "--json"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let onnx: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        ms_keys["ResizeBilinearV2"],
+        [onnx[0]["key"].as_str().unwrap()]
+    );
+    assert_eq!(
+        ms_keys["ResizeNearestNeighborV2"],
+        [onnx[1]["key"].as_str().unwrap()]
+    );
+}

@@ -291,9 +291,12 @@ pub enum InferError {
     /// `ConvTranspose` window attributes or `group` that are not positive.
     #[error("kernel, strides, dilations and group must be positive")]
     ConvTransposeNotPositive,
-    /// `ConvTranspose` with `auto_pad` other than `NOTSET`.
-    #[error("ConvTranspose with auto_pad is not supported by the importer")]
-    ConvTransposeAutoPad,
+    /// `ConvTranspose` with an `auto_pad` ONNX does not define.
+    #[error("auto_pad {auto_pad:?}: expected NOTSET, SAME_UPPER, SAME_LOWER or VALID")]
+    ConvTransposeAutoPad {
+        /// The attribute.
+        auto_pad: String,
+    },
     /// A `ConvTranspose` `output_shape` of another length than the spatial rank.
     #[error("output_shape {output_shape:?} does not match the rank")]
     OutputShapeRank {

@@ -7,7 +7,9 @@
 //! | MindSpore | graph IR |
 //! |---|---|
 //! | Conv2D (`pad_mode` pad/same/valid, `pad_list` top, bottom, left, right; `group`) | `Conv` |
-//! | BiasAdd | folded into the `Conv` or `Gemm` it follows when that is its only reader, else `Add` (per-channel `[C,1,1]` on 4-D) |
+//! | Conv2DTranspose (`pad_list` as MindSpore computed it, `input_sizes` the output) | `ConvTranspose` (`pads`, `output_shape`) |
+//! | ResizeBilinearV2, ResizeNearestNeighborV2 (size, align_corners, half_pixel_centers) | the same, with an int32 size |
+//! | BiasAdd | folded into the `Conv`, `ConvTranspose` or `Gemm` it follows when that is its only reader, else `Add` (per-channel `[C,1,1]` on 4-D) |
 //! | MaxPool, AvgPool | `MaxPool`, `AveragePool` |
 //! | AdaptiveAvgPool2D to 1×1 | `GlobalAveragePool` |
 //! | BatchNorm (inference) | `BatchNormalization` (output 0; the statistics outputs are not readable) |
@@ -84,6 +86,8 @@ impl Builder<'_> {
         let op = c.op;
         match op {
             "Conv2D" => self.conv(c),
+            "Conv2DTranspose" => self.conv_transpose(c),
+            "ResizeBilinearV2" | "ResizeNearestNeighborV2" => self.resize(c),
             "BiasAdd" => self.bias_add(c),
             "MaxPool" | "AvgPool" => self.pool(c),
             "AdaptiveAvgPool2D" => {
@@ -390,6 +394,67 @@ impl Builder<'_> {
         Ok(self.emit(c, "Conv", vec![x, w], a))
     }
 
+    /// Conv2DTranspose (`nn.Conv2dTranspose`, a Conv2DBackpropInput): x, the weight (in, out /
+    /// group, kh, kw: ONNX ConvTranspose's layout) and the output's N, C, H, W
+    /// (`input_sizes`), as `ConvTranspose` with that `output_shape`. MindSpore has worked out
+    /// the pads of every pad mode (`pad_list`: top, bottom, left, right); they are passed on,
+    /// and shape inference keeps them when they give that output.
+    fn conv_transpose(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+        let (x, w) = (self.tensor(c, 0)?, self.tensor(c, 1)?);
+        let wd = self.initializers.get(&w).map(|t| t.dims.clone());
+        let Some(&[_, _, kh, kw]) = wd.as_deref() else {
+            return Err(self.bad_arg(c, 1, "a weight of 4 dims"));
+        };
+        let strides = self.spatial(c, "stride", self.ints_arg(c, usize::MAX, "stride"))?;
+        let dilations = self.spatial(c, "dilation", self.ints_arg(c, usize::MAX, "dilation"))?;
+        self.nchw(c, usize::MAX)?;
+        let pads = match self.ints_arg(c, usize::MAX, "pad_list").as_deref() {
+            None => vec![0; 4],
+            Some(&[t, b, l, r]) => vec![t, l, b, r],
+            Some(p) => {
+                return Err(self.invalid(
+                    &c.name,
+                    c.op,
+                    format!("pad_list {p:?}: expected top, bottom, left, right"),
+                ))
+            }
+        };
+        let Some(sizes) = self.ints_arg(c, 2, "input_sizes").filter(|s| s.len() == 4) else {
+            return Err(self.bad_arg(c, 2, "the output's N, C, H, W"));
+        };
+        let group = self.int_arg(c, usize::MAX, "group").unwrap_or(1);
+        let a = attrs([
+            ("kernel_shape", Attr::Ints(vec![kh, kw])),
+            ("strides", Attr::Ints(strides.to_vec())),
+            ("dilations", Attr::Ints(dilations.to_vec())),
+            ("group", Attr::Int(group)),
+            ("pads", Attr::Ints(pads)),
+            ("output_shape", Attr::Ints(sizes[2..].to_vec())),
+        ]);
+        Ok(self.emit(c, "ConvTranspose", vec![x, w], a))
+    }
+
+    /// ResizeBilinearV2, ResizeNearestNeighborV2: x, the output's (height, width), then
+    /// `align_corners` and `half_pixel_centers`; the IR op of the same name with an int32 size.
+    fn resize(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+        let x = self.tensor(c, 0)?;
+        let Some(size) = self.ints_arg(c, 1, "size").filter(|s| s.len() == 2) else {
+            return Err(self.bad_arg(c, 1, "a constant (height, width)"));
+        };
+        let size = self.constant(
+            format!("{}/size", c.name),
+            ElemType::INT32,
+            vec![2],
+            Some(size),
+        );
+        let flag = |b: &Self, i: usize, name: &str| Attr::Int(i64::from(b.bool_arg(c, i, name)));
+        let a = attrs([
+            ("align_corners", flag(self, 2, "align_corners")),
+            ("half_pixel_centers", flag(self, 3, "half_pixel_centers")),
+        ]);
+        Ok(self.emit(c, c.op, vec![x, size], a))
+    }
+
     /// BiasAdd: into the bias of the Conv or the `C` of the Gemm it follows when it is that
     /// op's only reader; else an `Add` (the bias `[C, 1, 1]` on a 4-D NCHW tensor).
     fn bias_add(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
@@ -405,7 +470,7 @@ impl Builder<'_> {
             .rposition(|n| n.outputs.first() == Some(&x));
         if let Some(p) = producer.filter(|_| only_reader) {
             let n = &mut self.nodes[p];
-            if (n.op_type == "Conv" || n.op_type == "Gemm")
+            if ["Conv", "ConvTranspose", "Gemm"].contains(&n.op_type.as_str())
                 && n.inputs.len() == 2
                 && n.domain.is_empty()
             {

@@ -207,8 +207,12 @@ pub(super) fn conv(cx: &Ctx<'_>, attrs: &mut Attrs) -> Result<Vec<TensorInfo>, I
     Ok(vec![info(x.elem_type, shape)])
 }
 
-/// `ConvTranspose` (explicit pads only): N, weight channels × `group`, then `output_shape` or
-/// the spatial dims the strides, pads and `output_padding` give.
+/// `ConvTranspose`: N, weight channels × `group`, then the spatial dims `output_shape` (ONNX's
+/// spatial form, or MindSpore's export's N, C, H, W) or `auto_pad` SAME (input × stride) asks
+/// for, else those the strides, pads (`VALID`: none) and `output_padding` give. The attributes
+/// are left in one form whichever way the file said it: explicit `pads` (when an output size
+/// was asked for, the given pads if they give it, else ONNX's rule), `kernel_shape`, `strides`, `dilations`,
+/// `output_padding`; no `auto_pad`, no `output_shape`.
 pub(super) fn conv_transpose(
     cx: &Ctx<'_>,
     attrs: &mut Attrs,
@@ -243,36 +247,72 @@ pub(super) fn conv_transpose(
     {
         return Err(InferError::ConvTransposeNotPositive);
     }
-    if !matches!(attr_str(node, "auto_pad").as_deref(), None | Some("NOTSET")) {
-        return Err(InferError::ConvTransposeAutoPad);
+    let auto_pad = attr_str(node, "auto_pad").unwrap_or_else(|| "NOTSET".into());
+    if !["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"].contains(&auto_pad.as_str()) {
+        return Err(InferError::ConvTransposeAutoPad { auto_pad });
     }
+    // ONNX's output_shape is spatial; MindSpore's ONNX export writes N and C before it.
+    let output_shape = match attr_ints(node, "output_shape") {
+        Some(o) if o.len() == n => Some(o),
+        Some(o) if o.len() == n + 2 => Some(o[2..].to_vec()),
+        Some(o) => return Err(InferError::OutputShapeRank { output_shape: o }),
+        None => None,
+    };
+    let mut pads = if auto_pad == "VALID" {
+        vec![0; 2 * n]
+    } else {
+        pads
+    };
     let channels = product(&[w.shape[1], group])?;
     let mut shape = vec![x.shape[0], channels];
-    match attr_ints(node, "output_shape") {
-        Some(o) if o.len() == n => shape.extend(o),
-        Some(o) => return Err(InferError::OutputShapeRank { output_shape: o }),
-        None => {
-            for i in 0..n {
-                let input = x.shape[i + 2];
-                shape.push(if input < 0 {
-                    -1
-                } else {
-                    let eff = (kernel[i] - 1)
-                        .checked_mul(dilations[i])
-                        .and_then(|v| v.checked_add(1));
-                    strides[i]
-                        .checked_mul(input - 1)
-                        .and_then(|v| v.checked_add(out_pad[i]))
-                        .zip(eff)
-                        .and_then(|(v, e)| v.checked_add(e))
-                        .and_then(|v| v.checked_sub(pads[i]))
-                        .and_then(|v| v.checked_sub(pads[i + n]))
-                        .filter(|&v| v >= 0)
-                        .ok_or(InferError::OutputDim { dim: i })?
-                });
-            }
+    for i in 0..n {
+        let input = x.shape[i + 2];
+        if input < 0 {
+            shape.push(output_shape.as_ref().map_or(-1, |o| o[i]));
+            continue;
         }
+        // The output without padding: stride·(in − 1) + output_padding + the dilated kernel.
+        let full = (kernel[i] - 1)
+            .checked_mul(dilations[i])
+            .and_then(|e| strides[i].checked_mul(input - 1)?.checked_add(e + 1))
+            .and_then(|v| v.checked_add(out_pad[i]))
+            .ok_or(InferError::OutputDim { dim: i })?;
+        let wanted = match (&output_shape, auto_pad.starts_with("SAME")) {
+            (Some(o), _) => Some(o[i]),
+            (None, true) => Some(
+                input
+                    .checked_mul(strides[i])
+                    .ok_or(InferError::OutputDim { dim: i })?,
+            ),
+            (None, false) => None,
+        };
+        let out = match wanted {
+            // ONNX's rule: the padding that gives that output, split evenly, the odd one at
+            // the end for SAME_UPPER and at the beginning otherwise.
+            Some(out) => {
+                let total = full - out;
+                if total < 0 || out <= 0 {
+                    return Err(InferError::OutputDim { dim: i });
+                }
+                // Explicit pads that already give it are kept (MindIR's computed pad_list).
+                if auto_pad != "NOTSET" || pads[i] + pads[i + n] != total {
+                    let begin = if auto_pad == "SAME_UPPER" {
+                        total / 2
+                    } else {
+                        total - total / 2
+                    };
+                    pads[i] = begin;
+                    pads[i + n] = total - begin;
+                }
+                out
+            }
+            None => Some(full - pads[i] - pads[i + n])
+                .filter(|&v| v >= 0)
+                .ok_or(InferError::OutputDim { dim: i })?,
+        };
+        shape.push(out);
     }
+    attrs.remove("output_shape");
     attrs.remove("auto_pad");
     attrs.insert("kernel_shape".into(), AttrValue::Ints(kernel));
     attrs.insert("strides".into(), AttrValue::Ints(strides));

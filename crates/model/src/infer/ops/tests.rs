@@ -187,6 +187,53 @@ fn transposed_convolutions_argmax_and_tile() {
     );
 }
 
+/// ConvTranspose's padding forms, by ONNX's definitions: SAME_* asks for input × stride, the
+/// padding that gives it split with the odd row at the end (SAME_UPPER) or at the beginning
+/// (SAME_LOWER); VALID pads nothing; an `output_shape` (spatial, or MindSpore's export's N, C,
+/// H, W) keeps explicit pads that give it, else splits as SAME_LOWER does. Every form is left
+/// as explicit pads, with no `auto_pad` and no `output_shape`; an undefined auto_pad is named.
+#[test]
+fn transposed_convolutions_take_every_padding_form() {
+    // 32 → stride 2, kernel 3: 2·31 + 3 = 65 rows before padding.
+    let ins = || vec![t(&[1, 8, 32, 32]), t(&[8, 4, 3, 3])];
+    let run = |a: &[(&str, Attr)]| {
+        let mut a = a.to_vec();
+        a.push(("strides", Attr::Ints(vec![2, 2])));
+        let (outs, attrs) = infer_node(&node("ConvTranspose", 1, &a), &ins(), 17).unwrap();
+        assert!(!attrs.contains_key("auto_pad") && !attrs.contains_key("output_shape"));
+        let pads = match &attrs["pads"] {
+            tunebank_key::AttrValue::Ints(p) => p.clone(),
+            p => panic!("{p:?}"),
+        };
+        (outs[0].shape.clone(), pads)
+    };
+    let auto = |m: &str| ("auto_pad", Attr::Str(m.into()));
+    assert_eq!(
+        run(&[auto("SAME_UPPER")]),
+        (vec![1, 4, 64, 64], vec![0, 0, 1, 1])
+    );
+    assert_eq!(
+        run(&[auto("SAME_LOWER")]),
+        (vec![1, 4, 64, 64], vec![1, 1, 0, 0])
+    );
+    assert_eq!(run(&[auto("VALID")]), (vec![1, 4, 65, 65], vec![0; 4]));
+    let full = ("output_shape", Attr::Ints(vec![1, 4, 64, 64]));
+    let end = ("pads", Attr::Ints(vec![0, 0, 1, 1]));
+    assert_eq!(
+        run(&[full.clone(), end]),
+        (vec![1, 4, 64, 64], vec![0, 0, 1, 1])
+    );
+    let spatial = ("output_shape", Attr::Ints(vec![64, 64]));
+    assert_eq!(run(&[spatial]), (vec![1, 4, 64, 64], vec![1, 1, 0, 0]));
+    let bad = infer_node(&node("ConvTranspose", 1, &[auto("SAME")]), &ins(), 17);
+    assert!(
+        matches!(&bad, Err(InferError::ConvTransposeAutoPad { auto_pad }) if auto_pad == "SAME"),
+        "{bad:?}"
+    );
+    let big = ("output_shape", Attr::Ints(vec![70, 70]));
+    assert!(infer_node(&node("ConvTranspose", 1, &[big]), &ins(), 17).is_err());
+}
+
 #[test]
 fn hostile_values_are_errors_not_panics() {
     let huge = [
