@@ -128,7 +128,7 @@ fn a_shape_beside_a_repository_record_takes_its_tiling() {
     let dir = tempfile::tempdir().unwrap();
     let (bank, records) = import(dir.path());
     let (source, m, k, n, gain) = best_plain_matmul(&records);
-    // The margin needs ln(gain) > 0.2 · d; d = ln((M + 16) / M) is small for any M ≥ 16.
+    // The margin needs ln(gain) > 0.1 · d; d = ln((M + 16) / M) is small for any M ≥ 16.
     assert!(gain > 1.05, "{gain}");
     let m2 = m + 16;
     let ops = dir.path().join("ops.json");

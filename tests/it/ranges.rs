@@ -96,15 +96,25 @@ fn a_range_is_tuned_at_its_shapes_and_served_at_each() {
     assert!(o.status.success(), "{}", text(&o));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let rows = report["ops"].as_array().unwrap();
-    // A neighbour serves only a win that clears e^(0.2·d) (`GAIN_MARGIN`); else the row is a
-    // miss naming it (`no_gain`), and the default tiling runs.
+    // A tuned shape serves only a win that clears e^(0.1·d) (`MEASURED_MARGIN`: the range job
+    // measured each tuned shape's tiling at its neighbours) and that its measured transfers
+    // leave it at this shape; else the row is a miss naming why (`no_gain`,
+    // `loses_on_the_way`), and the default tiling runs.
     let (mut served, mut no_gain) = (0, 0);
     for r in rows.iter().filter(|r| r["ir_type"] != "Split") {
         if r["result"] == "miss" {
             let why = &r["not_served"];
-            assert_eq!(why["reason"], "no_gain", "{r}");
-            let d = why["distance"].as_f64().unwrap();
-            assert!(why["speedup"].as_f64().unwrap() <= (0.2 * d).exp(), "{r}");
+            match why["reason"].as_str() {
+                Some("no_gain") => {
+                    let d = why["distance"].as_f64().unwrap();
+                    assert_eq!(why["margin"], 0.1, "{r}");
+                    assert!(why["speedup"].as_f64().unwrap() <= (0.1 * d).exp(), "{r}");
+                }
+                Some("loses_on_the_way") => {
+                    assert!(why["estimated"].as_f64().unwrap() <= 1.0, "{r}");
+                }
+                _ => panic!("{r}"),
+            }
             no_gain += 1;
             continue;
         }
@@ -113,16 +123,16 @@ fn a_range_is_tuned_at_its_shapes_and_served_at_each() {
         let d = n["distance"].as_f64().unwrap();
         assert!(d > 0.0, "{r}");
         assert!(
-            n["source_speedup"].as_f64().unwrap() > (0.2 * d).exp(),
+            n["source_speedup"].as_f64().unwrap() > (0.1 * d).exp(),
             "{r}"
         );
         assert_ne!(n["source"], r["key"], "{r}");
         // The range record of the job's range holds the shape (`tune::range_record`).
         assert!(n["range"].as_str().is_some_and(|k| k.len() == 64), "{r}");
+        // One of the tuned shapes: a sequence of 8, 16, 32 or 64, never the asked 40.
         let first: Vec<i64> = serde_json::from_value(n["tuned_shapes"][0].clone()).unwrap();
-        // Batch 4 (or batch × 4 heads = 16, where attention merges them), sequence 32.
         assert!(
-            [4, 16].contains(&first[0]) && first.contains(&32) && !first.contains(&64),
+            first.iter().any(|v| [8, 16, 32, 64].contains(v)) && !first.contains(&40),
             "{r}"
         );
         served += 1;

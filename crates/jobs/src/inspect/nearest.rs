@@ -14,12 +14,20 @@
 //! refused, naming the input, the dim and the range ([`NotServed::OutsideRange`]).
 //!
 //! **Which record.** The nearest by the transfer distance the search starts from (the sum over
-//! the inputs' dims of |ln(a / b)|: twice as large in one dim is ln 2 ≈ 0.69 away), ties by key.
+//! the inputs' dims of |ln(a / b)|: twice as large in one dim is ln 2 ≈ 0.69 away; ties by key)
+//! whose strategy fits the shape. Inside a range record whose job measured its transfers (see
+//! below), the [`NEAREST_TRIED`] nearest are weighed: of those whose win holds at the asked
+//! shape, the one estimated to win most there answers (ties to the nearer) — the measurements
+//! make those estimates worth comparing; without them (imports, gears) a farther record's
+//! larger own win says little about this shape (on the committed subset of CANN's repository,
+//! weighing the four nearest took the held-back records' answers slower than the default from
+//! 1.7 % to 7.4 %), and the nearest alone is judged. The answer names the record and its distance.
 //!
-//! **Only a clear win.** The nearest record answers only when its own win over the default at
-//! its shape clears a margin that grows with the distance ([`GAIN_MARGIN`]); a confirmed
-//! default, or a small win far away, leaves the shape to its default tiling
-//! ([`NotServed::NoGain`]). A record imported from AOE's bank knows one time and no baseline:
+//! **Only a clear win.** A tuned shape answers only when its own win over the default at its
+//! shape clears a margin that grows with the distance ([`GAIN_MARGIN`]; [`MEASURED_MARGIN`] when
+//! its range measured its strategy at the neighbouring tuned shapes); a confirmed default,
+//! or a small win far away, leaves the shape to its default tiling ([`NotServed::NoGain`],
+//! the nearest one's reason when none of them holds). A record imported from AOE's bank knows one time and no baseline:
 //! its win is unknown (taken as 1), so it answers only its own shape.
 //!
 //! **Only a win that survives the way.** Inside a range record whose job measured each member's
@@ -58,16 +66,31 @@ use crate::tune::transfer::distance::transfer_distance;
 pub(crate) const FAMILY_LIMIT: usize = 4096;
 
 /// How much of its win a tiling must have had at its own shape, per unit of distance, to be
-/// served at another: the nearest record answers only when ln(its baseline / its tuned time) >
-/// `GAIN_MARGIN` × distance, i.e. a win of more than e^(0.2 d) — 1.15× for a shape twice as
-/// large in one dim (d = ln 2), 1.32× at four times. A tiling's edge over the default shrinks as
-/// the shape moves away (tile counts stop dividing the dims, cores go idle), and a record whose
-/// search found no win at all (a confirmed default) knows nothing the target's own default does
-/// not. Measured on the GPT-2 layer of `examples/shape_ranges.rs` (seed 1, 40 shapes, on which
-/// it was chosen): served as is, 46 of 760 units were slower than their default; with the margin
-/// 7, for 99 % of the gain (0.1: 11 and 100 %; 0.3: 5 and 96 %). BENCHMARKS.md has the figure
-/// on shapes it was not chosen on.
+/// served at another when nothing was measured on the way: a tuned shape answers only when
+/// ln(its baseline / its tuned time) > `GAIN_MARGIN` × distance, i.e. a win of more than
+/// e^(0.2 d) — 1.15× for a shape twice as large in one dim (d = ln 2), 1.32× at four times. A
+/// tiling's edge over the default shrinks as the shape moves away (tile counts stop dividing
+/// the dims, cores go idle), and a record whose search found no win at all (a confirmed
+/// default) knows nothing the target's own default does not. Measured on the GPT-2 layer of
+/// `examples/shape_ranges.rs` (seed 1, 40 shapes, on which it was chosen, before range
+/// transfers were measured): served as is, 46 of 760 units were slower than their default;
+/// with the margin 7 (0.1: 11). On the committed subset of CANN's repository (176 records
+/// held back one at a time, `calibrate --cann-repository`), 1.7 % of the answers run slower
+/// than the default.
 pub const GAIN_MARGIN: f64 = 0.2;
+
+/// The margin of a tuned shape whose strategy its range record measured at the neighbouring
+/// tuned shapes (`range_transfers`): those measurements judge the way ([`NotServed::LosesOnTheWay`]),
+/// so the prior asks less — a win of more than e^(0.1 d). On the GPT-2 layer (nine tuned
+/// shapes, 200 drawn, seeds 1–5) it keeps 0–1.0 % of the shapes slower than their default and
+/// the whole of the per-shape gain; 0.0 lets 0.5–3.0 % be slower, 0.2 gives up 7–12 points of
+/// the gain. BENCHMARKS.md has the figures.
+pub const MEASURED_MARGIN: f64 = 0.1;
+
+/// How many of the nearest tuned shapes (those whose strategy fits the asked shape) a look-up
+/// inside a range with measured transfers weighs: of those whose win holds at the asked shape,
+/// the one estimated to win most answers. On the GPT-2 layer, 8 answers as 4 does.
+pub const NEAREST_TRIED: usize = 4;
 
 /// What a look-up may answer with.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -134,6 +157,9 @@ pub enum NotServed {
         distance: f64,
         /// Its baseline over its tuned time (1 for a confirmed default).
         speedup: f64,
+        /// The margin per unit of distance it had to clear ([`GAIN_MARGIN`] or
+        /// [`MEASURED_MARGIN`]).
+        margin: f64,
     },
     /// The nearest tuned shape's strategy, measured at an adjacent tuned shape beyond the asked
     /// one (its range record's transfers), loses so much of its win on the way that at the asked
@@ -186,10 +212,11 @@ impl fmt::Display for NotServed {
                 source,
                 distance,
                 speedup,
+                margin,
             } => write!(
                 f,
                 "the nearest tuned shape ({source}, distance {distance:.2}) won {speedup:.3}× over its default there, not the {:.3}× a shape that far needs: the default tiling is the safer answer",
-                (GAIN_MARGIN * distance).exp()
+                (margin * distance).exp()
             ),
             NotServed::LosesOnTheWay {
                 source,
@@ -353,26 +380,39 @@ impl NearestIndex {
                 why: "the shape admits no strategy".into(),
             });
         }
-        // The nearest record whose strategy speaks of this space's parameters (a record
-        // imported with another tiling vocabulary has nothing to fit).
-        let Some((distance, nearest, (strategy, adapted))) = ranked
-            .iter()
-            .find_map(|&(d, m)| fit(&space, &m.strategy).map(|f| (d, m, f)))
-        else {
-            return Err(NotServed::NoSpace {
-                why: "no tuned shape's strategy names a parameter of this shape's space".into(),
-            });
+        // The nearest records whose strategies speak of this space's parameters (a record
+        // imported with another tiling vocabulary has nothing to fit): inside a range whose
+        // transfers were measured the first NEAREST_TRIED, else the nearest alone; of those
+        // whose win holds here the one with the largest estimated win answers (ties: the
+        // nearer); none holds: the nearest one's reason.
+        let tried = match range {
+            Some(r) if !r.transfers.is_empty() => NEAREST_TRIED,
+            _ => 1,
         };
-        if nearest.speedup.ln() <= GAIN_MARGIN * distance {
-            return Err(NotServed::NoGain {
-                source: nearest.key,
-                distance,
-                speedup: nearest.speedup,
-            });
+        let mut refused = None;
+        let mut answer: Option<(f64, f64, &Member, (StrategyMap, bool))> = None;
+        for (distance, member, fitted) in ranked
+            .iter()
+            .filter_map(|&(d, m)| fit(&space, &m.strategy).map(|f| (d, m, f)))
+            .take(tried)
+        {
+            match win_here(target, member, distance, range, &family) {
+                Ok(estimate) => {
+                    if answer.as_ref().is_none_or(|a| estimate > a.0) {
+                        answer = Some((estimate, distance, member, fitted));
+                    }
+                }
+                Err(why) => {
+                    refused.get_or_insert(why);
+                }
+            }
         }
-        if let Some(range) = range {
-            on_the_way(target, nearest, &range.transfers, &family)?;
-        }
+        let answer = answer.map(|(_, d, m, f)| (d, m, f));
+        let Some((distance, nearest, (strategy, adapted))) = answer else {
+            return Err(refused.unwrap_or(NotServed::NoSpace {
+                why: "no tuned shape's strategy names a parameter of this shape's space".into(),
+            }));
+        };
         Ok(Nearest {
             source: nearest.key,
             layer: nearest.layer,
@@ -445,20 +485,51 @@ fn ranked<'a>(target: &OpDescriptor, family: Vec<&'a Member>) -> Vec<(f64, &'a M
     out
 }
 
-/// Whether `source`'s strategy keeps a win at `target` by its range's measured `transfers`
+/// `member`'s estimated win (ln of its speed-up over the default) at `target`, `distance` away,
+/// or why it has none: its own win must clear the margin for the distance ([`GAIN_MARGIN`], or
+/// [`MEASURED_MARGIN`] when its range measured its strategy at its neighbours), and inside a
+/// range record with measured transfers what it keeps on the way ([`on_the_way`]).
+fn win_here(
+    target: &OpDescriptor,
+    member: &Member,
+    distance: f64,
+    range: Option<&RangeEntry>,
+    family: &[&Member],
+) -> Result<f64, NotServed> {
+    let measured = range.is_some_and(|r| r.transfers.iter().any(|t| t.from == member.key));
+    let margin = if measured {
+        MEASURED_MARGIN
+    } else {
+        GAIN_MARGIN
+    };
+    if member.speedup.ln() <= margin * distance {
+        return Err(NotServed::NoGain {
+            source: member.key,
+            distance,
+            speedup: member.speedup,
+            margin,
+        });
+    }
+    match range {
+        Some(range) => on_the_way(target, member, &range.transfers, family),
+        None => Ok(member.speedup.ln()),
+    }
+}
+
+/// `source`'s estimated win (ln speed-up) at `target` by its range's measured `transfers`
 /// (`tune::range_transfer`): for each transfer from `source` toward a member that lies beyond
 /// `target` (every dim in which that member differs from `source`, `target` differs the same
 /// way), the win at `target` is estimated log-linearly between `source`'s own (at its shape)
 /// and the measured one (at the member's), by how far `target` has come along those dims
 /// (|ln| ratios, at most all the way); the losses of the dims' transfers add up. An estimate
-/// of no win refuses, naming the transfer that lost most. No transfer toward `target`: no
-/// objection.
+/// of no win refuses, naming the transfer that lost most. No transfer toward `target`: its own
+/// win.
 fn on_the_way(
     target: &OpDescriptor,
     source: &Member,
     transfers: &[Transfer],
     family: &[&Member],
-) -> Result<(), NotServed> {
+) -> Result<f64, NotServed> {
     let dims = |o: &OpDescriptor| -> Vec<f64> {
         o.inputs
             .iter()
@@ -503,7 +574,7 @@ fn on_the_way(
             measured: t.speedup,
             estimated: estimate.exp(),
         }),
-        _ => Ok(()),
+        _ => Ok(estimate),
     }
 }
 

@@ -200,32 +200,100 @@ fn a_neighbour_without_a_clear_win_leaves_the_shape_to_its_default() {
         matmul(1024, 768, DType::Float16),
     );
     let target = matmul(200, 768, DType::Float16);
-    let write = |speedup: f64| {
+    let write = |speedup: f64, large_speedup: f64| {
         let (_dir, bank) = fresh_bank();
         let records = [
             record_won(&small, some_strategy(&small), speedup),
-            record_won(&large, some_strategy(&large), 2.0),
+            record_won(&large, some_strategy(&large), large_speedup),
         ];
         bank.write_batch(&records).unwrap();
         NearestIndex::read(&bank, [&target]).unwrap()
     };
-    // d = ln(200 / 64) = 1.14 needs a win above e^(0.2 · 1.14) = 1.256×.
+    // d = ln(200 / 64) = 1.14 needs a win above e^(0.2 · 1.14) = 1.256× (nothing measured
+    // on the way: GAIN_MARGIN). M = 1024 is a confirmed default (no win): it serves nothing.
     let d = (200f64 / 64.0).ln();
     for (speedup, served) in [(1.0, false), (1.25, false), (1.26, true), (3.0, true)] {
-        let answer = write(speedup).answer(&target, &key(&target));
+        let answer = write(speedup, 1.0).answer(&target, &key(&target));
         match answer {
             Ok(n) => assert!(served && n.source == key(&small), "{speedup}: {n:?}"),
             Err(NotServed::NoGain {
                 source,
                 distance,
                 speedup: s,
+                margin,
             }) => {
                 assert!(!served, "{speedup}");
+                assert_eq!(margin, GAIN_MARGIN);
                 assert_eq!((source, s), (key(&small), speedup));
                 assert!((distance - d).abs() < 1e-9);
             }
             Err(e) => panic!("{speedup}: {e}"),
         }
+    }
+    // Nothing measured on the way: the nearest alone is judged, though M = 1024 won 1.5×.
+    assert!(matches!(
+        write(1.0, 1.5).answer(&target, &key(&target)),
+        Err(NotServed::NoGain { .. })
+    ));
+}
+
+/// Inside a range whose transfers were measured, the nearest tuned shapes are weighed: of those
+/// whose win holds (`MEASURED_MARGIN`), the one estimated to win most answers — a nearer one
+/// with a small win gives way to a farther one with a large one, equal estimates go to the
+/// nearer, and a nearest without a clear win gives way to the next.
+#[test]
+fn inside_a_measured_range_the_largest_estimated_win_answers() {
+    let (small, large) = (
+        matmul(64, 768, DType::Float16),
+        matmul(1024, 768, DType::Float16),
+    );
+    let target = matmul(200, 768, DType::Float16);
+    let range = range_record::range_descriptor(&[&small, &large]).unwrap();
+    let answer = |small_won: f64, large_won: f64| {
+        let held = vec![
+            (
+                key(&small),
+                record_won(&small, some_strategy(&small), small_won),
+            ),
+            (
+                key(&large),
+                record_won(&large, some_strategy(&large), large_won),
+            ),
+        ];
+        // Each kept its own win at the other's shape: the estimates are the own wins.
+        let transfers = [
+            Transfer {
+                from: key(&small),
+                to: key(&large),
+                speedup: small_won,
+            },
+            Transfer {
+                from: key(&large),
+                to: key(&small),
+                speedup: large_won,
+            },
+        ];
+        let mut records: Vec<Record> = held.iter().map(|h| h.1.clone()).collect();
+        records.push(range_record::range_record(range.clone(), &held, &transfers));
+        let (_dir, bank) = fresh_bank();
+        bank.write_batch(&records).unwrap();
+        NearestIndex::read(&bank, [&target])
+            .unwrap()
+            .answer(&target, &key(&target))
+    };
+    assert_eq!(answer(1.3, 3.0).unwrap().source, key(&large));
+    assert_eq!(answer(3.0, 1.3).unwrap().source, key(&small));
+    assert_eq!(answer(2.0, 2.0).unwrap().source, key(&small));
+    // 1.1× clears e^(0.1 · ln(200 / 64)) = 1.121× no more: the next one answers, at its own
+    // distance; with neither clear, the nearest one's reason at the measured margin.
+    let n = answer(1.1, 1.5).unwrap();
+    assert_eq!(n.source, key(&large));
+    assert!((n.distance - (1024f64 / 200.0).ln()).abs() < 1e-9);
+    match answer(1.1, 1.1) {
+        Err(NotServed::NoGain { source, margin, .. }) => {
+            assert_eq!((source, margin), (key(&small), MEASURED_MARGIN));
+        }
+        other => panic!("{other:?}"),
     }
 }
 
@@ -279,7 +347,7 @@ fn a_range_record_bounds_what_the_look_up_serves() {
     );
 }
 
-/// A range 8~512 tuned at M = 8, 64 and 512, each won 1.5× at its own shape, and the transfers
+/// A range 8~512 tuned at M = 8, 64 and 512 (64 won 1.5× at its own shape), and the transfers
 /// measured between them (`tune::range_transfer`): where M = 64's strategy was measured at
 /// M = 512 at a quarter of the default's speed, M = 128 (nearest to 64, a third of the way to
 /// 512 on a log scale) is estimated to lose and is refused, naming that measurement; where it
@@ -288,8 +356,13 @@ fn a_range_record_bounds_what_the_look_up_serves() {
 fn a_strategy_that_loses_on_the_way_to_the_next_tuned_shape_is_not_served() {
     let members = [8, 64, 512].map(|m| matmul(m, 768, DType::Float16));
     let range = range_record::range_descriptor(&members.iter().collect::<Vec<_>>()).unwrap();
-    let won = |m: &OpDescriptor| record_won(m, some_strategy(m), 1.5);
-    let held: Vec<(BankKey, Record)> = members.iter().map(|m| (key(m), won(m))).collect();
+    // M = 8 and 512 are confirmed defaults: M = 64 is the only shape that could serve.
+    let won = [1.0, 1.5, 1.0];
+    let held: Vec<(BankKey, Record)> = members
+        .iter()
+        .zip(won)
+        .map(|(m, w)| (key(m), record_won(m, some_strategy(m), w)))
+        .collect();
     let answer = |measured: f64, m: i64| {
         let transfers = [Transfer {
             from: key(&members[1]),
