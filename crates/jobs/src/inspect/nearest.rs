@@ -83,8 +83,8 @@ pub const GAIN_MARGIN: f64 = 0.2;
 /// tuned shapes (`range_transfers`): those measurements judge the way ([`NotServed::LosesOnTheWay`]),
 /// so the prior asks less — a win of more than e^(0.1 d). On the GPT-2 layer (nine tuned
 /// shapes, 200 drawn, seeds 1–5) it keeps 0–1.0 % of the shapes slower than their default and
-/// the whole of the per-shape gain; 0.0 lets 0.5–3.0 % be slower, 0.2 gives up 7–12 points of
-/// the gain. BENCHMARKS.md has the figures.
+/// the whole of the per-shape gain; 0.0 lets 0.5–3.0 % be slower, 0.2 keeps 11–13 points less
+/// of the gain. BENCHMARKS.md has the figures.
 pub const MEASURED_MARGIN: f64 = 0.1;
 
 /// How many of the nearest tuned shapes (those whose strategy fits the asked shape) a look-up

@@ -341,4 +341,4 @@ pub(crate) fn range_record(
 
 #[cfg(test)]
 #[path = "range_record_tests.rs"]
-mod tests;
+pub(crate) mod tests;

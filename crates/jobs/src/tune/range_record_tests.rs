@@ -13,7 +13,7 @@ fn tensor(shape: &[i64]) -> TensorDesc {
 }
 
 /// A MatMulV2 of (m × k) · (k × 768).
-fn matmul(m: i64, k: i64) -> OpDescriptor {
+pub(crate) fn matmul(m: i64, k: i64) -> OpDescriptor {
     OpDescriptor {
         op_type: "MatMulV2".into(),
         fused_ops: Vec::new(),
@@ -31,7 +31,7 @@ fn matmul(m: i64, k: i64) -> OpDescriptor {
     }
 }
 
-fn key(op: &OpDescriptor) -> BankKey {
+pub(crate) fn key(op: &OpDescriptor) -> BankKey {
     descriptor_key(&Descriptor::Op(op.clone())).unwrap()
 }
 

@@ -1,40 +1,6 @@
 use super::*;
-use tunebank_bank::{descriptor_key, Descriptor};
-use tunebank_key::{AttrValue, CubeMath, DType, Format, ImplMode, SocSpec, TensorDesc};
+use crate::tune::range_record::tests::{key, matmul};
 use tunebank_measure::sim::SimRunner;
-
-fn tensor(shape: &[i64]) -> TensorDesc {
-    TensorDesc {
-        shape: shape.to_vec(),
-        ori_shape: shape.to_vec(),
-        dtype: DType::Float16,
-        format: Format::ND,
-        ori_format: Format::ND,
-    }
-}
-
-/// A MatMulV2 of (m × k) · (k × 768).
-fn matmul(m: i64, k: i64) -> OpDescriptor {
-    OpDescriptor {
-        op_type: "MatMulV2".into(),
-        fused_ops: Vec::new(),
-        inputs: vec![tensor(&[m, k]), tensor(&[k, 768])],
-        outputs: vec![tensor(&[m, 768])],
-        attrs: [
-            ("transpose_x1".to_owned(), AttrValue::Bool(false)),
-            ("transpose_x2".to_owned(), AttrValue::Bool(false)),
-        ]
-        .into(),
-        impl_mode: ImplMode::HighPerformance,
-        cube_math: CubeMath::Native,
-        soc: SocSpec::from_version("Ascend910B2").unwrap(),
-        origin: None,
-    }
-}
-
-fn key(op: &OpDescriptor) -> BankKey {
-    descriptor_key(&Descriptor::Op(op.clone())).unwrap()
-}
 
 /// On a 3 × 3 grid of tuned shapes (M × K), a shape's adjacent ones are its neighbours along
 /// one dim: 12 neighbour pairs, 24 directed; never a diagonal or a shape two steps away.
