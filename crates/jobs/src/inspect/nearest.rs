@@ -21,14 +21,15 @@
 //! make those estimates worth comparing; without them (imports, gears) a farther record's
 //! larger own win says little about this shape (on the committed subset of CANN's repository,
 //! weighing the four nearest took the held-back records' answers slower than the default from
-//! 1.7 % to 7.4 %), and the nearest alone is judged. The answer names the record and its distance.
+//! 1.7 % to 7.4 %), and the nearest alone is judged. The answer names the record and its
+//! distance.
 //!
 //! **Only a clear win.** A tuned shape answers only when its own win over the default at its
 //! shape clears a margin that grows with the distance ([`GAIN_MARGIN`]; [`MEASURED_MARGIN`] when
 //! its range measured its strategy at the neighbouring tuned shapes); a confirmed default,
 //! or a small win far away, leaves the shape to its default tiling ([`NotServed::NoGain`],
-//! the nearest one's reason when none of them holds). A record imported from AOE's bank knows one time and no baseline:
-//! its win is unknown (taken as 1), so it answers only its own shape.
+//! the nearest one's reason when none of them holds). A record imported from AOE's bank knows
+//! one time and no baseline: its win is unknown (taken as 1), so it answers only its own shape.
 //!
 //! **Only a win that survives the way.** Inside a range record whose job measured each member's
 //! strategy at its adjacent members' shapes (`range_transfers`, `tune::range_transfer`), the
@@ -80,8 +81,8 @@ pub(crate) const FAMILY_LIMIT: usize = 4096;
 pub const GAIN_MARGIN: f64 = 0.2;
 
 /// The margin of a tuned shape whose strategy its range record measured at the neighbouring
-/// tuned shapes (`range_transfers`): those measurements judge the way ([`NotServed::LosesOnTheWay`]),
-/// so the prior asks less — a win of more than e^(0.1 d). On the GPT-2 layer (nine tuned
+/// tuned shapes (`range_transfers`): those measurements judge the way
+/// ([`NotServed::LosesOnTheWay`]), so the prior asks less — a win of more than e^(0.1 d). On the GPT-2 layer (nine tuned
 /// shapes, 200 drawn, seeds 1–5) it keeps 0–1.0 % of the shapes slower than their default and
 /// the whole of the per-shape gain; 0.0 lets 0.5–3.0 % be slower, 0.2 keeps 11–13 points less
 /// of the gain. BENCHMARKS.md has the figures.
@@ -407,8 +408,7 @@ impl NearestIndex {
                 }
             }
         }
-        let answer = answer.map(|(_, d, m, f)| (d, m, f));
-        let Some((distance, nearest, (strategy, adapted))) = answer else {
+        let Some((_, distance, nearest, (strategy, adapted))) = answer else {
             return Err(refused.unwrap_or(NotServed::NoSpace {
                 why: "no tuned shape's strategy names a parameter of this shape's space".into(),
             }));

@@ -87,6 +87,24 @@ fn key(op: &OpDescriptor) -> BankKey {
     descriptor_key(&Descriptor::Op(op.clone())).unwrap()
 }
 
+/// The answer for M = `m` of a bank holding the `held` members and the range record of `range`
+/// over them with `transfers`.
+fn answer_in_range(
+    held: &[(BankKey, Record)],
+    range: &OpDescriptor,
+    transfers: &[Transfer],
+    m: i64,
+) -> Result<Nearest, NotServed> {
+    let mut records: Vec<Record> = held.iter().map(|h| h.1.clone()).collect();
+    records.push(range_record::range_record(range.clone(), held, transfers));
+    let (_dir, bank) = fresh_bank();
+    bank.write_batch(&records).unwrap();
+    let target = matmul(m, 768, DType::Float16);
+    NearestIndex::read(&bank, [&target])
+        .unwrap()
+        .answer(&target, &key(&target))
+}
+
 /// A valid strategy of `op` that is not its first configuration (a tuned one, not a default).
 fn some_strategy(op: &OpDescriptor) -> StrategyMap {
     let s = space(op);
@@ -247,10 +265,9 @@ fn inside_a_measured_range_the_largest_estimated_win_answers() {
         matmul(64, 768, DType::Float16),
         matmul(1024, 768, DType::Float16),
     );
-    let target = matmul(200, 768, DType::Float16);
     let range = range_record::range_descriptor(&[&small, &large]).unwrap();
     let answer = |small_won: f64, large_won: f64| {
-        let held = vec![
+        let held = [
             (
                 key(&small),
                 record_won(&small, some_strategy(&small), small_won),
@@ -273,13 +290,7 @@ fn inside_a_measured_range_the_largest_estimated_win_answers() {
                 speedup: large_won,
             },
         ];
-        let mut records: Vec<Record> = held.iter().map(|h| h.1.clone()).collect();
-        records.push(range_record::range_record(range.clone(), &held, &transfers));
-        let (_dir, bank) = fresh_bank();
-        bank.write_batch(&records).unwrap();
-        NearestIndex::read(&bank, [&target])
-            .unwrap()
-            .answer(&target, &key(&target))
+        answer_in_range(&held, &range, &transfers, 200)
     };
     assert_eq!(answer(1.3, 3.0).unwrap().source, key(&large));
     assert_eq!(answer(3.0, 1.3).unwrap().source, key(&small));
@@ -369,14 +380,7 @@ fn a_strategy_that_loses_on_the_way_to_the_next_tuned_shape_is_not_served() {
             to: key(&members[2]),
             speedup: measured,
         }];
-        let mut records: Vec<Record> = held.iter().map(|h| h.1.clone()).collect();
-        records.push(range_record::range_record(range.clone(), &held, &transfers));
-        let (_dir, bank) = fresh_bank();
-        bank.write_batch(&records).unwrap();
-        let target = matmul(m, 768, DType::Float16);
-        NearestIndex::read(&bank, [&target])
-            .unwrap()
-            .answer(&target, &key(&target))
+        answer_in_range(&held, &range, &transfers, m)
     };
     // ln 1.5 + (ln 0.25 − ln 1.5) · ln 2 / ln 8 = −0.19: no win left at M = 128.
     let refused = answer(0.25, 128);

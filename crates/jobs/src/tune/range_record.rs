@@ -16,11 +16,11 @@
 //! same key. Its strategy lists the members: `range_members` (the tuned shapes' keys, hex,
 //! ascending) and `range_shapes` (their inputs' `ori_shape`s, in the same order); its
 //! performance is the members' summed baseline and tuned times. A second job over the same
-//! range writes the union of both member lists. A local job also measures each member's strategy
-//! at its adjacent members' shapes (`range_transfers`, [`super::range_transfer`]). Members are ordinary records: a range record is
-//! an index over them, never an answer itself (no converter key has a `0` dim and the
-//! attribute), and readers of a family's records (transfer, nearest look-ups, `why`) leave it
-//! out as a member ([`is_range`]).
+//! range writes the union of both member lists. A local job also measures each member's
+//! strategy at its adjacent members' shapes (`range_transfers`, [`super::range_transfer`]).
+//! Members are ordinary records: a range record is an index over them, never an answer itself
+//! (no converter key has a `0` dim and the attribute), and readers of a family's records
+//! (transfer, nearest look-ups, `why`) leave it out as a member ([`is_range`]).
 //!
 //! The look-up ([`crate::inspect::nearest`]) serves a shape nobody tuned only inside a range
 //! record of its family when the family has one; a family without range records (gears,
@@ -30,7 +30,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tunebank_bank::{Bank, BankError, Descriptor, Lookup, Performance, Provenance, Record};
 use tunebank_key::{AttrValue, BankKey, OpDescriptor, RecordKind, StrategyMap, KEY_SCHEMA_VERSION};
-
 use tunebank_measure::Measure;
 
 use super::plan::TunePlan;

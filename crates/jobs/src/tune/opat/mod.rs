@@ -64,7 +64,7 @@
 //!
 //! ```
 //! use std::collections::BTreeSet;
-//! use std::sync::atomic::{AtomicBool, Ordering};
+//! use std::sync::atomic::AtomicBool;
 //! use tunebank_bank::Bank;
 //! use tunebank_key::{FsReader, RecordKind, ResolvedOptions};
 //! use tunebank_model::load_onnx;
