@@ -72,6 +72,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
+    // MindSpore training steps (TrainOneStepCells): their backward and optimizer primitives.
+    for entry in std::fs::read_dir("fixtures/models/training")? {
+        let p = entry?.path();
+        if p.extension().and_then(|e| e.to_str()) == Some("mindir") {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            write("load_mindir", &name, &std::fs::read(&p)?)?;
+        }
+    }
+
     // PyTorch: each `.pt2` fixture's program JSON (the load_pt2 target stores non-ZIP input
     // as the archive's program).
     for entry in std::fs::read_dir("fixtures/models/pytorch")? {

@@ -70,7 +70,23 @@ fn model_keys<'py>(
 }
 
 /// Adds the key functions to the module.
+/// The `precision_mode` a training run (`"tensorflow"`, `"torch"`, `"mindspore"`) compiles a
+/// step under on SoC `soc_version` when its script sets none
+/// ([`tunebank::key::platform::TrainingRun`]): what the training adapters tune a captured step
+/// under. An unknown run or SoC raises `InputError` naming it.
+#[pyfunction]
+fn training_precision_mode(run: &str, soc_version: &str) -> PyResult<&'static str> {
+    use tunebank::key::platform::{training_precision_mode, TrainingRun};
+    let r = TrainingRun::parse(run).ok_or_else(|| {
+        errors::input(format!(
+            "run {run:?}: expected tensorflow, torch or mindspore"
+        ))
+    })?;
+    training_precision_mode(r, soc_version).map_err(|e| errors::input(format!("soc_version: {e}")))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(training_precision_mode, m)?)?;
     m.add_function(wrap_pyfunction!(key, m)?)?;
     m.add_function(wrap_pyfunction!(model_keys, m)?)?;
     Ok(())

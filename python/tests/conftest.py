@@ -22,6 +22,31 @@ def in_ci():
     return os.environ.get("CI") in ("true", "1")
 
 
+def require(module, install):
+    """``module`` imported; missing, the test fails under CI (``install`` says how to get it)
+    and is skipped elsewhere."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        if in_ci():
+            pytest.fail(f"{module} is required under CI=true ({install}): {e}")
+        pytest.skip(f"no {module} ({e}): {install}")
+
+
+def step_env(monkeypatch, tmp_path):
+    """The training adapters' environment for one test: no AOE variables from the caller,
+    ``ASCEND_WORK_PATH`` a fresh ``work`` folder of ``tmp_path`` (returned), HOME ``tmp_path``."""
+    for var in ("AOE_MODE", "TUNE_BANK_PATH", "ASCEND_CACHE_PATH", "REPEAT_TUNE", "RANK_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(work))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return work
+
+
 @pytest.fixture(scope="session")
 def repo():
     return REPO

@@ -12,18 +12,12 @@ import numpy as np
 import pytest
 
 import tunebank
-from conftest import in_ci
+from conftest import require, step_env
 
 
 @pytest.fixture(scope="module")
 def tf():
-    try:
-        import tensorflow
-    except ImportError as e:
-        if in_ci():
-            pytest.fail(f"tensorflow-cpu is required under CI=true (pip install ./python[tf]): {e}")
-        pytest.skip(f"no TensorFlow ({e}): pip install ./python[tf]")
-    return tensorflow
+    return require("tensorflow", "pip install ./python[tf]")
 
 
 def tiny_model(tf):
@@ -48,18 +42,8 @@ def tiny_model(tf):
     return model, x, y
 
 
-def clean_env(monkeypatch, tmp_path):
-    for var in ("AOE_MODE", "TUNE_BANK_PATH", "ASCEND_CACHE_PATH", "REPEAT_TUNE", "RANK_SIZE"):
-        monkeypatch.delenv(var, raising=False)
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.setenv("ASCEND_WORK_PATH", str(work))
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return work
-
-
 def test_the_callback_tunes_the_first_step_and_training_goes_on(tf, tmp_path, monkeypatch, caplog):
-    work = clean_env(monkeypatch, tmp_path)
+    work = step_env(monkeypatch, tmp_path)
     bank = tmp_path / "bank"
     bank.mkdir()
     monkeypatch.setenv("AOE_MODE", "2")
@@ -92,7 +76,7 @@ def test_the_callback_tunes_the_first_step_and_training_goes_on(tf, tmp_path, mo
 
 
 def test_without_aoe_mode_nothing_is_tuned(tf, tmp_path, monkeypatch):
-    work = clean_env(monkeypatch, tmp_path)
+    work = step_env(monkeypatch, tmp_path)
     model, x, y = tiny_model(tf)
     callback = tunebank.tf.TuneCallback((x[:8], y[:8]))
     model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[callback])
@@ -105,7 +89,7 @@ def test_gradient_tuning_reads_the_gradients_of_keras_element_wise_adam(tf, tmp_
     """AOE_MODE=4 through the callback: Keras 3 writes Adam element-wise (no ApplyAdam), and
     the GDAT job still finds one gradient per trainable variable, each the size of its
     variable, in the result file."""
-    work = clean_env(monkeypatch, tmp_path)
+    work = step_env(monkeypatch, tmp_path)
     monkeypatch.setenv("AOE_MODE", "4")
     monkeypatch.setenv("RANK_SIZE", "8")
     monkeypatch.setenv("TUNE_BANK_PATH", str(tmp_path / "bank"))
@@ -139,7 +123,7 @@ def test_a_step_tuned_with_the_defaults_is_hit_under_the_training_runs_defaults(
     ``allow_fp32_to_fp16``), not as ATC's inference default (``force_fp16``): converted under
     the training run's defaults every tuned op hits; under ``force_fp16`` the fp32 vector ops
     of the step key differently (float16), so tuning under that default would miss them."""
-    work = clean_env(monkeypatch, tmp_path)
+    work = step_env(monkeypatch, tmp_path)
     bank_dir = tmp_path / "bank"
     bank_dir.mkdir()
     monkeypatch.setenv("AOE_MODE", "2")

@@ -14,17 +14,12 @@ import os
 import pytest
 
 import tunebank
-from conftest import in_ci
+from conftest import require, step_env
 
 
 @pytest.fixture(scope="module")
 def torch():
-    try:
-        import torch
-    except ImportError as e:
-        if in_ci():
-            pytest.fail(f"torch is required under CI=true (pip install ./python[torch]): {e}")
-        pytest.skip(f"no torch ({e}): pip install ./python[torch]")
+    torch = require("torch", "pip install ./python[torch]")
     import tunebank.torch  # noqa: F401  (the submodule, imported with torch present)
 
     return torch
@@ -44,16 +39,6 @@ def small_cnn(torch):
         nn.Flatten(),
         nn.Linear(16, 10),
     )
-
-
-def clean_env(monkeypatch, tmp_path):
-    for var in ("AOE_MODE", "TUNE_BANK_PATH", "ASCEND_CACHE_PATH", "REPEAT_TUNE", "RANK_SIZE"):
-        monkeypatch.delenv(var, raising=False)
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.setenv("ASCEND_WORK_PATH", str(work))
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return work
 
 
 def op_types(result):
@@ -82,7 +67,7 @@ def train(torch, model, steps, opt):
 def test_the_compile_backend_tunes_the_step_and_training_goes_on_untouched(
     torch, tmp_path, monkeypatch, caplog
 ):
-    work = clean_env(monkeypatch, tmp_path)
+    work = step_env(monkeypatch, tmp_path)
     bank = tmp_path / "bank"
     bank.mkdir()
     monkeypatch.setenv("AOE_MODE", "2")
@@ -107,13 +92,15 @@ def test_the_compile_backend_tunes_the_step_and_training_goes_on_untouched(
     types = op_types(result)
     for op in ("Conv2DBackpropFilter", "ReluGrad", "BNTrainingReduceGrad", "AssignAdd"):
         assert any(op in t for t in types), (op, sorted(types))
-    # The captured step, looked up as the training run compiles it: every op the job tuned
-    # is a hit (the backward ops among them).
+    # The captured step, looked up as the training run compiles it (GE's training default on
+    # the 910B2, whose cube computes float32 in high precision: must_keep_origin_dtype):
+    # every op the job tuned is a hit (the backward ops among them).
+    assert tunebank.training_precision_mode("torch", "Ascend910B2") == "must_keep_origin_dtype"
     (entries,) = result.report.values()
     opat = next(e["OPAT"] for e in entries if "OPAT" in e)
     tuned = {m["op_name"] for m in opat["repo_modified_operators"]}
     keys = tunebank.model_keys(step, soc_version="Ascend910B2",
-                               precision_mode="allow_fp32_to_fp16")
+                               precision_mode="must_keep_origin_dtype")
     rows = [r for r in keys if r["op_name"] in tuned]
     assert any("Backprop" in r["ir_type"] for r in rows), rows
     with tunebank.Bank.open(soc_version="Ascend910B2", read_only=True) as b:
@@ -122,7 +109,7 @@ def test_the_compile_backend_tunes_the_step_and_training_goes_on_untouched(
 
 
 def test_gradient_tuning_finds_one_gradient_per_parameter(torch, tmp_path, monkeypatch):
-    clean_env(monkeypatch, tmp_path)
+    step_env(monkeypatch, tmp_path)
     monkeypatch.setenv("AOE_MODE", "4")
     monkeypatch.setenv("RANK_SIZE", "8")
     monkeypatch.setenv("TUNE_BANK_PATH", str(tmp_path / "bank"))
@@ -142,7 +129,7 @@ def test_gradient_tuning_finds_one_gradient_per_parameter(torch, tmp_path, monke
 
 
 def test_without_aoe_mode_nothing_is_tuned(torch, tmp_path, monkeypatch):
-    work = clean_env(monkeypatch, tmp_path)
+    work = step_env(monkeypatch, tmp_path)
     model = small_cnn(torch)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     backend = tunebank.torch.backend(optimizer=opt)
@@ -154,7 +141,7 @@ def test_without_aoe_mode_nothing_is_tuned(torch, tmp_path, monkeypatch):
 
 
 def test_an_optimizer_tunebank_cannot_replay_is_named(torch, tmp_path, monkeypatch):
-    clean_env(monkeypatch, tmp_path)
+    step_env(monkeypatch, tmp_path)
     model = small_cnn(torch)
     opt = torch.optim.Adagrad(model.parameters())
     with pytest.raises(ValueError, match="optimizer Adagrad: expected torch.optim.SGD, Adam or AdamW"):

@@ -10,6 +10,10 @@
 - :mod:`tunebank.torch` — the same for PyTorch: a ``torch.compile`` backend or one call that
   captures the forward, backward and optimizer update as a ``.pt2`` program and tunes it
   (torch is the ``torch`` extra);
+- :mod:`tunebank.mindspore` — the same for MindSpore: the ``TrainOneStepCell`` of a network,
+  loss and optimizer exported as MindIR and tuned (mindspore is not a dependency);
+- :func:`training_precision_mode` — the precision a training run compiles a step under on a
+  SoC when its script sets none (each framework's default, per SoC);
 - :mod:`tunebank.search` — spaces, strategies with ask/tell, Kernel Tuner cache replay, the
   scorer and the comparison that also runs strategies written in Python;
 - :mod:`tunebank.errors` — the exception classes.
@@ -27,9 +31,11 @@ from ._tunebank import (
     __version__,
     key,
     model_keys,
+    training_precision_mode,
     tune,
 )
 from . import search
+from . import mindspore
 from . import tf
 from . import torch
 from .errors import (
@@ -50,8 +56,10 @@ __all__ = [
     "__version__",
     "key",
     "model_keys",
+    "training_precision_mode",
     "tune",
     "search",
+    "mindspore",
     "tf",
     "errors",
     "TunebankError",

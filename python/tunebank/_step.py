@@ -1,12 +1,15 @@
-"""What the training adapters (``tunebank.tf``, ``tunebank.torch``) share: where a captured step
-is written and the options it is tuned with, read from the environment as ``tunebank tune``
-reads it."""
+"""What the training adapters (``tunebank.tf``, ``tunebank.torch``, ``tunebank.mindspore``)
+share: where a captured step is written and the options it is tuned with, read from the
+environment as ``tunebank tune`` reads it."""
 
 import os
 
-#: The ``precision_mode`` a training run compiles under when the script sets none: TF Adapter's
-#: default for training graphs (``tf_adapter/util/npu_attrs.cc``: ``graph_run_mode`` 1 →
-#: ``allow_fp32_to_fp16``, else ``force_fp16``), the same on every SoC.
+from ._tunebank import training_precision_mode
+
+#: TF Adapter's ``precision_mode`` for a training graph when the script sets none
+#: (``tf_adapter/util/npu_attrs.cc``: ``graph_run_mode`` 1 → ``allow_fp32_to_fp16``, else
+#: ``force_fp16``), the same on every SoC. The other runs' defaults depend on the SoC:
+#: :func:`tunebank.training_precision_mode`.
 TRAINING_PRECISION_MODE = "allow_fp32_to_fp16"
 
 
@@ -28,12 +31,14 @@ def write(data, name):
     return path
 
 
-def options(training, options):
-    """``options`` for a step: a training step without ``precision_mode`` (or
-    ``precision_mode_v2``) under :data:`TRAINING_PRECISION_MODE`; a gradient job
-    (``AOE_MODE=4``) without ``rank_size`` with ``RANK_SIZE``."""
+def options(training, options, run, soc_version):
+    """``options`` for a step captured by ``run`` (``"tensorflow"``, ``"torch"``,
+    ``"mindspore"``) for ``soc_version``: a training step without ``precision_mode`` (or
+    ``precision_mode_v2``) under the precision mode that run compiles it with on that SoC
+    (:func:`tunebank.training_precision_mode`); a gradient job (``AOE_MODE=4``) without
+    ``rank_size`` with ``RANK_SIZE``."""
     if training and "precision_mode" not in options and "precision_mode_v2" not in options:
-        options["precision_mode"] = TRAINING_PRECISION_MODE
+        options["precision_mode"] = training_precision_mode(run, soc_version)
     if aoe_mode() == "4" and "rank_size" not in options and os.environ.get("RANK_SIZE"):
         options["rank_size"] = int(os.environ["RANK_SIZE"])
     return options

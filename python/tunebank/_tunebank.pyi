@@ -93,6 +93,11 @@ class Bank:
     def __enter__(self) -> "Bank": ...
     def __exit__(self, *exc: Any) -> bool: ...
 
+def training_precision_mode(run: str, soc_version: str) -> str:
+    """The ``precision_mode`` a training run (``"tensorflow"``, ``"torch"``, ``"mindspore"``)
+    compiles a step under on ``soc_version`` when its script sets none (TF Adapter's, GE's and
+    MindSpore's own defaults, per SoC); ``InputError`` for an unknown run or SoC."""
+
 def key(op: Dict[str, Any], **atc_options: Any) -> List[str]:
     """The bank keys (hex) of one op template under the ATC options, one per dynamic profile
     (``soc_version`` required), exactly as ``tunebank key`` derives them."""

@@ -139,7 +139,8 @@ def tune_step(model, loss, optimizer, batch, *, name=None, soc_version="Ascend91
     name = name or getattr(model, "name", None) or "model"
     path = _step.write(step_graph(model, loss, optimizer, batch), f"{name}_step.pb")
     log.info("Aoe tuning graph.")
-    return _tune(path, framework=3, soc_version=soc_version, **_step.options(True, options))
+    options = _step.options(True, options, "tensorflow", soc_version)
+    return _tune(path, framework=3, soc_version=soc_version, **options)
 
 
 _callback = None

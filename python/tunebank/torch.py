@@ -352,8 +352,10 @@ def tune(module, example_inputs, *, loss_fn=None, target=None, optimizer=None, n
     training step when ``loss_fn`` or ``optimizer`` is given (``<name>_step.pt2``), else the
     forward (``<name>_fwd.pt2``), written to ``ASCEND_WORK_PATH`` and tuned with
     ``tunebank.tune`` (the job type from ``AOE_MODE``). A step without ``precision_mode`` is
-    tuned under ``allow_fp32_to_fp16``, the training default (as ``tunebank.tf``). Returns the
-    :class:`tunebank.TuneResult`."""
+    tuned under the precision GE compiles a training graph with when none is set (torchair
+    sets none): ``must_keep_origin_dtype`` where the cube computes float32 in high precision
+    (Atlas A2: the 910B family; the 910_93 family), else ``allow_fp32_to_fp16``
+    (:func:`tunebank.training_precision_mode`). Returns the :class:`tunebank.TuneResult`."""
     if not _step.aoe_mode():
         return None
     log.info("in tune mode, training graph handled by tools.")
@@ -363,7 +365,8 @@ def tune(module, example_inputs, *, loss_fn=None, target=None, optimizer=None, n
                    optimizer=optimizer, training=training, name=name)
     path = _step.write(data, f"{name}_{'step' if training else 'fwd'}.pt2")
     log.info("Aoe tuning graph.")
-    return _tune(path, soc_version=soc_version, **_step.options(training, options))
+    options = _step.options(training, options, "torch", soc_version)
+    return _tune(path, soc_version=soc_version, **options)
 
 
 def _module_path(placeholder):
@@ -447,10 +450,8 @@ class _Backend:
             log.info("in tune mode, training graph handled by tools.")
             path = _step.write(data, f"{self.name}_{'step' if training else 'fwd'}.pt2")
             log.info("Aoe tuning graph.")
-            self.results.append(
-                _tune(path, soc_version=self.soc_version,
-                      **_step.options(training, dict(self.options)))
-            )
+            options = _step.options(training, dict(self.options), "torch", self.soc_version)
+            self.results.append(_tune(path, soc_version=self.soc_version, **options))
         if self.then == "inductor":
             from torch._inductor.compile_fx import compile_fx
 

@@ -2,6 +2,7 @@
 //! bank and job variables cleared, its output as one text, and the refusal check the model
 //! importers' bad-input tests share.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -26,6 +27,38 @@ pub fn text(o: &Output) -> String {
 /// ASCEND_WORK_PATH or AOE_MODE from the caller's environment.
 pub fn tunebank(args: &[&str], cwd: &Path) -> Output {
     run(env!("CARGO_BIN_EXE_tunebank"), args, cwd)
+}
+
+/// `tunebank convert MODEL --soc_version=Ascend910B2 --json EXTRA` in `cwd`, which must
+/// succeed: its report.
+pub fn convert_report(model: &str, extra: &[&str], cwd: &Path) -> serde_json::Value {
+    let mut args = vec!["convert", model, SOC, "--json"];
+    args.extend_from_slice(extra);
+    let o = tunebank(&args, cwd);
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// `tunebank tune MODEL --soc_version=Ascend910B2 --budget 4 --bank DIR/bank.redb EXTRA` in
+/// `dir`: a short tuning job into a bank of the test's own.
+pub fn tune_into(model: &str, extra: &[&str], dir: &Path) -> Output {
+    let bank = dir.join("bank.redb");
+    let mut args = vec!["tune", model, SOC, "--budget", "4", "--bank"];
+    args.push(bank.to_str().unwrap());
+    args.extend_from_slice(extra);
+    tunebank(&args, dir)
+}
+
+/// A `convert --json` report's keys by IR type: IR type → the keys of its ops, sorted.
+pub fn keys_by_type(report: &serde_json::Value) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in report["ops"].as_array().unwrap() {
+        out.entry(r["ir_type"].as_str().unwrap().into())
+            .or_default()
+            .push(r["key"].as_str().unwrap().into());
+    }
+    out.values_mut().for_each(|v| v.sort());
+    out
 }
 
 /// `bank-inspect ARGS` run in `cwd` (also its HOME), with the environment of [`tunebank`].

@@ -25,6 +25,7 @@ mod inspect_model;
 mod inspect_why;
 mod job;
 mod mindir;
+mod mindspore_steps;
 mod model_path;
 mod multiprocess;
 mod pg_bank;

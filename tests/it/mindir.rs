@@ -5,33 +5,14 @@
 //! input is refused by name with nothing written.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use crate::cli::{assert_refused, model_fixture, text, tunebank, SOC};
+use crate::cli::{
+    assert_refused, convert_report as convert, keys_by_type as keys, model_fixture, text, tunebank,
+    SOC,
+};
 
 fn fixture(name: &str) -> String {
     model_fixture(&format!("frameworks/{name}"))
-}
-
-/// `convert --json` of a model: its report.
-fn convert(model: &str, extra: &[&str], cwd: &Path) -> serde_json::Value {
-    let mut args = vec!["convert", model, SOC, "--json"];
-    args.extend_from_slice(extra);
-    let o = tunebank(&args, cwd);
-    assert!(o.status.success(), "{}", text(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
-/// IR type → the keys of its ops, sorted.
-fn keys(report: &serde_json::Value) -> BTreeMap<String, Vec<String>> {
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for r in report["ops"].as_array().unwrap() {
-        out.entry(r["ir_type"].as_str().unwrap().into())
-            .or_default()
-            .push(r["key"].as_str().unwrap().into());
-    }
-    out.values_mut().for_each(|v| v.sort());
-    out
 }
 
 /// AOE's OPAT command on the MindIR (`--framework=1`) tunes the network; MindSpore's ONNX

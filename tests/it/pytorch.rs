@@ -8,33 +8,14 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::Path;
 
-use crate::cli::{assert_refused, model_fixture, text, tunebank, SOC};
+use crate::cli::{
+    assert_refused, convert_report as convert, keys_by_type as keys, model_fixture, text,
+    tune_into as tune,
+};
 
 fn fixture(name: &str) -> String {
     model_fixture(&format!("pytorch/{name}"))
-}
-
-/// `convert --json` of a model: its report.
-fn convert(model: &str, extra: &[&str], cwd: &Path) -> serde_json::Value {
-    let mut args = vec!["convert", model, SOC, "--json"];
-    args.extend_from_slice(extra);
-    let o = tunebank(&args, cwd);
-    assert!(o.status.success(), "{}", text(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
-/// IR type → the keys of its ops, sorted.
-fn keys(report: &serde_json::Value) -> BTreeMap<String, Vec<String>> {
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for r in report["ops"].as_array().unwrap() {
-        out.entry(r["ir_type"].as_str().unwrap().into())
-            .or_default()
-            .push(r["key"].as_str().unwrap().into());
-    }
-    out.values_mut().for_each(|v| v.sort());
-    out
 }
 
 fn results(report: &serde_json::Value) -> Vec<(String, String)> {
@@ -49,14 +30,6 @@ fn results(report: &serde_json::Value) -> Vec<(String, String)> {
             )
         })
         .collect()
-}
-
-fn tune(model: &str, extra: &[&str], dir: &Path) -> std::process::Output {
-    let bank = dir.join("bank.redb");
-    let mut args = vec!["tune", model, SOC, "--budget", "4", "--bank"];
-    args.push(bank.to_str().unwrap());
-    args.extend_from_slice(extra);
-    tunebank(&args, dir)
 }
 
 /// The small CNN tuned from its `.pt2` (OPAT): its `torch.onnx.export` twin finds every op under

@@ -5,7 +5,7 @@
 //! data is never kept (nor read: external-data files are not opened); only small integer
 //! constants (shapes, axes, indices) keep their values, since shape inference needs them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use prost::Message;
@@ -571,4 +571,64 @@ impl Model {
         pruned.graph.outputs = outputs;
         Ok(pruned)
     }
+}
+
+/// Which node comes next in [`topological_order`] among those whose inputs are all computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TopoOrder {
+    /// The one first in the file: a file already sorted keeps its order.
+    File,
+    /// The one that became ready first (a FIFO queue, ties in file order): breadth-first,
+    /// as GE's BFS topological sort schedules a graph.
+    Breadth,
+}
+
+/// Node indices of `nodes` in a topological order over their data edges (a tensor's producer
+/// is the first node writing it), the next node chosen by `rule`. Nodes on a cycle, and what
+/// depends on them, are left out.
+pub(crate) fn topological_order(nodes: &[Node], rule: TopoOrder) -> Vec<usize> {
+    let mut producer: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+            producer.entry(o.as_str()).or_insert(i);
+        }
+    }
+    let mut pending = vec![0usize; nodes.len()];
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        let deps: BTreeSet<usize> = n
+            .inputs
+            .iter()
+            .filter_map(|t| producer.get(t.as_str()).copied())
+            .filter(|&p| p != i)
+            .collect();
+        pending[i] = deps.len();
+        for p in deps {
+            dependents[p].push(i);
+        }
+    }
+    // Ready nodes keyed by (rank, index): the index itself, or when it became ready.
+    let mut ready: BTreeSet<(usize, usize)> = (0..nodes.len())
+        .filter(|&i| pending[i] == 0)
+        .map(|i| (i, i))
+        .collect();
+    let mut clock = nodes.len();
+    let mut order = Vec::with_capacity(nodes.len());
+    while let Some((_, i)) = ready.pop_first() {
+        order.push(i);
+        for &d in &dependents[i] {
+            pending[d] -= 1;
+            if pending[d] == 0 {
+                let rank = match rule {
+                    TopoOrder::File => d,
+                    TopoOrder::Breadth => {
+                        clock += 1;
+                        clock
+                    }
+                };
+                ready.insert((rank, d));
+            }
+        }
+    }
+    order
 }

@@ -33,6 +33,8 @@
 #![deny(missing_docs)]
 #![warn(unnameable_types)]
 
+#[cfg(any(feature = "tensorflow", feature = "pytorch", feature = "mindspore"))]
+mod batch_norm;
 #[cfg(feature = "caffe")]
 pub mod caffe;
 mod framework;

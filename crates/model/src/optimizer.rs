@@ -6,9 +6,9 @@
 /// the number of updated tensors (variable and slots, the op's first inputs) and the index of
 /// the gradient input.
 pub struct ApplyOp {
-    /// TensorFlow's name, without `Resource`.
+    /// TensorFlow's name, without `Resource` (`None`: an update only MindSpore writes).
     #[cfg_attr(not(feature = "tensorflow"), allow(dead_code))]
-    pub(crate) tf: &'static str,
+    pub(crate) tf: Option<&'static str>,
     /// The IR op type.
     pub(crate) ir: &'static str,
     /// Updated tensors: the variable and its slots, inputs `0..state`.
@@ -20,40 +20,48 @@ pub struct ApplyOp {
 /// Every optimizer update the importer maps.
 pub(crate) const APPLY_OPS: &[ApplyOp] = &[
     ApplyOp {
-        tf: "ApplyAdam",
+        tf: Some("ApplyAdam"),
         ir: "ApplyAdam",
         state: 3,
         grad: 9,
     },
     ApplyOp {
-        tf: "ApplyMomentum",
+        tf: Some("ApplyMomentum"),
         ir: "ApplyMomentum",
         state: 2,
         grad: 3,
     },
     ApplyOp {
-        tf: "ApplyKerasMomentum",
+        tf: Some("ApplyKerasMomentum"),
         ir: "ApplyKerasMomentum",
         state: 2,
         grad: 3,
     },
     ApplyOp {
-        tf: "ApplyGradientDescent",
+        tf: Some("ApplyGradientDescent"),
         ir: "ApplyGradientDescent",
         state: 1,
         grad: 2,
     },
     ApplyOp {
-        tf: "ApplyRMSProp",
+        tf: Some("ApplyRMSProp"),
         ir: "ApplyRMSProp",
         state: 3,
         grad: 7,
     },
     ApplyOp {
-        tf: "ApplyAdagrad",
+        tf: Some("ApplyAdagrad"),
         ir: "ApplyAdagrad",
         state: 2,
         grad: 3,
+    },
+    // MindSpore's AdamW (`nn.AdamWeightDecay`): var, m, v, lr, beta1, beta2, epsilon, decay,
+    // gradient.
+    ApplyOp {
+        tf: None,
+        ir: "AdamWeightDecay",
+        state: 3,
+        grad: 8,
     },
 ];
 

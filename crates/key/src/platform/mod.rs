@@ -26,6 +26,7 @@ mod embedded;
 mod ini;
 pub mod ops_info;
 mod search;
+mod training;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -34,6 +35,7 @@ pub(crate) use ini::Ini;
 pub use search::{platform_source, resolve, select, PlatformConflict, PlatformSearch};
 #[cfg(test)]
 pub(crate) use search::{search, Found};
+pub use training::{training_precision_mode, TrainingRun};
 use tunebank_failure::FailureKind;
 
 /// Where a SoC's facts were read.
@@ -160,6 +162,10 @@ pub struct SocPlatform {
     pub rates: Rates,
     /// `Intrinsic_mmad` lists `f32f32f32`.
     pub cube_fp32: bool,
+    /// The AI core's `Intrinsic_mmad` (`[AICoreintrinsicDtypeMap]`) lists `f322f32`: GE's
+    /// "cube high precision" (`PlatformUtils::ParseCubeHighPrecison`), which decides its
+    /// training default ([`TrainingRun`]).
+    pub cube_high_precision: bool,
     /// `Intrinsic_vconv` converts bf16.
     pub bf16: bool,
     /// The file has `Intrinsic_data_move_out2l1_nd2nz`.
@@ -277,6 +283,12 @@ impl SocPlatform {
             cube_fp32: intrinsic("Intrinsic_mmad")
                 .iter()
                 .any(|t| t.split(',').any(|x| x == "f32f32f32")),
+            cube_high_precision: ini
+                .section("AICoreintrinsicDtypeMap")
+                .filter_map(|(_, v)| v.split_once('|'))
+                .any(|(n, types)| {
+                    n == "Intrinsic_mmad" && types.split(',').any(|x| x == "f322f32")
+                }),
             bf16: intrinsic("Intrinsic_vconv")
                 .iter()
                 .any(|t| t.contains("bf16")),

@@ -364,3 +364,81 @@ fn bad_files_are_named() {
     assert_eq!(err.kind(), FailureKind::Io);
     assert!(err.to_string().contains("missing.ini"), "{err}");
 }
+
+/// Each framework's training default per SoC, against what each source states of named
+/// products: TF Adapter sets `allow_fp32_to_fp16` for every training graph; MindSpore's
+/// documentation names the Atlas training series (the 910A family) `allow_fp32_to_fp16` and
+/// Atlas A2 (the 910B family) and other products `must_keep_origin_dtype`; GE's training
+/// default follows the cube's high-precision float32 (`f322f32`), which the 910B and 910_93
+/// families and the 310B have and the 910A and 310P do not (torch_npu's own rule, "Ascend910B1
+/// and later", gives the same answers on these).
+#[test]
+fn each_framework_trains_under_its_own_default_per_soc() {
+    use TrainingRun::*;
+    let mode = |run, soc: &str| training_precision_mode(run, soc).unwrap();
+    for soc in [
+        "Ascend910A",
+        "Ascend910ProB",
+        "Ascend910B2",
+        "Ascend910_9392",
+        "Ascend310P3",
+    ] {
+        assert_eq!(mode(TensorFlow, soc), "allow_fp32_to_fp16", "{soc}");
+    }
+    for (soc, ms, ge) in [
+        ("Ascend910A", "allow_fp32_to_fp16", "allow_fp32_to_fp16"),
+        (
+            "Ascend910PremiumA",
+            "allow_fp32_to_fp16",
+            "allow_fp32_to_fp16",
+        ),
+        ("Ascend910ProB", "allow_fp32_to_fp16", "allow_fp32_to_fp16"),
+        (
+            "Ascend910B1",
+            "must_keep_origin_dtype",
+            "must_keep_origin_dtype",
+        ),
+        (
+            "Ascend910B2",
+            "must_keep_origin_dtype",
+            "must_keep_origin_dtype",
+        ),
+        (
+            "Ascend910B4",
+            "must_keep_origin_dtype",
+            "must_keep_origin_dtype",
+        ),
+        (
+            "Ascend910_9392",
+            "must_keep_origin_dtype",
+            "must_keep_origin_dtype",
+        ),
+        (
+            "Ascend310B1",
+            "must_keep_origin_dtype",
+            "must_keep_origin_dtype",
+        ),
+        (
+            "Ascend310P3",
+            "must_keep_origin_dtype",
+            "allow_fp32_to_fp16",
+        ),
+    ] {
+        assert_eq!(mode(MindSpore, soc), ms, "MindSpore on {soc}");
+        assert_eq!(mode(GeGraph, soc), ge, "GE graph mode on {soc}");
+    }
+    // The high-precision flag is read from the AI core's table only: the 310B's cube lists
+    // f322f32 but not f32f32f32.
+    let b = embedded_for("Ascend310B1").unwrap();
+    assert!(b.cube_high_precision && !b.cube_fp32);
+    assert_eq!(TrainingRun::parse("MindSpore"), Some(MindSpore));
+    assert_eq!(TrainingRun::parse("torch"), Some(GeGraph));
+    assert_eq!(TrainingRun::parse("caffe"), None);
+    let err = training_precision_mode(MindSpore, "Ascend920")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("Ascend920") && err.contains("Ascend910B2"),
+        "{err}"
+    );
+}

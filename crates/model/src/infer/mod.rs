@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::graph::{ElemType, Model, Node};
+use crate::graph::{topological_order, ElemType, Model, Node, TopoOrder};
 use crate::ModelError;
 use tunebank_key::Dynamic;
 use tunebank_key::{AttrValue, Format, Profile, ResolvedOptions};
@@ -122,7 +122,7 @@ impl Model {
                     .into(),
             });
         }
-        let order = topological_order(self);
+        let order = topological_order(&self.graph.nodes, TopoOrder::File);
         Ok(profiles
             .into_iter()
             .map(|profile| {
@@ -233,44 +233,6 @@ fn fill_profile(
         }
     }
     out
-}
-
-/// Node indices in a topological order that keeps file order where the file is already
-/// sorted. Nodes on a cycle are left out (and reported by `run`).
-fn topological_order(model: &Model) -> Vec<usize> {
-    let nodes = &model.graph.nodes;
-    let mut producer: BTreeMap<&str, usize> = BTreeMap::new();
-    for (i, n) in nodes.iter().enumerate() {
-        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            producer.entry(o.as_str()).or_insert(i);
-        }
-    }
-    let mut pending = vec![0usize; nodes.len()];
-    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    for (i, n) in nodes.iter().enumerate() {
-        let deps: BTreeSet<usize> = n
-            .inputs
-            .iter()
-            .filter_map(|t| producer.get(t.as_str()).copied())
-            .filter(|&p| p != i)
-            .collect();
-        pending[i] = deps.len();
-        for p in deps {
-            dependents[p].push(i);
-        }
-    }
-    let mut ready: BTreeSet<usize> = (0..nodes.len()).filter(|&i| pending[i] == 0).collect();
-    let mut order = Vec::with_capacity(nodes.len());
-    while let Some(i) = ready.pop_first() {
-        order.push(i);
-        for &d in &dependents[i] {
-            pending[d] -= 1;
-            if pending[d] == 0 {
-                ready.insert(d);
-            }
-        }
-    }
-    order
 }
 
 /// One profile's pass: seeds the tensors from the initializers and the profile's input shapes,

@@ -18,6 +18,9 @@
 //! inference reports as unsupported (named) while the rest of the graph is still imported.
 
 mod args;
+mod grad;
+#[cfg(test)]
+mod grad_tests;
 mod ops;
 pub(crate) mod proto;
 #[cfg(test)]
@@ -501,7 +504,8 @@ impl<'a> Builder<'a> {
         name
     }
 
-    fn finish(self, g: &GraphProto, outputs: Vec<Value>) -> Graph {
+    fn finish(mut self, g: &GraphProto, outputs: Vec<Value>) -> Graph {
+        grad::step_order(&mut self.nodes);
         let mut names = Vec::new();
         flatten_tensors(&outputs, &mut names);
         Graph {

@@ -22,9 +22,10 @@
 //! | Muls, Adds, Subs, Divs (tensor and scalar) | `Mul`, `Add`, `Sub`, `Div` with a scalar constant |
 //! | Concat, Flatten, Reshape, Transpose, ExpandDims, Squeeze, Softmax, LogSoftmax, Gather, Cast | `Concat`, `Flatten`, `Reshape`, `Transpose`, `Unsqueeze`, `Squeeze`, `Softmax`, `LogSoftmax`, `Gather`, `Cast` (to the node's abstract dtype) |
 //! | ReduceMean, ReduceSum, ReduceMax, ReduceMin | `ReduceMean` … (`axis`, `keep_dims`) |
-//! | Pad (`paddings` per dim), StridedSlice (all five masks), BroadcastTo (-1 keeps a dim), Unstack | `Pad`, `StridedSlice`, `Expand`, `Unpack` |
+//! | Pad (`paddings` per dim), StridedSlice (all five masks), BroadcastTo (-1 keeps a dim), Unstack, Tile (`multiples`) | `Pad`, `StridedSlice`, `Expand`, `Unpack`, `Tile` (repeats as an int64 input) |
 //! | AddExt, InplaceAddExt (`mindspore.mint`'s `x + alpha·y`, alpha 1) | `Add` |
-//! | Load, Depend, Identity, StopGradient, Dropout (inference) | their first input |
+//! | Load, Depend, Identity, StopGradient | their first input |
+//! | the training primitives (gradients, training batch norm, dropout, optimizer updates) | `grad.rs`'s table |
 //! | MakeTuple, TupleGetItem, UpdateState, Return | tuples and side-effect tokens, no op |
 
 use std::collections::BTreeMap;
@@ -44,6 +45,9 @@ impl Builder<'_> {
     pub(super) fn primitive(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
         let op = c.op;
         if let Some(v) = self.structural(c)? {
+            return Ok(v);
+        }
+        if let Some(v) = self.training(c)? {
             return Ok(v);
         }
         let unary = match op {
@@ -177,6 +181,20 @@ impl Builder<'_> {
                     None => self.opaque(c),
                 }
             }
+            "Tile" => {
+                let x = self.tensor(c, 0)?;
+                let Some(reps) = self.ints_arg(c, 1, "multiples") else {
+                    return Err(self.bad_arg(c, 1, "the multiples (integers)"));
+                };
+                let n = reps.len() as i64;
+                let r = self.constant(
+                    format!("{}/repeats", c.name),
+                    ElemType::INT64,
+                    vec![n],
+                    Some(reps),
+                );
+                Ok(self.emit(c, "Tile", vec![x, r], Attrs::new()))
+            }
             "Pad" | "StridedSlice" | "BroadcastTo" | "Unstack" | "AddExt" | "InplaceAddExt" => {
                 self.plumbing(c)
             }
@@ -226,19 +244,7 @@ impl Builder<'_> {
                         Some(v),
                     ));
                 }
-                let mut a = Attrs::new();
-                for (i, m) in [
-                    "begin_mask",
-                    "end_mask",
-                    "ellipsis_mask",
-                    "new_axis_mask",
-                    "shrink_axis_mask",
-                ]
-                .into_iter()
-                .enumerate()
-                {
-                    a.insert(m.into(), Attr::Int(self.int_arg(c, 4 + i, m).unwrap_or(0)));
-                }
+                let a = self.slice_masks(c, 4);
                 Ok(self.emit(c, "StridedSlice", ins, a))
             }
             "BroadcastTo" => {
@@ -314,16 +320,12 @@ impl Builder<'_> {
                 .first()
                 .cloned()
                 .ok_or_else(|| self.bad_arg(c, 0, "a value"))?,
-            "Dropout" => {
-                let x = self.tensor(c, 0)?;
-                Value::Tuple(vec![Value::Tensor(x), Value::None])
-            }
             _ => return Ok(None),
         }))
     }
 
     /// Output 0 of the node, named after it, with one IR op.
-    fn emit(&mut self, c: &Call<'_>, op: &str, inputs: Vec<String>, a: Attrs) -> Value {
+    pub(super) fn emit(&mut self, c: &Call<'_>, op: &str, inputs: Vec<String>, a: Attrs) -> Value {
         let out = c.name.clone();
         self.push(&c.name, op, "", inputs, vec![out.clone()], a);
         Value::Tensor(out)
@@ -332,7 +334,7 @@ impl Builder<'_> {
     /// A primitive the importer does not map: a `mindspore`-domain node reading the node's
     /// tensor inputs, with as many outputs as its abstract value has tensors; inference skips
     /// it (and what depends on it), the rest of the graph is imported.
-    fn opaque(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
+    pub(super) fn opaque(&mut self, c: &Call<'_>) -> Result<Value, ModelError> {
         let mut inputs = Vec::new();
         flatten_tensors(&c.args, &mut inputs);
         let tuple = c

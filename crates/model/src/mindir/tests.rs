@@ -12,7 +12,7 @@ use super::proto::{
 use super::*;
 use tunebank_key::{FsReader, ResolvedOptions};
 
-fn attr(name: &str, ty: i32) -> AttributeProto {
+pub(super) fn attr(name: &str, ty: i32) -> AttributeProto {
     AttributeProto {
         name: Some(name.into()),
         r#type: Some(ty),
@@ -20,21 +20,21 @@ fn attr(name: &str, ty: i32) -> AttributeProto {
     }
 }
 
-fn int(name: &str, v: i64) -> AttributeProto {
+pub(super) fn int(name: &str, v: i64) -> AttributeProto {
     AttributeProto {
         i: Some(v),
         ..attr(name, at::INT64)
     }
 }
 
-fn float(name: &str, v: f32) -> AttributeProto {
+pub(super) fn float(name: &str, v: f32) -> AttributeProto {
     AttributeProto {
         f: Some(v),
         ..attr(name, at::FLOAT)
     }
 }
 
-fn string(name: &str, v: &str) -> AttributeProto {
+pub(super) fn string(name: &str, v: &str) -> AttributeProto {
     AttributeProto {
         s: Some(v.as_bytes().to_vec()),
         ..attr(name, at::STRING)
@@ -42,7 +42,7 @@ fn string(name: &str, v: &str) -> AttributeProto {
 }
 
 /// A tuple of integers as MindSpore writes it: one INT64 item per value, in `ints`.
-fn tuple(name: &str, vs: &[i64]) -> AttributeProto {
+pub(super) fn tuple(name: &str, vs: &[i64]) -> AttributeProto {
     AttributeProto {
         values: vs
             .iter()
@@ -55,7 +55,7 @@ fn tuple(name: &str, vs: &[i64]) -> AttributeProto {
     }
 }
 
-fn tensor(name: &str, dims: &[i64]) -> TensorProto {
+pub(super) fn tensor(name: &str, dims: &[i64]) -> TensorProto {
     TensorProto {
         dims: dims.to_vec(),
         data_type: Some(1),
@@ -64,7 +64,7 @@ fn tensor(name: &str, dims: &[i64]) -> TensorProto {
     }
 }
 
-fn node(op: &str, inputs: &[&str], out: &str) -> NodeProto {
+pub(super) fn node(op: &str, inputs: &[&str], out: &str) -> NodeProto {
     NodeProto {
         input: inputs.iter().map(|s| s.to_string()).collect(),
         output: vec![out.into()],
@@ -74,7 +74,7 @@ fn node(op: &str, inputs: &[&str], out: &str) -> NodeProto {
     }
 }
 
-fn constant(out: &str, mut value: AttributeProto) -> NodeProto {
+pub(super) fn constant(out: &str, mut value: AttributeProto) -> NodeProto {
     value.name = Some("value".into());
     NodeProto {
         attribute: vec![value],
@@ -82,7 +82,7 @@ fn constant(out: &str, mut value: AttributeProto) -> NodeProto {
     }
 }
 
-fn prim(name: &str, op: &str, attrs: Vec<AttributeProto>) -> PrimitiveProto {
+pub(super) fn prim(name: &str, op: &str, attrs: Vec<AttributeProto>) -> PrimitiveProto {
     PrimitiveProto {
         name: Some(name.into()),
         op_type: Some(op.into()),
@@ -93,14 +93,14 @@ fn prim(name: &str, op: &str, attrs: Vec<AttributeProto>) -> PrimitiveProto {
 }
 
 /// A primitive function (its arguments are node inputs).
-fn func(name: &str, op: &str) -> PrimitiveProto {
+pub(super) fn func(name: &str, op: &str) -> PrimitiveProto {
     PrimitiveProto {
         prim_type: Some(2),
         ..prim(name, op, vec![])
     }
 }
 
-fn graph(
+pub(super) fn graph(
     name: &str,
     input: (&str, &[i64]),
     params: &[(&str, &[i64])],
@@ -122,7 +122,11 @@ fn graph(
     }
 }
 
-fn bytes(g: GraphProto, primitives: Vec<PrimitiveProto>, functions: Vec<GraphProto>) -> Vec<u8> {
+pub(super) fn bytes(
+    g: GraphProto,
+    primitives: Vec<PrimitiveProto>,
+    functions: Vec<GraphProto>,
+) -> Vec<u8> {
     ModelProto {
         ir_version: Some("1.1".into()),
         producer_name: Some("MindSpore".into()),
@@ -135,13 +139,13 @@ fn bytes(g: GraphProto, primitives: Vec<PrimitiveProto>, functions: Vec<GraphPro
     .encode_to_vec()
 }
 
-fn infer(b: &[u8]) -> crate::InferredGraph {
+pub(super) fn infer(b: &[u8]) -> crate::InferredGraph {
     let model = load_mindir_bytes(b, "m.mindir").unwrap();
     let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
     model.infer(&options).unwrap().remove(0)
 }
 
-fn shape_of<'g>(g: &'g crate::InferredGraph, t: &str) -> &'g [i64] {
+pub(super) fn shape_of<'g>(g: &'g crate::InferredGraph, t: &str) -> &'g [i64] {
     g.shape(t)
         .unwrap_or_else(|| panic!("{t} not inferred; skipped {:?}", g.skipped))
 }

@@ -3,8 +3,9 @@
 //! split in two as ATC splits them), pooling gradients and optimizer updates.
 
 use super::proto::NodeDef;
-use super::training::{attr_ints, attr_str, attrs, is_nhwc, out_name, to_nchw, Attrs};
+use super::training::{attr_ints, attr_str, is_nhwc, out_name, to_nchw, Attrs};
 use super::{Builder, Layout, Val};
+use crate::batch_norm::{BnGrad, BnTraining};
 use crate::graph::{Attr, ElemType};
 use crate::optimizer::ApplyOp;
 use crate::ModelError;
@@ -152,33 +153,15 @@ impl Builder<'_> {
             .get("exponential_avg_factor")
             .and_then(|a| a.f)
             .unwrap_or(1.0);
-        let reduce = format!("{}/BNTrainingReduce", node.name);
-        let stats = vec![reduce.clone(), format!("{reduce}:1")];
-        self.push(
-            reduce.clone(),
-            "BNTrainingReduce",
-            "",
-            vec![xi.clone()],
-            stats.clone(),
-            Attrs::new(),
-        );
-        let mut ins = vec![xi];
-        ins.extend(stats);
-        ins.push(self.input(node, 1)?.ir);
-        ins.push(self.input(node, 2)?.ir);
         let outs: Vec<String> = (0..5).map(|k| out_name(&node.name, k)).collect();
-        let a = attrs([
-            ("epsilon", Attr::Float(eps)),
-            ("factor", Attr::Float(factor)),
-        ]);
-        self.push(
-            node.name.clone(),
-            "BNTrainingUpdate",
-            "",
-            ins,
-            outs.clone(),
-            a,
-        );
+        let bn = BnTraining {
+            x: xi,
+            scale: self.input(node, 1)?.ir,
+            offset: self.input(node, 2)?.ir,
+            epsilon: eps,
+            factor,
+        };
+        self.nodes.extend(bn.nodes(&node.name, outs.clone()));
         // TensorFlow's outputs: y, batch mean, batch variance, then the saved mean and
         // variance the gradient reads (BNTrainingUpdate's batch_mean and batch_variance).
         let plain = |ir: &String| Val {
@@ -214,29 +197,17 @@ impl Builder<'_> {
             self.input(node, 4)?.ir,
         );
         let eps = node.attr.get("epsilon").and_then(|a| a.f).unwrap_or(1e-4);
-        let upd = format!("{}/BNTrainingUpdateGrad", node.name);
-        let grads = vec![upd.clone(), format!("{upd}:1")];
-        let a = attrs([("epsilon", Attr::Float(eps))]);
-        let ins = vec![dy.clone(), x.clone(), mean.clone(), var.clone()];
-        self.push(
-            upd,
-            "BNTrainingUpdateGrad",
-            "",
-            ins,
-            grads.clone(),
-            a.clone(),
-        );
-        let mut ins = vec![dy, x];
-        ins.extend(grads.iter().cloned());
-        ins.extend([scale, mean, var]);
-        self.push(
-            node.name.clone(),
-            "BNTrainingReduceGrad",
-            "",
-            ins,
-            vec![node.name.clone()],
-            a,
-        );
+        let grads = BnGrad::update_outputs(&node.name);
+        let bn = BnGrad {
+            dy,
+            x,
+            scale,
+            mean,
+            variance: var,
+            epsilon: eps,
+        };
+        self.nodes
+            .extend(bn.nodes(&node.name, grads.clone(), node.name.clone()));
         self.set(
             node,
             0,

@@ -99,7 +99,7 @@ impl Builder<'_> {
             return Ok(true);
         }
         let base = op.strip_prefix("Resource").unwrap_or(op);
-        if let Some(apply) = APPLY_OPS.iter().find(|a| a.tf == base) {
+        if let Some(apply) = APPLY_OPS.iter().find(|a| a.tf == Some(base)) {
             self.apply(node, apply)?;
             return Ok(true);
         }

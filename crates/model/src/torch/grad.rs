@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use super::aten::{attrs, spread};
 use super::program::Arg;
 use super::{Builder, Call};
+use crate::batch_norm::{BnGrad, BnTraining};
 use crate::{Attr, ModelError};
 
 type Attrs = BTreeMap<String, Attr>;
@@ -140,16 +141,6 @@ impl Builder<'_> {
             );
             return true;
         }
-        let reduce = format!("{}/BNTrainingReduce", c.name);
-        let stats = vec![reduce.clone(), format!("{reduce}:1")];
-        self.push(
-            &reduce,
-            "BNTrainingReduce",
-            "",
-            vec![x.clone()],
-            stats.clone(),
-            Attrs::new(),
-        );
         // torch's outputs: y, saved mean, saved inverse std (then, functional, the new
         // running mean and variance); BNTrainingUpdate's: y, mean, variance, batch mean,
         // batch variance.
@@ -162,14 +153,14 @@ impl Builder<'_> {
             }
         }
         let momentum = c.float(6, "momentum").unwrap_or(0.1) as f32;
-        let mut ins = vec![x];
-        ins.extend(stats);
-        ins.extend([scale, offset]);
-        let a = attrs([
-            ("epsilon", Attr::Float(eps)),
-            ("factor", Attr::Float(momentum)),
-        ]);
-        self.push(&c.name, "BNTrainingUpdate", "", ins, outs, a);
+        let bn = BnTraining {
+            x,
+            scale,
+            offset,
+            epsilon: eps,
+            factor: momentum,
+        };
+        self.nodes.extend(bn.nodes(&c.name, outs));
         true
     }
 
@@ -195,35 +186,29 @@ impl Builder<'_> {
         }
         let eps = c.float(8, "eps").unwrap_or(1e-5) as f32;
         let upd = format!("{}/BNTrainingUpdateGrad", c.name);
-        let grads: Vec<String> = (1..3)
-            .map(|k| {
-                c.outs
-                    .get(k)
-                    .cloned()
-                    .flatten()
-                    .unwrap_or_else(|| format!("{upd}:{}", k - 1))
-            })
-            .collect();
-        let a = attrs([("epsilon", Attr::Float(eps))]);
-        let ins = vec![dy.clone(), x.clone(), mean.clone(), invstd.clone()];
-        self.push(
-            &upd,
-            "BNTrainingUpdateGrad",
-            "",
-            ins,
-            grads.clone(),
-            a.clone(),
-        );
-        let mut ins = vec![dy, x];
-        ins.extend(grads);
-        ins.extend([scale, mean, invstd]);
+        let grad = |k: usize| {
+            c.outs
+                .get(k)
+                .cloned()
+                .flatten()
+                .unwrap_or_else(|| format!("{upd}:{}", k - 1))
+        };
+        let grads = [grad(1), grad(2)];
         let gi = c
             .outs
             .first()
             .cloned()
             .flatten()
             .unwrap_or_else(|| self.fresh(&c.name));
-        self.push(&c.name, "BNTrainingReduceGrad", "", ins, vec![gi], a);
+        let bn = BnGrad {
+            dy,
+            x,
+            scale,
+            mean,
+            variance: invstd,
+            epsilon: eps,
+        };
+        self.nodes.extend(bn.nodes(&c.name, grads, gi));
         true
     }
 

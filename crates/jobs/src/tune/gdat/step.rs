@@ -62,7 +62,7 @@ pub(super) fn step_timeline(
             }
         }
     }
-    let backward = backward_units(units, &producer);
+    let backward = backward_units(units, &producer, &step.backward_seeds);
     if step.gradients.is_empty() {
         let named: Vec<String> = units
             .iter()
@@ -188,12 +188,27 @@ fn unit_of<'a>(
 }
 
 /// The units reachable over data edges from the loss units' outputs (the loss itself is
-/// forward work), or, without a loss, from the first gradient op (itself included).
-fn backward_units(units: &[ResolvedUnit], producer: &BTreeMap<&str, usize>) -> BTreeSet<usize> {
+/// forward work), or, without a loss, from the units holding a backward seed (`updates.rs`:
+/// the gradient ops and the backward work before them; themselves included), else from the
+/// first gradient op.
+fn backward_units(
+    units: &[ResolvedUnit],
+    producer: &BTreeMap<&str, usize>,
+    backward_seeds: &BTreeSet<String>,
+) -> BTreeSet<usize> {
     let is_loss = |u: &ResolvedUnit| u.unit.op_types.iter().any(|t| LOSSES.contains(&t.as_str()));
     let mut seeds: BTreeSet<usize> = (0..units.len()).filter(|&i| is_loss(&units[i])).collect();
     let seeds_are_backward = seeds.is_empty();
     if seeds_are_backward {
+        seeds.extend((0..units.len()).filter(|&i| {
+            units[i]
+                .unit
+                .node_names
+                .iter()
+                .any(|n| backward_seeds.contains(n))
+        }));
+    }
+    if seeds.is_empty() {
         seeds.extend(
             (0..units.len())
                 .filter(|&i| units[i].unit.op_types.iter().any(|t| is_gradient_op(t)))

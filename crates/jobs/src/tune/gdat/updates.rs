@@ -6,7 +6,11 @@
 //! The rule, on the graph IR (variables are initializers; a write is an `Assign*` node whose
 //! input 0 is the variable, or an update op):
 //! - **seeds**: the loss ops (`SoftmaxCrossEntropyWithLogits` and its sparse form), else the
-//!   gradient ops (a `…Grad` or `…Backprop…` op type). No seed: no training step.
+//!   gradient ops (a `…Grad` or `…Backprop…` op type) and, when the graph states its outputs
+//!   (the step's loss), the nodes before them that no output depends on: an element-wise
+//!   loss's own gradient (MindSpore writes `MSELoss` and its gradient as arithmetic) and
+//!   what it feeds before the first gradient op (the last dense layer's input and weight
+//!   gradients). No seed: no training step.
 //! - **slots** `S`: written initializers that are the optimizer's state (the moments, the
 //!   iteration counter; [`slots`]); **model variables** `M`: the other written initializers.
 //! - **backward tensors** `D`: what the seeds' outputs reach. **Update work** `T`: what the
@@ -55,6 +59,8 @@ pub(super) struct StepUpdates {
     pub(super) gradients: Vec<(String, Vec<String>)>,
     /// Graph nodes that are update work (writes, the optimizer's arithmetic, scalings).
     pub(super) update_nodes: BTreeSet<String>,
+    /// The seeds' names when the graph has no loss op (the backward pass starts at them).
+    pub(super) backward_seeds: BTreeSet<String>,
 }
 
 /// The graph's tensors, who produces and who consumes each.
@@ -209,8 +215,11 @@ pub(super) fn step_updates(graph: &Graph) -> StepUpdates {
             .collect()
     };
     let mut seeds = has(&|t| LOSSES.contains(&t));
+    let mut backward_seeds = BTreeSet::new();
     if seeds.is_empty() {
         seeds = has(&is_gradient_op);
+        seeds.extend(before_gradients(&ix, &seeds));
+        backward_seeds = seeds.iter().map(|&i| ix.node(i).name.clone()).collect();
     }
     if seeds.is_empty() {
         return StepUpdates::default();
@@ -263,7 +272,32 @@ pub(super) fn step_updates(graph: &Graph) -> StepUpdates {
         training: true,
         gradients,
         update_nodes,
+        backward_seeds,
     }
+}
+
+/// The nodes the gradient ops depend on that none of the graph's outputs (the step's loss)
+/// depends on: the backward work before the first gradient op. Nothing when the graph states
+/// no outputs (then the forward pass cannot be told apart).
+fn before_gradients(ix: &Index<'_>, gradient_ops: &[usize]) -> Vec<usize> {
+    let graph = ix.graph;
+    if graph.outputs.is_empty() || gradient_ops.is_empty() {
+        return Vec::new();
+    }
+    let forward = ix.ancestors(graph.outputs.iter().map(|o| o.name.as_str()));
+    let inputs = gradient_ops
+        .iter()
+        .flat_map(|&g| ix.node(g).inputs.iter().map(String::as_str));
+    let before = ix.ancestors(inputs);
+    let mut out: Vec<usize> = before
+        .iter()
+        .filter(|t| !forward.contains(*t))
+        .filter_map(|t| ix.producer.get(t).copied())
+        .filter(|p| !gradient_ops.contains(p) && !is_write(&ix.node(*p).op_type))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// The walk from a variable's writes back to its gradient (module doc).

@@ -45,6 +45,7 @@ pub(super) type InferFn = fn(&Ctx<'_>, &mut Attrs) -> Result<Vec<TensorInfo>, In
 /// Every op type the importer infers, sorted by op type (byte order) for binary search.
 pub(super) static OPS: &[(&str, InferFn)] = &[
     ("Abs", elementwise::unary),
+    ("AdamWeightDecay", training::apply),
     ("AdaptiveAvgPool2dGrad", training::like_x),
     ("Add", elementwise::arithmetic),
     ("AddN", elementwise::arithmetic),
@@ -96,6 +97,8 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ),
     ("Div", elementwise::arithmetic),
     ("DivNoNan", elementwise::arithmetic),
+    ("DropOutDoMask", training::like_dy),
+    ("DropOutGenMask", training::dropout_gen_mask),
     ("Dropout", elementwise::dropout),
     ("Elu", elementwise::unary),
     ("EluGrad", elementwise::arithmetic),
@@ -230,6 +233,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("StatelessRandomNormalV2", training::random),
     ("StatelessRandomUniformV2", training::random),
     ("StridedSlice", plumbing::strided_slice),
+    ("StridedSliceGrad", training::strided_slice_grad),
     ("Sub", elementwise::arithmetic),
     ("Sum", elementwise::arithmetic),
     ("Tanh", elementwise::unary),

@@ -343,6 +343,43 @@ pub(super) fn random(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, Inf
     )])
 }
 
+/// `DropOutGenMask` (sizes, keep probability): the mask of bits, one per element, in bytes
+/// padded to 128 elements (`ceil(count / 128) * 16`, the length MindSpore's
+/// `DropoutUnifyMindIR` pass gives it).
+pub(super) fn dropout_gen_mask(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
+    let dims = const_values(cx.ins, 0, "sizes")?;
+    input(cx.ins, 1)?;
+    let count = dims
+        .iter()
+        .try_fold(1i64, |n, &d| (d >= 0).then(|| n.checked_mul(d)).flatten())
+        .and_then(|n| n.checked_add(127));
+    let Some(padded) = count else {
+        return Err(bad(
+            "DropOutGenMask",
+            format!("sizes {dims:?}: expected non-negative dims"),
+        ));
+    };
+    // uint8 (ONNX code 2)
+    Ok(vec![info(ElemType(2), vec![padded / 128 * 16])])
+}
+
+/// `StridedSliceGrad` (shape, begin, end, strides, dy): the gradient of the sliced tensor,
+/// of the constant `shape`, in dy's type.
+pub(super) fn strided_slice_grad(
+    cx: &Ctx<'_>,
+    _: &mut Attrs,
+) -> Result<Vec<TensorInfo>, InferError> {
+    let shape = const_values(cx.ins, 0, "shape")?;
+    if shape.iter().any(|&d| d < 0) {
+        return Err(bad(
+            "StridedSliceGrad",
+            format!("shape {shape:?}: expected non-negative dims"),
+        ));
+    }
+    let dy = input(cx.ins, 4)?;
+    Ok(vec![info(dy.elem_type, shape)])
+}
+
 /// `Assign`, `AssignAdd`, `AssignSub` (variable, value): the variable's new value.
 pub(super) fn assign(cx: &Ctx<'_>, _: &mut Attrs) -> Result<Vec<TensorInfo>, InferError> {
     let var = input(cx.ins, 0)?;
