@@ -580,6 +580,7 @@ pub(crate) enum TopoOrder {
     File,
     /// The one that became ready first (a FIFO queue, ties in file order): breadth-first,
     /// as GE's BFS topological sort schedules a graph.
+    #[cfg_attr(not(feature = "mindspore"), allow(dead_code))]
     Breadth,
 }
 

@@ -52,7 +52,8 @@ impl TrainingRun {
     }
 }
 
-/// [`TrainingRun::precision_mode`] on the embedded facts of SoC `version`; an unknown version
+/// The `precision_mode` training run `run` compiles a float step under on SoC `version` when
+/// none is set (the module's table), from the embedded facts of that SoC; an unknown version
 /// is an error listing the known ones.
 pub fn training_precision_mode(
     run: TrainingRun,

@@ -1,7 +1,8 @@
 //! A dilated convolution as one op. TensorFlow writes `tf.nn.convolution` with a dilation
 //! rate (Keras's `Conv2D(dilation_rate=…)`, DeepLab's atrous pyramid) as `SpaceToBatchND` →
 //! a VALID, stride-1 `Conv2D` → `BatchToSpaceND`; tf2onnx's dilation rewriter and GE's graph
-//! fusion compile it as one convolution whose `dilations` are the block shape. For stride 1
+//! fusion (CANN's `spacetobatch_conv2d_batchtospace_fusion_pass`) compile it as one
+//! convolution whose `dilations` are the block shape. For stride 1
 //! the convolution then pads by the space-to-batch paddings less the batch-to-space crops
 //! (top `pt − ct`, bottom `pb − cb`, left `pl − cl`, right `pr − cr`), which gives the same
 //! output.

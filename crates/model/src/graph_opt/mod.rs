@@ -3,7 +3,9 @@
 //! after a convolution (a `Mul` by a constant, then an `Add` or `Sub` of one: Keras 3 writes
 //! an inference batch norm so, on constants the importer has folded) is folded into the
 //! convolution's weights and bias, as GE's graph fusion folds a batch norm or scale into the
-//! convolution before it. Only shapes are tracked, so the fold changes no dim: the weights keep
+//! convolution before it: CANN's `AConv2dMulFusion` (`a_conv2d_mul_fusion_pass`: Conv2D → Mul
+//! by a per-channel constant into one Conv2D) and, for the `Add`/`Sub`, the bias fold of
+//! `AABiasaddConvFusion`. Only shapes are tracked, so the fold changes no dim: the weights keep
 //! theirs and the convolution gains a `[C]` bias when it had none.
 //!
 //! A dilated convolution TensorFlow writes as SpaceToBatchND, Conv2D and BatchToSpaceND is one

@@ -1,5 +1,5 @@
 //! A zero `Pad` of H and W before a convolution becomes the convolution's padding, as
-//! tf2onnx's optimizer and GE's Pad + Conv2D fusion compile Keras's `ZeroPadding2D` before a
+//! tf2onnx's optimizer and GE's `PadConv2dFusionPass` compile Keras's `ZeroPadding2D` before a
 //! stride-2 stem (ResNet's 7×7, MobileNetV2's depthwise convolutions): the convolution pads
 //! by its own pads plus the Pad's (ONNX order top, left, bottom, right).
 //!
