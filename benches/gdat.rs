@@ -36,7 +36,7 @@ fn gdat(c: &mut Criterion) {
         b.iter(|| {
             let mut runner = p.model_runner();
             black_box(
-                search::search(&mut runner, &task, &seeds, n, 8, "ensemble", 1, 64)
+                search::search(&mut runner, &task, &seeds, n, 8, "ensemble", 1, (64, false))
                     .expect("search"),
             )
         })

@@ -11,6 +11,7 @@ mod aoe_bank;
 mod aoe_cores;
 mod aoe_graph_bank;
 mod atc_options;
+mod budget_auto;
 mod caffe_families;
 mod cann_repository;
 mod ci_rule;

@@ -40,9 +40,10 @@ pub struct TuneArgs {
     pub strategy: String,
     /// Candidates measured per op at most. AOE's genetic tuner measures up to 500; the default
     /// strategy matches its 500-trial result after a median of 26 measurements on the dev
-    /// spaces (README, "Budgets against AOE's"). `auto` (`auto:N`): an op's search stops when
-    /// the strategy's model expects less than 1 % from one more measurement, three rounds in a
-    /// row after at least 20, and at 200 (N) at most; the summary says how many stopped so.
+    /// spaces (README, "Budgets against AOE's"). `auto` (`auto:N`): a search (an op's, a
+    /// subgraph's, GDAT's split search) stops when the strategy's model expects less than 1 %
+    /// from one more measurement, three rounds in a row after at least 20, and at 200 (N) at
+    /// most; the summary says how many stopped so.
     #[arg(long, default_value = "64")]
     pub budget: search_strategies::Budget,
     /// Seconds of search per op at most.

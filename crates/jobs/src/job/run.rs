@@ -10,7 +10,7 @@ use serde::ser::SerializeMap;
 
 use crate::tune::gdat::{self, GdatOutcome, GdatPlan};
 use crate::tune::opat::TuneSummary;
-use crate::tune::opat::{shorten, TuneTable};
+use crate::tune::opat::{converged_line, shorten, TuneTable};
 use crate::tune::report::{improvement, OpatResult, ResultFile};
 use crate::tune::sgat::{run_sgat, SgatPlan, SgatSummary};
 use crate::tune::{self, TunePlan};
@@ -340,6 +340,10 @@ fn sgat_table(plan: &SgatPlan, s: &SgatSummary, result: &Path) -> String {
             m.unsatisfied,
             m.total
         )?;
+        let stops = s.outcomes.iter().map(|o| (o.stop, o.trials));
+        if let Some(line) = converged_line("subgraph", stops) {
+            writeln!(out, "{line}")?;
+        }
         writeln!(
             out,
             "{}; result file {}",
@@ -394,7 +398,15 @@ fn gdat_summary(plan: &GdatPlan, o: &GdatOutcome, result: &Path) -> String {
             out,
             "bank: {:?} ({}), key {}; improvement over HCCL default {}",
             o.decision,
-            if o.searched {
+            if o.searched && o.converged {
+                let rule = search_strategies::StopRule::default();
+                format!(
+                    "{} splits measured, stopped before the budget (--budget auto): the model expected less than {}% from the next {}",
+                    o.trials,
+                    rule.threshold * 100.0,
+                    rule.horizon
+                )
+            } else if o.searched {
                 format!("{} splits measured", o.trials)
             } else {
                 "reused, not searched".into()

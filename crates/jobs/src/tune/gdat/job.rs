@@ -23,6 +23,7 @@ use super::search::{self, ModelRunner};
 use super::split::{hccl_default, optimum, schedule, to_sizes, Schedule, MAX_SEGMENTS};
 use super::timeline::{model_structure, resolved_units, timeline};
 use super::{GdatError, Timeline};
+use search_strategies::StopReason;
 
 /// A tuned split must beat its baseline by more than this fraction to be written: the
 /// `min_gain` of [`WIN_RULE`].
@@ -97,6 +98,9 @@ pub struct GdatOutcome {
     pub trials: usize,
     /// Splits in the searched space.
     pub space_size: usize,
+    /// The search stopped before its budget by `--budget auto`'s rule: the model expected
+    /// too little from more measurements.
+    pub converged: bool,
     /// The runner's identity.
     pub runner: String,
 }
@@ -265,6 +269,7 @@ impl GdatPlan {
             per_gradient: self.scenario(&(1..=n).collect::<Vec<_>>()),
             trials,
             space_size,
+            converged: false,
             runner: runner.to_owned(),
         }
     }
@@ -321,7 +326,7 @@ pub fn run_job(
         max,
         &settings.strategy,
         settings.seed,
-        budget,
+        (budget, settings.auto_stop),
     )?;
     // Side by side: the best and the baseline, measured again together.
     let pair = [
@@ -342,7 +347,8 @@ pub fn run_job(
         reconfirm,
         clear_win: WIN_RULE.judge_deterministic(base_us, best_us).clear && found.split != baseline,
         baseline_measured: true,
-        search: SearchEnd::new(found.trials as u64, budget as u64, found.space_size as u64),
+        search: SearchEnd::new(found.trials as u64, budget as u64, found.space_size as u64)
+            .or_converged(found.stop == StopReason::Converged),
     };
     let provenance = || Provenance::tuned(&settings.strategy, found.trials as u64, settings.seed);
     let timing = |us, samples_us| Timing {
@@ -391,5 +397,6 @@ pub fn run_job(
         found.space_size,
     );
     outcome.default_confirmed = decided.default_confirmed;
+    outcome.converged = found.stop == StopReason::Converged;
     Ok(outcome)
 }

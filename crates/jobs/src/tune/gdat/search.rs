@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tunebank_key::StrategyMap;
 
 use search_strategies::{
-    strategies, ConfigId, Driver, Observation, Parameter, SearchContext, Space, Strategy, Value,
+    strategies, ConfigId, Driver, Observation, Parameter, SearchContext, Space, StopReason,
+    StopRule, Strategy, Value,
 };
 
 use tunebank_key::{AttrValue, CubeMath, ImplMode, OpDescriptor, SocSpec};
@@ -261,10 +262,14 @@ pub struct Found {
     pub trials: usize,
     /// Size of the space searched.
     pub space_size: usize,
+    /// Why the search ended.
+    pub stop: StopReason,
 }
 
 /// Searches `runner`'s space for `task` with strategy `name` (seeded) for at most `budget`
-/// candidates, measuring `seeds` (splits) first. `n` gradients, at most `max` segments.
+/// candidates, measuring `seeds` (splits) first, and with `auto_stop` (`--budget auto`) until
+/// the strategy's model expects too little from more measurements ([`StopRule::default`]).
+/// `n` gradients, at most `max` segments.
 #[allow(clippy::too_many_arguments)]
 pub fn search(
     runner: &mut dyn Measure,
@@ -274,7 +279,7 @@ pub fn search(
     max: usize,
     name: &str,
     seed: u64,
-    budget: usize,
+    (budget, auto_stop): (usize, bool),
 ) -> Result<Found, GdatError> {
     let space = runner.space(task)?;
     let inner = strategies::by_name(name, seed).ok_or_else(|| GdatError::Strategy(name.into()))?;
@@ -284,7 +289,9 @@ pub fn search(
         .collect();
     let mut seeded = Seeded { first, inner };
     let mut objective = RunnerObjective::new(runner, task);
-    let out = Driver::new(budget.max(1)).run(&space.space, &mut seeded, &mut objective);
+    let mut driver = Driver::new(budget.max(1));
+    driver.stop_rule = auto_stop.then(StopRule::default);
+    let out = driver.run(&space.space, &mut seeded, &mut objective);
     if let Some(e) = objective.error.take() {
         return Err(e.into());
     }
@@ -296,6 +303,7 @@ pub fn search(
         measured_us: best.value.unwrap_or(f64::INFINITY),
         trials: out.history.len(),
         space_size: space_len(&space.space),
+        stop: out.stop,
     })
 }
 

@@ -126,6 +126,7 @@ pub use outcome::TuneStats;
 pub use outcome::TuneSummary;
 
 pub use outcome::TaskOutcome;
+pub(crate) use table::converged_line;
 pub use table::{shorten, TuneTable};
 
 /// Tunes every task of `plan` against `bank` (see the module docs for the rules), rewriting

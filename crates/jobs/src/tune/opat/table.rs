@@ -165,20 +165,9 @@ impl TuneTable<'_> {
                 "{confirmed} unsatisfied op(s) kept the default strategy, now stored as confirmed: reruns and convert hit it; REPEAT_TUNE=True searches again"
             )?;
         }
-        let converged: Vec<f64> = (summary.outcomes.iter())
-            .filter(|o| o.stop == Some(StopReason::Converged))
-            .map(|o| o.trials as f64)
-            .collect();
-        if let Some(m) = median(&converged) {
-            let rule = StopRule::default();
-            writeln!(
-                f,
-                "{} op search(es) stopped before the budget (--budget auto): the model expected less than {}% from the next {} measurements and the best had not improved by as much over the last {}; median {m} measurements",
-                converged.len(),
-                rule.threshold * 100.0,
-                rule.horizon,
-                rule.stall
-            )?;
+        let stops = summary.outcomes.iter().map(|o| (o.stop, o.trials));
+        if let Some(line) = converged_line("op", stops) {
+            writeln!(f, "{line}")?;
         }
         self.transfer_lines(f)?;
         let st = &summary.stats;
@@ -231,6 +220,28 @@ impl TuneTable<'_> {
 }
 
 /// The summary as on a pipe: [`TuneTable::render`] without a terminal width.
+/// The summary line of the searches `--budget auto` stopped before their budget (`what`
+/// names them: `op`, `subgraph`), from each search's stop reason and measurements: how many,
+/// the rule ([`StopRule::default`]) and their median length; `None` when none stopped so.
+pub(crate) fn converged_line(
+    what: &str,
+    searches: impl Iterator<Item = (Option<StopReason>, u64)>,
+) -> Option<String> {
+    let converged: Vec<f64> = searches
+        .filter(|(stop, _)| *stop == Some(StopReason::Converged))
+        .map(|(_, trials)| trials as f64)
+        .collect();
+    let m = median(&converged)?;
+    let rule = StopRule::default();
+    Some(format!(
+        "{} {what} search(es) stopped before the budget (--budget auto): the model expected less than {}% from the next {} measurements and the best had not improved by as much over the last {}; median {m} measurements",
+        converged.len(),
+        rule.threshold * 100.0,
+        rule.horizon,
+        rule.stall
+    ))
+}
+
 impl fmt::Display for TuneTable<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.render(None))

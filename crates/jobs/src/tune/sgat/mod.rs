@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use tunebank_key::StrategyMap;
 
 use search_strategies::strategies::by_name;
+use search_strategies::StopReason;
 
 pub use apply::PostSgat;
 
@@ -512,11 +513,13 @@ impl Ctx<'_> {
             granted,
             self.settings.round_width(0, 1),
             self.budget.job_time_limit(self.settings.time_per_op),
+            self.settings.auto_stop,
         );
         let res = search_subgraph(space, ops, inner, limits, self.cancel);
         out.trials = res.trials;
         out.stop = Some(res.stop);
-        let search = SearchEnd::new(out.trials, budget, space.len() as u64);
+        let search = SearchEnd::new(out.trials, budget, space.len() as u64)
+            .or_converged(res.stop == StopReason::Converged);
         (res.best.map(|b| b.0), search, res.in_model)
     }
 

@@ -8,7 +8,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use search_strategies::{strategies::by_name, Driver, StopReason, Strategy};
+use search_strategies::{strategies::by_name, Driver, StopReason, StopRule, Strategy};
 
 use super::{task_seed, SgatSpace, SpaceBuildError};
 use crate::tune::pool::Cancellable;
@@ -32,13 +32,15 @@ pub struct SubgraphSearch {
 }
 
 /// Searches `space` (of the subgraph prepared as `ops`) with `strategy` for at most `budget`
-/// candidates, `batch` per round, within `time_limit`; stops asking when `cancel` is set.
+/// candidates, `batch` per round, within `time_limit`, and with `auto_stop` (`--budget auto`)
+/// until the strategy's model expects too little from more measurements
+/// ([`StopRule::default`], [`StopReason::Converged`]); stops asking when `cancel` is set.
 /// Deterministic for a deterministic strategy and no time limit.
 pub fn search_subgraph(
     space: &SgatSpace,
     ops: &GraphOps,
     strategy: Box<dyn Strategy>,
-    (budget, batch, time_limit): (u64, usize, Option<Duration>),
+    (budget, batch, time_limit, auto_stop): (u64, usize, Option<Duration>, bool),
     cancel: &AtomicBool,
 ) -> SubgraphSearch {
     let mut strategy = Cancellable {
@@ -48,6 +50,7 @@ pub fn search_subgraph(
     let mut driver = Driver::new(usize::try_from(budget).unwrap_or(usize::MAX));
     driver.batch = batch.max(1);
     driver.time_limit = time_limit;
+    driver.stop_rule = auto_stop.then(StopRule::default);
     let mut in_model = Duration::ZERO;
     let mut objective = |_: &search_strategies::Space, id| {
         let s = space.strategy(id);
@@ -133,7 +136,7 @@ pub fn sgat_best(
         &space,
         ops,
         strategy,
-        (budget, settings.round_width(0, 1), None),
+        (budget, settings.round_width(0, 1), None, settings.auto_stop),
         &AtomicBool::new(false),
     );
     let (_, us) = found.best.ok_or(SgatBestError::NoCandidate)?;
