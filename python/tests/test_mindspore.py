@@ -113,15 +113,19 @@ def test_without_aoe_mode_nothing_is_written(ms, tmp_path, monkeypatch):
 
 
 def test_gradient_tuning_finds_one_gradient_per_parameter(ms, tmp_path, monkeypatch):
-    """``AOE_MODE=4`` with ``RANK_SIZE``: GDAT on the exported step finds one gradient per
-    trainable parameter (conv weight and bias, batch-norm scale and offset, dense weight and
-    bias: six), all float32 under MindSpore's 910B2 default."""
+    """``AOE_MODE=4`` with ``RANK_SIZE``: GDAT on the exported step, trained by ``nn.SGD``
+    (CANN's ``SGD`` update) with momentum, finds one gradient per trainable parameter (conv
+    weight and bias, batch-norm scale and offset, dense weight and bias: six), all float32
+    under MindSpore's 910B2 default."""
+    from mindspore import nn
+
     step_env(monkeypatch, tmp_path)
     monkeypatch.setenv("AOE_MODE", "4")
     monkeypatch.setenv("RANK_SIZE", "8")
     monkeypatch.setenv("TUNE_BANK_PATH", str(tmp_path / "bank"))
     (tmp_path / "bank").mkdir()
-    net, loss, opt, batch = small_cnn(ms)
+    net, loss, _, batch = small_cnn(ms)
+    opt = nn.SGD(net.trainable_params(), 0.01, momentum=0.9)
     result = tunebank.mindspore.tune_step(net, loss, opt, batch, name="cnn", budget=4)
     assert result is not None and result.job_type == 4, result
     (entries,) = result.report.values()

@@ -55,6 +55,15 @@ pub(crate) const APPLY_OPS: &[ApplyOp] = &[
         state: 2,
         grad: 3,
     },
+    // MindSpore's SGD (`nn.SGD`, CANN's `SGD`): parameters, gradient, learning rate, accum,
+    // momentum, stat. It also updates accum and stat (inputs 3 and 5) in place: the
+    // optimizer's state, not model variables, so only the parameters count as written.
+    ApplyOp {
+        tf: None,
+        ir: "SGD",
+        state: 1,
+        grad: 1,
+    },
     // MindSpore's AdamW (`nn.AdamWeightDecay`): var, m, v, lr, beta1, beta2, epsilon, decay,
     // gradient.
     ApplyOp {

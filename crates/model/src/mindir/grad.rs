@@ -17,7 +17,7 @@
 //! | Dropout (x, keep_prob); DropoutGrad (dy, mask) | `DropOutGenMask` (x's sizes, keep_prob) + `DropOutDoMask` (x, mask, keep_prob); `DropOutDoMask` (dy, mask, keep_prob) |
 //! | StridedSliceGrad (dy, shape, begin, end, strides; masks) | `StridedSliceGrad` (shape, begin, end, strides, dy; masks) |
 //! | SoftmaxCrossEntropyWithLogits; SparseSoftmaxCrossEntropyWithLogits (`is_grad`) | the same op, loss and backprop; the sparse one's loss or backprop as `is_grad` says |
-//! | ApplyMomentum, Adam, AdamWeightDecay | `ApplyMomentum`, `ApplyAdam`, `AdamWeightDecay` (inputs in MindSpore's order, which is the IR's) |
+//! | ApplyMomentum, Adam, AdamWeightDecay, SGD | `ApplyMomentum`, `ApplyAdam`, `AdamWeightDecay`, `SGD` (inputs in MindSpore's order, which is the IR's and CANN's) |
 //! | Assign, AssignAdd, AssignSub; AddN; PowTensorScalar | the same; `AddN`; `Pow` by a float constant |
 
 use std::collections::BTreeMap;
@@ -40,6 +40,7 @@ const UPDATES: &[(&str, &str, usize)] = &[
     ("ApplyMomentum", "ApplyMomentum", 5),
     ("Adam", "ApplyAdam", 10),
     ("AdamWeightDecay", "AdamWeightDecay", 9),
+    ("SGD", "SGD", 6),
 ];
 
 /// The activation gradients: MindSpore's primitive, the IR op, and the positions of its
@@ -440,6 +441,15 @@ impl Builder<'_> {
         let mut a = Attrs::new();
         if let Some(v) = self.int_arg(c, usize::MAX, "use_nesterov") {
             a.insert("use_nesterov".into(), Attr::Int(i64::from(v != 0)));
+        }
+        // SGD's own attributes, under CANN's names.
+        if let Some(v) = self.int_arg(c, usize::MAX, "nesterov") {
+            a.insert("nesterov".into(), Attr::Int(i64::from(v != 0)));
+        }
+        for f in ["dampening", "weight_decay"] {
+            if let Some(v) = self.float_arg(c, usize::MAX, f) {
+                a.insert(f.into(), Attr::Float(v as f32));
+            }
         }
         let outs: Vec<String> = (0..apply.state)
             .map(|k| format!("{}:{k}", c.name))

@@ -367,3 +367,57 @@ fn a_steps_gradients_come_in_breadth_first_order() {
     );
     assert!(at("d1") < at("g1") && at("g1") < at("u1"));
 }
+
+/// `nn.SGD`'s primitive, SGD (parameters, gradient, learning rate, accum, momentum, stat; its
+/// attributes `nesterov`, `dampening`, `weight_decay`), is CANN's `SGD`: the updated
+/// parameters shaped as themselves, the gradient its input 1 (what GDAT reads), the attributes
+/// kept under CANN's names.
+#[test]
+fn sgd_is_canns_sgd_update() {
+    let g = graph(
+        "main",
+        ("main:grad", &[4, 8]),
+        &[
+            ("main:w", &[4, 8]),
+            ("main:acc", &[4, 8]),
+            ("main:stat", &[4, 8]),
+        ],
+        vec![
+            constant("lr", float("", 0.1)),
+            node(
+                "REF::SGD",
+                &["main:w", "main:grad", "lr", "main:acc", "lr", "main:stat"],
+                "main:upd",
+            ),
+        ],
+        "main:upd",
+    );
+    let prims = vec![prim(
+        "SGD",
+        "SGD",
+        vec![
+            AttributeProto {
+                i: Some(1),
+                ..attr("nesterov", at::BOOL)
+            },
+            float("dampening", 0.0),
+            float("weight_decay", 0.0),
+        ],
+    )];
+    let b = bytes(g, prims, vec![]);
+    assert_eq!(shape_of(&infer(&b), "upd:0"), [4, 8]);
+    let model = load_mindir_bytes(&b, "step.mindir").unwrap();
+    let n = model
+        .graph
+        .nodes
+        .iter()
+        .find(|n| n.op_type == "SGD")
+        .unwrap();
+    assert_eq!(n.inputs[1], "grad");
+    assert_eq!(n.attrs["nesterov"], crate::Attr::Int(1));
+    assert!(n.attrs.contains_key("dampening") && n.attrs.contains_key("weight_decay"));
+    assert_eq!(
+        crate::optimizer::apply_op("SGD").map(|a| (a.state, a.grad)),
+        Some((1, 1))
+    );
+}

@@ -197,6 +197,7 @@ pub(super) static OPS: &[(&str, InferFn)] = &[
     ("Round", elementwise::unary),
     ("Rsqrt", elementwise::unary),
     ("RsqrtGrad", elementwise::arithmetic),
+    ("SGD", training::apply),
     ("SSDDetectionOutput", vision::ssd_detection_output),
     ("Selu", elementwise::unary),
     ("SeluGrad", elementwise::arithmetic),
