@@ -281,6 +281,7 @@ impl ModelFiles {
         crate::graph_opt::fold_atrous(&mut model.graph);
         crate::graph_opt::push_transpose_above_pad(&mut model.graph);
         crate::graph_opt::fold_pad(&mut model.graph);
+        crate::graph_opt::cancel_transposes_around_elementwise(&mut model.graph);
         crate::graph_opt::fold_affine(&mut model.graph);
         Ok(model)
     }

@@ -12,6 +12,8 @@
 //! dilated `Conv` first (`atrous.rs`), so that its bias and batch norm fold too, and a zero
 //! spatial `Pad` before a convolution becomes its padding (`pad.rs`; a layout `Transpose`
 //! after a Pad is moved above it first, so an NHWC graph's input Pad meets its convolution).
+//! A layout `Transpose` pair around an element-wise op is cancelled (`transpose.rs`), so an
+//! activation between TensorFlow's Conv3D transposes follows its convolution.
 //!
 //! A fold needs: the convolution's output read by that op alone (and not a graph output), the
 //! other operand an initializer of one value per output channel (`[C,1,1]`, `[1,C,1,1]`) or a
@@ -25,8 +27,10 @@ mod atrous;
 mod pad;
 #[cfg(test)]
 mod tests;
+mod transpose;
 pub(crate) use atrous::fold_atrous;
 pub(crate) use pad::{fold_pad, push_transpose_above_pad};
+pub(crate) use transpose::cancel_transposes_around_elementwise;
 
 /// Folds every per-channel `Mul`/`Add`/`Sub` by a constant that follows a `Conv` into it;
 /// returns how many ops were folded away.

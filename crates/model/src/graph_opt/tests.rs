@@ -207,3 +207,49 @@ fn a_zero_spatial_pad_becomes_the_convolutions_padding() {
         assert_eq!(fold_pad(&mut g), 0, "{why}");
     }
 }
+
+/// A `Relu` between a Transpose and its inverse (TensorFlow's Conv3D activation between the
+/// layout transposes) runs on the untransposed tensor: both transposes go, the shape is the
+/// same; a pair that is not inverse, a non-element-wise op (`Softmax`, which has an axis) or a
+/// transposed tensor read twice cancels nothing.
+#[test]
+fn a_transpose_pair_around_an_elementwise_op_cancels() {
+    let pair = |op: &str, back: &[i64], extra_reader: bool| {
+        let mut nodes = vec![
+            node(
+                "t1",
+                "Transpose",
+                &["x"],
+                &[("perm", ints(&[0, 2, 3, 4, 1]))],
+            ),
+            node("act", op, &["t1"], &[]),
+            node("t2", "Transpose", &["act"], &[("perm", ints(back))]),
+            node("out", "Relu", &["t2"], &[]),
+        ];
+        if extra_reader {
+            nodes.push(node("other", "Relu", &["t1"], &[]));
+        }
+        graph(&[1, 8, 4, 16, 16], nodes, &[], &[])
+    };
+    let mut g = pair("Relu", &[0, 4, 1, 2, 3], false);
+    assert_eq!(shape(&g, "out"), [1, 8, 4, 16, 16]);
+    assert_eq!(cancel_transposes_around_elementwise(&mut g), 1);
+    let ops: Vec<&str> = g.nodes.iter().map(|n| n.op_type.as_str()).collect();
+    assert_eq!(ops, ["Relu", "Relu"]);
+    assert_eq!(g.nodes[0].inputs, ["x"]);
+    assert_eq!(shape(&g, "out"), [1, 8, 4, 16, 16]);
+
+    for (op, back, extra, why) in [
+        ("Relu", &[0, 2, 3, 4, 1][..], false, "not the inverse"),
+        ("Softmax", &[0, 4, 1, 2, 3][..], false, "an op with an axis"),
+        (
+            "Relu",
+            &[0, 4, 1, 2, 3][..],
+            true,
+            "the transposed tensor read twice",
+        ),
+    ] {
+        let mut g = pair(op, back, extra);
+        assert_eq!(cancel_transposes_around_elementwise(&mut g), 0, "{why}");
+    }
+}

@@ -17,7 +17,7 @@
 //! | Placeholder (shape from the graph, or `--input_shape`) | graph input |
 //! | Const | initializer (dims; integer values when small) |
 //! | Conv2D, DepthwiseConv2dNative | `Conv`, `Conv` (group = channels); a BiasAdd right after folds into their bias input |
-//! | Conv3D | `Conv` (5-D, NCDHW between two `Transpose`s for an NDHWC graph) |
+//! | Conv3D | `Conv` (5-D, NCDHW between two `Transpose`s for an NDHWC graph; a `BiasAdd` after it, its bias only reshaped from a constant, becomes the `Conv`'s bias) |
 //! | MatMul, BatchMatMul/V2 | `MatMul` (`Gemm` for transposed 2-D operands; a BatchMatMul's adjoints as `adj_x1`/`adj_x2`) |
 //! | BiasAdd | `Add` (or folded) |
 //! | FusedBatchNorm/V2/V3 | `BatchNormalization` |

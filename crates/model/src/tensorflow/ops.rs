@@ -373,6 +373,26 @@ impl<'a> Builder<'a> {
             self.set(node, 0, x);
             return Ok(());
         }
+        // An NDHWC Conv3D (`conv3d`: Transpose → Conv → Transpose back): the bias goes into the
+        // convolution before the transpose back, as tf2onnx exports it.
+        if let Some(conv) = producer
+            .filter(|&p| only_reader && self.nodes[p].op_type == "Transpose")
+            .and_then(|p| {
+                let input = self.nodes[p].inputs.first()?;
+                self.nodes
+                    .iter()
+                    .rposition(|n| n.outputs.first() == Some(input))
+            })
+            .filter(|&c| {
+                let n = &self.nodes[c];
+                n.op_type == "Conv" && n.inputs.len() == 2 && n.name.ends_with("/ncdhw")
+            })
+        {
+            let bias = self.reshaped_constant(&b.ir).unwrap_or(b.ir);
+            self.nodes[conv].inputs.push(bias);
+            self.set(node, 0, x);
+            return Ok(());
+        }
         let channels_first =
             x.layout == Layout::Nchw || !nhwc(node).map_err(|r| self.invalid(node, r))?;
         let bias = match self.constant(&b).cloned() {
@@ -386,6 +406,33 @@ impl<'a> Builder<'a> {
         };
         self.emit(node, "Add", vec![x.ir, bias], Attrs::new(), x.layout);
         Ok(())
+    }
+
+    /// The initializer behind `t` when `t` is a constant only reshaped on its way (Keras 3's
+    /// Conv3D bias: `Reshape` then `Squeeze` of the variable's value): a 1-D initializer of its
+    /// element count, named after `t`; `None` for anything else.
+    fn reshaped_constant(&mut self, t: &str) -> Option<String> {
+        let mut cur = t.to_string();
+        for _ in 0..8 {
+            if let Some(c) = self.initializers.get(&cur) {
+                let count: i64 = c.dims.iter().product();
+                let (elem_type, ints) = (c.elem_type, c.ints.clone());
+                if cur == t {
+                    return Some(cur);
+                }
+                let name = format!("{t}/constant");
+                return Some(self.constant_tensor(name, elem_type, vec![count], ints));
+            }
+            let n = self
+                .nodes
+                .iter()
+                .rfind(|n| n.outputs.first() == Some(&cur))?;
+            if !matches!(n.op_type.as_str(), "Reshape" | "Squeeze" | "Identity") {
+                return None;
+            }
+            cur = n.inputs.first()?.clone();
+        }
+        None
     }
 
     fn binary(&mut self, node: &NodeDef) -> Result<(), ModelError> {

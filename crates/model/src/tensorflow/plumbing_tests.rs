@@ -470,6 +470,45 @@ fn conv3d_is_a_five_d_conv_between_transposes() {
     assert_eq!(shape_of(&g, "c3"), [1, 8, 8, 8, 6]);
 }
 
+/// Keras 3's Conv3D bias — its `[6]` value reshaped to `[1,1,1,1,6]`, squeezed back and added
+/// by `BiasAdd` after the convolution — becomes the 5-D `Conv`'s bias input (a `[6]` constant),
+/// as tf2onnx exports it, so the convolution keys alike; the output keeps its shape.
+#[test]
+fn a_conv3d_bias_goes_into_the_convolution() {
+    let bytes = GraphDef {
+        node: vec![
+            placeholder("x", &[1, 8, 16, 16, 3]),
+            konst("w", &[3, 3, 3, 3, 6], None),
+            konst("b", &[6], None),
+            konst("to5", &[5], Some(&[1, 1, 1, 1, 6])),
+            node(
+                "c3",
+                "Conv3D",
+                &["x", "w"],
+                vec![("strides", ints(&[1; 5])), ("padding", s("SAME"))],
+            ),
+            node("b5", "Reshape", &["b", "to5"], vec![]),
+            node("b1", "Squeeze", &["b5"], vec![]),
+            node("bias", "BiasAdd", &["c3", "b1"], vec![]),
+        ],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let model = load_tensorflow_bytes(&bytes, "g.pb").unwrap();
+    let conv = model
+        .graph
+        .nodes
+        .iter()
+        .find(|n| n.op_type == "Conv")
+        .unwrap();
+    assert_eq!(conv.inputs.len(), 3, "{conv:?}");
+    assert_eq!(model.graph.initializers[&conv.inputs[2]].dims, [6]);
+    assert!(model.graph.nodes.iter().all(|n| n.op_type != "Add"));
+    let options = ResolvedOptions::from_args(["--soc_version=Ascend910B2"], &FsReader).unwrap();
+    let g = model.infer(&options).unwrap().remove(0);
+    assert_eq!(shape_of(&g, "c3"), [1, 8, 16, 16, 6]);
+}
+
 /// The inputs the op walk below feeds its ops: placeholders and integer constants.
 fn walk_inputs() -> Vec<NodeDef> {
     vec![
