@@ -6,13 +6,6 @@ import os
 
 from ._tunebank import training_precision_mode
 
-#: TF Adapter's ``precision_mode`` for a training graph when the script sets none
-#: (``tf_adapter/util/npu_attrs.cc``: ``graph_run_mode`` 1 → ``allow_fp32_to_fp16``, else
-#: ``force_fp16``), the same on every SoC. The other runs' defaults depend on the SoC:
-#: :func:`tunebank.training_precision_mode`.
-TRAINING_PRECISION_MODE = "allow_fp32_to_fp16"
-
-
 def aoe_mode():
     """``AOE_MODE``, stripped (``""`` when unset: nothing is to be tuned)."""
     return os.environ.get("AOE_MODE", "").strip()

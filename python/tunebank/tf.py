@@ -115,9 +115,9 @@ def step_graph(model, loss, optimizer, batch):
     return gd.SerializeToString(deterministic=True)
 
 
-#: The ``precision_mode`` a TensorFlow training run compiles under when the script sets none
-#: (``tunebank._step``: TF Adapter's training default).
-TRAINING_PRECISION_MODE = _step.TRAINING_PRECISION_MODE
+#: The ``precision_mode`` a TensorFlow training run compiles under when the script sets none:
+#: TF Adapter's training default, the same on every SoC (:func:`tunebank.training_precision_mode`).
+TRAINING_PRECISION_MODE = _step.training_precision_mode("tensorflow", "Ascend910B2")
 
 
 def tune_step(model, loss, optimizer, batch, *, name=None, soc_version="Ascend910B2", **options):

@@ -20,19 +20,12 @@
 //! | ApplyMomentum, Adam, AdamWeightDecay, SGD | `ApplyMomentum`, `ApplyAdam`, `AdamWeightDecay`, `SGD` (inputs in MindSpore's order, which is the IR's and CANN's) |
 //! | Assign, AssignAdd, AssignSub; AddN; PowTensorScalar | the same; `AddN`; `Pow` by a float constant |
 
-use std::collections::BTreeMap;
-
+use super::ops::{attrs, Attrs};
 use super::{flatten_tensors, Builder, Call, Value};
 use crate::batch_norm::{BnGrad, BnTraining};
 use crate::graph::ElemType;
 use crate::optimizer::apply_op;
 use crate::{Attr, ModelError};
-
-type Attrs = BTreeMap<String, Attr>;
-
-fn attrs<const N: usize>(list: [(&str, Attr); N]) -> Attrs {
-    list.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
-}
 
 /// MindSpore's optimizer primitives: the IR update each is and how many inputs it reads (the
 /// rest are `use_locking` and the side-effect monad).

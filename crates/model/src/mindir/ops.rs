@@ -34,9 +34,10 @@ use super::{flatten_tensors, Builder, Call, Value};
 use crate::graph::ElemType;
 use crate::{Attr, ModelError};
 
-type Attrs = BTreeMap<String, Attr>;
+pub(super) type Attrs = BTreeMap<String, Attr>;
 
-fn attrs<const N: usize>(list: [(&str, Attr); N]) -> Attrs {
+/// An attribute map of `list`.
+pub(super) fn attrs<const N: usize>(list: [(&str, Attr); N]) -> Attrs {
     list.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 

@@ -267,7 +267,7 @@ impl Builder<'_> {
         let perm = |p: [i64; 5]| attrs([("perm", Attr::Ints(p.to_vec()))]);
         let (to, out) = (
             format!("{}/to_ncdhw", node.name),
-            format!("{}/ncdhw", node.name),
+            format!("{}{}", node.name, super::CONV3D_NCDHW),
         );
         self.push(
             to.clone(),

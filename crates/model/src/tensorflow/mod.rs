@@ -49,6 +49,7 @@
 mod backward;
 mod einsum;
 mod layout_ops;
+
 mod ops;
 mod plumbing;
 #[cfg(test)]
@@ -66,6 +67,10 @@ use prost::Message as _;
 use crate::graph::{read_model_file, ConstTensor, ElemType, Graph, Model, Node, ValueDecl};
 use crate::ModelError;
 use proto::data_type as dt;
+
+/// The suffix of the name of the 5-D `Conv` an NDHWC Conv3D becomes between its layout
+/// transposes (`layout_ops.rs`), by which its `BiasAdd` finds it (`ops.rs`).
+const CONV3D_NCDHW: &str = "/ncdhw";
 
 /// The ONNX opset whose op semantics the imported graph uses.
 pub(crate) const OPSET: i64 = 17;

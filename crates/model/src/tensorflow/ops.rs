@@ -385,7 +385,7 @@ impl<'a> Builder<'a> {
             })
             .filter(|&c| {
                 let n = &self.nodes[c];
-                n.op_type == "Conv" && n.inputs.len() == 2 && n.name.ends_with("/ncdhw")
+                n.op_type == "Conv" && n.inputs.len() == 2 && n.name.ends_with(super::CONV3D_NCDHW)
             })
         {
             let bias = self.reshaped_constant(&b.ir).unwrap_or(b.ir);
