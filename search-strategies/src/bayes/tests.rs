@@ -230,7 +230,13 @@ fn warping_is_off_only_while_a_prior_is_trusted() {
     let warped = |bo: &mut BayesOpt| bo.model(&ctx, &[], false).unwrap().warp.is_some();
     assert!(warped(&mut BayesOpt::new(1)), "cold");
     let predicts = Arc::new(Prior::new(&space, &[source(1.0)]));
-    assert!(!warped(&mut BayesOpt::new(1).with_prior(predicts)), "trusted");
+    assert!(
+        !warped(&mut BayesOpt::new(1).with_prior(predicts)),
+        "trusted"
+    );
     let reversed = Arc::new(Prior::new(&space, &[source(-1.0)]));
-    assert!(warped(&mut BayesOpt::new(1).with_prior(reversed)), "untrusted");
+    assert!(
+        warped(&mut BayesOpt::new(1).with_prior(reversed)),
+        "untrusted"
+    );
 }
