@@ -156,7 +156,11 @@ fn evaluations_to_the_comb_optimum(alignment: bool) -> f64 {
         let c = s.config(id);
         let block = 32.0 * f64::from(c[0] + 1);
         let tile = f64::from(c[1] + 1);
-        let comb = if (c[0] + 1).is_multiple_of(4) { 1.0 } else { 1.6 };
+        let comb = if (c[0] + 1).is_multiple_of(4) {
+            1.0
+        } else {
+            1.6
+        };
         let bowl = 1.0 + 0.02 * ((block - 640.0) / 128.0).powi(2) + 0.02 * (tile - 3.0).powi(2);
         Some(comb * bowl * (1.0 + 0.01 * f64::from(c[2])))
     };
