@@ -49,7 +49,6 @@
 mod backward;
 mod einsum;
 mod layout_ops;
-
 mod ops;
 mod plumbing;
 #[cfg(test)]
