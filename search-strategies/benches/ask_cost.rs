@@ -88,6 +88,28 @@ fn bench(c: &mut Criterion) {
         )
     });
 
+    // The same batch under the previous default, the baseline for the ratio: standardised log
+    // objectives (no output warping) and rank features alone (no alignment coordinates).
+    let mut plain = BayesOpt::with_config(
+        1,
+        BayesConfig {
+            warp: false,
+            alignment: false,
+            ..BayesConfig::default()
+        },
+    );
+    let _ = plain.ask(&ctx, 1);
+    c.bench_function(
+        "bayes_opt ask of 8 @500 observations (no warping, no alignment)",
+        |b| {
+            b.iter_batched(
+                || plain.clone(),
+                |mut s| s.ask(&ctx, 8),
+                BatchSize::SmallInput,
+            )
+        },
+    );
+
     // What `--budget auto` asks once per round: the expected gain of the next 20 measurements.
     c.bench_function(
         "bayes_opt expected_gain (horizon 20) @500 observations",

@@ -248,7 +248,7 @@ impl std::str::FromStr for Budget {
 
 impl Default for StopRule {
     /// Less than 1 % of the best expected from the next 20 measurements, 3 rounds in a row,
-    /// after at least 20 measurements, with no improvement of 1 % over the last 40 (chosen on
+    /// after at least 20 measurements, with no improvement of 1 % over the last 80 (chosen on
     /// the dev spaces' design seeds: search-strategies/README.md, "Stopping by the model").
     fn default() -> Self {
         Self {
@@ -256,7 +256,7 @@ impl Default for StopRule {
             horizon: 20,
             min_evaluations: 20,
             patience: 3,
-            stall: 40,
+            stall: 80,
         }
     }
 }

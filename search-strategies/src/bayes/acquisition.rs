@@ -2,6 +2,7 @@
 //! found by branch and bound on a mean-only bound. The ask's pick is the first of them; the
 //! stop rule's expected gain is the sum of the first `horizon`.
 
+use super::features::ModelFeatures;
 use crate::gp::{expected_improvement, Gp};
 use crate::space::{ConfigId, Features, Space};
 
@@ -14,18 +15,25 @@ pub(super) struct Pooled {
 }
 
 impl Pooled {
-    pub(super) fn new(space: &Space, id: ConfigId) -> Self {
+    pub(super) fn new(feats: &ModelFeatures, space: &Space, id: ConfigId) -> Self {
         Pooled {
             id,
-            features: space.features(id),
+            features: feats.of(space, id),
             row: Vec::new(),
         }
     }
 }
 
 /// A pool of `cands` with rows complete for `gp`.
-pub(super) fn pool_of(gp: &Gp, space: &Space, cands: &[ConfigId]) -> Vec<Pooled> {
-    let mut pool: Vec<Pooled> = cands.iter().map(|&c| Pooled::new(space, c)).collect();
+pub(super) fn pool_of(
+    gp: &Gp,
+    feats: &ModelFeatures,
+    space: &Space,
+    cands: &[ConfigId],
+) -> Vec<Pooled> {
+    let mut pool: Vec<Pooled> = (cands.iter())
+        .map(|&c| Pooled::new(feats, space, c))
+        .collect();
     for p in &mut pool {
         gp.extend_row(&p.features, &mut p.row);
     }

@@ -12,6 +12,8 @@ use crate::strategies::{random_unmeasured, seeded_rng};
 use crate::strategy::{Observation, SearchContext, Strategy};
 use crate::transfer::{prior_slope, unmeasured_seeds, Prior};
 use acquisition::{pool_of, top_by_ei, Pooled};
+use features::ModelFeatures;
+use warp::Warp;
 
 /// Tuning knobs of [`BayesOpt`].
 #[derive(Debug, Clone)]
@@ -36,6 +38,18 @@ pub struct BayesConfig {
     /// Mix an overlap ("same value") term into the kernel, its rates and weight fitted with the
     /// length scales, so effects of single parameter values are modelled beside rank trends.
     pub overlap: bool,
+    /// Model the log objectives' normal scores (ranks through `Φ⁻¹`, a Gaussian copula) instead
+    /// of their standardised values, so a few configurations far slower than the rest do not
+    /// dominate the fit of the good region's small differences. Not while a prior is trusted
+    /// ([`BayesOpt::with_prior`], [`prior_slope`] `> 0`): the GP then models the residual from
+    /// the prior's prediction of the standardised log objective, which needs that scale.
+    pub warp: bool,
+    /// Give the GP, beside each parameter's value rank, each integer parameter's power-of-two
+    /// alignment (how many times 2 divides the value) where it varies, so that effects of
+    /// alignment (a block size of 448 fast between 416 and 480 slow) are a trend it can fit.
+    /// Not while a prior is trusted: the warm search's first measurements then lost more to the
+    /// extra coordinates than they gained (search-strategies/README.md, "What each change bought").
+    pub alignment: bool,
     /// Local (trust-region) mode: no initial design and no seeds of its own; expected
     /// improvement is scored only over the incumbent's close neighbourhood ([`local_moves`]),
     /// so every proposal is a one- or two-parameter refinement of the best configuration.
@@ -65,6 +79,8 @@ impl Default for BayesConfig {
             refit_every: 8,
             xi: 0.0,
             overlap: true,
+            warp: true,
+            alignment: true,
             local: false,
             seed_lead: 3,
         }
@@ -85,6 +101,9 @@ pub struct BayesOpt {
     /// This `ask`'s model-chosen proposals and the log objective the model predicted for each
     /// (the Kriging believer's lies for the rest of the batch).
     believed: std::collections::HashMap<ConfigId, f64>,
+    /// The GP's feature maps, without and with alignment coordinates, each built for the space
+    /// of its first use.
+    feats: [Option<Arc<ModelFeatures>>; 2],
 }
 
 impl BayesOpt {
@@ -103,6 +122,7 @@ impl BayesOpt {
             fitted_at: 0,
             prior: None,
             believed: Default::default(),
+            feats: [None, None],
         }
     }
 
@@ -165,6 +185,19 @@ impl BayesOpt {
                 .min_by(|a, b| a.1.total_cmp(&b.1))
                 .map(|p| *p.0),
             None => moves.first().copied(),
+        }
+    }
+
+    /// The GP's feature map for `space`: with alignment coordinates ([`BayesConfig::alignment`])
+    /// unless `trusted` (a prior predicts the observations). Each map is built on first use.
+    fn feats(&mut self, space: &Space, trusted: bool) -> Arc<ModelFeatures> {
+        let alignment = self.cfg.alignment && !trusted;
+        let slot = &mut self.feats[usize::from(alignment)];
+        match slot {
+            Some(f) if f.is_for(space) => f.clone(),
+            _ => slot
+                .insert(Arc::new(ModelFeatures::new(space, alignment)))
+                .clone(),
         }
     }
 
@@ -246,7 +279,6 @@ impl BayesOpt {
         refit: bool,
     ) -> Option<Model> {
         let space = ctx.space;
-        let d = space.feature_dims();
         let (ids, mut y) = self.training(ctx);
         // Pending proposals of this batch: a model-chosen one counts as the value the model
         // predicted for it when it was chosen (the Kriging believer), any other (a design
@@ -269,18 +301,30 @@ impl BayesOpt {
             let centre = ps[..told].iter().sum::<f64>() / told.max(1) as f64;
             (beta, centre)
         });
+        // Warping and alignment coordinates, unless the GP models a residual from a trusted
+        // prior, whose prediction is on the standardised scale.
+        let trusted = offset.is_some_and(|o| o.0 > 0.0);
+        let feats = self.feats(space, trusted);
+        let d = feats.dims(space);
+        let warp = (self.cfg.warp && !trusted).then(|| {
+            let (w, z) = Warp::fit(&y);
+            ys = z;
+            w
+        });
         let prior = self.prior.clone();
         let shift = |id: ConfigId| prior_shift(offset, prior.as_deref(), space, id);
         for (y, &id) in ys.iter_mut().zip(&all_ids) {
             *y -= shift(id);
         }
-        let x = gather(space, &all_ids);
-        if self.hyper.lengthscales.len() != d {
+        let x = gather(&feats, space, &all_ids);
+        // A new feature map (the prior became trusted, or stopped being): fit afresh.
+        let remap = self.hyper.lengthscales.len() != d;
+        if remap {
             self.hyper = self.start_hyper(d);
         }
         let len = ctx.history.len();
         let due = self.fitted_at + self.cfg.refit_every.max(self.fitted_at / 6);
-        if refit && (self.fitted_at == 0 || len >= due) {
+        if remap || (refit && (self.fitted_at == 0 || len >= due)) {
             self.hyper = fit_hyper(&x, d, &ys, &self.hyper, 30);
             self.fitted_at = len;
         }
@@ -295,7 +339,9 @@ impl BayesOpt {
             best,
             sd,
             mean,
+            warp,
             offset,
+            feats,
         })
     }
 
@@ -417,11 +463,32 @@ struct Model {
     sd: f64,
     /// The mean of the log objectives: standardised 0.
     mean: f64,
+    /// With [`BayesConfig::warp`], the map between log objectives and the GP's normal scores
+    /// (then `sd` and `mean` are unused).
+    warp: Option<Warp>,
     /// Transfer: the prior's learned weight and centre, when there is a prior for this space.
     offset: Option<(f64, f64)>,
+    /// The feature map the GP was fitted on.
+    feats: Arc<ModelFeatures>,
 }
 
 impl Model {
+    /// The log objective of the model's value `s`.
+    fn to_log(&self, s: f64) -> f64 {
+        match &self.warp {
+            Some(w) => w.inverse(s),
+            None => s * self.sd + self.mean,
+        }
+    }
+
+    /// An improvement `d` in the model's units as log units (near the best, for a warp).
+    fn log_units(&self, d: f64) -> f64 {
+        match &self.warp {
+            Some(w) => d * w.top_slope(),
+            None => d * self.sd,
+        }
+    }
+
     /// The prior's part of the standardised mean at `id` (0 without a prior).
     fn shift(&self, prior: Option<&Prior>, space: &Space, id: ConfigId) -> f64 {
         prior_shift(self.offset, prior, space, id)
@@ -442,8 +509,8 @@ fn prior_shift(
     }
 }
 
-fn gather(space: &Space, ids: &[ConfigId]) -> Vec<f64> {
-    ids.iter().flat_map(|&id| space.features(id)).collect()
+fn gather(feats: &ModelFeatures, space: &Space, ids: &[ConfigId]) -> Vec<f64> {
+    ids.iter().flat_map(|&id| feats.of(space, id)).collect()
 }
 
 impl Strategy for BayesOpt {
@@ -515,18 +582,22 @@ impl Strategy for BayesOpt {
             let shift = |id: ConfigId| model.shift(prior.as_deref(), space, id);
             let best = model.best;
             let gp = &model.gp;
+            let feats = &model.feats;
             let ranked = if self.cfg.local {
-                let pool = pool_of(gp, space, &local_moves(ctx, &out));
+                let pool = pool_of(gp, feats, space, &local_moves(ctx, &out));
                 top_by_ei(gp, &pool, best, self.cfg.xi, &shift, 1)
             } else {
                 // One candidate pool for the whole batch: drawn at its first model-based pick,
-                // each candidate's kernel row kept and extended by the later picks only.
+                // each candidate's kernel row kept and extended by the later picks only (trust,
+                // hence the feature map, depends on the measured observations alone, so it
+                // holds for the batch).
                 let pool = match &mut pool {
                     Some(p) => p,
                     None => {
                         let trusted = offset.is_some_and(|o| o.0 > 0.0);
                         let cands = self.candidates(ctx, &out, trusted);
-                        pool.insert(cands.into_iter().map(|id| Pooled::new(space, id)).collect())
+                        let pooled = cands.into_iter().map(|id| Pooled::new(feats, space, id));
+                        pool.insert(pooled.collect())
                     }
                 };
                 pool.retain(|p| !out.contains(&p.id));
@@ -539,8 +610,8 @@ impl Strategy for BayesOpt {
                 break;
             };
             // Believed: the model's mean there, in log units.
-            let mu = gp.mean(&space.features(id)) + shift(id);
-            self.believed.insert(id, mu * model.sd + model.mean);
+            let mu = gp.mean(&feats.of(space, id)) + shift(id);
+            self.believed.insert(id, model.to_log(mu));
             out.push(id);
         }
         out
@@ -571,14 +642,16 @@ impl Strategy for BayesOpt {
         if cands.is_empty() {
             return None;
         }
-        let pool = pool_of(&model.gp, ctx.space, &cands);
+        let pool = pool_of(&model.gp, &model.feats, ctx.space, &cands);
         let top = top_by_ei(&model.gp, &pool, model.best, 0.0, &shift, horizon);
         // Summed smallest first.
         let ei: f64 = top.iter().rev().map(|t| t.1).sum();
-        Some(1.0 - (-ei * model.sd).exp())
+        Some(1.0 - (-model.log_units(ei)).exp())
     }
 }
 
 mod acquisition;
+mod features;
 #[cfg(test)]
 mod tests;
+mod warp;

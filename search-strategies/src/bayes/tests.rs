@@ -94,3 +94,156 @@ fn more_design_candidates_spread_the_initial_samples_further() {
     let (few, many) = (spread(30), spread(1000));
     assert!(many > few * 1.2, "{many} vs {few}");
 }
+
+/// Mean over seeds of the evaluations Bayesian optimisation needs to find the optimum of a
+/// bowl with differences of 1 % near its centre, in a space where a quarter of the
+/// configurations (a fourth parameter's first value) are 50 times slower.
+fn evaluations_to_the_optimum(warp: bool) -> f64 {
+    let values: Vec<i64> = (0..8).collect();
+    let mut params: Vec<Parameter> = (0..3)
+        .map(|j| Parameter::ints(format!("p{j}"), &values))
+        .collect();
+    params.push(Parameter::ints("slow", &[0, 1, 2, 3]));
+    let space = Space::enumerate(params, &[], &Default::default()).unwrap();
+    let target = [5i32, 2, 6];
+    let f = |s: &Space, id: ConfigId| {
+        let c = s.config(id);
+        let d: i32 = (0..3).map(|j| (i32::from(c[j]) - target[j]).pow(2)).sum();
+        let trap = if c[3] == 0 { 50.0 } else { 1.0 };
+        Some(trap * (1.0 + 0.01 * f64::from(d)) * (1.0 + 0.001 * f64::from(c[3])))
+    };
+    let mut total = 0.0;
+    let seeds = 8;
+    for seed in 0..seeds {
+        let cfg = BayesConfig {
+            warp,
+            ..BayesConfig::default()
+        };
+        let mut bo = BayesOpt::with_config(seed, cfg);
+        let mut obj = f;
+        let out = Driver::new(120).run(&space, &mut bo, &mut obj);
+        let optimum = 1.001;
+        let at = (out.history.observations().iter())
+            .position(|o| o.value.is_some_and(|v| v <= optimum + 1e-12))
+            .map_or(121, |i| i + 1);
+        total += at as f64;
+    }
+    total / f64::from(seeds as u32)
+}
+
+#[test]
+fn warping_keeps_a_slow_region_from_hiding_small_differences() {
+    let (warped, plain) = (
+        evaluations_to_the_optimum(true),
+        evaluations_to_the_optimum(false),
+    );
+    assert!(warped < plain * 0.8, "warped {warped} vs plain {plain}");
+}
+
+/// Mean over seeds of the evaluations Bayesian optimisation needs to find the optimum of a
+/// comb: block sizes step by 32, but only multiples of 128 are fast, and among those a bowl
+/// in the block size and a second parameter decides.
+fn evaluations_to_the_comb_optimum(alignment: bool) -> f64 {
+    let blocks: Vec<i64> = (1..=32).map(|k| 32 * k).collect();
+    let tiles: Vec<i64> = (1..=8).collect();
+    let params = vec![
+        Parameter::ints("block", &blocks),
+        Parameter::ints("tile", &tiles),
+        Parameter::ints("unroll", &[1, 3, 5, 7]),
+    ];
+    let space = Space::enumerate(params, &[], &Default::default()).unwrap();
+    let f = |s: &Space, id: ConfigId| {
+        let c = s.config(id);
+        let block = 32.0 * f64::from(c[0] + 1);
+        let tile = f64::from(c[1] + 1);
+        let comb = if (c[0] + 1).is_multiple_of(4) {
+            1.0
+        } else {
+            1.6
+        };
+        let bowl = 1.0 + 0.02 * ((block - 640.0) / 128.0).powi(2) + 0.02 * (tile - 3.0).powi(2);
+        Some(comb * bowl * (1.0 + 0.01 * f64::from(c[2])))
+    };
+    let optimum = (0..space.len() as ConfigId)
+        .filter_map(|id| f(&space, id))
+        .fold(f64::INFINITY, f64::min);
+    let seeds = 8u64;
+    let mut total = 0.0;
+    for seed in 0..seeds {
+        let cfg = BayesConfig {
+            alignment,
+            ..BayesConfig::default()
+        };
+        let mut bo = BayesOpt::with_config(seed, cfg);
+        let mut obj = f;
+        let out = Driver::new(150).run(&space, &mut bo, &mut obj);
+        let at = (out.history.observations().iter())
+            .position(|o| o.value.is_some_and(|v| v <= optimum))
+            .map_or(151, |i| i + 1);
+        total += at as f64;
+    }
+    total / seeds as f64
+}
+
+#[test]
+fn alignment_coordinates_find_a_comb_optimum_sooner() {
+    let (aligned, plain) = (
+        evaluations_to_the_comb_optimum(true),
+        evaluations_to_the_comb_optimum(false),
+    );
+    assert!(aligned < plain * 0.85, "aligned {aligned} vs plain {plain}");
+}
+
+/// Warping and alignment coordinates are off only while a prior is trusted: the GP then models
+/// the residual from the prior's prediction, on the plain standardised scale.
+#[test]
+fn warping_and_alignment_are_off_only_while_a_prior_is_trusted() {
+    use crate::transfer::{Source, SourceRecord};
+    use crate::Value;
+    let values: Vec<i64> = (1..=12).collect();
+    let params = vec![
+        Parameter::ints("bx", &values),
+        Parameter::ints("ty", &[1, 2, 3]),
+    ];
+    let space = Space::enumerate(params, &[], &Default::default()).unwrap();
+    let time = |bx: i64, ty: i64| (bx as f64) * (1.0 + 0.1 * ty as f64);
+    let source = |sign: f64| Source {
+        label: "s".into(),
+        distance: 1.0,
+        records: (1..=12)
+            .flat_map(|bx| (1..=3).map(move |ty| (bx, ty)))
+            .map(|(bx, ty)| SourceRecord {
+                values: vec![("bx".into(), Value::Int(bx)), ("ty".into(), Value::Int(ty))],
+                objective: Some(time(bx, ty).powf(sign)),
+            })
+            .collect(),
+    };
+    let mut history = History::new(space.len());
+    for id in (0..space.len() as ConfigId).step_by(3) {
+        let c = space.config(id);
+        let (bx, ty) = (i64::from(c[0]) + 1, i64::from(c[1]) + 1);
+        history.record(Observation {
+            id,
+            value: Some(time(bx, ty)),
+        });
+    }
+    let ctx = SearchContext {
+        space: &space,
+        history: &history,
+    };
+    // (warped, coordinates the GP sees)
+    let model = |mut bo: BayesOpt| {
+        let m = bo.model(&ctx, &[], false).unwrap();
+        (m.warp.is_some(), m.feats.dims(&space))
+    };
+    let (plain, aligned) = (space.feature_dims(), space.feature_dims() + 2);
+    assert_eq!(model(BayesOpt::new(1)), (true, aligned), "cold");
+    let predicts = Arc::new(Prior::new(&space, &[source(1.0)]));
+    let trusted = BayesOpt::new(1).with_prior(predicts);
+    assert!(trusted.prior_trusted(&ctx));
+    assert_eq!(model(trusted), (false, plain), "trusted prior");
+    let reversed = Arc::new(Prior::new(&space, &[source(-1.0)]));
+    let untrusted = BayesOpt::new(1).with_prior(reversed);
+    assert!(!untrusted.prior_trusted(&ctx));
+    assert_eq!(model(untrusted), (true, aligned), "untrusted prior");
+}
