@@ -163,22 +163,25 @@ def test_tell_rejects_unknown_and_repeated_configurations():
 def test_replay_and_score_agree_with_search_bench_traces():
     space = search.Space.from_cache(CACHE)
     assert len(space) > 100 and space.optimum > 0
-    cmp = search.compare([CACHE], ["random", "ensemble"], seeds=3, budget=50)
+    cmp = search.compare([CACHE], ["random", "ensemble"], seeds=10, budget=50)
     (key,) = cmp.traces
     ours = {}
     for name in ("random", "ensemble"):
         row = next(r for r in cmp.rows if r["strategy"] == name)
         scored = search.score(cmp.traces[key][name], CACHE, budget=50)
         assert scored["score"] == pytest.approx(row["score"])
-        assert scored["runs"] == 3
+        assert scored["runs"] == 10
         ours[name] = independent_scores(cmp.traces[key][name], CACHE, budget=50)
         assert row["score"] == pytest.approx(mean_of(ours[name], "score"), rel=1e-9, abs=1e-12)
         assert row["frac@20"] == pytest.approx(mean_of(ours[name], "frac@20"), rel=1e-12)
         assert row["frac@50"] == pytest.approx(mean_of(ours[name], "frac@50"), rel=1e-12)
-    # On these fixed seeds the ensemble is ahead of random search on every seed and in the mean
-    # (seeds 0-2: 0.29, 0.90, 0.69 against -0.26, 0.05, 0.06).
-    assert all(e["score"] > r["score"] for e, r in zip(ours["ensemble"], ours["random"])), ours
-    assert mean_of(ours["ensemble"], "score") > mean_of(ours["random"], "score") + 0.5, ours
+    # The ensemble is ahead of random search, seed for seed, by more than 0.2 beyond two standard
+    # errors of the paired difference (seeds 0-9: 0.48 ± 0.08; one seed's difference spreads by
+    # about 0.25, so a fixed margin on three seeds tested the seeds' luck as much as the search).
+    diffs = [e["score"] - r["score"] for e, r in zip(ours["ensemble"], ours["random"])]
+    mean = sum(diffs) / len(diffs)
+    se = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs))
+    assert mean - 2 * se > 0.2, (mean, se, ours)
     # The replayed objective is the cache's: a trace's values are measurements of the space.
     measured = {space.measure(space.config(i)) for i in range(len(space))}
     assert set(v for v in cmp.traces[key]["ensemble"][0] if v is not None) <= measured
