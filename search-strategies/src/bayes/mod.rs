@@ -48,7 +48,8 @@ pub struct BayesConfig {
     /// alignment (how many times 2 divides the value) where it varies, so that effects of
     /// alignment (a block size of 448 fast between 416 and 480 slow) are a trend it can fit.
     /// Not while a prior is trusted: the warm search's first measurements then lost more to the
-    /// extra coordinates than they gained (search-strategies/README.md, "What each change bought").
+    /// extra coordinates than they gained (search-strategies/README.md, "Output warping and
+    /// alignment coordinates").
     pub alignment: bool,
     /// Local (trust-region) mode: no initial design and no seeds of its own; expected
     /// improvement is scored only over the incumbent's close neighbourhood ([`local_moves`]),
