@@ -474,6 +474,12 @@ struct Model {
 }
 
 impl Model {
+    /// True when the prior for this space predicts the observations (its learned weight is
+    /// positive): the GP then models the prior's residual, without warping or alignment.
+    fn trusted(&self) -> bool {
+        self.offset.is_some_and(|o| o.0 > 0.0)
+    }
+
     /// The log objective of the model's value `s`.
     fn to_log(&self, s: f64) -> f64 {
         match &self.warp {
@@ -578,7 +584,6 @@ impl Strategy for BayesOpt {
                 }
                 continue;
             };
-            let offset = model.offset;
             let prior = self.prior.clone();
             let shift = |id: ConfigId| model.shift(prior.as_deref(), space, id);
             let best = model.best;
@@ -595,8 +600,7 @@ impl Strategy for BayesOpt {
                 let pool = match &mut pool {
                     Some(p) => p,
                     None => {
-                        let trusted = offset.is_some_and(|o| o.0 > 0.0);
-                        let cands = self.candidates(ctx, &out, trusted);
+                        let cands = self.candidates(ctx, &out, model.trusted());
                         let pooled = cands.into_iter().map(|id| Pooled::new(feats, space, id));
                         pool.insert(pooled.collect())
                     }
@@ -635,8 +639,7 @@ impl Strategy for BayesOpt {
         let model = self.model(ctx, &[], false)?;
         let own = seeded_rng(self.seed ^ ctx.history.len() as u64, 7);
         let saved = std::mem::replace(&mut self.rng, own);
-        let trusted = model.offset.is_some_and(|o| o.0 > 0.0);
-        let cands = self.candidates(ctx, &[], trusted);
+        let cands = self.candidates(ctx, &[], model.trusted());
         self.rng = saved;
         let prior = self.prior.clone();
         let shift = |id: ConfigId| model.shift(prior.as_deref(), ctx.space, id);
