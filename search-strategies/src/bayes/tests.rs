@@ -69,16 +69,29 @@ fn local_mode_proposes_only_one_step_moves_of_the_incumbent() {
             space: &space,
             history: &history,
         };
-        let best = history.best().unwrap().id;
+        // The bowl has ties: a move of any observation tied for the best is a refinement.
+        let best = history.best().unwrap().value;
         let Some(&id) = bo.ask(&ctx, 1).first() else {
             break;
         };
-        let (a, b) = (space.config(best), space.config(id));
-        let steps: Vec<u16> = (0..4).map(|j| a[j].abs_diff(b[j])).collect();
-        let moved = steps.iter().filter(|&&s| s > 0).count();
+        let b = space.config(id);
+        let one_step_of = |parent: ConfigId| {
+            let a = space.config(parent);
+            let steps: Vec<u16> = (0..4).map(|j| a[j].abs_diff(b[j])).collect();
+            let moved = steps.iter().filter(|&&s| s > 0).count();
+            steps.iter().all(|&s| s <= 1) && (1..=2).contains(&moved)
+        };
+        let incumbents: Vec<ConfigId> = (history.observations().iter())
+            .filter(|o| o.value == best)
+            .map(|o| o.id)
+            .collect();
         assert!(
-            steps.iter().all(|&s| s <= 1) && (1..=2).contains(&moved),
-            "{a:?} -> {b:?}"
+            incumbents.iter().any(|&p| one_step_of(p)),
+            "{b:?} is no one-step move of an incumbent {:?}",
+            incumbents
+                .iter()
+                .map(|&p| space.config(p))
+                .collect::<Vec<_>>()
         );
         history.record(Observation {
             id,
