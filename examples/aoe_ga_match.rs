@@ -2,26 +2,29 @@
 //! ResNet-50 and BERT-base shapes in `fixtures/ops/`, on the simulator for Ascend910B2 (the
 //! replay-space version is `search-bench --match-aoe-ga`).
 //!
-//! `cargo run --release --example aoe_ga_match -- [SEEDS] [BUDGET] [AOE_TRIALS]` (defaults: 10,
-//! 200, 500). For every op, `aoe-ga` runs `AOE_TRIALS` evaluations (a space smaller than that is
-//! measured whole) with seeds 1000 … 1000 + SEEDS − 1, once with AOE's default settings (early
-//! stop on) and once with the early stop off; the target is the median over seeds of its best
-//! time. The default strategy (the registry's first name, `ensemble`) then runs `BUDGET`
-//! evaluations with the same seeds; for each seed, the measurements to match are the first
-//! evaluation whose best-so-far is at most the target (`search_strategies::bench::MatchRow`).
-//! Printed per op: the space size, AOE-GA's median best (and the evaluations it used), the
-//! default's median measurements to match (`>BUDGET` when the median run does not get there)
-//! and the share of seeds that get there within the budget; then per model the median over ops
-//! of the per-op median, the worst op and the share over all runs. The simulator is noiseless
-//! and every search seeded, so the output is the same on every run.
+//! `cargo run --release --example aoe_ga_match -- [SEEDS] [BUDGET] [AOE_TRIALS] [--no-warp]
+//! [--no-alignment]` (defaults: 10, 200, 500; the flags turn a part of the Bayesian model off, as
+//! `search-bench`'s do, for attribution runs). For every op, `aoe-ga` runs `AOE_TRIALS` evaluations
+//! (a space smaller than that is measured whole) with seeds 1000 … 1000 + SEEDS − 1, once with
+//! AOE's default settings (early stop on) and once with the early stop off; the target is the
+//! median over seeds of its best time. The default strategy (the registry's first name, `ensemble`)
+//! then runs `BUDGET` evaluations with the same seeds; for each seed, the measurements to match are
+//! the first evaluation whose best-so-far is at most the target
+//! (`search_strategies::bench::MatchRow`). Printed per op: the space size, AOE-GA's median best
+//! (and the evaluations it used), the default's median measurements to match (`>BUDGET` when the
+//! median run does not get there) and the share of seeds that get there within the budget; then per
+//! model the median over ops of the per-op median, the worst op and the share over all runs. The
+//! simulator is noiseless and every search seeded, so the output is the same on every run.
 
 use std::time::Instant;
 
 use search_strategies::aoe_ga::{AoeGa, AoeGaConfig};
+use search_strategies::bayes::BayesConfig;
 use search_strategies::bench::MatchRow;
 use search_strategies::score::Trace;
 use search_strategies::stats::median;
-use search_strategies::strategies::{by_name, STRATEGY_NAMES};
+use search_strategies::strategies::STRATEGY_NAMES;
+use search_strategies::transfer::build;
 use search_strategies::{Driver, Strategy};
 use tunebank::key::{OpDescriptor, SocSpec};
 use tunebank::measure::sim::SimRunner;
@@ -38,9 +41,26 @@ struct OpRows {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |i: usize, default: usize| -> Result<usize, std::num::ParseIntError> {
-        args.get(i).map_or(Ok(default), |s| s.parse())
+    let all: Vec<String> = std::env::args().collect();
+    let (flags, args): (Vec<&String>, Vec<&String>) = all.iter().partition(|a| a.starts_with("--"));
+    let mut bayes = BayesConfig::default();
+    for f in flags {
+        match f.as_str() {
+            "--no-warp" => bayes.warp = false,
+            "--no-alignment" => bayes.alignment = false,
+            other => {
+                return Err(format!(
+                    "unknown flag `{other}`: expected `--no-warp` or `--no-alignment`"
+                )
+                .into())
+            }
+        }
+    }
+    let arg = |i: usize, default: usize| -> Result<usize, String> {
+        args.get(i).map_or(Ok(default), |s| {
+            s.parse()
+                .map_err(|_| format!("argument {i}: expected a count, got `{s}`"))
+        })
     };
     let (n_seeds, budget, aoe_trials) = (arg(1, 10)?, arg(2, 200)?, arg(3, 500)?);
     let seeds: Vec<u64> = (FIRST_SEED..).take(n_seeds).collect();
@@ -56,6 +76,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
          seeds {FIRST_SEED}..{}",
         FIRST_SEED + n_seeds as u64 - 1
     );
+    if !bayes.warp || !bayes.alignment {
+        let on = |b: bool| if b { "on" } else { "off" };
+        println!(
+            "Bayesian models: output warping {}, alignment coordinates {} (not the default)",
+            on(bayes.warp),
+            on(bayes.alignment)
+        );
+    }
     let mut summaries = Vec::new();
     for (model, file) in [
         ("ResNet-50", "resnet50_ops.json"),
@@ -85,7 +113,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let space = sim.space(&task)?;
             let ours: Vec<Trace> = (seeds.iter())
                 .map(|&s| {
-                    let mut strategy = by_name(default, s).ok_or("unknown strategy")?;
+                    let mut strategy = build(default, s, None, &bayes).ok_or("unknown strategy")?;
                     Ok(trace(&mut sim, &task, &space, strategy.as_mut(), budget))
                 })
                 .collect::<Result<_, Box<dyn std::error::Error>>>()?;

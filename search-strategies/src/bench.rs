@@ -4,17 +4,19 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::bayes::BayesConfig;
 use crate::plot::{gap_svg, Curve};
 use crate::replay::ReplaySpace;
 use crate::score::{mean_curve, summarise, Baseline, Summary, Trace, TraceFile, FRACTION_AT};
 use crate::stats::median;
-use crate::strategies::by_name;
 use crate::strategy::{Driver, Strategy};
+use crate::transfer::build;
 
 /// One replay run: `strategy` with `seed` on `replay` for `budget` evaluations. `None` for an
 /// unknown strategy name.
 pub fn run_one(replay: &ReplaySpace, strategy: &str, seed: u64, budget: usize) -> Option<Trace> {
-    run_with(replay, strategy, seed, &Driver::new(budget), None)
+    let cold = BayesConfig::default();
+    run_with(replay, strategy, seed, &Driver::new(budget), None, &cold)
 }
 
 /// [`run_one`] with transfer from `prior` (built for `replay.space`), through
@@ -26,24 +28,31 @@ pub fn run_one_with_prior(
     budget: usize,
     prior: std::sync::Arc<crate::transfer::Prior>,
 ) -> Option<Trace> {
-    run_with(replay, strategy, seed, &Driver::new(budget), Some(prior))
+    let driver = Driver::new(budget);
+    run_with(
+        replay,
+        strategy,
+        seed,
+        &driver,
+        Some(prior),
+        &BayesConfig::default(),
+    )
 }
 
 /// One replay run of the registry's `strategy` under `driver` (its budget, batch width and
-/// stopping rule), with transfer from `prior` when given. The trace is in measurement order,
-/// so with a batch width of `w` evaluation `k` (1-based) was measured in round `⌈k / w⌉`.
-/// `None` for an unknown strategy name.
+/// stopping rule), with transfer from `prior` when given, its Bayesian model (if it has one)
+/// configured by `bayes` ([`build`]). The trace is in measurement order, so with a batch
+/// width of `w` evaluation `k` (1-based) was measured in round `⌈k / w⌉`. `None` for an
+/// unknown strategy name.
 pub fn run_with(
     replay: &ReplaySpace,
     strategy: &str,
     seed: u64,
     driver: &Driver,
     prior: Option<std::sync::Arc<crate::transfer::Prior>>,
+    bayes: &BayesConfig,
 ) -> Option<Trace> {
-    let mut s = match prior {
-        Some(p) => crate::transfer::by_name_with_prior(strategy, seed, p)?,
-        None => by_name(strategy, seed)?,
-    };
+    let mut s = build(strategy, seed, prior, bayes)?;
     let mut objective = replay.objective();
     let out = driver.run(&replay.space, s.as_mut(), &mut objective);
     Some(out.history.observations().iter().map(|o| o.value).collect())

@@ -102,19 +102,27 @@ impl Ensemble {
     /// exactly the one without the local arm. Without a prior this is
     /// [`Ensemble::default_arms`].
     pub fn default_arms_with_prior(seed: u64, prior: Option<Arc<Prior>>) -> Self {
+        Self::with_bayes(seed, prior, &BayesConfig::default())
+    }
+
+    /// [`Ensemble::default_arms_with_prior`] with its Bayesian arms configured by `bayes`
+    /// (the local arm: `bayes` with [`BayesConfig::local`] set), for attribution runs that
+    /// turn one of the model's parts off (`search-bench --no-warp`, `--no-alignment`).
+    pub fn with_bayes(seed: u64, prior: Option<Arc<Prior>>, bayes: &BayesConfig) -> Self {
         let mut arms: Vec<Box<dyn Strategy>> = Vec::new();
         let warmup_arms = match prior {
             Some(p) => {
                 let local = BayesConfig {
                     local: true,
-                    ..BayesConfig::default()
+                    ..bayes.clone()
                 };
-                arms.push(Box::new(BayesOpt::new(seed).with_prior(p.clone())));
+                let first = BayesOpt::with_config(seed, bayes.clone()).with_prior(p.clone());
+                arms.push(Box::new(first));
                 arms.push(Box::new(BayesOpt::with_config(seed, local).with_prior(p)));
                 2
             }
             None => {
-                arms.push(Box::new(BayesOpt::new(seed)));
+                arms.push(Box::new(BayesOpt::with_config(seed, bayes.clone())));
                 1
             }
         };

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use clap::Parser;
 use search_strategies::aoe_ga::{AoeGa, AoeGaConfig};
+use search_strategies::bayes::BayesConfig;
 use search_strategies::bench::{
     curves, render_match, run_strategy, run_with, svg, MatchRow, Table,
 };
@@ -88,6 +89,14 @@ struct Args {
     /// AOE-GA's evaluations per run for `--match-aoe-ga` (AOE's default trials per operator).
     #[arg(long, default_value_t = AoeGaConfig::default().trials)]
     aoe_ga_budget: usize,
+    /// Bayesian models (`bayes_opt`, the ensemble's Bayesian arms) fit the plain standardised
+    /// log objectives, without output warping (`BayesConfig::warp`); for attribution runs.
+    #[arg(long)]
+    no_warp: bool,
+    /// Bayesian models see each parameter's value rank only, without power-of-two alignment
+    /// coordinates (`BayesConfig::alignment`); for attribution runs.
+    #[arg(long)]
+    no_alignment: bool,
 }
 
 /// `--budget`, with 0 refused: a run measures at least one configuration.
@@ -124,6 +133,14 @@ fn run(args: Args) -> Result<(), String> {
         strategies.extend(warm);
     }
     let seeds: Vec<u64> = (args.seed_base..args.seed_base + args.seeds).collect();
+    if args.no_warp || args.no_alignment {
+        let on = |off: bool| if off { "off" } else { "on" };
+        println!(
+            "Bayesian models: output warping {}, alignment coordinates {} (not the default)",
+            on(args.no_warp),
+            on(args.no_alignment)
+        );
+    }
     let file = run_all(&args, &spaces, &priors, &strategies, &seeds)?;
     if let Some(p) = &args.traces {
         let text = serde_json::to_string(&file).map_err(|e| e.to_string())?;
@@ -214,6 +231,11 @@ fn run_all(
             (0..strategies.len()).flat_map(move |st| seeds.iter().map(move |&s| (sp, st, s)))
         })
         .collect();
+    let bayes = BayesConfig {
+        warp: !args.no_warp,
+        alignment: !args.no_alignment,
+        ..BayesConfig::default()
+    };
     let results: Mutex<Vec<Option<Trace>>> = Mutex::new(vec![None; tasks.len()]);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -235,7 +257,7 @@ fn run_all(
                     stop_rule: args.budget.stop_rule(),
                     ..Driver::new(args.budget.cap)
                 };
-                let trace = run_with(&spaces[sp].1, base, seed, &driver, prior);
+                let trace = run_with(&spaces[sp].1, base, seed, &driver, prior, &bayes);
                 if let Ok(mut r) = results.lock() {
                     r[i] = trace;
                 }

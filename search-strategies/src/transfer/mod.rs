@@ -47,7 +47,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::aoe_ga::AoeGa;
-use crate::bayes::BayesOpt;
+use crate::bayes::{BayesConfig, BayesOpt};
 use crate::ensemble::Ensemble;
 use crate::expr::Value;
 use crate::replay::ReplaySpace;
@@ -548,13 +548,32 @@ pub(crate) fn unmeasured_seeds(
 /// strategy starts from the seeds. Without a source in the prior it is exactly [`by_name`].
 /// `None` for an unknown name.
 pub fn by_name_with_prior(name: &str, seed: u64, prior: Arc<Prior>) -> Option<Box<dyn Strategy>> {
+    build(name, seed, Some(prior), &BayesConfig::default())
+}
+
+/// A registry strategy by name, with transfer from `prior` when given ([`by_name_with_prior`];
+/// [`by_name`] without), its Bayesian model configured by `bayes`: `bayes_opt` is
+/// [`BayesOpt::with_config`], `ensemble` [`Ensemble::with_bayes`]; other strategies have no
+/// such model and ignore it. With `BayesConfig::default()` this is exactly `by_name_with_prior`
+/// (or `by_name`). `None` for an unknown name.
+pub fn build(
+    name: &str,
+    seed: u64,
+    prior: Option<Arc<Prior>>,
+    bayes: &BayesConfig,
+) -> Option<Box<dyn Strategy>> {
     let inner = by_name(name, seed)?;
-    if prior.is_empty() {
-        return Some(inner);
-    }
+    let prior = prior.filter(|p| !p.is_empty());
+    let Some(prior) = prior else {
+        return Some(match name {
+            "bayes_opt" => Box::new(BayesOpt::with_config(seed, bayes.clone())),
+            "ensemble" => Box::new(Ensemble::with_bayes(seed, None, bayes)),
+            _ => inner,
+        });
+    };
     Some(match name {
-        "bayes_opt" => Box::new(BayesOpt::new(seed).with_prior(prior)),
-        "ensemble" => Box::new(Ensemble::default_arms_with_prior(seed, Some(prior))),
+        "bayes_opt" => Box::new(BayesOpt::with_config(seed, bayes.clone()).with_prior(prior)),
+        "ensemble" => Box::new(Ensemble::with_bayes(seed, Some(prior), bayes)),
         "aoe-ga" | "aoe-ga-hp" => {
             let seeds = prior.seeds().iter().map(|s| s.id);
             Box::new(AoeGa::by_name(name, seed)?.with_seeds_for(prior.space_len(), seeds))

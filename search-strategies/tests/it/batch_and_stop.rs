@@ -196,6 +196,28 @@ fn search_bench_batches_and_stops_by_rule() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("ours_used"), "{text}");
     assert!(!text.contains("rounds_of"), "{text}");
+    // The attribution flags say that the run is not the default's, and change it.
+    let traces = |extra: &[&str]| {
+        let path = std::env::temp_dir().join(format!(
+            "search-bench-traces-{}-{}.json",
+            std::process::id(),
+            extra.len()
+        ));
+        let p = path.to_str().unwrap();
+        let out = bench(&[&["--budget", "30", "--traces", p], extra].concat());
+        assert!(out.status.success(), "{out:?}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        (String::from_utf8(out.stdout).unwrap(), text)
+    };
+    let (plain_out, plain) = traces(&["--no-warp", "--no-alignment"]);
+    let (default_out, default) = traces(&[]);
+    assert!(
+        plain_out.contains("output warping off, alignment coordinates off"),
+        "{plain_out}"
+    );
+    assert!(!default_out.contains("Bayesian models:"), "{default_out}");
+    assert_ne!(plain, default);
     for bad in ["auto:0", "autox", "-3", "many"] {
         let out = bench(&[&format!("--budget={bad}")]);
         assert_eq!(out.status.code(), Some(2), "{bad}");

@@ -131,3 +131,52 @@ fn replayed_runs_are_deterministic_and_beat_random() {
         "bayes_opt ({ours}) should beat random ({rand}) on average"
     );
 }
+
+/// `search-bench --no-warp` / `--no-alignment` reach the Bayesian models: `build` with a
+/// configuration runs exactly what constructing the strategy by hand with it runs, with the
+/// default configuration exactly the registry's strategy, and turning a part off changes the
+/// search.
+#[test]
+fn a_bayes_configuration_reaches_the_registry_strategies() {
+    use search_strategies::bayes::{BayesConfig, BayesOpt};
+    use search_strategies::bench::run_with;
+    use search_strategies::ensemble::Ensemble;
+    use search_strategies::Strategy;
+
+    let dir = common::fixture_dir();
+    let r = ReplaySpace::load_auto(&dir.join("schoonhoven2022/convolution_P100.json.gz")).unwrap();
+    let driver = Driver::new(40);
+    let plain = BayesConfig {
+        warp: false,
+        alignment: false,
+        ..BayesConfig::default()
+    };
+    let by_hand = |mut s: Box<dyn Strategy>| {
+        let mut objective = r.objective();
+        let out = driver.run(&r.space, s.as_mut(), &mut objective);
+        (out.history.observations().iter())
+            .map(|o| o.value)
+            .collect::<Vec<_>>()
+    };
+    for seed in [3, 4] {
+        let default = BayesConfig::default();
+        for name in ["bayes_opt", "ensemble"] {
+            let configured = run_with(&r, name, seed, &driver, None, &plain).unwrap();
+            let hand: Box<dyn Strategy> = match name {
+                "bayes_opt" => Box::new(BayesOpt::with_config(seed, plain.clone())),
+                _ => Box::new(Ensemble::with_bayes(seed, None, &plain)),
+            };
+            assert_eq!(configured, by_hand(hand), "{name}, seed {seed}");
+            let registry = run_one(&r, name, seed, 40).unwrap();
+            let as_default = run_with(&r, name, seed, &driver, None, &default).unwrap();
+            assert_eq!(registry, as_default, "{name}, seed {seed}");
+            assert_ne!(
+                registry, configured,
+                "{name}, seed {seed}: the parts changed nothing"
+            );
+        }
+        // A strategy without a Bayesian model ignores the configuration.
+        let random = run_with(&r, "random", seed, &driver, None, &plain).unwrap();
+        assert_eq!(random, run_one(&r, "random", seed, 40).unwrap());
+    }
+}
