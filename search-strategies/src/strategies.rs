@@ -7,7 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::aoe_ga::AoeGa;
 #[cfg(doc)]
 use crate::aoe_ga::AoeGaConfig;
-use crate::bayes::BayesOpt;
+use crate::bayes::{BayesConfig, BayesOpt};
 use crate::space::{Config, ConfigId, Neighbourhood};
 use crate::strategy::{Observation, SearchContext, Strategy};
 
@@ -30,6 +30,13 @@ pub const STRATEGY_NAMES: [&str; 9] = [
 
 /// Builds a built-in strategy by name, seeded; `None` for an unknown name.
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Strategy>> {
+    configured(name, seed, &BayesConfig::default())
+}
+
+/// [`by_name`] with the Bayesian model of `bayes_opt` and `ensemble` configured by `bayes`
+/// (other strategies have none); the public way in is
+/// [`transfer::build`](crate::transfer::build).
+pub(crate) fn configured(name: &str, seed: u64, bayes: &BayesConfig) -> Option<Box<dyn Strategy>> {
     if let Some(ga) = AoeGa::by_name(name, seed) {
         return Some(Box::new(ga));
     }
@@ -38,9 +45,9 @@ pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Strategy>> {
         "exhaustive" => Box::new(Exhaustive::new(seed)),
         "annealing" => Box::new(Annealing::new(seed)),
         "genetic" => Box::new(Genetic::new(seed)),
-        "bayes_opt" => Box::new(BayesOpt::new(seed)),
+        "bayes_opt" => Box::new(BayesOpt::with_config(seed, bayes.clone())),
         "tpe" => Box::new(crate::tpe::Tpe::new(seed)),
-        "ensemble" => Box::new(crate::ensemble::Ensemble::default_arms(seed)),
+        "ensemble" => Box::new(crate::ensemble::Ensemble::with_bayes(seed, None, bayes)),
         _ => return None,
     })
 }

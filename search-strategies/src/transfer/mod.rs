@@ -52,7 +52,9 @@ use crate::ensemble::Ensemble;
 use crate::expr::Value;
 use crate::replay::ReplaySpace;
 use crate::space::{value_ranks, ConfigId, Parameter, Space};
+#[cfg(doc)]
 use crate::strategies::by_name;
+use crate::strategies::configured;
 use crate::strategy::{Observation, SearchContext, Strategy};
 
 /// At most this many warm-start proposals.
@@ -562,14 +564,9 @@ pub fn build(
     prior: Option<Arc<Prior>>,
     bayes: &BayesConfig,
 ) -> Option<Box<dyn Strategy>> {
-    let inner = by_name(name, seed)?;
-    let prior = prior.filter(|p| !p.is_empty());
-    let Some(prior) = prior else {
-        return Some(match name {
-            "bayes_opt" => Box::new(BayesOpt::with_config(seed, bayes.clone())),
-            "ensemble" => Box::new(Ensemble::with_bayes(seed, None, bayes)),
-            _ => inner,
-        });
+    let inner = configured(name, seed, bayes)?;
+    let Some(prior) = prior.filter(|p| !p.is_empty()) else {
+        return Some(inner);
     };
     Some(match name {
         "bayes_opt" => Box::new(BayesOpt::with_config(seed, bayes.clone()).with_prior(prior)),

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::space::Parameter;
+use crate::strategies::by_name;
 use crate::strategy::{Driver, History};
 
 fn space() -> Space {
