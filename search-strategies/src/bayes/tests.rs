@@ -125,23 +125,34 @@ fn evaluations_to_the_optimum(warp: bool) -> f64 {
         let trap = if c[3] == 0 { 50.0 } else { 1.0 };
         Some(trap * (1.0 + 0.01 * f64::from(d)) * (1.0 + 0.001 * f64::from(c[3])))
     };
+    let cfg = BayesConfig {
+        warp,
+        ..BayesConfig::default()
+    };
+    mean_evaluations_to(&space, f, 1.001 + 1e-12, cfg, 120)
+}
+
+/// Mean over seeds 0–7 of the evaluations Bayesian optimisation with `cfg` needs to measure a
+/// value of at most `optimum` of `f` on `space` (`budget + 1` for a run that does not).
+fn mean_evaluations_to(
+    space: &Space,
+    f: impl Fn(&Space, ConfigId) -> Option<f64> + Copy,
+    optimum: f64,
+    cfg: BayesConfig,
+    budget: usize,
+) -> f64 {
+    let seeds = 8u64;
     let mut total = 0.0;
-    let seeds = 8;
     for seed in 0..seeds {
-        let cfg = BayesConfig {
-            warp,
-            ..BayesConfig::default()
-        };
-        let mut bo = BayesOpt::with_config(seed, cfg);
+        let mut bo = BayesOpt::with_config(seed, cfg.clone());
         let mut obj = f;
-        let out = Driver::new(120).run(&space, &mut bo, &mut obj);
-        let optimum = 1.001;
+        let out = Driver::new(budget).run(space, &mut bo, &mut obj);
         let at = (out.history.observations().iter())
-            .position(|o| o.value.is_some_and(|v| v <= optimum + 1e-12))
-            .map_or(121, |i| i + 1);
+            .position(|o| o.value.is_some_and(|v| v <= optimum))
+            .map_or(budget + 1, |i| i + 1);
         total += at as f64;
     }
-    total / f64::from(seeds as u32)
+    total / seeds as f64
 }
 
 #[test]
@@ -180,22 +191,11 @@ fn evaluations_to_the_comb_optimum(alignment: bool) -> f64 {
     let optimum = (0..space.len() as ConfigId)
         .filter_map(|id| f(&space, id))
         .fold(f64::INFINITY, f64::min);
-    let seeds = 8u64;
-    let mut total = 0.0;
-    for seed in 0..seeds {
-        let cfg = BayesConfig {
-            alignment,
-            ..BayesConfig::default()
-        };
-        let mut bo = BayesOpt::with_config(seed, cfg);
-        let mut obj = f;
-        let out = Driver::new(150).run(&space, &mut bo, &mut obj);
-        let at = (out.history.observations().iter())
-            .position(|o| o.value.is_some_and(|v| v <= optimum))
-            .map_or(151, |i| i + 1);
-        total += at as f64;
-    }
-    total / seeds as f64
+    let cfg = BayesConfig {
+        alignment,
+        ..BayesConfig::default()
+    };
+    mean_evaluations_to(&space, f, optimum, cfg, 150)
 }
 
 #[test]
