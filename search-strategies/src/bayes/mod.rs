@@ -47,10 +47,14 @@ pub struct BayesConfig {
     /// Give the GP, beside each parameter's value rank, each integer parameter's power-of-two
     /// alignment (how many times 2 divides the value) where it varies, so that effects of
     /// alignment (a block size of 448 fast between 416 and 480 slow) are a trend it can fit.
-    /// Not while a prior is trusted: the warm search's first measurements then lost more to the
-    /// extra coordinates than they gained (search-strategies/README.md, "Output warping and
-    /// alignment coordinates").
+    /// While a prior is trusted, only from [`BayesConfig::trusted_alignment_after`]
+    /// observations on: the warm search's first measurements lost more to the extra
+    /// coordinates than they gained, its later ones gain (search-strategies/README.md, "Output
+    /// warping and alignment coordinates").
     pub alignment: bool,
+    /// Under a trusted prior, the observations after which the GP sees the alignment
+    /// coordinates too ([`BayesConfig::alignment`]); before, it sees the value ranks alone.
+    pub trusted_alignment_after: usize,
     /// Local (trust-region) mode: no initial design and no seeds of its own; expected
     /// improvement is scored only over the incumbent's close neighbourhood ([`local_moves`]),
     /// so every proposal is a one- or two-parameter refinement of the best configuration.
@@ -82,6 +86,7 @@ impl Default for BayesConfig {
             overlap: true,
             warp: true,
             alignment: true,
+            trusted_alignment_after: 40,
             local: false,
             seed_lead: 3,
         }
@@ -189,10 +194,13 @@ impl BayesOpt {
         }
     }
 
-    /// The GP's feature map for `space`: with alignment coordinates ([`BayesConfig::alignment`])
-    /// unless `trusted` (a prior predicts the observations). Each map is built on first use.
-    fn feats(&mut self, space: &Space, trusted: bool) -> Arc<ModelFeatures> {
-        let alignment = self.cfg.alignment && !trusted;
+    /// The GP's feature map for `space` after `observed` observations: with alignment
+    /// coordinates ([`BayesConfig::alignment`]) unless `trusted` (a prior predicts the
+    /// observations) and `observed` is below [`BayesConfig::trusted_alignment_after`]. Each map
+    /// is built on first use.
+    fn feats(&mut self, space: &Space, trusted: bool, observed: usize) -> Arc<ModelFeatures> {
+        let alignment =
+            self.cfg.alignment && (!trusted || observed >= self.cfg.trusted_alignment_after);
         let slot = &mut self.feats[usize::from(alignment)];
         match slot {
             Some(f) if f.is_for(space) => f.clone(),
@@ -302,10 +310,10 @@ impl BayesOpt {
             let centre = ps[..told].iter().sum::<f64>() / told.max(1) as f64;
             (beta, centre)
         });
-        // Warping and alignment coordinates, unless the GP models a residual from a trusted
-        // prior, whose prediction is on the standardised scale.
+        // Warping, unless the GP models a residual from a trusted prior, whose prediction is on
+        // the standardised scale; alignment coordinates, under a trusted prior only later.
         let trusted = offset.is_some_and(|o| o.0 > 0.0);
-        let feats = self.feats(space, trusted);
+        let feats = self.feats(space, trusted, ctx.history.len());
         let d = feats.dims(space);
         let warp = (self.cfg.warp && !trusted).then(|| {
             let (w, z) = Warp::fit(&y);

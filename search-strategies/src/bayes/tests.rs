@@ -207,13 +207,14 @@ fn alignment_coordinates_find_a_comb_optimum_sooner() {
     assert!(aligned < plain * 0.85, "aligned {aligned} vs plain {plain}");
 }
 
-/// Warping and alignment coordinates are off only while a prior is trusted: the GP then models
-/// the residual from the prior's prediction, on the plain standardised scale.
+/// Warping is off while a prior is trusted, and so are the alignment coordinates for the first
+/// [`BayesConfig::trusted_alignment_after`] observations: the GP then models the residual from
+/// the prior's prediction, on the plain standardised scale.
 #[test]
-fn warping_and_alignment_are_off_only_while_a_prior_is_trusted() {
+fn under_a_trusted_prior_warping_is_off_and_alignment_comes_later() {
     use crate::transfer::{Source, SourceRecord};
     use crate::Value;
-    let values: Vec<i64> = (1..=12).collect();
+    let values: Vec<i64> = (1..=24).collect();
     let params = vec![
         Parameter::ints("bx", &values),
         Parameter::ints("ty", &[1, 2, 3]),
@@ -223,7 +224,7 @@ fn warping_and_alignment_are_off_only_while_a_prior_is_trusted() {
     let source = |sign: f64| Source {
         label: "s".into(),
         distance: 1.0,
-        records: (1..=12)
+        records: (1..=24)
             .flat_map(|bx| (1..=3).map(move |ty| (bx, ty)))
             .map(|(bx, ty)| SourceRecord {
                 values: vec![("bx".into(), Value::Int(bx)), ("ty".into(), Value::Int(ty))],
@@ -231,32 +232,66 @@ fn warping_and_alignment_are_off_only_while_a_prior_is_trusted() {
             })
             .collect(),
     };
-    let mut history = History::new(space.len());
-    for id in (0..space.len() as ConfigId).step_by(3) {
-        let c = space.config(id);
-        let (bx, ty) = (i64::from(c[0]) + 1, i64::from(c[1]) + 1);
-        history.record(Observation {
-            id,
-            value: Some(time(bx, ty)),
-        });
-    }
-    let ctx = SearchContext {
-        space: &space,
-        history: &history,
+    // Every `step`-th configuration measured: 24 observations at step 3, 72 at step 1.
+    let history = |step: usize| {
+        let mut history = History::new(space.len());
+        for id in (0..space.len() as ConfigId).step_by(step) {
+            let c = space.config(id);
+            let (bx, ty) = (i64::from(c[0]) + 1, i64::from(c[1]) + 1);
+            history.record(Observation {
+                id,
+                value: Some(time(bx, ty)),
+            });
+        }
+        history
     };
+    let (few, many) = (history(3), history(1));
+    assert!(few.len() < BayesConfig::default().trusted_alignment_after);
+    assert!(many.len() >= BayesConfig::default().trusted_alignment_after);
     // (warped, coordinates the GP sees)
-    let model = |mut bo: BayesOpt| {
+    let model = |mut bo: BayesOpt, history: &History| {
+        let ctx = SearchContext {
+            space: &space,
+            history,
+        };
         let m = bo.model(&ctx, &[], false).unwrap();
         (m.warp.is_some(), m.feats.dims(&space))
     };
     let (plain, aligned) = (space.feature_dims(), space.feature_dims() + 2);
-    assert_eq!(model(BayesOpt::new(1)), (true, aligned), "cold");
+    assert_eq!(model(BayesOpt::new(1), &few), (true, aligned), "cold");
     let predicts = Arc::new(Prior::new(&space, &[source(1.0)]));
-    let trusted = BayesOpt::new(1).with_prior(predicts);
-    assert!(trusted.prior_trusted(&ctx));
-    assert_eq!(model(trusted), (false, plain), "trusted prior");
+    let trusted = BayesOpt::new(1).with_prior(predicts.clone());
+    for h in [&few, &many] {
+        let ctx = SearchContext {
+            space: &space,
+            history: h,
+        };
+        assert!(trusted.prior_trusted(&ctx));
+    }
+    assert_eq!(
+        model(trusted.clone(), &few),
+        (false, plain),
+        "trusted, early"
+    );
+    assert_eq!(model(trusted, &many), (false, aligned), "trusted, later");
+    let never = BayesConfig {
+        trusted_alignment_after: usize::MAX,
+        ..Default::default()
+    };
+    let never = BayesOpt::with_config(1, never).with_prior(predicts);
+    assert_eq!(
+        model(never, &many),
+        (false, plain),
+        "trusted, never aligned"
+    );
     let reversed = Arc::new(Prior::new(&space, &[source(-1.0)]));
     let untrusted = BayesOpt::new(1).with_prior(reversed);
-    assert!(!untrusted.prior_trusted(&ctx));
-    assert_eq!(model(untrusted), (true, aligned), "untrusted prior");
+    for h in [&few, &many] {
+        let ctx = SearchContext {
+            space: &space,
+            history: h,
+        };
+        assert!(!untrusted.prior_trusted(&ctx));
+    }
+    assert_eq!(model(untrusted, &few), (true, aligned), "untrusted prior");
 }

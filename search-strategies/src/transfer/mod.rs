@@ -60,7 +60,7 @@ use crate::strategy::{Observation, SearchContext, Strategy};
 /// At most this many warm-start proposals.
 pub const MAX_SEEDS: usize = 5;
 /// The prior's best configurations kept for the candidate pools of the strategies that use it.
-const TOP_KEPT: usize = 256;
+const TOP_KEPT: usize = 512;
 /// Spaces larger than this are scanned on an even stride of this many configurations when the
 /// seeds and the prior's best configurations are chosen.
 const SCAN_LIMIT: usize = 1 << 20;
@@ -219,7 +219,7 @@ impl Prior {
         self.early
     }
 
-    /// The prior's best configurations (at most 256), best first.
+    /// The prior's best configurations (at most 512), best first.
     pub fn top(&self) -> &[ConfigId] {
         &self.top
     }
