@@ -25,7 +25,7 @@ mod sim_fixture;
 
 use std::collections::BTreeSet;
 
-use search_strategies::bayes::local_moves;
+use search_strategies::bayes::{local_moves, BayesConfig};
 use search_strategies::{ConfigId, History, Neighbourhood, Observation, SearchContext};
 use sim_fixture::{fill, plan, settings, Error};
 use tunebank::bank::Bank;
@@ -177,7 +177,7 @@ fn main() -> Result<(), Error> {
         let (target, options) = plan(model, "Ascend910B2")?;
         let snap = snapshot(&bank, &target, 0..target.tasks.len())?;
         let s = settings(&options, "ensemble", a.seed, a.budget);
-        let c = compare(&target, &snap, &s)?;
+        let c = compare(&target, &snap, &s, &BayesConfig::default())?;
         println!("\n## {model}");
         println!(
             "{:<14} {:>7} {:>6} {:>6} {:>6} {:>5} {:>5} {:>5} {:>5}",

@@ -5,7 +5,7 @@
 //! best is the target; each is charged the candidates it measured until it reached 99 % of it.
 //!
 //! ```text
-//! cargo run --release --example transfer_sim -- [--budget 64] [--seeds 5] [--strategy ensemble] [--other-soc Ascend310P3] [--per-op]
+//! cargo run --release --example transfer_sim -- [--budget 64] [--seeds 5] [--strategy ensemble] [--other-soc Ascend310P3] [--per-op] [--no-warp] [--no-alignment]
 //! ```
 //!
 //! The banks are built by `tunebank::tune::opat::run` (transfer off, seed 1, the same budget) into a
@@ -14,6 +14,7 @@
 #[path = "common/sim_fixture.rs"]
 mod sim_fixture;
 
+use search_strategies::bayes::BayesConfig;
 use sim_fixture::{fill, plan, settings, Error};
 use tunebank::bank::Bank;
 use tunebank::key::RecordKind;
@@ -26,6 +27,9 @@ struct Args {
     strategy: String,
     other_soc: String,
     per_op: bool,
+    /// The searches' Bayesian models (`--no-warp`, `--no-alignment` turn their parts off for
+    /// attribution runs; the banks are still built by a default tune).
+    bayes: BayesConfig,
 }
 
 fn args() -> Result<Args, Error> {
@@ -35,6 +39,7 @@ fn args() -> Result<Args, Error> {
         strategy: "ensemble".into(),
         other_soc: "Ascend310P3".into(),
         per_op: false,
+        bayes: BayesConfig::default(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -45,6 +50,8 @@ fn args() -> Result<Args, Error> {
             "--strategy" => a.strategy = value()?,
             "--other-soc" => a.other_soc = value()?,
             "--per-op" => a.per_op = true,
+            "--no-warp" => a.bayes.warp = false,
+            "--no-alignment" => a.bayes.alignment = false,
             _ => return Err(format!("unknown flag {flag}").into()),
         }
     }
@@ -59,7 +66,12 @@ fn measure(a: &Args, target: &str, bank: &Bank, what: &str) -> Result<(usize, us
     let (mut cold, mut warm) = (0, 0);
     println!("\n## {target} on Ascend910B2, bank: {what}");
     for seed in 1..=a.seeds {
-        let c: Comparison = compare(&p, &snap, &settings(&options, &a.strategy, seed, a.budget))?;
+        let c: Comparison = compare(
+            &p,
+            &snap,
+            &settings(&options, &a.strategy, seed, a.budget),
+            &a.bayes,
+        )?;
         if a.per_op && seed == 1 {
             print!("{c}");
         }

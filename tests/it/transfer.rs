@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 
+use search_strategies::bayes::BayesConfig;
 use serde_json::Value;
 use tunebank::bank::{Bank, Lookup};
 use tunebank::key::{BankKey, FsReader, RecordKind, ResolvedOptions};
@@ -268,12 +269,24 @@ fn seeded_searches_reach_the_cold_best_with_fewer_candidates() {
     tune::opat::run(&source, &bank, &s, "bert", None, &cancel, &mut ()).unwrap();
     let (target, options) = plan("bert_layer", "Ascend910B2");
     let snap = snapshot(&bank, &target, 0..target.tasks.len()).unwrap();
-    let c = compare(&target, &snap, &settings(&options, 32)).unwrap();
+    let c = compare(
+        &target,
+        &snap,
+        &settings(&options, 32),
+        &BayesConfig::default(),
+    )
+    .unwrap();
     assert_eq!(c.seeded_ops(), c.ops.len(), "{c}");
     let (cold, warm) = c.totals();
     assert!(warm < cold, "{c}");
     // Nothing related: both searches are the same search.
-    let none = compare(&target, &Default::default(), &settings(&options, 32)).unwrap();
+    let none = compare(
+        &target,
+        &Default::default(),
+        &settings(&options, 32),
+        &BayesConfig::default(),
+    )
+    .unwrap();
     assert!(
         none.ops
             .iter()

@@ -10,6 +10,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 use tunebank_key::StrategyMap;
 
+use search_strategies::bayes::BayesConfig;
 use search_strategies::{ConfigId, Driver, History, StopReason, StopRule};
 
 use tunebank_bank::{Bank, Descriptor, Lookup, Provenance, Record, Timing};
@@ -252,6 +253,7 @@ impl Opat<'_> {
             related,
             &t.descriptor.soc.version,
             first,
+            &BayesConfig::default(),
         ) else {
             return Err(Early::Failure(format!(
                 "unknown strategy {}",

@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use search_strategies::bayes::BayesConfig;
 use search_strategies::{Driver, History};
 
 use crate::tune::task_seed;
@@ -83,12 +84,15 @@ pub(crate) fn trials_to_reach(history: &History, target_us: f64) -> Option<usize
 
 /// Compares cold and warm searches for every task of `plan` on `settings.runner` (a fresh
 /// runner; `settings.strategy`, `seed`, `trials_per_op` and `batch` as a tune uses them, each
-/// task seeded as a tune seeds it), the warm one seeded from `snapshot`. Tasks the runner does
-/// not tune, or whose cold search found nothing, are left out.
+/// task seeded as a tune seeds it), the warm one seeded from `snapshot`, both with their
+/// Bayesian models configured by `bayes` (a tune's are `BayesConfig::default()`; other values
+/// are for attribution runs). Tasks the runner does not tune, or whose cold search found
+/// nothing, are left out.
 pub fn compare(
     plan: &TunePlan,
     snapshot: &Snapshot,
     settings: &TuneSettings,
+    bayes: &BayesConfig,
 ) -> Result<Comparison, TuneError> {
     let mut runner = settings.runner.build(TimingSettings::default())?;
     let mut out = Comparison {
@@ -114,6 +118,7 @@ pub fn compare(
                 related,
                 &t.descriptor.soc.version,
                 &first,
+                bayes,
             ) else {
                 return Err(TuneError::UnknownStrategy {
                     name: settings.strategy.clone(),

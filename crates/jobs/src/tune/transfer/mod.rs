@@ -30,8 +30,8 @@ use tunebank_key::StrategyMap;
 use serde::{Deserialize, Serialize};
 
 use search_strategies::aoe_ga::AoeGa;
-use search_strategies::strategies::by_name;
-use search_strategies::transfer::{by_name_with_prior, Prior, Source, SourceRecord};
+use search_strategies::bayes::BayesConfig;
+use search_strategies::transfer::{build, Prior, Source, SourceRecord};
 use search_strategies::{ConfigId, Strategy};
 
 use crate::tune::report::SeededBy;
@@ -123,7 +123,8 @@ pub fn snapshot(
 /// records are `related`, over `space`: with the transfer prior when at least one related
 /// record projects onto the space (and the records whose projections seed the search, in the
 /// order proposed, each once), else the cold strategy and no records — then exactly
-/// `by_name(name, seed)`, except for AOE's GA. `aoe-ga` and `aoe-ga-hp` open their first
+/// `by_name(name, seed)` when `bayes` is the default, except for AOE's GA. `bayes` configures
+/// the Bayesian models (`search_strategies::transfer::build`); a tune uses the default. `aoe-ga` and `aoe-ga-hp` open their first
 /// generation as AOE does: `first` (ids in `space`: the bank's old tiling for the shape and the
 /// default tiling), then the prior's seeds; other strategies ignore `first`.
 /// `None` for an unknown strategy name.
@@ -134,6 +135,7 @@ pub(crate) fn transfer_strategy(
     related: &[Related],
     soc: &str,
     first: &[ConfigId],
+    bayes: &BayesConfig,
 ) -> Option<(Box<dyn Strategy>, Vec<SeededBy>)> {
     let prior = (!related.is_empty())
         .then(|| prior(space, related, soc))
@@ -146,10 +148,7 @@ pub(crate) fn transfer_strategy(
         let seeds: Vec<ConfigId> = first.iter().copied().chain(from_prior).collect();
         return Some((Box::new(ga.with_seeds(seeds)), seeded));
     }
-    let strategy = match prior {
-        Some(p) => by_name_with_prior(name, seed, Arc::new(p))?,
-        None => by_name(name, seed)?,
-    };
+    let strategy = build(name, seed, prior.map(Arc::new), bayes)?;
     Some((strategy, seeded))
 }
 

@@ -283,12 +283,39 @@ fn related_records_seed_the_search_and_none_leave_it_cold() {
     let source = fp16(128, 768, 1536, "Ascend910B2");
     let space = sim_space(target);
     let related = vec![related_of(&record(&source, 10.0), 0.69)];
-    let (_, seeded) = transfer_strategy("random", 1, &space, &related, "Ascend910B2", &[]).unwrap();
+    let (_, seeded) = transfer_strategy(
+        "random",
+        1,
+        &space,
+        &related,
+        "Ascend910B2",
+        &[],
+        &BayesConfig::default(),
+    )
+    .unwrap();
     assert_eq!(seeded.len(), 1);
     assert_eq!(seeded[0].key, related[0].key);
-    let (_, cold) = transfer_strategy("random", 1, &space, &[], "Ascend910B2", &[]).unwrap();
+    let (_, cold) = transfer_strategy(
+        "random",
+        1,
+        &space,
+        &[],
+        "Ascend910B2",
+        &[],
+        &BayesConfig::default(),
+    )
+    .unwrap();
     assert!(cold.is_empty());
-    assert!(transfer_strategy("no_such", 1, &space, &related, "Ascend910B2", &[]).is_none());
+    assert!(transfer_strategy(
+        "no_such",
+        1,
+        &space,
+        &related,
+        "Ascend910B2",
+        &[],
+        &BayesConfig::default()
+    )
+    .is_none());
 }
 
 #[test]
@@ -316,8 +343,16 @@ fn aoe_ga_opens_with_the_old_and_default_tilings_then_the_prior_seeds() {
         }
     }
     let first_proposals = |name: &str| {
-        let (mut strategy, seeded) =
-            transfer_strategy(name, 1, &space, &related, "Ascend910B2", &[old, d]).unwrap();
+        let (mut strategy, seeded) = transfer_strategy(
+            name,
+            1,
+            &space,
+            &related,
+            "Ascend910B2",
+            &[old, d],
+            &BayesConfig::default(),
+        )
+        .unwrap();
         assert_eq!(seeded.len(), 1, "{name}");
         let mut objective = |_: &search_strategies::Space, id: ConfigId| Some(1.0 + id as f64);
         let out = search_strategies::Driver::new(want.len()).run(
