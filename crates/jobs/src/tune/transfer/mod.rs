@@ -124,9 +124,10 @@ pub fn snapshot(
 /// record projects onto the space (and the records whose projections seed the search, in the
 /// order proposed, each once), else the cold strategy and no records — then exactly
 /// `by_name(name, seed)` when `bayes` is the default, except for AOE's GA. `bayes` configures
-/// the Bayesian models (`search_strategies::transfer::build`); a tune uses the default. `aoe-ga` and `aoe-ga-hp` open their first
-/// generation as AOE does: `first` (ids in `space`: the bank's old tiling for the shape and the
-/// default tiling), then the prior's seeds; other strategies ignore `first`.
+/// the Bayesian models (`search_strategies::transfer::build`); a tune uses the default.
+/// `aoe-ga` and `aoe-ga-hp` open their first generation as AOE does: `first` (ids in `space`:
+/// the bank's old tiling for the shape and the default tiling), then the prior's seeds; other
+/// strategies ignore `first`.
 /// `None` for an unknown strategy name.
 pub(crate) fn transfer_strategy(
     name: &str,
