@@ -260,14 +260,14 @@ fn under_a_trusted_prior_warping_is_off_and_alignment_comes_later() {
     let (plain, aligned) = (space.feature_dims(), space.feature_dims() + 2);
     assert_eq!(model(BayesOpt::new(1), &few), (true, aligned), "cold");
     let predicts = Arc::new(Prior::new(&space, &[source(1.0)]));
-    let trusted = BayesOpt::new(1).with_prior(predicts.clone());
-    for h in [&few, &many] {
-        let ctx = SearchContext {
+    let trusted_on = |bo: &BayesOpt, history: &History| {
+        bo.prior_trusted(&SearchContext {
             space: &space,
-            history: h,
-        };
-        assert!(trusted.prior_trusted(&ctx));
-    }
+            history,
+        })
+    };
+    let trusted = BayesOpt::new(1).with_prior(predicts.clone());
+    assert!(trusted_on(&trusted, &few) && trusted_on(&trusted, &many));
     assert_eq!(
         model(trusted.clone(), &few),
         (false, plain),
@@ -286,12 +286,6 @@ fn under_a_trusted_prior_warping_is_off_and_alignment_comes_later() {
     );
     let reversed = Arc::new(Prior::new(&space, &[source(-1.0)]));
     let untrusted = BayesOpt::new(1).with_prior(reversed);
-    for h in [&few, &many] {
-        let ctx = SearchContext {
-            space: &space,
-            history: h,
-        };
-        assert!(!untrusted.prior_trusted(&ctx));
-    }
+    assert!(!trusted_on(&untrusted, &few) && !trusted_on(&untrusted, &many));
     assert_eq!(model(untrusted, &few), (true, aligned), "untrusted prior");
 }
