@@ -64,9 +64,10 @@ struct Args {
     #[arg(long, default_value = "ensemble")]
     versus: String,
     /// Also run each strategy with transfer (rows `NAME+transfer`), its sources for each target
-    /// space the other given caches of the same kernel (`leave-one-out`: the same
-    /// `kernel_name` and parameter names, never the target's own cache).
-    #[arg(long, value_parser = ["leave-one-out"])]
+    /// space drawn from the other given caches: `leave-one-out`, those of the same kernel (the
+    /// same `kernel_name` and parameter names, never the target's own cache: other devices);
+    /// `leave-kernel-out`, those of every other kernel (a kernel new to the bank).
+    #[arg(long, value_parser = ["leave-one-out", "leave-kernel-out"])]
     transfer: Option<String>,
     /// Also run each strategy with transfer (rows `NAME+transfer`) from these caches, for every
     /// target space except a source's own file. Sources need not be the same kernel: values are
@@ -386,10 +387,11 @@ fn priors(
     }
     let mut out = Vec::with_capacity(spaces.len());
     for (name, target) in spaces {
-        let candidates: Vec<&(String, ReplaySpace)> = if args.transfer.is_some() {
+        let candidates: Vec<&(String, ReplaySpace)> = if let Some(mode) = &args.transfer {
+            let same = mode == "leave-one-out";
             spaces
                 .iter()
-                .filter(|(n, r)| n != name && target.same_kernel(r))
+                .filter(|(n, r)| n != name && target.same_kernel(r) == same)
                 .collect()
         } else {
             from.iter().filter(|(n, _)| !same_file(n, name)).collect()

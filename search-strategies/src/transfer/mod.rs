@@ -16,9 +16,14 @@
 //!   predicts `-2 · exp(-3 · d)`, `d` the mean rank distance to the winner, so nearer is better.
 //!   Sources are averaged with weight `1 / (1 + distance)`; where none has an opinion the prior
 //!   is 0 (no opinion).
-//! - **Warm start.** The seeds are each source's best projected configuration (the nearest valid
-//!   configuration to a winner), nearest sources first, then the best of the combined prior,
-//!   [`MAX_SEEDS`] in all. The Bayesian optimiser measures the first ones ([`Prior::early`]:
+//! - **Warm start.** The seeds are each proposing source's best projected configuration (the
+//!   nearest valid configuration to a winner), nearest sources first, then the best of the
+//!   combined prior, [`MAX_SEEDS`] in all. Every winner (a one-record source) proposes; a
+//!   table source proposes only when it is the same kernel's parameter set
+//!   ([`Prior::proposes`]): another kernel's best is a good configuration in the wrong basin,
+//!   and measuring it first cost more than it gave (see the crate README, "Priors across
+//!   kernels"), so such a source shapes the prior mean and nothing else. Without a proposing
+//!   source there are no seeds. The Bayesian optimiser measures the first ones ([`Prior::early`]:
 //!   the nearest source's winner, and the winners of the sources as near, when they all bind
 //!   every parameter) before anything else and offers the rest to expected improvement once the
 //!   prior has proved predictive; strategies without a model ([`WarmStart`]) measure them all
@@ -142,6 +147,8 @@ struct Projected {
     weight: f64,
     /// Target parameters this source gives values for.
     dims: Vec<usize>,
+    /// Whether the source proposes seeds (see [`Prior::proposes`]).
+    proposes: bool,
     opinion: Opinion,
 }
 
@@ -196,6 +203,15 @@ impl Prior {
     /// Number of sources kept.
     pub fn len(&self) -> usize {
         self.sources.len()
+    }
+
+    /// Whether source `source` proposes seeds: a winner (a one-record source) always; a table
+    /// source (a measured cache) only when it is the same kernel's parameter set, that is when
+    /// it binds every parameter of the space that has more than one value and every parameter
+    /// it varies (more than one value among its records) is a parameter of the space. Another
+    /// kernel that shares some parameter names only informs [`Prior::mean`].
+    pub fn proposes(&self, source: usize) -> bool {
+        self.sources[source].proposes
     }
 
     /// The label of source `source`.
@@ -285,7 +301,17 @@ impl Prior {
             .collect();
         let mut dims: Vec<usize> = Vec::new();
         let mut rows: Vec<Row> = Vec::with_capacity(s.records.len());
+        // The first value of each parameter the space lacks, and whether the source varies it.
+        let mut foreign: FxHashMap<&str, (&Value, bool)> = FxHashMap::default();
         for r in &s.records {
+            for (n, v) in r
+                .values
+                .iter()
+                .filter(|(n, _)| !name_of.contains_key(n.as_str()))
+            {
+                let e = foreign.entry(n.as_str()).or_insert((v, false));
+                e.1 |= e.0 != v;
+            }
             let mut at: Vec<(usize, u16)> = r
                 .values
                 .iter()
@@ -308,15 +334,18 @@ impl Prior {
             return None;
         }
         let weight = 1.0 / (1.0 + s.distance.max(0.0));
-        let opinion = if s.records.len() == 1 {
+        let winner = s.records.len() == 1;
+        let opinion = if winner {
             Opinion::Winner(rows[0].0.iter().map(|p| p.1).collect())
         } else {
             Opinion::Table(self.table(&dims, &rows))
         };
+        let same_kernel = self.binds_all(&dims) && !foreign.values().any(|f| f.1);
         Some(Projected {
             label: s.label.clone(),
             weight,
             dims,
+            proposes: winner || same_kernel,
             opinion,
         })
     }
@@ -375,9 +404,12 @@ impl Prior {
         combined.truncate(TOP_KEPT);
         self.top = combined.iter().map(|p| p.1).collect();
         for (i, best) in per_source.iter().enumerate() {
-            if let Some((_, id)) = best {
-                self.push_seed(*id, i);
+            if let Some((_, id)) = best.filter(|_| self.sources[i].proposes) {
+                self.push_seed(id, i);
             }
+        }
+        if !self.sources.iter().any(|s| s.proposes) {
+            return;
         }
         // Only the sources' own winners are seeded so far: the early ones are among them.
         self.early = self.tied_winners();
@@ -394,18 +426,20 @@ impl Prior {
         let Some(first) = self.seeds.first() else {
             return 0;
         };
-        let binds_all = |s: &Projected| {
-            (self.arity.iter().enumerate()).all(|(j, &a)| a < 2 || s.dims.contains(&j))
-        };
         let lead = &self.sources[first.source];
-        if !binds_all(lead) {
+        if !self.binds_all(&lead.dims) {
             return 1;
         }
         let tied = (self.seeds[1..].iter())
             .map(|s| &self.sources[s.source])
-            .take_while(|s| s.weight == lead.weight && binds_all(s))
+            .take_while(|s| s.weight == lead.weight && self.binds_all(&s.dims))
             .count();
         1 + tied
+    }
+
+    /// True when `dims` holds every parameter of the space that has more than one value.
+    fn binds_all(&self, dims: &[usize]) -> bool {
+        (self.arity.iter().enumerate()).all(|(j, &a)| a < 2 || dims.contains(&j))
     }
 
     fn push_seed(&mut self, id: ConfigId, source: usize) {

@@ -299,3 +299,93 @@ fn the_warm_ensemble_refines_the_best_in_its_neighbourhood_once_the_prior_is_tru
         assert!(local >= 2, "seed {seed}: {local} local proposals of 9");
     }
 }
+
+/// A whole cache as a table source: every valid configuration of `sp` with objective `f`, each
+/// record also carrying `extra` (a parameter the target lacks, with the value `extra(id)`).
+fn cache_of(
+    sp: &Space,
+    f: impl Fn(ConfigId) -> f64,
+    extra: Option<(&str, &dyn Fn(ConfigId) -> i64)>,
+    keep: &[&str],
+) -> Source {
+    let names: Vec<String> = sp.params().iter().map(|p| p.name.clone()).collect();
+    let records = (0..sp.len() as ConfigId)
+        .map(|id| {
+            let mut values: Vec<(String, Value)> = names
+                .iter()
+                .cloned()
+                .zip(sp.values(id))
+                .filter(|(n, _)| keep.contains(&n.as_str()))
+                .collect();
+            if let Some((name, g)) = extra {
+                values.push((name.to_string(), Value::Int(g(id))));
+            }
+            SourceRecord {
+                values,
+                objective: Some(f(id)),
+            }
+        })
+        .collect();
+    Source {
+        label: "cache".into(),
+        distance: 1.0,
+        records,
+    }
+}
+
+#[test]
+fn a_cache_of_another_kernel_informs_the_mean_and_proposes_nothing() {
+    let sp = space();
+    let all = ["bx", "ty", "mode"];
+    let f = |id: ConfigId| f64::from(id) + 1.0;
+    let proposes = |s: Source| {
+        let p = Prior::new(&sp, &[s]);
+        assert_eq!(p.len(), 1);
+        (p.proposes(0), p.seeds().len(), p.early())
+    };
+    // The same kernel's parameter set proposes; so does one with a parameter the target lacks
+    // held at one value (a setting of the other cache's problem, not a knob).
+    assert_eq!(proposes(cache_of(&sp, f, None, &all)), (true, 5, 1));
+    let fixed: &dyn Fn(ConfigId) -> i64 = &|_| 15;
+    let same = proposes(cache_of(&sp, f, Some(("filter", fixed)), &all));
+    assert_eq!(same, (true, 5, 1));
+    // A knob the target lacks, or a knob of the target the cache leaves free: another kernel.
+    let knob: &dyn Fn(ConfigId) -> i64 = &|id| i64::from(id % 2);
+    assert_eq!(
+        proposes(cache_of(&sp, f, Some(("unroll", knob)), &all)),
+        (false, 0, 0)
+    );
+    assert_eq!(
+        proposes(cache_of(&sp, f, None, &["bx", "ty"])),
+        (false, 0, 0)
+    );
+    // A winner proposes whatever names it carries (a bank's stored best of the same operator).
+    let w = winner(
+        "w",
+        1.0,
+        &[("bx", Value::Int(64)), ("unroll", Value::Int(2))],
+    );
+    assert_eq!(proposes(w), (true, 5, 1));
+    // Another kernel's cache still predicts: its mean follows the cache's order.
+    let other = Prior::new(&sp, &[cache_of(&sp, f, Some(("unroll", knob)), &all)]);
+    assert!(other.mean(&sp, 0) < other.mean(&sp, sp.len() as ConfigId - 1));
+    assert!(!other.top().is_empty());
+    // Its order reversed (a prior that never predicts the objective): with no seed to measure,
+    // the warm ensemble's search is the cold one, proposal for proposal.
+    let reversed = cache_of(
+        &sp,
+        |id| 100.0 - f64::from(id),
+        Some(("unroll", knob)),
+        &all,
+    );
+    let prior = Arc::new(Prior::new(&sp, &[reversed]));
+    let mut obj = |_: &Space, id: ConfigId| Some(f64::from(id) + 1.0);
+    for seed in 0..3 {
+        let mut warm = by_name_with_prior("ensemble", seed, prior.clone()).unwrap();
+        let mut cold = by_name("ensemble", seed).unwrap();
+        let a = Driver::new(20).run(&sp, warm.as_mut(), &mut obj).history;
+        let b = Driver::new(20).run(&sp, cold.as_mut(), &mut obj).history;
+        let ids = |h: &History| h.observations().iter().map(|o| o.id).collect::<Vec<_>>();
+        assert_eq!(ids(&a), ids(&b), "seed {seed}");
+    }
+}
