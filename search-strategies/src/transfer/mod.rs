@@ -229,8 +229,9 @@ impl Prior {
     /// the other sources at the same distance, provided that each of these sources binds every
     /// parameter of the space that has more than one value. Equally near sources of the same
     /// kernel (other devices' caches) give no reason to prefer one winner, so each is tried;
-    /// a farther record's winner, or a source that shares only a few parameter names (an
-    /// unrelated kernel), waits until the prior has proved predictive.
+    /// a farther record's winner, or a winner that leaves a parameter free, waits until the
+    /// prior has proved predictive (another kernel's cache proposes nothing at all,
+    /// [`Prior::proposes`]).
     pub fn early(&self) -> usize {
         self.early
     }
