@@ -173,7 +173,7 @@ fn main() -> Result<(), Error> {
             .custom_path(dir.path().join(format!("{model}.redb")))
             .no_default_builtin()
             .open()?;
-        fill(&bank, model, &a.other_soc, "ensemble", a.budget)?;
+        fill(&bank, model, &a.other_soc, "ensemble", a.budget, 1)?;
         let (target, options) = plan(model, "Ascend910B2")?;
         let snap = snapshot(&bank, &target, 0..target.tasks.len())?;
         let s = settings(&options, "ensemble", a.seed, a.budget);

@@ -44,17 +44,18 @@ pub fn settings(
     }
 }
 
-/// Tunes `model` on `soc` into `bank`: cold, seed 1, `strategy`, `budget` per op.
+/// Tunes `model` on `soc` into `bank`: cold, `strategy`, `seed`, `budget` per op.
 pub fn fill(
     bank: &Bank,
     model: &str,
     soc: &str,
     strategy: &str,
     budget: usize,
+    seed: u64,
 ) -> Result<(), Error> {
     let (p, options) = plan(model, soc)?;
     let cancel = AtomicBool::new(false);
-    let s = settings(&options, strategy, 1, budget);
+    let s = settings(&options, strategy, seed, budget);
     tune::opat::run(&p, bank, &s, model, None, &cancel, &mut ())?;
     Ok(())
 }
