@@ -63,6 +63,9 @@ fn args() -> Result<Args, Error> {
             _ => return Err(format!("unknown flag {flag}").into()),
         }
     }
+    if a.seeds == 0 {
+        return Err("--seeds: expected at least 1".into());
+    }
     Ok(a)
 }
 
